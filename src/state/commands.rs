@@ -1,0 +1,188 @@
+//! The closed set of writes, each applied inside the writer's transaction.
+//!
+//! Only this module and `titles::set_title` issue SQL writes to the database, and only the
+//! writer thread calls them.
+
+use rusqlite::{Connection, params};
+
+use super::encode::{encode_content, encode_json, tool_call_count};
+use super::error::{StoreError, StoreResult};
+use super::model::{NewMessage, NewSession, UsageDelta, now_epoch};
+use super::titles;
+
+/// One write, sent to the writer thread.
+#[derive(Debug, Clone)]
+pub enum WriteCommand {
+    CreateSession(NewSession),
+    EndSession { id: String, reason: String },
+    ReopenSession { id: String },
+    AppendMessage(Box<NewMessage>),
+    SetTitle { id: String, title: Option<String> },
+    RecordUsage(UsageDelta),
+    ClearMessages { id: String },
+    /// Deletes sessions and their messages; their children are orphaned, not deleted.
+    DeleteSessions { ids: Vec<String> },
+}
+
+/// What a successful write reports back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// The id of an inserted row.
+    RowId(i64),
+    /// How many rows the write changed.
+    Changed(usize),
+}
+
+impl Outcome {
+    pub fn changed(self) -> usize {
+        match self {
+            Outcome::Changed(n) => n,
+            Outcome::Done | Outcome::RowId(_) => 0,
+        }
+    }
+}
+
+pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> {
+    match command {
+        WriteCommand::CreateSession(session) => create_session(conn, session),
+        WriteCommand::EndSession { id, reason } => Ok(Outcome::Changed(conn.execute(
+            // First reason wins: an ended session keeps its original reason and time.
+            "UPDATE sessions SET ended_at = ?1, end_reason = ?2 WHERE id = ?3 AND ended_at IS NULL",
+            params![now_epoch(), reason, id],
+        )?)),
+        WriteCommand::ReopenSession { id } => Ok(Outcome::Changed(conn.execute(
+            "UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?1",
+            params![id],
+        )?)),
+        WriteCommand::AppendMessage(message) => append_message(conn, message),
+        WriteCommand::SetTitle { id, title } => {
+            titles::set_title(conn, id, title.as_deref())?;
+            Ok(Outcome::Done)
+        }
+        WriteCommand::RecordUsage(usage) => record_usage(conn, usage),
+        WriteCommand::ClearMessages { id } => {
+            let removed = conn.execute("DELETE FROM messages WHERE session_id = ?1", [id])?;
+            conn.execute(
+                "UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = ?1",
+                [id],
+            )?;
+            Ok(Outcome::Changed(removed))
+        }
+        WriteCommand::DeleteSessions { ids } => delete_sessions(conn, ids),
+    }
+}
+
+fn create_session(conn: &Connection, s: &NewSession) -> StoreResult<Outcome> {
+    let model_config = s.model_config.as_ref().map(|v| v.to_string());
+    // An existing row keeps its values; the new call only fills columns that are NULL.
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt,
+                               parent_session_id, started_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT(id) DO UPDATE SET
+             user_id = COALESCE(sessions.user_id, excluded.user_id),
+             model = COALESCE(sessions.model, excluded.model),
+             model_config = COALESCE(sessions.model_config, excluded.model_config),
+             system_prompt = COALESCE(sessions.system_prompt, excluded.system_prompt),
+             parent_session_id = COALESCE(sessions.parent_session_id, excluded.parent_session_id)",
+    )?;
+    stmt.execute(params![
+        s.id,
+        s.source,
+        s.user_id,
+        s.model,
+        model_config,
+        s.system_prompt,
+        s.parent_session_id,
+        s.started_at.unwrap_or_else(now_epoch),
+    ])?;
+    Ok(Outcome::Done)
+}
+
+fn append_message(conn: &Connection, m: &NewMessage) -> StoreResult<Outcome> {
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name,
+             timestamp, token_count, finish_reason, reasoning, reasoning_content,
+             reasoning_details, codex_reasoning_items, codex_message_items)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    )?;
+    let inserted = insert.execute(params![
+        m.session_id,
+        m.role,
+        encode_content(&m.content),
+        m.tool_call_id,
+        encode_json(&m.tool_calls),
+        m.tool_name,
+        m.timestamp.unwrap_or_else(now_epoch),
+        m.token_count,
+        m.finish_reason,
+        m.reasoning,
+        m.reasoning_content,
+        encode_json(&m.reasoning_details),
+        encode_json(&m.codex_reasoning_items),
+        encode_json(&m.codex_message_items),
+    ]);
+    if let Err(e) = inserted {
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
+            return Err(StoreError::SessionNotFound(m.session_id.clone()));
+        }
+        return Err(e.into());
+    }
+    let id = conn.last_insert_rowid();
+    let mut counters = conn.prepare_cached(
+        "UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1,
+             tool_call_count = COALESCE(tool_call_count, 0) + ?1 WHERE id = ?2",
+    )?;
+    counters.execute(params![tool_call_count(&m.tool_calls), m.session_id])?;
+    Ok(Outcome::RowId(id))
+}
+
+fn record_usage(conn: &Connection, u: &UsageDelta) -> StoreResult<Outcome> {
+    let changed = conn.execute(
+        "UPDATE sessions SET
+             input_tokens = COALESCE(input_tokens, 0) + ?1,
+             output_tokens = COALESCE(output_tokens, 0) + ?2,
+             cache_read_tokens = COALESCE(cache_read_tokens, 0) + ?3,
+             cache_write_tokens = COALESCE(cache_write_tokens, 0) + ?4,
+             reasoning_tokens = COALESCE(reasoning_tokens, 0) + ?5,
+             api_call_count = COALESCE(api_call_count, 0) + ?6,
+             estimated_cost_usd = CASE WHEN ?7 IS NULL THEN estimated_cost_usd
+                                       ELSE COALESCE(estimated_cost_usd, 0) + ?7 END,
+             model = COALESCE(?8, model),
+             billing_provider = COALESCE(?9, billing_provider),
+             billing_base_url = COALESCE(?10, billing_base_url)
+         WHERE id = ?11",
+        params![
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            u.reasoning_tokens,
+            u.api_calls,
+            u.estimated_cost_usd,
+            u.model,
+            u.billing_provider,
+            u.billing_base_url,
+            u.session_id,
+        ],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::SessionNotFound(u.session_id.clone()));
+    }
+    Ok(Outcome::Done)
+}
+
+fn delete_sessions(conn: &Connection, ids: &[String]) -> StoreResult<Outcome> {
+    let mut orphan =
+        conn.prepare_cached("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?1")?;
+    let mut messages = conn.prepare_cached("DELETE FROM messages WHERE session_id = ?1")?;
+    let mut session = conn.prepare_cached("DELETE FROM sessions WHERE id = ?1")?;
+    let mut deleted = 0;
+    for id in ids {
+        orphan.execute([id])?;
+        messages.execute([id])?;
+        deleted += session.execute([id])?;
+    }
+    Ok(Outcome::Changed(deleted))
+}

@@ -1,0 +1,86 @@
+//! Opening SQLite connections with the pragmas and lock-contention policy of the seed.
+//!
+//! Contention policy: SQLite's own busy handler sleeps on a fixed ladder, so every waiting
+//! writer retries at the same moments (the convoy effect). We install a handler that polls
+//! with sub-millisecond random jitter for a short window ([`BUSY_WINDOW`]); past that the
+//! writer's application-level retry (20–150 ms jitter, 15 attempts) takes over.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rand::Rng;
+use rusqlite::{Connection, OpenFlags};
+
+use super::error::StoreResult;
+
+/// How long one statement waits for a lock before the application-level retry takes over.
+pub const BUSY_WINDOW: Duration = Duration::from_millis(1000);
+const BUSY_POLL_MAX_MICROS: u64 = 1500;
+
+static WAL_FALLBACK_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Sleeps a random sub-millisecond interval; gives up once [`BUSY_WINDOW`] has passed.
+fn jittered_busy_handler(attempt: i32) -> bool {
+    // The mean sleep is ~0.75 ms, so the attempt count approximates the elapsed time.
+    let mean_micros = BUSY_POLL_MAX_MICROS / 2;
+    if (attempt.max(0) as u64) * mean_micros > BUSY_WINDOW.as_micros() as u64 {
+        return false;
+    }
+    let micros = rand::rng().random_range(100..BUSY_POLL_MAX_MICROS);
+    std::thread::sleep(Duration::from_micros(micros));
+    true
+}
+
+fn apply_common_pragmas(conn: &mut Connection) -> StoreResult<()> {
+    conn.busy_handler(Some(jittered_busy_handler))?;
+    conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+    Ok(())
+}
+
+/// Opens the read-write connection: WAL (rollback journal where the filesystem refuses WAL),
+/// `synchronous=FULL` so a commit acknowledged to a caller survives power loss too.
+pub fn open_writer(path: &Path) -> StoreResult<Connection> {
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    apply_common_pragmas(&mut conn)?;
+    set_journal_mode(&conn, path)?;
+    conn.execute_batch("PRAGMA synchronous = FULL;")?;
+    Ok(conn)
+}
+
+fn set_journal_mode(conn: &Connection, path: &Path) -> StoreResult<()> {
+    match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+        Ok(mode) if mode.eq_ignore_ascii_case("wal") => Ok(()),
+        outcome => {
+            let reason = match outcome {
+                Ok(mode) => format!("journal_mode stayed {mode}"),
+                Err(e) => e.to_string(),
+            };
+            if !WAL_FALLBACK_WARNED.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    path = %path.display(),
+                    reason,
+                    "the filesystem refused WAL mode; using a rollback journal (slower, readers block writers)"
+                );
+            }
+            conn.execute_batch("PRAGMA journal_mode = DELETE;")?;
+            Ok(())
+        }
+    }
+}
+
+/// Opens a read-only connection for the reader pool.
+pub fn open_reader(path: &Path) -> StoreResult<Connection> {
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    apply_common_pragmas(&mut conn)?;
+    conn.execute_batch("PRAGMA query_only = ON;")?;
+    Ok(conn)
+}

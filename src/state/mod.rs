@@ -1,0 +1,378 @@
+//! The Hermes-compatible state database (`$HERMES_HOME/state.db`) behind one writer.
+//!
+//! [`Store`] is a cheap, cloneable handle. Writes travel as typed commands over a bounded
+//! queue to the writer thread ([`writer`]), which group-commits them; reads run on a small pool
+//! of read-only connections on tokio's blocking threads. Only this module contains SQL.
+
+mod commands;
+mod connection;
+mod encode;
+mod error;
+pub mod guard;
+mod model;
+mod read;
+mod schema;
+mod search;
+mod titles;
+mod writer;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rusqlite::Connection;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+pub use commands::{Outcome, WriteCommand};
+pub use error::{StoreError, StoreResult};
+pub use model::*;
+pub use schema::{SCHEMA_VERSION, SchemaInfo};
+pub use search::sanitize_fts5_query;
+pub use titles::{MAX_TITLE_LENGTH, sanitize_title};
+pub use writer::WriterStats;
+
+use writer::{Envelope, WriteRequest, Writer};
+
+/// Tunables for opening a store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Capacity of the write queue; senders wait when it is full.
+    pub queue_capacity: usize,
+    /// Read-only connections kept open for reuse.
+    pub max_idle_readers: usize,
+    /// The environment used by the test-isolation guard.
+    pub env: BTreeMap<String, String>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            queue_capacity: 4096,
+            max_idle_readers: 4,
+            env: std::env::vars().collect(),
+        }
+    }
+}
+
+struct Inner {
+    path: PathBuf,
+    info: SchemaInfo,
+    queue: mpsc::Sender<Envelope>,
+    idle_readers: Mutex<Vec<Connection>>,
+    max_idle_readers: usize,
+    stats: Arc<WriterStats>,
+    writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// A handle to state.db. Clone it freely; all clones share one writer.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Store({})", self.inner.path.display())
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` with default options.
+    pub fn open(path: &Path) -> StoreResult<Self> {
+        Self::open_with(path, StoreOptions::default())
+    }
+
+    pub fn open_with(path: &Path, options: StoreOptions) -> StoreResult<Self> {
+        guard::check(path, &options.env)?;
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        let mut conn = connection::open_writer(path)?;
+        let info = with_lock_retries(|| schema::initialise(&mut conn))?;
+        let (queue, rx) = mpsc::channel(options.queue_capacity.max(1));
+        let stats = Arc::new(WriterStats::default());
+        let writer = Writer::new(conn, rx, Arc::clone(&stats));
+        let writer_thread = std::thread::Builder::new()
+            .name("state-writer".into())
+            .spawn(move || writer.run())?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                path: path.to_path_buf(),
+                info,
+                queue,
+                idle_readers: Mutex::new(Vec::new()),
+                max_idle_readers: options.max_idle_readers,
+                stats,
+                writer_thread: Mutex::new(Some(writer_thread)),
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    pub fn schema(&self) -> SchemaInfo {
+        self.inner.info
+    }
+
+    pub fn stats(&self) -> &WriterStats {
+        &self.inner.stats
+    }
+
+    /// Sends one write to the writer and waits for its committed result.
+    pub async fn write(&self, command: WriteCommand) -> StoreResult<Outcome> {
+        let (reply, result) = oneshot::channel();
+        let request = WriteRequest {
+            command,
+            reply,
+            enqueued: Instant::now(),
+        };
+        self.inner
+            .queue
+            .send(Envelope::Write(request))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        result.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Runs a read on a pooled read-only connection, off the async threads.
+    pub async fn read<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &SchemaInfo) -> StoreResult<T> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let pooled = inner.idle_readers.lock().ok().and_then(|mut v| v.pop());
+            let conn = match pooled {
+                Some(conn) => conn,
+                None => connection::open_reader(&inner.path)?,
+            };
+            let result = f(&conn, &inner.info);
+            if let Ok(mut idle) = inner.idle_readers.lock()
+                && idle.len() < inner.max_idle_readers
+            {
+                idle.push(conn);
+            }
+            result
+        })
+        .await
+        .map_err(|e| StoreError::Invalid(format!("read task failed: {e}")))?
+    }
+
+    /// Stops the writer after it has committed everything queued before this call, then
+    /// checkpoints. Later writes through any clone fail with [`StoreError::Closed`].
+    pub async fn close(&self) {
+        let (done, finished) = oneshot::channel();
+        if self.inner.queue.send(Envelope::Shutdown(done)).await.is_ok() {
+            let _ = finished.await;
+        }
+        let handle = self.inner.writer_thread.lock().ok().and_then(|mut h| h.take());
+        if let Some(handle) = handle {
+            let _ = tokio::task::spawn_blocking(move || handle.join()).await;
+        }
+        if let Ok(mut idle) = self.inner.idle_readers.lock() {
+            idle.clear();
+        }
+    }
+
+    // ---- sessions -------------------------------------------------------------------------
+
+    pub async fn create_session(&self, session: NewSession) -> StoreResult<()> {
+        self.write(WriteCommand::CreateSession(session)).await?;
+        Ok(())
+    }
+
+    /// Ends a live session; the first reason wins. Returns whether this call ended it.
+    pub async fn end_session(&self, id: &str, reason: &str) -> StoreResult<bool> {
+        let outcome = self
+            .write(WriteCommand::EndSession {
+                id: id.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .await?;
+        Ok(outcome.changed() > 0)
+    }
+
+    pub async fn reopen_session(&self, id: &str) -> StoreResult<bool> {
+        let outcome = self
+            .write(WriteCommand::ReopenSession { id: id.to_owned() })
+            .await?;
+        Ok(outcome.changed() > 0)
+    }
+
+    pub async fn get_session(&self, id: &str) -> StoreResult<Option<Session>> {
+        let id = id.to_owned();
+        self.read(move |c, _| read::get_session(c, &id)).await
+    }
+
+    /// An exact id or a unique prefix of one.
+    pub async fn resolve_session_id(&self, prefix: &str) -> StoreResult<String> {
+        let prefix = prefix.to_owned();
+        self.read(move |c, _| read::resolve_session_id(c, &prefix))
+            .await
+    }
+
+    pub async fn recent_sessions(
+        &self,
+        source: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<SessionSummary>> {
+        let source = source.map(str::to_owned);
+        self.read(move |c, info| read::recent_sessions(c, info, source.as_deref(), limit))
+            .await
+    }
+
+    /// Deletes a session and its messages; its children are orphaned, not deleted.
+    pub async fn delete_session(&self, id: &str) -> StoreResult<bool> {
+        let outcome = self
+            .write(WriteCommand::DeleteSessions {
+                ids: vec![id.to_owned()],
+            })
+            .await?;
+        Ok(outcome.changed() > 0)
+    }
+
+    /// Deletes ended sessions older than `older_than_days`, in small transactions so other
+    /// writers are never held up for long. Returns how many were deleted.
+    pub async fn prune_sessions(
+        &self,
+        older_than_days: f64,
+        source: Option<&str>,
+    ) -> StoreResult<usize> {
+        const PRUNE_CHUNK: usize = 25;
+        let source = source.map(str::to_owned);
+        let now = now_epoch();
+        let ids = self
+            .read(move |c, _| read::prune_candidates(c, older_than_days, source.as_deref(), now))
+            .await?;
+        let mut deleted = 0;
+        for chunk in ids.chunks(PRUNE_CHUNK) {
+            let outcome = self
+                .write(WriteCommand::DeleteSessions {
+                    ids: chunk.to_vec(),
+                })
+                .await?;
+            deleted += outcome.changed();
+        }
+        Ok(deleted)
+    }
+
+    pub async fn record_usage(&self, usage: UsageDelta) -> StoreResult<()> {
+        self.write(WriteCommand::RecordUsage(usage)).await?;
+        Ok(())
+    }
+
+    // ---- messages -------------------------------------------------------------------------
+
+    /// Appends a message and bumps the session's counters; returns the message id.
+    pub async fn append_message(&self, message: NewMessage) -> StoreResult<i64> {
+        match self
+            .write(WriteCommand::AppendMessage(Box::new(message)))
+            .await?
+        {
+            Outcome::RowId(id) => Ok(id),
+            other => Err(StoreError::Invalid(format!(
+                "append returned {other:?} instead of a row id"
+            ))),
+        }
+    }
+
+    pub async fn get_messages(&self, session_id: &str) -> StoreResult<Vec<Message>> {
+        let id = session_id.to_owned();
+        self.read(move |c, info| read::get_messages(c, info, &id))
+            .await
+    }
+
+    /// The session as an OpenAI-format conversation (`role`, `content`, tool fields).
+    pub async fn get_messages_as_conversation(&self, session_id: &str) -> StoreResult<Vec<Value>> {
+        let messages = self.get_messages(session_id).await?;
+        Ok(read::as_conversation(&messages))
+    }
+
+    /// Removes a session's messages but keeps the session row.
+    pub async fn clear_messages(&self, session_id: &str) -> StoreResult<usize> {
+        let outcome = self
+            .write(WriteCommand::ClearMessages {
+                id: session_id.to_owned(),
+            })
+            .await?;
+        Ok(outcome.changed())
+    }
+
+    pub async fn search(&self, query: SearchQuery) -> StoreResult<Vec<SearchHit>> {
+        self.read(move |c, info| search::search(c, info, &query))
+            .await
+    }
+
+    // ---- titles and lineage ---------------------------------------------------------------
+
+    /// Sets a title (sanitised, ≤ 100 characters, unique); `None` or blank clears it.
+    pub async fn set_session_title(&self, id: &str, title: Option<&str>) -> StoreResult<()> {
+        self.write(WriteCommand::SetTitle {
+            id: id.to_owned(),
+            title: title.map(str::to_owned),
+        })
+        .await?;
+        Ok(())
+    }
+
+    pub async fn next_title_in_lineage(&self, title: &str) -> StoreResult<String> {
+        let title = title.to_owned();
+        self.read(move |c, _| titles::next_title_in_lineage(c, &title))
+            .await
+    }
+
+    pub async fn resolve_session_by_title(&self, title: &str) -> StoreResult<Option<String>> {
+        let title = title.to_owned();
+        self.read(move |c, _| titles::resolve_by_title(c, &title))
+            .await
+    }
+
+    pub async fn ancestors(&self, id: &str) -> StoreResult<Vec<LineageEntry>> {
+        let id = id.to_owned();
+        self.read(move |c, _| read::ancestors(c, &id)).await
+    }
+
+    pub async fn descendants(&self, id: &str) -> StoreResult<Vec<LineageEntry>> {
+        let id = id.to_owned();
+        self.read(move |c, _| read::descendants(c, &id)).await
+    }
+
+    // ---- statistics and export ------------------------------------------------------------
+
+    pub async fn model_stats(&self) -> StoreResult<Vec<ModelStats>> {
+        self.read(|c, _| read::model_stats(c)).await
+    }
+
+    pub async fn export_session(&self, id: &str) -> StoreResult<Option<SessionExport>> {
+        let id = id.to_owned();
+        self.read(move |c, info| read::export_session(c, info, &id))
+            .await
+    }
+
+    pub async fn export_all(&self, source: Option<&str>) -> StoreResult<Vec<SessionExport>> {
+        let source = source.map(str::to_owned);
+        self.read(move |c, info| read::export_all(c, info, source.as_deref()))
+            .await
+    }
+}
+
+/// Retries an operation that needs the write lock during open (schema initialisation), with
+/// the same jittered policy as the writer.
+fn with_lock_retries<T>(mut op: impl FnMut() -> StoreResult<T>) -> StoreResult<T> {
+    use rand::Rng;
+    for _ in 1..writer::MAX_ATTEMPTS {
+        match op() {
+            Err(e) if e.is_busy() => {
+                let jitter = rand::rng().random_range(20..150);
+                std::thread::sleep(std::time::Duration::from_millis(jitter));
+            }
+            other => return other,
+        }
+    }
+    op()
+}

@@ -14,14 +14,26 @@ use super::titles;
 #[derive(Debug, Clone)]
 pub enum WriteCommand {
     CreateSession(NewSession),
-    EndSession { id: String, reason: String },
-    ReopenSession { id: String },
+    EndSession {
+        id: String,
+        reason: String,
+    },
+    ReopenSession {
+        id: String,
+    },
     AppendMessage(Box<NewMessage>),
-    SetTitle { id: String, title: Option<String> },
+    SetTitle {
+        id: String,
+        title: Option<String>,
+    },
     RecordUsage(UsageDelta),
-    ClearMessages { id: String },
+    ClearMessages {
+        id: String,
+    },
     /// Deletes sessions and their messages; their children are orphaned, not deleted.
-    DeleteSessions { ids: Vec<String> },
+    DeleteSessions {
+        ids: Vec<String>,
+    },
 }
 
 /// What a successful write reports back.
@@ -174,8 +186,9 @@ fn record_usage(conn: &Connection, u: &UsageDelta) -> StoreResult<Outcome> {
 }
 
 fn delete_sessions(conn: &Connection, ids: &[String]) -> StoreResult<Outcome> {
-    let mut orphan =
-        conn.prepare_cached("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?1")?;
+    let mut orphan = conn.prepare_cached(
+        "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?1",
+    )?;
     let mut messages = conn.prepare_cached("DELETE FROM messages WHERE session_id = ?1")?;
     let mut session = conn.prepare_cached("DELETE FROM sessions WHERE id = ?1")?;
     let mut deleted = 0;

@@ -18,13 +18,24 @@ use super::error::StoreResult;
 pub const BUSY_WINDOW: Duration = Duration::from_millis(1000);
 const BUSY_POLL_MAX_MICROS: u64 = 1500;
 
+thread_local! {
+    /// The busy window of connections used on this thread (the writer thread may shorten it).
+    static BUSY_WINDOW_MICROS: std::cell::Cell<u64> =
+        const { std::cell::Cell::new(BUSY_WINDOW.as_micros() as u64) };
+}
+
+/// Sets the busy window for connections used on the calling thread.
+pub fn set_busy_window(window: Duration) {
+    BUSY_WINDOW_MICROS.with(|w| w.set(window.as_micros() as u64));
+}
+
 static WAL_FALLBACK_WARNED: AtomicBool = AtomicBool::new(false);
 
-/// Sleeps a random sub-millisecond interval; gives up once [`BUSY_WINDOW`] has passed.
+/// Sleeps a random sub-millisecond interval; gives up once the busy window has passed.
 fn jittered_busy_handler(attempt: i32) -> bool {
     // The mean sleep is ~0.75 ms, so the attempt count approximates the elapsed time.
     let mean_micros = BUSY_POLL_MAX_MICROS / 2;
-    if (attempt.max(0) as u64) * mean_micros > BUSY_WINDOW.as_micros() as u64 {
+    if (attempt.max(0) as u64) * mean_micros > BUSY_WINDOW_MICROS.with(|w| w.get()) {
         return false;
     }
     let micros = rand::rng().random_range(100..BUSY_POLL_MAX_MICROS);

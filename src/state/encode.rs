@@ -5,8 +5,8 @@
 //! leniently: rows written by other programs may hold invalid UTF-8 (lone surrogates encoded
 //! CESU-style), which become U+FFFD instead of failing the read.
 
-use rusqlite::types::ValueRef;
 use rusqlite::Row;
+use rusqlite::types::ValueRef;
 use serde_json::Value;
 
 use super::model::Content;
@@ -102,7 +102,6 @@ pub fn text_or_empty(row: &Row<'_>, idx: usize) -> rusqlite::Result<String> {
 pub fn int_or_zero(row: &Row<'_>, idx: usize) -> rusqlite::Result<i64> {
     Ok(row.get::<_, Option<i64>>(idx)?.unwrap_or(0))
 }
-
 
 #[cfg(test)]
 mod tests {

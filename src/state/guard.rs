@@ -12,9 +12,13 @@ use super::error::{StoreError, StoreResult};
 
 pub fn in_test_context(env: &BTreeMap<String, String>) -> bool {
     cfg!(test)
-        || ["HERMES_TEST_ISOLATION", "PYTEST_CURRENT_TEST", "PYTEST_VERSION"]
-            .iter()
-            .any(|k| env.get(*k).is_some_and(|v| !v.is_empty()))
+        || [
+            "HERMES_TEST_ISOLATION",
+            "PYTEST_CURRENT_TEST",
+            "PYTEST_VERSION",
+        ]
+        .iter()
+        .any(|k| env.get(*k).is_some_and(|v| !v.is_empty()))
 }
 
 /// Refuses `db_path` when it is a live database and the process runs under test.

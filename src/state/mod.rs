@@ -31,7 +31,7 @@ pub use model::*;
 pub use schema::{SCHEMA_VERSION, SchemaInfo};
 pub use search::sanitize_fts5_query;
 pub use titles::{MAX_TITLE_LENGTH, sanitize_title};
-pub use writer::WriterStats;
+pub use writer::{RetryPolicy, WriterStats};
 
 use writer::{Envelope, WriteRequest, Writer};
 
@@ -44,6 +44,8 @@ pub struct StoreOptions {
     pub max_idle_readers: usize,
     /// The environment used by the test-isolation guard.
     pub env: BTreeMap<String, String>,
+    /// How long and how often to retry when another process holds the write lock.
+    pub retry: RetryPolicy,
 }
 
 impl Default for StoreOptions {
@@ -52,6 +54,7 @@ impl Default for StoreOptions {
             queue_capacity: 4096,
             max_idle_readers: 4,
             env: std::env::vars().collect(),
+            retry: RetryPolicy::default(),
         }
     }
 }
@@ -93,7 +96,7 @@ impl Store {
         let info = with_lock_retries(|| schema::initialise(&mut conn))?;
         let (queue, rx) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());
-        let writer = Writer::new(conn, rx, Arc::clone(&stats));
+        let writer = Writer::new(conn, options.retry, rx, Arc::clone(&stats));
         let writer_thread = std::thread::Builder::new()
             .name("state-writer".into())
             .spawn(move || writer.run())?;
@@ -167,10 +170,21 @@ impl Store {
     /// checkpoints. Later writes through any clone fail with [`StoreError::Closed`].
     pub async fn close(&self) {
         let (done, finished) = oneshot::channel();
-        if self.inner.queue.send(Envelope::Shutdown(done)).await.is_ok() {
+        if self
+            .inner
+            .queue
+            .send(Envelope::Shutdown(done))
+            .await
+            .is_ok()
+        {
             let _ = finished.await;
         }
-        let handle = self.inner.writer_thread.lock().ok().and_then(|mut h| h.take());
+        let handle = self
+            .inner
+            .writer_thread
+            .lock()
+            .ok()
+            .and_then(|mut h| h.take());
         if let Some(handle) = handle {
             let _ = tokio::task::spawn_blocking(move || handle.join()).await;
         }

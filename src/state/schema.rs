@@ -81,8 +81,7 @@ const TITLE_INDEX_SQL: &str = "CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_ti
      ON sessions(title) WHERE title IS NOT NULL";
 
 /// The indexed text of a message: content, tool name and raw tool-call JSON (inline mode, v11).
-const FTS_ROW: &str =
-    "COALESCE(new.content, '') || ' ' || COALESCE(new.tool_name, '') || ' ' || COALESCE(new.tool_calls, '')";
+const FTS_ROW: &str = "COALESCE(new.content, '') || ' ' || COALESCE(new.tool_name, '') || ' ' || COALESCE(new.tool_calls, '')";
 
 pub const FTS_TABLES: [&str; 2] = ["messages_fts", "messages_fts_trigram"];
 
@@ -146,9 +145,7 @@ pub fn initialise(conn: &mut Connection) -> StoreResult<SchemaInfo> {
         Some(v) => v,
     };
     ensure_title_index(&tx)?;
-    let has_active_column = column_names(&tx, "messages")?
-        .iter()
-        .any(|c| c == "active");
+    let has_active_column = column_names(&tx, "messages")?.iter().any(|c| c == "active");
     tx.commit()?;
     Ok(SchemaInfo {
         version,

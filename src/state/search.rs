@@ -19,8 +19,7 @@ const CONTEXT_CHARS: usize = 200;
 static QUOTED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#""[^"]*""#).expect("regex"));
 static SPECIAL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"[+{}():"^]"#).expect("regex"));
 static STARS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\*+").expect("regex"));
-static LEADING_STAR: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(^|\s)\*").expect("regex"));
+static LEADING_STAR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(^|\s)\*").expect("regex"));
 static LEADING_OP: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^(AND|OR|NOT)\b\s*").expect("regex"));
 static TRAILING_OP: LazyLock<Regex> =
@@ -108,7 +107,11 @@ fn in_list(column: &str, values: &[String], negate: bool, params: &mut Vec<SqlVa
 }
 
 /// Searches messages; an empty or unusable query returns no hits rather than an error.
-pub fn search(conn: &Connection, info: &SchemaInfo, q: &SearchQuery) -> StoreResult<Vec<SearchHit>> {
+pub fn search(
+    conn: &Connection,
+    info: &SchemaInfo,
+    q: &SearchQuery,
+) -> StoreResult<Vec<SearchHit>> {
     let Some(plan) = plan(&q.query) else {
         return Ok(Vec::new());
     };
@@ -199,7 +202,11 @@ pub fn search(conn: &Connection, info: &SchemaInfo, q: &SearchQuery) -> StoreRes
 }
 
 /// The previous message, the match and the next message, each truncated to 200 characters.
-fn context_of(conn: &Connection, info: &SchemaInfo, hit: &SearchHit) -> StoreResult<Vec<ContextLine>> {
+fn context_of(
+    conn: &Connection,
+    info: &SchemaInfo,
+    hit: &SearchHit,
+) -> StoreResult<Vec<ContextLine>> {
     let filter = active_filter(info);
     let sql = format!(
         "SELECT role, content FROM (

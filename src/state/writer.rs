@@ -49,8 +49,27 @@ pub struct WriterStats {
     pub latency_micros_max: AtomicU64,
 }
 
+/// The writer's lock-contention policy.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// How long one attempt waits on the lock inside SQLite (sub-millisecond polling).
+    pub busy_window: Duration,
+    /// Attempts at a batch before its callers get [`StoreError::Locked`].
+    pub max_attempts: u32,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            busy_window: super::connection::BUSY_WINDOW,
+            max_attempts: MAX_ATTEMPTS,
+        }
+    }
+}
+
 pub(crate) struct Writer {
     conn: Connection,
+    policy: RetryPolicy,
     rx: mpsc::Receiver<Envelope>,
     stats: Arc<WriterStats>,
     commits_since_checkpoint: u64,
@@ -58,9 +77,15 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub fn new(conn: Connection, rx: mpsc::Receiver<Envelope>, stats: Arc<WriterStats>) -> Self {
+    pub fn new(
+        conn: Connection,
+        policy: RetryPolicy,
+        rx: mpsc::Receiver<Envelope>,
+        stats: Arc<WriterStats>,
+    ) -> Self {
         Self {
             conn,
+            policy,
             rx,
             stats,
             commits_since_checkpoint: 0,
@@ -70,6 +95,7 @@ impl Writer {
 
     /// Runs until every sender is gone or a shutdown arrives; then checkpoints and closes.
     pub fn run(mut self) {
+        super::connection::set_busy_window(self.policy.busy_window);
         let mut batch = Vec::with_capacity(MAX_BATCH);
         while let Some(first) = self.rx.blocking_recv() {
             let mut shutdown = None;
@@ -98,7 +124,8 @@ impl Writer {
 
     fn commit_batch(&mut self, batch: Vec<WriteRequest>) {
         let mut last_error = None;
-        for attempt in 1..=MAX_ATTEMPTS {
+        let max_attempts = self.policy.max_attempts.max(1);
+        for attempt in 1..=max_attempts {
             match self.try_batch(&batch) {
                 Ok(results) => {
                     self.after_commit(results.len() as u64);
@@ -133,7 +160,7 @@ impl Writer {
             .iter()
             .map(|_| {
                 Err(StoreError::Locked {
-                    attempts: MAX_ATTEMPTS,
+                    attempts: max_attempts,
                 })
             })
             .collect();

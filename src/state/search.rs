@@ -47,11 +47,12 @@ pub fn sanitize_fts5_query(query: &str) -> String {
     result.trim().to_owned()
 }
 
+/// The code points Hermes counts as CJK (ideographs, symbols, kana, hangul syllables).
 fn is_cjk(c: char) -> bool {
     matches!(c,
-        '\u{3040}'..='\u{30FF}' | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}'
-        | '\u{AC00}'..='\u{D7AF}' | '\u{F900}'..='\u{FAFF}' | '\u{1100}'..='\u{11FF}'
-        | '\u{3130}'..='\u{318F}' | '\u{20000}'..='\u{2FA1F}')
+        '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}' | '\u{20000}'..='\u{2A6DF}'
+        | '\u{3000}'..='\u{303F}' | '\u{3040}'..='\u{309F}' | '\u{30A0}'..='\u{30FF}'
+        | '\u{AC00}'..='\u{D7AF}')
 }
 
 fn cjk_count(s: &str) -> usize {
@@ -70,17 +71,20 @@ enum Plan {
     Like(Vec<String>),
 }
 
-fn plan(raw: &str) -> Option<Plan> {
-    if cjk_count(raw) == 0 {
-        let sanitized = sanitize_fts5_query(raw);
+/// Routes a query as Hermes does: no CJK → sanitised word query; ≥ 3 CJK characters with no
+/// CJK token shorter than 3 → trigram (tokens quoted, operators kept); otherwise LIKE.
+fn plan(query: &str) -> Option<Plan> {
+    if cjk_count(query) == 0 {
+        let sanitized = sanitize_fts5_query(query);
         return (!sanitized.is_empty()).then_some(Plan::Words(sanitized));
     }
+    let raw = query.trim_matches('"').trim();
     let tokens: Vec<&str> = raw.split_whitespace().collect();
-    let terms: Vec<&str> = tokens.iter().copied().filter(|t| !is_operator(t)).collect();
-    if terms.is_empty() {
-        return None;
-    }
-    if cjk_count(raw) >= 3 && terms.iter().all(|t| cjk_count(t) >= 3) {
+    let any_short_cjk = tokens
+        .iter()
+        .filter(|t| !is_operator(t) && cjk_count(t) > 0)
+        .any(|t| cjk_count(t) < 3);
+    if cjk_count(raw) >= 3 && !any_short_cjk {
         let quoted: Vec<String> = tokens
             .iter()
             .map(|t| {
@@ -93,7 +97,15 @@ fn plan(raw: &str) -> Option<Plan> {
             .collect();
         return Some(Plan::Trigram(quoted.join(" ")));
     }
-    Some(Plan::Like(terms.iter().map(|t| t.to_string()).collect()))
+    let mut terms: Vec<String> = tokens
+        .iter()
+        .filter(|t| !is_operator(t))
+        .map(|t| t.to_string())
+        .collect();
+    if terms.is_empty() {
+        terms.push(raw.to_owned());
+    }
+    Some(Plan::Like(terms))
 }
 
 fn in_list(column: &str, values: &[String], negate: bool, params: &mut Vec<SqlValue>) -> String {
@@ -260,7 +272,15 @@ mod tests {
         assert_eq!(plan("部署"), Some(Plan::Like(vec!["部署".into()])));
         assert_eq!(
             plan("docker 部署环境"),
-            Some(Plan::Like(vec!["docker".into(), "部署环境".into()]))
+            Some(Plan::Trigram("\"docker\" \"部署环境\"".into()))
+        );
+        assert_eq!(
+            plan("广西 OR 桂林 OR 漓江"),
+            Some(Plan::Like(vec![
+                "广西".into(),
+                "桂林".into(),
+                "漓江".into()
+            ]))
         );
         assert_eq!(plan("   "), None);
         assert_eq!(plan("AND"), None);

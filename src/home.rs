@@ -198,7 +198,17 @@ mod tests {
         for good in ["a", "0", "coder", "my_bot-2", &"a".repeat(64)] {
             assert!(validate_profile_name(good).is_ok(), "{good}");
         }
-        for bad in ["", "-a", "_a", "A", "a b", "a/b", "..", &"a".repeat(65), "é"] {
+        for bad in [
+            "",
+            "-a",
+            "_a",
+            "A",
+            "a b",
+            "a/b",
+            "..",
+            &"a".repeat(65),
+            "é",
+        ] {
             assert!(validate_profile_name(bad).is_err(), "{bad}");
         }
     }

@@ -1,7 +1,9 @@
 //! hermesd: a long-running messaging gateway daemon for the Hermes agent.
 //!
-//! The library holds everything; `main.rs` only parses the command line and dispatches.
+//! The library holds everything; `main.rs` only sets up logging and calls [`cli`].
 #![forbid(unsafe_code)]
 
+pub mod cli;
+pub mod config;
 pub mod home;
 pub mod state;

@@ -1,1 +1,19 @@
-fn main() {}
+//! The `hermesd` binary: logging set-up, then the command line in [`hermesd::cli`].
+
+use clap::Parser;
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() {
+    init_logging();
+    let cli = hermesd::cli::Cli::parse();
+    let env = std::env::vars().collect();
+    std::process::exit(hermesd::cli::main_with(cli, env));
+}

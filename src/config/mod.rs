@@ -1,1 +1,119 @@
-//! placeholder
+//! Configuration: Hermes-compatible `config.yaml`, `.env` and env var names, layered as
+//! built-in defaults → `$HERMES_HOME/config.yaml` → `$HERMES_HOME/.env` (never overriding a
+//! variable already set) → the environment.
+//!
+//! The flow is `layers` (files and `HERMES__*` overrides into one JSON tree) → `raw` (serde
+//! types, every field optional) → `validate` (pure: typed [`Config`], every error at once).
+//! The process environment is never written here, and is read only by dotenvy when a `.env`
+//! value refers to `${VAR}`: callers pass the environment in as a map.
+
+mod choice;
+pub mod cli;
+mod env_overrides;
+mod error;
+mod known_keys;
+mod layers;
+mod listeners;
+mod parse;
+mod platform_types;
+mod platforms;
+mod raw;
+mod secret;
+mod sections;
+mod types;
+mod validate;
+
+#[cfg(test)]
+mod platform_tests;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::home::HermesHome;
+
+pub use choice::{
+    ApprovalMode, BusyInputMode, Choice, ReplyToMode, ResetMode, StreamingTransport, ToolProgress,
+    UnauthorizedDmBehavior,
+};
+pub use error::{ConfigError, ConfigErrors};
+pub use platform_types::{
+    AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
+};
+pub use secret::Secret;
+pub use types::{
+    AgentConfig, ApprovalsConfig, CompressionConfig, Config, DisplayConfig, DisplayOverrides,
+    FallbackProvider, ModelConfig, ProviderConfig, SessionResetPolicy, StreamingConfig,
+};
+
+/// Exit code for an invalid configuration (EX_CONFIG): systemd should not restart-loop on it.
+pub const EXIT_CONFIG: i32 = 78;
+
+/// A loaded, validated configuration.
+#[derive(Clone)]
+pub struct LoadedConfig {
+    pub config: Config,
+    /// Unknown keys and ignored values, one sentence each (`unknown key 'telegram.tokn'`).
+    pub warnings: Vec<String>,
+    /// The environment after the `.env` merge: what child processes and adapters should see.
+    pub env: BTreeMap<String, String>,
+}
+
+impl fmt::Debug for LoadedConfig {
+    /// The env map holds tokens, so only its names are shown.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedConfig")
+            .field("config", &self.config)
+            .field("warnings", &self.warnings)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// Loads and validates the configuration of `home`, reading `env` (the process environment,
+/// or a test's map) but never changing it. Missing `config.yaml` and `.env` mean defaults.
+pub fn load(
+    home: &HermesHome,
+    env: &BTreeMap<String, String>,
+) -> Result<LoadedConfig, ConfigErrors> {
+    let (env, mut errors) = layers::merge_dotenv(&home.dotenv(), env);
+    let config_path = home.config_yaml();
+    let mut tree = match layers::read_config_tree(&config_path, &env) {
+        Ok(tree) => tree,
+        Err(error) => {
+            errors.push(error);
+            return Err(ConfigErrors(errors));
+        }
+    };
+    let unset_references = layers::expand_env_refs(&mut tree, &env);
+    let raw = match raw::RawConfig::from_tree(tree) {
+        Ok(raw) => raw,
+        Err(error) => {
+            errors.push(ConfigError::new(
+                config_path.display().to_string(),
+                error.to_string(),
+            ));
+            return Err(ConfigErrors(errors));
+        }
+    };
+    match validate::validate(&raw, &env) {
+        Ok(validated) if errors.is_empty() => {
+            let mut warnings: Vec<String> = unset_references
+                .into_iter()
+                .map(|name| format!("${{{name}}} is used in config.yaml but {name} is not set"))
+                .collect();
+            warnings.extend(validated.warnings);
+            Ok(LoadedConfig {
+                config: validated.config,
+                warnings,
+                env,
+            })
+        }
+        Ok(_) => Err(ConfigErrors(errors)),
+        Err(ConfigErrors(more)) => {
+            errors.extend(more);
+            Err(ConfigErrors(errors))
+        }
+    }
+}

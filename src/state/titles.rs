@@ -17,7 +17,7 @@ fn is_invisible(c: char) -> bool {
 pub fn sanitize_title(raw: &str) -> StoreResult<Option<String>> {
     let cleaned: String = raw
         .chars()
-        .filter(|c| !(c.is_ascii_control() && !matches!(c, '\t' | '\n' | '\r')))
+        .filter(|c| !c.is_ascii_control() || matches!(c, '\t' | '\n' | '\r'))
         .filter(|c| !is_invisible(*c))
         .collect();
     let collapsed = cleaned.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -32,6 +32,9 @@ pub(crate) struct WriteRequest {
     pub enqueued: Instant,
 }
 
+// Writes are the hot path and shutdown happens once: boxing the request would cost an
+// allocation per write to save bytes on a message sent once per process.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Envelope {
     Write(WriteRequest),
     Shutdown(oneshot::Sender<()>),

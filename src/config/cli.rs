@@ -1,0 +1,98 @@
+//! The `config check` and `config show` subcommands: they print and return the exit code.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use super::{EXIT_CONFIG, LoadedConfig, load};
+use crate::home::HermesHome;
+
+/// EX_SOFTWARE: the configuration was fine but could not be printed.
+const EXIT_INTERNAL: i32 = 70;
+
+/// `hermesd config check`: "config ok" on stdout and warnings on stderr → 0; otherwise every
+/// error on stderr → [`EXIT_CONFIG`].
+pub fn check(home: &HermesHome, env: &BTreeMap<String, String>) -> i32 {
+    check_to(
+        home,
+        env,
+        &mut io::stdout().lock(),
+        &mut io::stderr().lock(),
+    )
+}
+
+/// `hermesd config show [--json]`: the effective configuration as YAML (or JSON), with every
+/// token and API key shown as `***`.
+pub fn show(home: &HermesHome, env: &BTreeMap<String, String>, json: bool) -> i32 {
+    show_to(
+        home,
+        env,
+        json,
+        &mut io::stdout().lock(),
+        &mut io::stderr().lock(),
+    )
+}
+
+fn loaded_or_report(
+    home: &HermesHome,
+    env: &BTreeMap<String, String>,
+    err: &mut impl Write,
+) -> Result<LoadedConfig, i32> {
+    match load(home, env) {
+        Ok(loaded) => {
+            for warning in &loaded.warnings {
+                // A closed stderr must not turn a valid config into a failure.
+                let _ = writeln!(err, "warning: {warning}");
+            }
+            Ok(loaded)
+        }
+        Err(errors) => {
+            let _ = writeln!(err, "{errors}");
+            Err(EXIT_CONFIG)
+        }
+    }
+}
+
+pub(crate) fn check_to(
+    home: &HermesHome,
+    env: &BTreeMap<String, String>,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> i32 {
+    match loaded_or_report(home, env, err) {
+        Ok(_) => match writeln!(out, "config ok") {
+            Ok(()) => 0,
+            Err(_) => EXIT_INTERNAL,
+        },
+        Err(code) => code,
+    }
+}
+
+pub(crate) fn show_to(
+    home: &HermesHome,
+    env: &BTreeMap<String, String>,
+    json: bool,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> i32 {
+    let loaded = match loaded_or_report(home, env, err) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let rendered = if json {
+        serde_json::to_string_pretty(&loaded.config)
+            .map(|text| text + "\n")
+            .map_err(|error| error.to_string())
+    } else {
+        serde_norway::to_string(&loaded.config).map_err(|error| error.to_string())
+    };
+    match rendered {
+        Ok(text) => match out.write_all(text.as_bytes()) {
+            Ok(()) => 0,
+            Err(_) => EXIT_INTERNAL,
+        },
+        Err(error) => {
+            let _ = writeln!(err, "cannot render the configuration: {error}");
+            EXIT_INTERNAL
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Validation of hermesd's HTTP listeners: the OpenAI-compatible API server (a Hermes
+//! platform block, usually `platforms.api_server`) and the loopback-only admin endpoint.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use serde_json::Value;
+
+use super::env_overrides::{self, env_leaf};
+use super::known_keys::{IGNORED_API_SERVER, join, warn_unknown};
+use super::parse::{Issues, at};
+use super::platform_types::{AdminConfig, ApiServerConfig};
+use super::platforms::{Blocks, layers, pick};
+use super::raw::{RawAdmin, RawApiServer, Section};
+use super::secret::REDACTED;
+
+/// Minimum API server key length, as Hermes' startup guard requires.
+pub const API_KEY_MIN_CHARS: usize = 16;
+
+/// The API server: settings may sit in the block or, as Hermes writes them, in its `extra`.
+pub fn api_server(
+    issues: &mut Issues,
+    blocks: &Blocks<'_>,
+    env: &BTreeMap<String, String>,
+) -> ApiServerConfig {
+    let layers = layers::<RawApiServer>(
+        issues,
+        [
+            ("api_server".to_owned(), blocks.top.api_server.as_ref()),
+            (
+                "platforms.api_server".to_owned(),
+                blocks.platforms.api_server.as_ref(),
+            ),
+            (
+                "gateway.platforms.api_server".to_owned(),
+                blocks.gateway_platforms.api_server.as_ref(),
+            ),
+            (
+                "gateway.api_server".to_owned(),
+                blocks.gateway.api_server.as_ref(),
+            ),
+        ],
+    );
+    let mut extras = Vec::with_capacity(layers.len());
+    for (prefix, block) in &layers {
+        warn_unknown(issues, prefix, &block.unknown, &[IGNORED_API_SERVER]);
+        let extra = issues
+            .section(&join(prefix, "extra"), block.extra.as_ref())
+            .unwrap_or_default();
+        extras.push((join(prefix, "extra"), extra));
+    }
+    let setting = |field: &str, var: &str, get: fn(&RawApiServer) -> Option<&Value>| {
+        env_leaf(env, var)
+            .or_else(|| pick(&layers, field, get))
+            .or_else(|| pick(&extras, field, |extra| extra.get(field)))
+    };
+    let defaults = ApiServerConfig::default();
+
+    let key_leaf = setting("key", env_overrides::API_SERVER_KEY, |b| b.key.as_ref());
+    let key_name = key_leaf.as_ref().map(|leaf| leaf.key.clone());
+    let key = issues.secret(key_leaf);
+    let enabled = issues
+        .opt_bool(setting("enabled", env_overrides::API_SERVER_ENABLED, |b| {
+            b.enabled.as_ref()
+        }))
+        .unwrap_or(key.is_some());
+    if enabled {
+        match (&key, key_name) {
+            (Some(key), Some(name)) if key.char_count() < API_KEY_MIN_CHARS => issues.error(
+                name,
+                format!(
+                    "must be at least {API_KEY_MIN_CHARS} characters when the API server is \
+                     enabled, got {REDACTED} ({} characters)",
+                    key.char_count()
+                ),
+            ),
+            (None, _) => issues.error(
+                "api_server.key",
+                format!(
+                    "required when the API server is enabled; set {} (at least \
+                     {API_KEY_MIN_CHARS} characters)",
+                    env_overrides::API_SERVER_KEY
+                ),
+            ),
+            _ => {}
+        }
+    }
+    let port = issues.uint(
+        setting("port", env_overrides::API_SERVER_PORT, |b| b.port.as_ref()),
+        u64::from(defaults.port),
+        0,
+        u64::from(u16::MAX),
+    );
+    ApiServerConfig {
+        enabled,
+        key,
+        host: issues
+            .string(setting("host", env_overrides::API_SERVER_HOST, |b| {
+                b.host.as_ref()
+            }))
+            .unwrap_or(defaults.host),
+        port: u16::try_from(port).unwrap_or(defaults.port),
+        cors_origins: issues
+            .list(
+                setting(
+                    "cors_origins",
+                    env_overrides::API_SERVER_CORS_ORIGINS,
+                    |b| b.cors_origins.as_ref(),
+                ),
+                true,
+            )
+            .unwrap_or_default(),
+        model_name: issues.string(setting(
+            "model_name",
+            env_overrides::API_SERVER_MODEL_NAME,
+            |b| b.model_name.as_ref(),
+        )),
+    }
+}
+
+/// hermesd's admin endpoint has no authentication, so it may only listen on loopback.
+pub fn admin(issues: &mut Issues, section: Option<&Section<RawAdmin>>) -> AdminConfig {
+    let defaults = AdminConfig::default();
+    let raw = issues.section("admin", section).unwrap_or_default();
+    warn_unknown(issues, "admin", &raw.unknown, &[]);
+    let host = match issues.string(at("admin.host", raw.host.as_ref())) {
+        Some(host) if is_loopback(&host) => host,
+        Some(host) => {
+            issues.error(
+                "admin.host",
+                format!(
+                    "must be a loopback address (127.0.0.1, ::1 or localhost) because the admin \
+                     API has no authentication, got '{host}'"
+                ),
+            );
+            defaults.host
+        }
+        None => defaults.host,
+    };
+    let port = issues.uint(
+        at("admin.port", raw.port.as_ref()),
+        u64::from(defaults.port),
+        0,
+        u64::from(u16::MAX),
+    );
+    AdminConfig {
+        host,
+        port: u16::try_from(port).unwrap_or(defaults.port),
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Two listeners on one port would fail at bind time; say so now, naming the keys.
+pub fn check_ports(issues: &mut Issues, api_server: &ApiServerConfig, admin: &AdminConfig) {
+    if api_server.enabled && admin.port != 0 && api_server.port == admin.port {
+        issues.error(
+            "admin.port",
+            format!("conflicts with api_server.port (both {})", admin.port),
+        );
+    }
+}

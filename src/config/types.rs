@@ -1,0 +1,284 @@
+//! The validated configuration: every value typed, defaulted and checked. The `Default` impls
+//! here are the built-in defaults (documented in `config/default.yaml`).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::choice::{
+    ApprovalMode, BusyInputMode, ResetMode, StreamingTransport, ToolProgress,
+    UnauthorizedDmBehavior,
+};
+use super::platform_types::{AdminConfig, ApiServerConfig, GatewayAccess, Platforms};
+use super::secret::Secret;
+
+/// The whole validated configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    pub model: ModelConfig,
+    pub providers: BTreeMap<String, ProviderConfig>,
+    pub fallback_providers: Vec<FallbackProvider>,
+    pub approvals: ApprovalsConfig,
+    pub command_allowlist: Vec<String>,
+    pub session_reset: SessionResetPolicy,
+    pub group_sessions_per_user: bool,
+    pub thread_sessions_per_user: bool,
+    pub unauthorized_dm_behavior: UnauthorizedDmBehavior,
+    pub streaming: StreamingConfig,
+    pub display: DisplayConfig,
+    pub agent: AgentConfig,
+    pub compression: CompressionConfig,
+    pub gateway: GatewayAccess,
+    pub platforms: Platforms,
+    pub api_server: ApiServerConfig,
+    pub admin: AdminConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            model: ModelConfig::default(),
+            providers: BTreeMap::new(),
+            fallback_providers: Vec::new(),
+            approvals: ApprovalsConfig::default(),
+            command_allowlist: Vec::new(),
+            session_reset: SessionResetPolicy::default(),
+            group_sessions_per_user: true,
+            thread_sessions_per_user: false,
+            unauthorized_dm_behavior: UnauthorizedDmBehavior::Pair,
+            streaming: StreamingConfig::default(),
+            display: DisplayConfig::default(),
+            agent: AgentConfig::default(),
+            compression: CompressionConfig::default(),
+            gateway: GatewayAccess::default(),
+            platforms: Platforms::default(),
+            api_server: ApiServerConfig::default(),
+            admin: AdminConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelConfig {
+    /// `auto` lets the agent pick from whichever provider has credentials.
+    pub provider: String,
+    /// The model name (`model.default`); `None` means the provider's default.
+    pub default: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key: Option<Secret>,
+    /// Context window override in tokens.
+    pub context_length: Option<u64>,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            provider: "auto".to_owned(),
+            default: None,
+            base_url: None,
+            api_key: None,
+            context_length: None,
+        }
+    }
+}
+
+/// Credentials for one provider (`providers.<name>`, or `OPENAI_API_KEY` and friends).
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct ProviderConfig {
+    pub base_url: Option<String>,
+    pub api_key: Option<Secret>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FallbackProvider {
+    pub provider: String,
+    pub model: String,
+    pub base_url: Option<String>,
+    pub api_key: Option<Secret>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalsConfig {
+    pub mode: ApprovalMode,
+    /// Seconds before an unanswered approval prompt fails closed.
+    #[serde(rename = "timeout")]
+    pub timeout_secs: u64,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        Self {
+            mode: ApprovalMode::Manual,
+            timeout_secs: 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionResetPolicy {
+    pub mode: ResetMode,
+    /// Local hour (0-23) of the daily reset.
+    pub at_hour: u8,
+    pub idle_minutes: u32,
+    pub notify: bool,
+    pub notify_exclude_platforms: Vec<String>,
+}
+
+impl Default for SessionResetPolicy {
+    fn default() -> Self {
+        Self {
+            mode: ResetMode::None,
+            at_hour: 4,
+            idle_minutes: 1440,
+            notify: true,
+            notify_exclude_platforms: vec!["api_server".to_owned(), "webhook".to_owned()],
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamingConfig {
+    pub enabled: bool,
+    pub transport: StreamingTransport,
+    #[serde(rename = "edit_interval")]
+    pub edit_interval_secs: f64,
+    pub buffer_threshold: u32,
+    pub cursor: String,
+    #[serde(rename = "fresh_final_after_seconds")]
+    pub fresh_final_after_secs: f64,
+}
+
+impl Default for StreamingConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            transport: StreamingTransport::Auto,
+            edit_interval_secs: 0.8,
+            buffer_threshold: 24,
+            cursor: " \u{2589}".to_owned(),
+            fresh_final_after_secs: 0.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DisplayConfig {
+    pub busy_input_mode: BusyInputMode,
+    pub busy_steer_ack_enabled: bool,
+    pub busy_ack_detail: bool,
+    pub tool_progress: ToolProgress,
+    /// Maximum characters of a tool-call preview; 0 = no limit.
+    pub tool_preview_length: u32,
+    pub show_reasoning: bool,
+    pub interim_assistant_messages: bool,
+    /// Seconds before ephemeral system notices are deleted; 0 = never.
+    #[serde(rename = "ephemeral_system_ttl")]
+    pub ephemeral_system_ttl_secs: u64,
+    /// Per-platform overrides (`display.platforms.<platform>`).
+    pub platforms: BTreeMap<String, DisplayOverrides>,
+}
+
+impl Default for DisplayConfig {
+    fn default() -> Self {
+        Self {
+            busy_input_mode: BusyInputMode::Interrupt,
+            busy_steer_ack_enabled: true,
+            busy_ack_detail: true,
+            tool_progress: ToolProgress::All,
+            tool_preview_length: 0,
+            show_reasoning: false,
+            interim_assistant_messages: true,
+            ephemeral_system_ttl_secs: 0,
+            platforms: BTreeMap::new(),
+        }
+    }
+}
+
+/// Display settings one platform overrides; `None` falls through to the global value.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct DisplayOverrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_progress: Option<ToolProgress>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_ack_detail: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub show_reasoning: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interim_assistant_messages: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_preview_length: Option<u32>,
+}
+
+/// Agent-loop limits and the gateway's timers around a turn. All `*_secs` use 0 for "off".
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentConfig {
+    pub max_turns: u32,
+    #[serde(rename = "gateway_timeout")]
+    pub gateway_timeout_secs: u64,
+    #[serde(rename = "gateway_timeout_warning")]
+    pub gateway_timeout_warning_secs: u64,
+    #[serde(rename = "gateway_notify_interval")]
+    pub gateway_notify_interval_secs: u64,
+    #[serde(rename = "restart_drain_timeout")]
+    pub restart_drain_timeout_secs: u64,
+    #[serde(rename = "gateway_auto_continue_freshness")]
+    pub gateway_auto_continue_freshness_secs: u64,
+    #[serde(rename = "clarify_timeout")]
+    pub clarify_timeout_secs: u64,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_turns: 500,
+            gateway_timeout_secs: 1800,
+            gateway_timeout_warning_secs: 900,
+            gateway_notify_interval_secs: 180,
+            restart_drain_timeout_secs: 0,
+            gateway_auto_continue_freshness_secs: 3600,
+            clarify_timeout_secs: 3600,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompressionConfig {
+    pub enabled: bool,
+    /// Fraction of the context window (0 < t <= 1) that triggers compression.
+    pub threshold: f64,
+    /// Most recent messages never compressed.
+    pub protect_last_n: u32,
+}
+
+impl Default for CompressionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            threshold: 0.5,
+            protect_last_n: 20,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::choice::ReplyToMode;
+
+    #[test]
+    fn defaults_match_the_hermes_reference() {
+        let config = Config::default();
+        assert_eq!(config.approvals.timeout_secs, 60);
+        assert_eq!(config.approvals.mode, ApprovalMode::Manual);
+        assert!(config.group_sessions_per_user);
+        assert!(!config.thread_sessions_per_user);
+        assert_eq!(config.session_reset.mode, ResetMode::None);
+        assert_eq!(config.api_server.port, 8642);
+        assert_eq!(config.admin.port, 8643);
+        assert_eq!(config.agent.max_turns, 500);
+        assert_eq!(config.compression.protect_last_n, 20);
+        assert_eq!(config.platforms.telegram.reply_to_mode, ReplyToMode::First);
+    }
+}

@@ -1,0 +1,284 @@
+//! `validate()`: the pure step from [`RawConfig`] plus the environment to a typed [`Config`].
+//! It never stops at the first problem: every error and warning is collected and returned.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::choice::UnauthorizedDmBehavior;
+use super::env_overrides::{self, ProviderField, env_leaf};
+use super::error::ConfigErrors;
+use super::known_keys::{
+    IGNORED_FALLBACK, IGNORED_GATEWAY, IGNORED_MODEL, IGNORED_TOP_LEVEL, OTHER_PLATFORMS,
+    warn_unknown,
+};
+use super::listeners;
+use super::parse::{Issues, at, kind};
+use super::platforms::{self, Blocks};
+use super::raw::{ListOf, RawConfig, RawFallbackProvider, RawModelEntry, RawProvider, Section};
+use super::sections;
+use super::types::{Config, FallbackProvider, ModelConfig, ProviderConfig};
+
+/// A validated configuration and the warnings (unknown keys, ignored values) found on the way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Validated {
+    pub config: Config,
+    pub warnings: Vec<String>,
+}
+
+/// Types, defaults and checks every setting. `env` is the environment after the `.env` merge;
+/// it is only read.
+pub fn validate(
+    raw: &RawConfig,
+    env: &BTreeMap<String, String>,
+) -> Result<Validated, ConfigErrors> {
+    let mut issues = Issues::default();
+    warn_unknown(
+        &mut issues,
+        "",
+        &raw.unknown,
+        &[IGNORED_TOP_LEVEL, OTHER_PLATFORMS],
+    );
+
+    let gateway = issues
+        .section("gateway", raw.gateway.as_ref())
+        .unwrap_or_default();
+    warn_unknown(
+        &mut issues,
+        "gateway",
+        &gateway.unknown,
+        &[IGNORED_GATEWAY, OTHER_PLATFORMS],
+    );
+    let platforms_block = issues
+        .section("platforms", raw.platforms.as_ref())
+        .unwrap_or_default();
+    warn_unknown(
+        &mut issues,
+        "platforms",
+        &platforms_block.unknown,
+        &[OTHER_PLATFORMS],
+    );
+    let gateway_platforms = issues
+        .section("gateway.platforms", gateway.platforms.as_ref())
+        .unwrap_or_default();
+    warn_unknown(
+        &mut issues,
+        "gateway.platforms",
+        &gateway_platforms.unknown,
+        &[OTHER_PLATFORMS],
+    );
+    let blocks = Blocks {
+        top: raw,
+        platforms: &platforms_block,
+        gateway: &gateway,
+        gateway_platforms: &gateway_platforms,
+    };
+
+    // Hermes reads these gateway settings from the top level first and from `gateway:` only
+    // when the top-level key is absent.
+    let top_or_gateway = |key: &str, top: Option<&Value>, nested: Option<&Value>| {
+        at(key, top).or_else(|| at(format!("gateway.{key}"), nested))
+    };
+    let (reset_label, reset_section) = match &raw.session_reset {
+        Some(section) => ("session_reset", Some(section)),
+        None => ("gateway.session_reset", gateway.session_reset.as_ref()),
+    };
+    let (streaming_label, streaming_section) = match &raw.streaming {
+        Some(section) => ("streaming", Some(section)),
+        None => ("gateway.streaming", gateway.streaming.as_ref()),
+    };
+
+    let defaults = Config::default();
+    let mut config = Config {
+        model: model(&mut issues, raw.model.as_ref()),
+        providers: providers(&mut issues, raw.providers.as_ref(), env),
+        fallback_providers: fallback_providers(&mut issues, raw.fallback_providers.as_ref()),
+        approvals: sections::approvals(&mut issues, raw.approvals.as_ref()),
+        command_allowlist: issues
+            .list(
+                at("command_allowlist", raw.command_allowlist.as_ref()),
+                false,
+            )
+            .unwrap_or_default(),
+        session_reset: sections::session_reset(&mut issues, reset_label, reset_section),
+        group_sessions_per_user: issues.bool(
+            top_or_gateway(
+                "group_sessions_per_user",
+                raw.group_sessions_per_user.as_ref(),
+                gateway.group_sessions_per_user.as_ref(),
+            ),
+            defaults.group_sessions_per_user,
+        ),
+        thread_sessions_per_user: issues.bool(
+            top_or_gateway(
+                "thread_sessions_per_user",
+                raw.thread_sessions_per_user.as_ref(),
+                gateway.thread_sessions_per_user.as_ref(),
+            ),
+            defaults.thread_sessions_per_user,
+        ),
+        unauthorized_dm_behavior: issues.choice::<UnauthorizedDmBehavior>(
+            top_or_gateway(
+                "unauthorized_dm_behavior",
+                raw.unauthorized_dm_behavior.as_ref(),
+                gateway.unauthorized_dm_behavior.as_ref(),
+            ),
+            defaults.unauthorized_dm_behavior,
+        ),
+        streaming: sections::streaming(&mut issues, streaming_label, streaming_section),
+        display: sections::display(&mut issues, raw.display.as_ref(), env),
+        agent: sections::agent(&mut issues, raw.agent.as_ref()),
+        compression: sections::compression(&mut issues, raw.compression.as_ref()),
+        gateway: platforms::gateway_access(&mut issues, &gateway, env),
+        platforms: defaults.platforms,
+        api_server: listeners::api_server(&mut issues, &blocks, env),
+        admin: listeners::admin(&mut issues, raw.admin.as_ref()),
+    };
+    config.platforms.telegram =
+        platforms::chat_platform(&mut issues, &blocks, &env_overrides::TELEGRAM, env);
+    config.platforms.discord =
+        platforms::chat_platform(&mut issues, &blocks, &env_overrides::DISCORD, env);
+    config.platforms.slack =
+        platforms::chat_platform(&mut issues, &blocks, &env_overrides::SLACK, env);
+    listeners::check_ports(&mut issues, &config.api_server, &config.admin);
+
+    if issues.errors.is_empty() {
+        Ok(Validated {
+            config,
+            warnings: issues.warnings,
+        })
+    } else {
+        Err(ConfigErrors(issues.errors))
+    }
+}
+
+fn model(issues: &mut Issues, entry: Option<&RawModelEntry>) -> ModelConfig {
+    let defaults = ModelConfig::default();
+    match entry {
+        None => defaults,
+        Some(RawModelEntry::Name(name)) => ModelConfig {
+            default: issues.string(at("model", Some(&Value::String(name.clone())))),
+            ..defaults
+        },
+        Some(RawModelEntry::Invalid(other)) => {
+            issues.error(
+                "model",
+                format!("expected a model name or a mapping, got {}", kind(other)),
+            );
+            defaults
+        }
+        Some(RawModelEntry::Block(block)) => {
+            warn_unknown(issues, "model", &block.unknown, &[IGNORED_MODEL]);
+            ModelConfig {
+                provider: issues
+                    .string(at("model.provider", block.provider.as_ref()))
+                    .unwrap_or(defaults.provider),
+                default: issues.string(at("model.default", block.default.as_ref())),
+                base_url: issues.url(at("model.base_url", block.base_url.as_ref())),
+                api_key: issues.secret(at("model.api_key", block.api_key.as_ref())),
+                context_length: issues.opt_uint(
+                    at("model.context_length", block.context_length.as_ref()),
+                    1,
+                    u64::MAX,
+                ),
+            }
+        }
+    }
+}
+
+/// `providers.<name>` credentials, with `OPENAI_API_KEY` and friends layered on top.
+fn providers(
+    issues: &mut Issues,
+    section: Option<&Section<BTreeMap<String, Section<RawProvider>>>>,
+    env: &BTreeMap<String, String>,
+) -> BTreeMap<String, ProviderConfig> {
+    let mut providers = BTreeMap::new();
+    for (name, entry) in issues.section("providers", section).unwrap_or_default() {
+        let prefix = format!("providers.{name}");
+        // Hermes provider entries carry much more (model lists, api_mode, ...); only the
+        // credentials matter to the gateway, so the rest is ignored without a warning.
+        let Some(entry) = issues.section(&prefix, Some(&entry)) else {
+            continue;
+        };
+        let provider = ProviderConfig {
+            base_url: issues.url(at(format!("{prefix}.base_url"), entry.base_url.as_ref())),
+            api_key: issues.secret(at(format!("{prefix}.api_key"), entry.api_key.as_ref())),
+        };
+        providers.insert(name, provider);
+    }
+    for (var, provider, field) in env_overrides::PROVIDER_ENV {
+        let Some(leaf) = env_leaf(env, var) else {
+            continue;
+        };
+        let entry = providers.entry((*provider).to_owned()).or_default();
+        match field {
+            ProviderField::ApiKey => entry.api_key = issues.secret(Some(leaf)),
+            ProviderField::BaseUrl => entry.base_url = issues.url(Some(leaf)),
+        }
+    }
+    providers
+}
+
+fn fallback_providers(
+    issues: &mut Issues,
+    list: Option<&ListOf<Section<RawFallbackProvider>>>,
+) -> Vec<FallbackProvider> {
+    let items = match list {
+        None => return Vec::new(),
+        Some(ListOf::Invalid(other)) => {
+            issues.error(
+                "fallback_providers",
+                format!(
+                    "expected a list of {{provider, model}} entries, got {}",
+                    kind(other)
+                ),
+            );
+            return Vec::new();
+        }
+        Some(ListOf::List(items)) => items,
+    };
+    let mut fallbacks = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let prefix = format!("fallback_providers[{index}]");
+        let entry = match item {
+            Section::Map(entry) => entry,
+            Section::Invalid(other) => {
+                issues.error(
+                    &prefix,
+                    format!(
+                        "expected a mapping with provider and model, got {}",
+                        kind(other)
+                    ),
+                );
+                continue;
+            }
+        };
+        warn_unknown(issues, &prefix, &entry.unknown, &[IGNORED_FALLBACK]);
+        let mut required = |field: &str, value: Option<&Value>| -> Option<String> {
+            let key = format!("{prefix}.{field}");
+            let missing = match value {
+                None | Some(Value::Null) => true,
+                Some(Value::String(text)) => text.trim().is_empty(),
+                Some(_) => false,
+            };
+            if missing {
+                issues.error(key, "required");
+                return None;
+            }
+            issues.string(at(&key, value))
+        };
+        let provider = required("provider", entry.provider.as_ref());
+        let model = required("model", entry.model.as_ref());
+        let base_url = issues.url(at(format!("{prefix}.base_url"), entry.base_url.as_ref()));
+        let api_key = issues.secret(at(format!("{prefix}.api_key"), entry.api_key.as_ref()));
+        if let (Some(provider), Some(model)) = (provider, model) {
+            fallbacks.push(FallbackProvider {
+                provider,
+                model,
+                base_url,
+                api_key,
+            });
+        }
+    }
+    fallbacks
+}

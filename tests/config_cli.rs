@@ -1,0 +1,212 @@
+//! End-to-end: `hermesd config check|show` against temporary homes, with a cleared
+//! environment so nothing from the developer's machine leaks in.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const EXIT_CONFIG: i32 = 78;
+
+/// Runs hermesd with only `HOME` and `HERMES_HOME` (plus `extra_env`) in its environment.
+fn hermesd(home: &Path, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+    let user_home = home.parent().expect("the Hermes home has a parent");
+    Command::new(env!("CARGO_BIN_EXE_hermesd"))
+        .args(args)
+        .env_clear()
+        .env("HOME", user_home)
+        .env("HERMES_HOME", home)
+        .envs(extra_env.iter().copied())
+        .output()
+        .expect("hermesd runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `<tmp>/.hermes`, created, with the given files.
+fn hermes_home(dir: &Path, config_yaml: Option<&str>, dotenv: Option<&str>) -> std::path::PathBuf {
+    let home = dir.join(".hermes");
+    std::fs::create_dir_all(&home).unwrap();
+    if let Some(yaml) = config_yaml {
+        std::fs::write(home.join("config.yaml"), yaml).unwrap();
+    }
+    if let Some(dotenv) = dotenv {
+        std::fs::write(home.join(".env"), dotenv).unwrap();
+    }
+    home
+}
+
+#[test]
+fn check_passes_on_an_empty_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(dir.path(), None, None);
+    let output = hermesd(&home, &["config", "check"], &[]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stderr: {}",
+        text(&output.stderr)
+    );
+    assert_eq!(text(&output.stdout).trim(), "config ok");
+}
+
+#[test]
+fn check_passes_on_the_shipped_default_yaml() {
+    let dir = tempfile::tempdir().unwrap();
+    let default_yaml = include_str!("../config/default.yaml");
+    let home = hermes_home(dir.path(), Some(default_yaml), None);
+    let output = hermesd(&home, &["config", "check"], &[]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stderr: {}",
+        text(&output.stderr)
+    );
+    let stderr = text(&output.stderr);
+    assert!(
+        !stderr.contains("warning") && !stderr.contains("error"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_warns_about_unknown_keys_but_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(
+        dir.path(),
+        Some("telegram:\n  tokn: x\nterminal: {}\n"),
+        None,
+    );
+    let output = hermesd(&home, &["config", "check"], &[]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stderr: {}",
+        text(&output.stderr)
+    );
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("unknown key 'telegram.tokn'"), "{stderr}");
+    assert!(!stderr.contains("terminal"), "{stderr}");
+}
+
+#[test]
+fn check_lists_every_error_and_exits_78() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "approvals:\n  mode: sometimes\n  timeout: soon\nadmin:\n  port: 70000\n";
+    let home = hermes_home(
+        dir.path(),
+        Some(yaml),
+        Some("API_SERVER_KEY=short-SECRET\n"),
+    );
+    let output = hermesd(
+        &home,
+        &["config", "check"],
+        &[("DISCORD_ALLOWED_USERS", "1,2")],
+    );
+    assert_eq!(output.status.code(), Some(EXIT_CONFIG));
+    let stderr = text(&output.stderr);
+    for key in [
+        "approvals.mode",
+        "approvals.timeout",
+        "admin.port",
+        "API_SERVER_KEY",
+    ] {
+        assert!(
+            stderr.contains(&format!("config error: {key}: ")),
+            "{key} in {stderr}"
+        );
+    }
+    assert!(!stderr.contains("short-SECRET"), "{stderr}");
+    assert!(!text(&output.stdout).contains("config ok"));
+}
+
+#[test]
+fn malformed_yaml_names_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(dir.path(), Some("model:\n  provider: [openai\n"), None);
+    let output = hermesd(&home, &["config", "check"], &[]);
+    assert_eq!(output.status.code(), Some(EXIT_CONFIG));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("config.yaml"), "{stderr}");
+    assert!(stderr.contains("line "), "{stderr}");
+}
+
+#[test]
+fn show_redacts_secrets_in_yaml_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(
+        dir.path(),
+        Some("model:\n  api_key: model-SECRET-1\n"),
+        Some("API_SERVER_KEY=api-server-SECRET-2\nOPENAI_API_KEY=sk-SECRET-3\n"),
+    );
+    let env = [("TELEGRAM_BOT_TOKEN", "123456:SECRET-4")];
+
+    let yaml = hermesd(&home, &["config", "show"], &env);
+    assert_eq!(
+        yaml.status.code(),
+        Some(0),
+        "stderr: {}",
+        text(&yaml.stderr)
+    );
+    let stdout = text(&yaml.stdout);
+    assert!(!stdout.contains("SECRET"), "{stdout}");
+    assert!(stdout.contains("***"), "{stdout}");
+    assert!(stdout.contains("busy_input_mode: interrupt"), "{stdout}");
+
+    let json = hermesd(&home, &["config", "show", "--json"], &env);
+    assert_eq!(
+        json.status.code(),
+        Some(0),
+        "stderr: {}",
+        text(&json.stderr)
+    );
+    let stdout = text(&json.stdout);
+    assert!(!stdout.contains("SECRET"), "{stdout}");
+    let parsed: serde_json::Value = serde_json::from_str(&stdout).expect("show --json is JSON");
+    assert_eq!(parsed["platforms"]["telegram"]["enabled"], true);
+    assert_eq!(parsed["platforms"]["telegram"]["token"], "***");
+    assert_eq!(parsed["api_server"]["key"], "***");
+    assert_eq!(parsed["approvals"]["timeout"], 60);
+}
+
+#[test]
+fn show_on_an_invalid_config_exits_78() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(dir.path(), Some("session_reset:\n  mode: weekly\n"), None);
+    let output = hermesd(&home, &["config", "show", "--json"], &[]);
+    assert_eq!(output.status.code(), Some(EXIT_CONFIG));
+    assert!(text(&output.stderr).contains("config error: session_reset.mode: "));
+    assert_eq!(text(&output.stdout), "");
+}
+
+#[test]
+fn profile_and_home_flags_select_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(dir.path(), Some("approvals:\n  timeout: 11\n"), None);
+    let profile = home.join("profiles").join("coder");
+    std::fs::create_dir_all(&profile).unwrap();
+    std::fs::write(profile.join("config.yaml"), "approvals:\n  timeout: 22\n").unwrap();
+    let other = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("config.yaml"), "approvals:\n  timeout: 33\n").unwrap();
+
+    let timeout = |args: &[&str]| {
+        let output = hermesd(&home, args, &[]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "stderr: {}",
+            text(&output.stderr)
+        );
+        let parsed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        parsed["approvals"]["timeout"].as_u64().unwrap()
+    };
+    assert_eq!(timeout(&["config", "show", "--json"]), 11);
+    assert_eq!(timeout(&["-p", "coder", "config", "show", "--json"]), 22);
+    assert_eq!(
+        timeout(&["--profile", "coder", "config", "show", "--json"]),
+        22
+    );
+    let other = other.to_str().unwrap();
+    assert_eq!(timeout(&["--home", other, "config", "show", "--json"]), 33);
+}

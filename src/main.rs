@@ -12,6 +12,8 @@ fn init_logging() {
 }
 
 fn main() {
+    // rustls is built with the ring provider only; install it before any TLS client exists.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     init_logging();
     let cli = hermesd::cli::Cli::parse();
     let env = std::env::vars().collect();

@@ -1,0 +1,72 @@
+//! `hermesd run`: validates config before anything starts (exit 78), serves until SIGTERM,
+//! then closes state.db cleanly (exit 0).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
+
+#[test]
+fn runs_until_sigterm_and_exits_cleanly() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(HERMESD)
+        .arg("run")
+        .env_clear()
+        .env("HOME", home.path().join("user"))
+        .env("HERMES_HOME", home.path())
+        .env("HERMES_TEST_ISOLATION", "1")
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let started = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.contains("hermesd started"));
+    assert!(started.is_some(), "daemon never reported start");
+    assert!(home.path().join("state.db").exists());
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{rest:?}");
+    assert!(rest.iter().any(|l| l.contains("SIGTERM")), "{rest:?}");
+    assert!(
+        rest.iter().any(|l| l.contains("state.db closed")),
+        "{rest:?}"
+    );
+}
+
+#[test]
+fn invalid_config_exits_78_before_touching_anything() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "approvals:\n  mode: sometimes\nsession_reset:\n  at_hour: 99\n",
+    )
+    .unwrap();
+    let out = Command::new(HERMESD)
+        .arg("run")
+        .env_clear()
+        .env("HOME", home.path().join("user"))
+        .env("HERMES_HOME", home.path())
+        .env("HERMES_TEST_ISOLATION", "1")
+        .env("TELEGRAM_BOT_TOKEN", "123456:SECRET-TOKEN-VALUE")
+        .env("API_SERVER_KEY", "short")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for key in ["approvals.mode", "session_reset.at_hour", "API_SERVER_KEY"] {
+        assert!(err.contains(key), "missing {key}: {err}");
+    }
+    assert!(
+        !err.contains("SECRET-TOKEN-VALUE") && !err.contains("short"),
+        "{err}"
+    );
+    assert!(!home.path().join("state.db").exists());
+}

@@ -56,10 +56,9 @@ fn open(path: &Path) -> Store {
     Store::open_with(path, StoreOptions::default()).expect("open store")
 }
 
-/// Sustained appends from 64 concurrent sessions in one process.
-async fn append_rate(dir: &Path, n: usize, seed: u64) -> Value {
+/// Sustained appends from `sessions` concurrent callers in one process.
+async fn append_rate(dir: &Path, n: usize, seed: u64, sessions: usize) -> Value {
     let store = open(&dir.join("append.db"));
-    let sessions = 64;
     for s in 0..sessions {
         store
             .create_session(NewSession::new(format!("s{s}"), "bench"))
@@ -133,31 +132,48 @@ async fn sqlite_ceiling(dir: &Path, n: usize, seed: u64) -> Value {
     json!({"rows_per_s": (n as f64 / started.elapsed().as_secs_f64()).round()})
 }
 
-/// The Python SessionDB appending the same kind of messages (one thread, as Hermes does).
-fn python_reference(python: &str, dir: &Path, n: usize) -> Option<Value> {
+/// The Python SessionDB appending the same messages (one thread: its connection is shared
+/// behind a lock, so more threads would not add throughput).
+fn python_reference(python: &str, dir: &Path, n: usize, seed: u64) -> Option<Value> {
     let script = r#"
-import json, pathlib, random, sys, time
+import json, pathlib, sys, time
 import hermes_state
-n, path = int(sys.argv[1]), pathlib.Path(sys.argv[2])
-db = hermes_state.SessionDB(db_path=path)
+rows = [json.loads(line) for line in open(sys.argv[1])]
+db = hermes_state.SessionDB(db_path=pathlib.Path(sys.argv[2]))
 db.create_session("s", "bench")
-random.seed(1)
-words = "deploy docker container staging database error timeout retry config server the a to and of".split()
 lat = []
 start = time.perf_counter()
-for i in range(n):
-    text = " ".join(random.choice(words) for _ in range(random.randint(35, 130)))
+for r in rows:
     t = time.perf_counter()
-    db.append_message("s", "user" if i % 2 else "assistant", text)
+    db.append_message("s", r["role"], r["content"], tool_calls=r["tool_calls"],
+                      finish_reason=r["finish_reason"])
     lat.append((time.perf_counter() - t) * 1000)
 elapsed = time.perf_counter() - start
 lat.sort()
-print(json.dumps({"messages_per_s": round(n / elapsed), "p50_ms": round(lat[len(lat)//2], 3),
+print(json.dumps({"messages_per_s": round(len(rows) / elapsed), "p50_ms": round(lat[len(lat)//2], 3),
                   "p99_ms": round(lat[int(len(lat)*0.99)], 3), "max_ms": round(lat[-1], 3)}))
 "#;
-    let db = dir.join(format!("python-{}.db", Instant::now().elapsed().as_nanos()));
+    let mut workload = workload::Workload::new(seed);
+    let rows: String = (0..n)
+        .map(|_| {
+            let m = workload.message("s");
+            let content = match m.content {
+                Some(hermesd::state::Content::Text(t)) => t,
+                _ => String::new(),
+            };
+            json!({"role": m.role, "content": content, "tool_calls": m.tool_calls,
+                   "finish_reason": m.finish_reason})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    let rows_path = dir.join("python-rows.jsonl");
+    std::fs::write(&rows_path, rows).ok()?;
+    let db = dir.join("python.db");
     let output = Command::new(python)
-        .args(["-c", script, &n.to_string()])
+        .arg("-c")
+        .arg(script)
+        .arg(&rows_path)
         .arg(&db)
         .env("HERMES_HOME", dir)
         .output()
@@ -172,9 +188,10 @@ print(json.dumps({"messages_per_s": round(n / elapsed), "p50_ms": round(lat[len(
     serde_json::from_slice(&output.stdout).ok()
 }
 
-/// Four `hermesd-stress` processes appending to one database at once.
-fn contention(dir: &Path, per_process: usize) -> Value {
-    let db = dir.join("contention.db");
+/// Four `hermesd-stress` processes appending to one database at once, each with
+/// `concurrency` appends in flight (1 = a sequential caller, as the Python reference runs).
+fn contention(dir: &Path, per_process: usize, concurrency: usize) -> Value {
+    let db = dir.join(format!("contention-{concurrency}.db"));
     let started = Instant::now();
     let children: Vec<_> = (0..4)
         .map(|p| {
@@ -215,6 +232,7 @@ fn contention(dir: &Path, per_process: usize) -> Value {
         .unwrap();
     json!({
         "processes": 4,
+        "in_flight_per_process": concurrency,
         "messages_per_s_total": ((4 * per_process) as f64 / elapsed).round(),
         "errors": errors,
         "lost": (4 * per_process) as i64 - stored,
@@ -376,35 +394,31 @@ fn main() {
         let dir = fresh_dir(base, medium);
         let mut section = serde_json::Map::new();
         // Alternate hermesd and the Python reference so both see the same disk weather.
-        let mut ours = Vec::new();
-        let mut theirs = Vec::new();
+        let (mut concurrent, mut sequential, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..2 {
-            ours.push(runtime.block_on(append_rate(
-                &fresh_dir(&dir, &format!("a{round}")),
-                sizes.appends,
-                round,
-            )));
+            let n = sizes.appends;
+            let fresh = |name: &str| fresh_dir(&dir, &format!("{name}{round}"));
+            concurrent.push(runtime.block_on(append_rate(&fresh("c"), n, round, 64)));
+            sequential.push(runtime.block_on(append_rate(&fresh("s"), n / 4, round, 1)));
             if let Some(python) = &python {
-                let n = sizes.appends / 4;
-                theirs.extend(python_reference(
-                    python,
-                    &fresh_dir(&dir, &format!("p{round}")),
-                    n,
-                ));
+                theirs.extend(python_reference(python, &fresh("p"), n / 4, round));
             }
         }
-        section.insert("hermesd_append".into(), json!(ours));
+        section.insert("hermesd_append_64_sessions".into(), json!(concurrent));
+        section.insert("hermesd_append_1_caller".into(), json!(sequential));
         if python.is_some() {
-            section.insert("python_sessiondb_append".into(), json!(theirs));
+            section.insert("python_sessiondb_append_1_caller".into(), json!(theirs));
         }
         section.insert(
             "sqlite_ceiling_1000_per_tx".into(),
             runtime.block_on(sqlite_ceiling(&dir, sizes.appends, 99)),
         );
-        section.insert(
-            "contention_4_processes".into(),
-            contention(&dir, sizes.contention_per_process),
-        );
+        for in_flight in [1, 8] {
+            section.insert(
+                format!("contention_4_processes_{in_flight}_in_flight"),
+                contention(&dir, sizes.contention_per_process, in_flight),
+            );
+        }
         if *medium == "tmpfs" {
             section.insert(
                 "search_and_load".into(),

@@ -7,7 +7,29 @@ use serde_json::json;
 
 use hermesd::state::NewMessage;
 
-const WORDS: &[&str] = &[
+/// The head of the vocabulary, most frequent first; synthetic words extend it to
+/// [`VOCABULARY`] entries so word frequencies follow Zipf's law as in real chat text.
+const HEAD: &[&str] = &[
+    "the",
+    "a",
+    "to",
+    "and",
+    "of",
+    "in",
+    "is",
+    "it",
+    "for",
+    "we",
+    "should",
+    "could",
+    "please",
+    "check",
+    "fix",
+    "this",
+    "that",
+    "with",
+    "on",
+    "be",
     "deploy",
     "docker",
     "container",
@@ -48,22 +70,27 @@ const WORDS: &[&str] = &[
     "benchmark",
     "network",
     "socket",
-    "the",
-    "a",
-    "to",
-    "and",
-    "of",
-    "in",
-    "is",
-    "it",
-    "for",
-    "we",
-    "should",
-    "could",
-    "please",
-    "check",
-    "fix",
 ];
+const SYLLABLES: &[&str] = &[
+    "ka", "lo", "mi", "ter", "pro", "dex", "vin", "sor", "lan", "qu", "zen", "bri", "tal", "mor",
+    "fe", "nu", "gra", "pel", "sti", "ro",
+];
+pub const VOCABULARY: usize = 5000;
+
+/// The word at Zipf rank `rank` (0 = most frequent).
+pub fn word_at(rank: usize) -> String {
+    if let Some(word) = HEAD.get(rank) {
+        return (*word).to_owned();
+    }
+    let mut n = rank;
+    let mut word = String::new();
+    for _ in 0..3 {
+        word.push_str(SYLLABLES[n % SYLLABLES.len()]);
+        n /= SYLLABLES.len();
+    }
+    word
+}
+
 const CJK: &[&str] = &[
     "部署",
     "环境",
@@ -97,13 +124,33 @@ const TOOLS: &[&str] = &[
 /// A deterministic message generator; the same seed gives the same stream.
 pub struct Workload {
     rng: StdRng,
+    words: Vec<String>,
+    /// Cumulative Zipf weights over `words`.
+    cumulative: Vec<f64>,
 }
 
 impl Workload {
     pub fn new(seed: u64) -> Self {
+        let words: Vec<String> = (0..VOCABULARY).map(word_at).collect();
+        let mut total = 0.0;
+        let cumulative = (0..VOCABULARY)
+            .map(|rank| {
+                total += 1.0 / (rank as f64 + 1.0);
+                total
+            })
+            .collect();
         Self {
             rng: StdRng::seed_from_u64(seed),
+            words,
+            cumulative,
         }
+    }
+
+    fn zipf_word(&mut self) -> &str {
+        let total = self.cumulative.last().copied().unwrap_or(1.0);
+        let pick = self.rng.random_range(0.0..total);
+        let rank = self.cumulative.partition_point(|c| *c < pick);
+        &self.words[rank.min(self.words.len() - 1)]
     }
 
     /// Text of 200–800 characters; about one message in five is mostly Chinese.
@@ -114,11 +161,11 @@ impl Workload {
         let mut chars = 0;
         while chars < target {
             let word = if cjk && self.rng.random_bool(0.7) {
-                CJK[self.rng.random_range(0..CJK.len())]
+                CJK[self.rng.random_range(0..CJK.len())].to_owned()
             } else {
-                WORDS[self.rng.random_range(0..WORDS.len())]
+                self.zipf_word().to_owned()
             };
-            out.push_str(word);
+            out.push_str(&word);
             chars += word.chars().count();
             if !cjk || self.rng.random_bool(0.3) {
                 out.push(' ');

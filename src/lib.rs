@@ -5,5 +5,6 @@
 
 pub mod cli;
 pub mod config;
+pub mod gateway;
 pub mod home;
 pub mod state;

@@ -1,0 +1,77 @@
+//! The adapter trait and the context the core gives each adapter task.
+
+use futures_util::future::BoxFuture;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::{Capabilities, MessageEvent, Outbound, Progress, SendResult};
+
+/// What the core answers once it has looked at an inbound event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordOutcome {
+    /// Durably recorded for processing: the adapter may acknowledge / advance its offset.
+    Recorded,
+    /// Already seen (a redelivery): acknowledge it, nothing else happens.
+    Duplicate,
+    /// Could not be recorded (storage failure): do NOT acknowledge; let the platform
+    /// redeliver it.
+    Failed,
+}
+
+/// An inbound event plus the channel on which the core confirms it was recorded. Adapters
+/// acknowledge to the platform (advance offsets, ack envelopes) only after that answer.
+#[derive(Debug)]
+pub struct Inbound {
+    pub event: MessageEvent,
+    pub recorded: oneshot::Sender<RecordOutcome>,
+}
+
+/// Everything an adapter task receives from the core.
+#[derive(Debug, Clone)]
+pub struct AdapterContext {
+    pub inbound: mpsc::Sender<Inbound>,
+    pub progress: Progress,
+    pub shutdown: CancellationToken,
+}
+
+impl AdapterContext {
+    /// Hands an event to the core and waits until it is recorded (or refused).
+    pub async fn deliver(&self, event: MessageEvent) -> RecordOutcome {
+        let (recorded, answer) = oneshot::channel();
+        if self
+            .inbound
+            .send(Inbound { event, recorded })
+            .await
+            .is_err()
+        {
+            return RecordOutcome::Failed;
+        }
+        answer.await.unwrap_or(RecordOutcome::Failed)
+    }
+}
+
+/// Why an adapter task stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum AdapterError {
+    /// Retrying cannot help (bad token, forbidden): the adapter is marked failed.
+    #[error("{0}")]
+    Fatal(String),
+    /// A connection-level failure: the supervisor restarts the adapter with backoff.
+    #[error("{0}")]
+    Retryable(String),
+}
+
+/// One chat platform. Implementations translate protocol only.
+pub trait Adapter: Send + Sync + 'static {
+    /// The platform name used in session keys (`telegram`, `discord`, `slack`, `api_server`).
+    fn platform(&self) -> &'static str;
+
+    fn capabilities(&self) -> Capabilities;
+
+    /// Receives events until `ctx.shutdown` fires or the connection fails. Must report
+    /// `ctx.progress` whenever the platform demonstrably answers.
+    fn run(&self, ctx: AdapterContext) -> BoxFuture<'_, Result<(), AdapterError>>;
+
+    /// Performs one outbound operation.
+    fn send(&self, outbound: Outbound) -> BoxFuture<'_, SendResult>;
+}

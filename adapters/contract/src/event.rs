@@ -1,0 +1,169 @@
+//! Inbound events: who wrote what, where (`SessionSource`), normalised across platforms.
+
+use serde::{Deserialize, Serialize};
+
+/// The kind of chat an event came from (Hermes `chat_type` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatType {
+    Dm,
+    Group,
+    Channel,
+    Thread,
+    Forum,
+}
+
+impl ChatType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChatType::Dm => "dm",
+            ChatType::Group => "group",
+            ChatType::Channel => "channel",
+            ChatType::Thread => "thread",
+            ChatType::Forum => "forum",
+        }
+    }
+}
+
+/// Where a message came from; the session key is derived from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSource {
+    pub platform: String,
+    pub chat_id: String,
+    pub chat_name: Option<String>,
+    pub chat_type: ChatType,
+    pub user_id: Option<String>,
+    pub user_name: Option<String>,
+    pub thread_id: Option<String>,
+    pub chat_topic: Option<String>,
+    /// A second identity for the user (e.g. a platform-specific alias).
+    pub user_id_alt: Option<String>,
+    pub is_bot: bool,
+    /// The guild/workspace id where the platform has one.
+    pub scope_id: Option<String>,
+    /// Set by adapters that authorise by role (Discord `DISCORD_ALLOWED_ROLES`).
+    pub role_authorized: bool,
+}
+
+impl SessionSource {
+    /// A direct message from `user_id` in chat `chat_id`.
+    pub fn dm(platform: &str, chat_id: &str, user_id: &str) -> Self {
+        Self {
+            platform: platform.to_owned(),
+            chat_id: chat_id.to_owned(),
+            chat_name: None,
+            chat_type: ChatType::Dm,
+            user_id: Some(user_id.to_owned()),
+            user_name: None,
+            thread_id: None,
+            chat_topic: None,
+            user_id_alt: None,
+            is_bot: false,
+            scope_id: None,
+            role_authorized: false,
+        }
+    }
+}
+
+/// What kind of content an event carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageType {
+    Text,
+    Photo,
+    Video,
+    Audio,
+    Voice,
+    Document,
+    Sticker,
+    Location,
+    Command,
+}
+
+/// One inbound message, as every adapter produces it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageEvent {
+    /// The platform's unique id for this delivery (update id, message id, envelope id):
+    /// the core records it before the adapter acknowledges, and drops duplicates.
+    pub event_id: String,
+    pub text: String,
+    pub message_type: MessageType,
+    pub source: SessionSource,
+    pub message_id: Option<String>,
+    /// Local cached paths of downloaded attachments, with their MIME types.
+    pub media_paths: Vec<String>,
+    pub media_types: Vec<String>,
+    pub reply_to_message_id: Option<String>,
+    pub reply_to_text: Option<String>,
+    pub reply_to_is_own_message: bool,
+    /// Seconds since the Unix epoch, as the platform reported it.
+    pub timestamp: f64,
+}
+
+impl MessageEvent {
+    /// A plain text event.
+    pub fn text(event_id: &str, source: SessionSource, text: &str) -> Self {
+        Self {
+            event_id: event_id.to_owned(),
+            text: text.to_owned(),
+            message_type: MessageType::Text,
+            source,
+            message_id: None,
+            media_paths: Vec::new(),
+            media_types: Vec::new(),
+            reply_to_message_id: None,
+            reply_to_text: None,
+            reply_to_is_own_message: false,
+            timestamp: 0.0,
+        }
+    }
+
+    /// The command name: the first token after `/`, lowercased, `@botname` stripped; `None`
+    /// when the text is not a command or the name contains `/` (a path, not a command).
+    pub fn command(&self) -> Option<String> {
+        let rest = self.text.trim_start().strip_prefix('/')?;
+        let token = rest.split_whitespace().next()?;
+        let name = token.split('@').next().unwrap_or(token);
+        if name.is_empty() || name.contains('/') {
+            return None;
+        }
+        Some(name.to_lowercase())
+    }
+
+    /// The command's arguments, with em dash → `--` and en dash → `-` as typed on phones.
+    pub fn command_args(&self) -> String {
+        let rest = self.text.trim_start().trim_start_matches('/');
+        let args = rest
+            .split_once(char::is_whitespace)
+            .map(|(_, a)| a)
+            .unwrap_or("");
+        args.trim()
+            .replace('\u{2014}', "--")
+            .replace('\u{2013}', "-")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(text: &str) -> MessageEvent {
+        MessageEvent::text("1", SessionSource::dm("telegram", "42", "42"), text)
+    }
+
+    #[test]
+    fn commands_are_parsed_like_hermes() {
+        assert_eq!(
+            event("/New@hermes_bot my title").command().as_deref(),
+            Some("new")
+        );
+        assert_eq!(event("/new@hermes_bot my title").command_args(), "my title");
+        assert_eq!(event("/usr/bin/ls").command(), None);
+        assert_eq!(event("hello").command(), None);
+        assert_eq!(event("/").command(), None);
+        assert_eq!(
+            event("/model \u{2014}global x\u{2013}y").command_args(),
+            "--global x-y"
+        );
+    }
+}

@@ -1,0 +1,20 @@
+//! The contract between hermesd's gateway core and its platform adapters.
+//!
+//! An adapter translates one platform's protocol: inbound platform events become
+//! [`MessageEvent`]s handed to the core through [`AdapterContext`], and the core's outbound
+//! operations ([`Outbound`]) become platform API calls whose outcome is a [`SendResult`].
+//! Adapters never touch the database, the router's state or another adapter; dedupe,
+//! retries, chunking and persistence belong to the core.
+#![forbid(unsafe_code)]
+
+mod adapter;
+mod event;
+mod outbound;
+mod progress;
+
+pub use adapter::{Adapter, AdapterContext, AdapterError, Inbound, RecordOutcome};
+pub use event::{ChatType, MessageEvent, MessageType, SessionSource};
+pub use outbound::{
+    Button, Capabilities, LengthUnit, Outbound, OutboundKind, SendErrorKind, SendResult,
+};
+pub use progress::{Liveness, Progress};

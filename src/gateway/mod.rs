@@ -1,0 +1,4 @@
+//! The gateway core: routing, delivery and the runner that owns the adapters.
+
+pub mod chunk;
+pub mod session_key;

@@ -26,6 +26,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 pub use commands::{Outcome, WriteCommand};
+pub use encode::content_text;
 pub use error::{StoreError, StoreResult};
 pub use model::*;
 pub use schema::{SCHEMA_VERSION, SchemaInfo};

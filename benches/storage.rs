@@ -274,8 +274,8 @@ async fn search_and_load(dir: &Path, sizes: &Sizes) -> Value {
     let t = Instant::now();
     populate(&store, sizes.search_rows, 7).await;
     let populate_s = t.elapsed().as_secs_f64();
-    // Words by Zipf rank: a frequent technical word (~20 % of messages), mid-frequency
-    // ones (~1 %), and their prefix; CJK with three and two characters.
+    // Words by Zipf rank: a frequent technical word (~30 % of messages), mid-frequency
+    // ones (~2 %), and their prefix; mid-frequency CJK words of three and two characters.
     let (frequent, mid, mid2) = (
         workload::word_at(21),
         workload::word_at(400),
@@ -287,8 +287,8 @@ async fn search_and_load(dir: &Path, sizes: &Sizes) -> Value {
         ("two_words_or", format!("{mid} OR {mid2}")),
         ("phrase", format!("\"{frequent} {mid}\"")),
         ("prefix", format!("{}*", &mid[..4])),
-        ("cjk_trigram", "数据库".to_owned()),
-        ("cjk_2char", "部署".to_owned()),
+        ("cjk_trigram", workload::cjk_word_at(301)),
+        ("cjk_2char", workload::cjk_word_at(300)),
     ];
     let mut searches = serde_json::Map::new();
     for (name, query) in queries {
@@ -371,6 +371,12 @@ async fn prune(dir: &Path) -> Value {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
+    // `-- --only search` (or append, contention, prune) runs one part, for quick iteration.
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1).cloned());
+    let wants = |part: &str| only.as_deref().is_none_or(|o| o == part);
     let sizes = if quick {
         Sizes {
             appends: 4_000,
@@ -404,37 +410,43 @@ fn main() {
         }
         let dir = fresh_dir(base, medium);
         let mut section = serde_json::Map::new();
-        // Alternate hermesd and the Python reference so both see the same disk weather.
-        let (mut concurrent, mut sequential, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
-        for round in 0..2 {
-            let n = sizes.appends;
-            let fresh = |name: &str| fresh_dir(&dir, &format!("{name}{round}"));
-            concurrent.push(runtime.block_on(append_rate(&fresh("c"), n, round, 64)));
-            sequential.push(runtime.block_on(append_rate(&fresh("s"), n / 4, round, 1)));
-            if let Some(python) = &python {
-                theirs.extend(python_reference(python, &fresh("p"), n / 4, round));
+        if wants("append") {
+            // Alternate hermesd and the Python reference so both see the same disk weather.
+            let (mut concurrent, mut sequential, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+            for round in 0..2 {
+                let n = sizes.appends;
+                let fresh = |name: &str| fresh_dir(&dir, &format!("{name}{round}"));
+                concurrent.push(runtime.block_on(append_rate(&fresh("c"), n, round, 64)));
+                sequential.push(runtime.block_on(append_rate(&fresh("s"), n / 4, round, 1)));
+                if let Some(python) = &python {
+                    theirs.extend(python_reference(python, &fresh("p"), n / 4, round));
+                }
             }
-        }
-        section.insert("hermesd_append_64_sessions".into(), json!(concurrent));
-        section.insert("hermesd_append_1_caller".into(), json!(sequential));
-        if python.is_some() {
-            section.insert("python_sessiondb_append_1_caller".into(), json!(theirs));
-        }
-        section.insert(
-            "sqlite_ceiling_1000_per_tx".into(),
-            runtime.block_on(sqlite_ceiling(&dir, sizes.appends, 99)),
-        );
-        for in_flight in [1, 8] {
+            section.insert("hermesd_append_64_sessions".into(), json!(concurrent));
+            section.insert("hermesd_append_1_caller".into(), json!(sequential));
+            if python.is_some() {
+                section.insert("python_sessiondb_append_1_caller".into(), json!(theirs));
+            }
             section.insert(
-                format!("contention_4_processes_{in_flight}_in_flight"),
-                contention(&dir, sizes.contention_per_process, in_flight),
+                "sqlite_ceiling_1000_per_tx".into(),
+                runtime.block_on(sqlite_ceiling(&dir, sizes.appends, 99)),
             );
         }
-        if *medium == "tmpfs" {
+        if wants("contention") {
+            for in_flight in [1, 8] {
+                section.insert(
+                    format!("contention_4_processes_{in_flight}_in_flight"),
+                    contention(&dir, sizes.contention_per_process, in_flight),
+                );
+            }
+        }
+        if *medium == "tmpfs" && wants("search") {
             section.insert(
                 "search_and_load".into(),
                 runtime.block_on(search_and_load(&dir, &sizes)),
             );
+        }
+        if *medium == "tmpfs" && wants("prune") {
             section.insert("prune_1000_sessions".into(), runtime.block_on(prune(&dir)));
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -72,6 +72,11 @@ impl Default for RetryPolicy {
 
 pub(crate) struct Writer {
     conn: Connection,
+    /// An advisory lock file shared by every hermesd writer on this database: they queue in
+    /// the kernel for it (no polling, no CPU while waiting), so between our own processes
+    /// the SQLite lock is handed over without busy-handler races. Other programs (the Python
+    /// Hermes) do not take it; SQLite's lock and the busy handler still arbitrate with them.
+    gate: Option<std::fs::File>,
     policy: RetryPolicy,
     rx: mpsc::Receiver<Envelope>,
     stats: Arc<WriterStats>,
@@ -82,12 +87,14 @@ pub(crate) struct Writer {
 impl Writer {
     pub fn new(
         conn: Connection,
+        gate: Option<std::fs::File>,
         policy: RetryPolicy,
         rx: mpsc::Receiver<Envelope>,
         stats: Arc<WriterStats>,
     ) -> Self {
         Self {
             conn,
+            gate,
             policy,
             rx,
             stats,
@@ -173,6 +180,14 @@ impl Writer {
     /// One transaction over the whole batch. A command's own failure is isolated by its
     /// savepoint; only lock contention or a failing COMMIT aborts the transaction.
     fn try_batch(&mut self, batch: &[WriteRequest]) -> rusqlite::Result<Vec<StoreResult<Outcome>>> {
+        // Held until this function returns: the transaction commits or rolls back first.
+        let _gate = self.gate.as_ref().and_then(|file| match file.lock() {
+            Ok(()) => Some(GateGuard(file)),
+            Err(e) => {
+                tracing::debug!(error = %e, "writer lock file unavailable; relying on SQLite's lock");
+                None
+            }
+        });
         let mut tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -245,5 +260,14 @@ impl Writer {
         if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
             tracing::debug!(error = %e, "final checkpoint skipped");
         }
+    }
+}
+
+/// Releases the writer lock file when dropped.
+struct GateGuard<'a>(&'a std::fs::File);
+
+impl Drop for GateGuard<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
     }
 }

@@ -46,6 +46,9 @@ struct Summary {
     p50_us: u64,
     p99_us: u64,
     max_us: u64,
+    /// Batches the writer retried because another process held the write lock.
+    lock_retries: u64,
+    commits: u64,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -117,6 +120,14 @@ async fn main() {
         errors.extend(e);
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let lock_retries = store
+        .stats()
+        .lock_retries
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let commits = store
+        .stats()
+        .commits
+        .load(std::sync::atomic::Ordering::Relaxed);
     store.close().await;
     latencies.sort_unstable();
     let pct = |p: f64| {
@@ -134,6 +145,8 @@ async fn main() {
         p50_us: pct(0.50),
         p99_us: pct(0.99),
         max_us: latencies.last().copied().unwrap_or(0),
+        lock_retries,
+        commits,
     };
     println!(
         "{}",

@@ -91,28 +91,27 @@ pub fn word_at(rank: usize) -> String {
     word
 }
 
-const CJK: &[&str] = &[
-    "部署",
-    "环境",
-    "数据库",
-    "服务器",
-    "配置",
-    "错误",
-    "超时",
-    "重试",
-    "内存",
-    "缓存",
-    "索引",
-    "搜索",
-    "会话",
-    "模型",
-    "工具",
-    "终端",
-    "文件",
-    "测试",
-    "网络",
-    "消息",
+/// Common Chinese characters; CJK words are built from them by rank, two or three long.
+const HANZI: &[char] = &[
+    '的', '一', '是', '不', '了', '人', '我', '在', '有', '他', '这', '中', '大', '来', '上',
+    '国', '个', '到', '说', '们', '为', '子', '和', '你', '地', '出', '道', '也', '时', '年',
+    '部', '署', '环', '境', '数', '据', '库', '服', '务', '器', '配', '置', '错', '误', '超',
+    '网', '络', '消', '息', '模', '型', '工', '具', '终', '端', '文', '件', '测', '试', '缓',
 ];
+
+/// The CJK word at Zipf rank `rank`: even ranks have two characters, odd ranks three.
+pub fn cjk_word_at(rank: usize) -> String {
+    let length = if rank % 2 == 0 { 2 } else { 3 };
+    // Spread ranks over the character set so neighbouring ranks share no characters.
+    let mut n = rank.wrapping_mul(7919).wrapping_add(13);
+    (0..length)
+        .map(|_| {
+            let c = HANZI[n % HANZI.len()];
+            n /= HANZI.len();
+            c
+        })
+        .collect()
+}
 const TOOLS: &[&str] = &[
     "terminal",
     "read_file",
@@ -125,13 +124,15 @@ const TOOLS: &[&str] = &[
 pub struct Workload {
     rng: StdRng,
     words: Vec<String>,
-    /// Cumulative Zipf weights over `words`.
+    cjk_words: Vec<String>,
+    /// Cumulative Zipf weights over `words` (and, by rank, over `cjk_words`).
     cumulative: Vec<f64>,
 }
 
 impl Workload {
     pub fn new(seed: u64) -> Self {
         let words: Vec<String> = (0..VOCABULARY).map(word_at).collect();
+        let cjk_words: Vec<String> = (0..VOCABULARY).map(cjk_word_at).collect();
         let mut total = 0.0;
         let cumulative = (0..VOCABULARY)
             .map(|rank| {
@@ -142,15 +143,17 @@ impl Workload {
         Self {
             rng: StdRng::seed_from_u64(seed),
             words,
+            cjk_words,
             cumulative,
         }
     }
 
-    fn zipf_word(&mut self) -> &str {
+    fn zipf_rank(&mut self) -> usize {
         let total = self.cumulative.last().copied().unwrap_or(1.0);
         let pick = self.rng.random_range(0.0..total);
-        let rank = self.cumulative.partition_point(|c| *c < pick);
-        &self.words[rank.min(self.words.len() - 1)]
+        self.cumulative
+            .partition_point(|c| *c < pick)
+            .min(self.words.len() - 1)
     }
 
     /// Text of 200–800 characters; about one message in five is mostly Chinese.
@@ -160,10 +163,11 @@ impl Workload {
         let mut out = String::with_capacity(target * 3);
         let mut chars = 0;
         while chars < target {
+            let rank = self.zipf_rank();
             let word = if cjk && self.rng.random_bool(0.7) {
-                CJK[self.rng.random_range(0..CJK.len())].to_owned()
+                self.cjk_words[rank].clone()
             } else {
-                self.zipf_word().to_owned()
+                self.words[rank].clone()
             };
             out.push_str(&word);
             chars += word.chars().count();

@@ -101,7 +101,7 @@ const HANZI: &[char] = &[
 
 /// The CJK word at Zipf rank `rank`: even ranks have two characters, odd ranks three.
 pub fn cjk_word_at(rank: usize) -> String {
-    let length = if rank % 2 == 0 { 2 } else { 3 };
+    let length = if rank.is_multiple_of(2) { 2 } else { 3 };
     // Spread ranks over the character set so neighbouring ranks share no characters.
     let mut n = rank.wrapping_mul(7919).wrapping_add(13);
     (0..length)

@@ -55,37 +55,59 @@ async fn serve(home: &HermesHome, env: BTreeMap<String, String>) -> i32 {
             return EXIT_FAILURE;
         }
     };
+    // Handlers are installed before "started" is announced: a SIGTERM that arrives the moment
+    // a supervisor sees us up must still shut down cleanly.
+    let shutdown = ShutdownSignals::install();
     tracing::info!(
         home = %home.path().display(),
         schema_version = store.schema().version,
         "hermesd started; state.db open"
     );
-    let signal = wait_for_shutdown_signal().await;
+    let signal = shutdown.wait().await;
     tracing::info!(signal, "shutting down");
     store.close().await;
     tracing::info!("state.db closed; bye");
     0
 }
 
-/// Resolves on SIGTERM or SIGINT and names the signal.
-async fn wait_for_shutdown_signal() -> &'static str {
+/// SIGTERM and SIGINT handlers, installed up front.
+struct ShutdownSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = term.recv() => "SIGTERM",
-                _ = tokio::signal::ctrl_c() => "SIGINT",
-            },
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                "SIGINT"
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl ShutdownSignals {
+    fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Self {
+                term: signal(SignalKind::terminate()).ok(),
+                int: signal(SignalKind::interrupt()).ok(),
             }
         }
+        #[cfg(not(unix))]
+        {
+            Self {}
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "SIGINT"
+
+    /// Resolves on the first signal and names it.
+    async fn wait(self) -> &'static str {
+        #[cfg(unix)]
+        {
+            let (mut term, mut int) = (self.term, self.int);
+            tokio::select! {
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => "SIGTERM",
+                _ = async { match int.as_mut() { Some(i) => { i.recv().await; } None => std::future::pending::<()>().await } } => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
     }
 }

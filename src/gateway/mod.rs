@@ -1,4 +1,5 @@
 //! The gateway core: routing, delivery and the runner that owns the adapters.
 
 pub mod chunk;
+pub mod pairing;
 pub mod session_key;

@@ -194,7 +194,9 @@ pub fn unauthorized_reply(
     pairing: &PairingStore,
     now: f64,
 ) -> Result<Option<String>, PairingError> {
-    let Some(user_id) = source.user_id.as_deref() else {
+    // An empty id cannot be approved meaningfully, so it gets no code (the reference would
+    // issue one).
+    let Some(user_id) = source.user_id.as_deref().filter(|id| !id.is_empty()) else {
         return Ok(None);
     };
     if source.chat_type != ChatType::Dm

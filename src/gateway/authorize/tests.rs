@@ -390,6 +390,16 @@ fn unauthorized_dms_get_a_code_then_silence_and_groups_nothing() {
         unauthorized_reply(&dm("telegram", "42"), &p, &f.store, 101.0).unwrap(),
         None
     );
+    let mut anonymous = dm("telegram", "");
+    assert_eq!(
+        unauthorized_reply(&anonymous, &p, &f.store, 100.0).unwrap(),
+        None
+    );
+    anonymous.user_id = None;
+    assert_eq!(
+        unauthorized_reply(&anonymous, &p, &f.store, 100.0).unwrap(),
+        None
+    );
     let group = in_chat("telegram", ChatType::Group, "-1", Some("43"));
     assert_eq!(
         unauthorized_reply(&group, &p, &f.store, 100.0).unwrap(),

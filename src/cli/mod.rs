@@ -1,6 +1,7 @@
 //! The command line: global flags, subcommands, and dispatch to their implementations.
 
 mod format;
+mod pairing;
 mod run;
 mod sessions;
 
@@ -45,6 +46,11 @@ pub enum Command {
         #[command(subcommand)]
         command: sessions::SessionsCommand,
     },
+    /// Approve, list and revoke DM pairing (who may talk to the bot).
+    Pairing {
+        #[command(subcommand)]
+        command: pairing::PairingCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -75,6 +81,7 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
             ConfigCommand::Show { json } => crate::config::cli::show(&home, &env, json),
         },
         Command::Sessions { command } => sessions::run(&home, &env, command),
+        Command::Pairing { command } => pairing::run(&home, &env, command),
     }
 }
 

@@ -1,0 +1,217 @@
+//! Who may talk to the agent, decided in the reference's order (`_is_user_authorized`), and
+//! what an unauthorized DM gets (`_get_unauthorized_dm_behavior`). Deny is the default: an
+//! event this denies must never reach an agent or create a session; the router drops it
+//! and, for a DM on a pairing platform, sends [`unauthorized_reply`]'s text instead.
+
+mod policy;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+use std::sync::Once;
+
+use hermes_adapter::{ChatType, SessionSource};
+
+pub use policy::{AuthPolicy, PlatformAccess};
+
+use super::pairing::{PairingCode, PairingError, PairingRequest, PairingStore};
+use crate::config::UnauthorizedDmBehavior;
+
+/// What an unauthorized DM gets: a pairing code, or silence.
+pub type DmBehavior = UnauthorizedDmBehavior;
+
+/// Sent when no code can be issued (too many pending, or the platform is locked out).
+pub const PAIRING_TOO_MANY_TEXT: &str =
+    "Too many pairing requests right now~ Please try again later!";
+
+/// The reply carrying a freshly issued code. The reference names its own `hermes` binary in
+/// the last line; ours names `hermesd`.
+pub fn pairing_code_text(platform: &str, code: &PairingCode) -> String {
+    let code = code.as_str();
+    format!(
+        "Hi~ I don't recognize you yet!\n\n\
+         Here's your pairing code: `{code}`\n\n\
+         Ask the bot owner to run:\n\
+         `hermesd pairing approve {platform} {code}`"
+    )
+}
+
+/// Platforms whose events are system-generated or authenticated by the adapter itself
+/// (Home Assistant's token, webhook HMAC signatures): rule 1.
+const SELF_AUTHENTICATED_PLATFORMS: &[&str] = &["homeassistant", "webhook"];
+
+fn is_group_like(chat_type: ChatType) -> bool {
+    matches!(chat_type, ChatType::Group | ChatType::Forum)
+}
+
+fn lists(value: &str, list: &[String]) -> bool {
+    list.iter().any(|entry| entry == value)
+}
+
+/// Whether `source` may use the bot. The numbered comments are the rules of the reference
+/// (spec §A.3); the first that decides wins, and nothing configured means deny.
+pub fn is_authorized(source: &SessionSource, policy: &AuthPolicy, pairing: &PairingStore) -> bool {
+    let platform = source.platform.as_str();
+    // 1. System-generated / signature-authenticated platforms.
+    if SELF_AUTHENTICATED_PLATFORMS.contains(&platform) {
+        return true;
+    }
+    let access = policy.access(platform);
+    // 2. The adapter authenticated the caller upstream (the API server's bearer key).
+    if access.authorization_is_upstream {
+        return true;
+    }
+    let chat_id = source.chat_id.as_str();
+    // 3. A whole group/forum/channel allowed by chat id; works without a user id.
+    if matches!(
+        source.chat_type,
+        ChatType::Group | ChatType::Forum | ChatType::Channel
+    ) && !chat_id.is_empty()
+        && (lists("*", &access.group_allowed_chats) || lists(chat_id, &access.group_allowed_chats))
+    {
+        return true;
+    }
+    // 4. Bots admitted by `{PLATFORM}_ALLOW_BOTS=mentions|all`.
+    if source.is_bot && access.allow_bots {
+        return true;
+    }
+    // 5. Everything below needs a user.
+    let Some(user_id) = source.user_id.as_deref().filter(|id| !id.is_empty()) else {
+        return false;
+    };
+    // 6. `{PLATFORM}_ALLOW_ALL_USERS`.
+    if access.allow_all_users {
+        return true;
+    }
+    // 7. The adapter verified an allowed role (Discord `DISCORD_ALLOWED_ROLES`).
+    if source.role_authorized {
+        return true;
+    }
+    // 8. Approved through DM pairing.
+    if pairing.is_approved(platform, user_id) {
+        return true;
+    }
+    // 9. The allowlists that apply to this chat; none at all → only GATEWAY_ALLOW_ALL_USERS.
+    let group = is_group_like(source.chat_type);
+    let no_list: &[String] = &[];
+    let group_users = if group {
+        access.group_allowed_users.as_slice()
+    } else {
+        no_list
+    };
+    let group_chats = if group {
+        access.group_allowed_chats.as_slice()
+    } else {
+        no_list
+    };
+    if access.allowed_users.is_empty()
+        && group_users.is_empty()
+        && group_chats.is_empty()
+        && policy.gateway_allowed_users.is_empty()
+    {
+        return policy.gateway_allow_all_users;
+    }
+    // 10. Group chat ids; legacy chat ids (leading '-') in TELEGRAM_GROUP_ALLOWED_USERS.
+    if group && !chat_id.is_empty() {
+        if lists("*", group_chats) || lists(chat_id, group_chats) {
+            return true;
+        }
+        if platform == "telegram" {
+            let legacy: Vec<&String> = group_users.iter().filter(|v| v.starts_with('-')).collect();
+            if !legacy.is_empty() {
+                warn_legacy_group_users(&legacy);
+                if legacy.iter().any(|v| *v == chat_id) {
+                    return true;
+                }
+            }
+        }
+    }
+    let allowed: BTreeSet<&str> = access
+        .allowed_users
+        .iter()
+        .chain(group_users)
+        .chain(&policy.gateway_allowed_users)
+        .map(String::as_str)
+        .collect();
+    // 11. `*` in any applicable allowlist.
+    if allowed.contains("*") {
+        return true;
+    }
+    // 12. The user id, or its part before '@'.
+    allowed.contains(user_id)
+        || user_id
+            .split_once('@')
+            .is_some_and(|(local, _)| allowed.contains(local))
+}
+
+fn warn_legacy_group_users(legacy: &[&String]) {
+    static WARNED: Once = Once::new();
+    WARNED.call_once(|| {
+        let ids: Vec<&str> = legacy.iter().map(|v| v.as_str()).collect();
+        tracing::warn!(
+            chat_ids = %ids.join(","),
+            "TELEGRAM_GROUP_ALLOWED_USERS contains chat-ID-shaped values; treating them as chat IDs \
+             for backward compatibility. Move chat IDs to TELEGRAM_GROUP_ALLOWED_CHATS"
+        );
+    });
+}
+
+/// How an unauthorized DM on `platform` is handled, in the reference's order: the
+/// platform's own `unauthorized_dm_behavior` → email never pairs → a global `ignore` → the
+/// platform's `dm_policy` → any allowlist configured means ignore → pair.
+pub fn unauthorized_dm_behavior(platform: &str, policy: &AuthPolicy) -> DmBehavior {
+    let access = policy.access(platform);
+    if let Some(explicit) = access.unauthorized_dm_behavior {
+        return explicit;
+    }
+    if platform == "email" {
+        return DmBehavior::Ignore;
+    }
+    if policy.unauthorized_dm_behavior != DmBehavior::Pair {
+        return policy.unauthorized_dm_behavior;
+    }
+    match access.dm_policy.as_str() {
+        "pairing" => return DmBehavior::Pair,
+        "allowlist" | "disabled" => return DmBehavior::Ignore,
+        _ => {}
+    }
+    if !access.allowed_users.is_empty()
+        || !access.group_allowed_users.is_empty()
+        || !access.group_allowed_chats.is_empty()
+        || !policy.gateway_allowed_users.is_empty()
+    {
+        return DmBehavior::Ignore;
+    }
+    DmBehavior::Pair
+}
+
+/// What to send back for an event [`is_authorized`] denied: `Some(text)` only for a DM
+/// from a known user id on a platform that pairs and outside the user's rate-limit window
+/// (a code, or [`PAIRING_TOO_MANY_TEXT`]); `None` means drop silently.
+pub fn unauthorized_reply(
+    source: &SessionSource,
+    policy: &AuthPolicy,
+    pairing: &PairingStore,
+    now: f64,
+) -> Result<Option<String>, PairingError> {
+    // An empty id cannot be approved meaningfully, so it gets no code (the reference would
+    // issue one).
+    let Some(user_id) = source.user_id.as_deref().filter(|id| !id.is_empty()) else {
+        return Ok(None);
+    };
+    if source.chat_type != ChatType::Dm
+        || unauthorized_dm_behavior(&source.platform, policy) != DmBehavior::Pair
+    {
+        return Ok(None);
+    }
+    let user_name = source.user_name.as_deref().unwrap_or("");
+    Ok(
+        match pairing.request_code(&source.platform, user_id, user_name, now)? {
+            PairingRequest::Issued(code) => Some(pairing_code_text(&source.platform, &code)),
+            PairingRequest::RateLimited => None,
+            PairingRequest::TooManyPending | PairingRequest::LockedOut => {
+                Some(PAIRING_TOO_MANY_TEXT.to_owned())
+            }
+        },
+    )
+}

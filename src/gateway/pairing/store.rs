@@ -1,0 +1,319 @@
+//! [`PairingStore`]: the reference's rules (expiry, rate limit, pending cap, lockout) over
+//! the pairing files, every change made under both locks.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use serde_json::Value;
+
+use super::code::{self, CODE_TTL_SECONDS, LOCKOUT_SECONDS, MAX_FAILED_ATTEMPTS};
+use super::code::{MAX_PENDING_PER_PLATFORM, RATE_LIMIT_SECONDS};
+use super::entries::{ApprovedEntry, PendingEntry, Slot, number};
+use super::files::{self, FileLockGuard, JsonObject};
+use super::{
+    ApproveError, ApprovedUser, PairingError, PairingPaths, PairingRequest, dotenv_sync,
+    validate_platform,
+};
+use crate::home::HermesHome;
+
+type Pending = JsonObject<Slot<PendingEntry>>;
+type Approved = JsonObject<Slot<ApprovedEntry>>;
+type Limits = JsonObject<Value>;
+
+/// The pairing store of one Hermes home. Cheap to share (`Arc`); all methods take `&self`.
+#[derive(Debug)]
+pub struct PairingStore {
+    pub(super) paths: PairingPaths,
+    /// The directory the reference would *not* pick (see `files::resolve_dirs`).
+    alternate_dir: PathBuf,
+    dotenv: PathBuf,
+    /// The process environment, for the `.env` allowlist mirror.
+    env: BTreeMap<String, String>,
+    lock_file: File,
+    mutex: Mutex<()>,
+}
+
+/// Both locks, held for one read-modify-write.
+pub(super) struct Locked<'a> {
+    _file: FileLockGuard<'a>,
+    _mutex: MutexGuard<'a, ()>,
+}
+
+fn user_key(user_id: &str) -> &str {
+    user_id.trim()
+}
+
+/// Whether two user ids name the same principal (the reference compares stripped ids on
+/// every platform we serve; WhatsApp aliases are not implemented).
+fn same_user(a: &str, b: &str) -> bool {
+    let (a, b) = (user_key(a), user_key(b));
+    !a.is_empty() && a == b
+}
+
+impl PairingStore {
+    /// Opens the store of `home`, creating its directory, and heals a split legacy/new
+    /// layout the way the reference does.
+    pub fn open(home: &HermesHome) -> io::Result<Self> {
+        let (active, alternate) = files::resolve_dirs(home.path());
+        files::create_dir(&active).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot create {}: {e}", active.display()))
+        })?;
+        let lock_file = files::open_lock(&active)?;
+        let store = Self {
+            paths: PairingPaths { dir: active },
+            alternate_dir: alternate,
+            dotenv: home.dotenv(),
+            env: BTreeMap::new(),
+            lock_file,
+            mutex: Mutex::new(()),
+        };
+        {
+            let _locked = store.lock().map_err(|e| io::Error::other(e.to_string()))?;
+            files::merge_split_dirs(&store.paths.dir, &store.alternate_dir)?;
+        }
+        Ok(store)
+    }
+
+    /// Sets the process environment used to decide whether an allowlist is configured for
+    /// the `.env` mirror (pass the real environment, not one merged with `.env`: the file is
+    /// read fresh on every approval).
+    pub fn with_env(mut self, env: BTreeMap<String, String>) -> Self {
+        self.env = env;
+        self
+    }
+
+    pub fn paths(&self) -> &PairingPaths {
+        &self.paths
+    }
+
+    pub(super) fn lock(&self) -> Result<Locked<'_>, PairingError> {
+        // The mutex guards no data, so a panic while it was held leaves nothing inconsistent.
+        let mutex = self.mutex.lock().unwrap_or_else(|p| p.into_inner());
+        let file = FileLockGuard::acquire(&self.lock_file).map_err(|e| {
+            PairingError::io(
+                format!(
+                    "cannot lock {}",
+                    self.paths.dir.join(files::LOCK_FILE).display()
+                ),
+                e,
+            )
+        })?;
+        Ok(Locked {
+            _file: file,
+            _mutex: mutex,
+        })
+    }
+
+    fn save<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), PairingError> {
+        files::write_json(path, value).map_err(|e| PairingError::io("cannot save", e))
+    }
+
+    /// Handles an unknown user's DM: the reference's gateway check (silent while rate
+    /// limited) followed by `generate_code`. Every answered request starts the user's
+    /// 10-minute window, so a user gets at most one reply per window.
+    pub fn request_code(
+        &self,
+        platform: &str,
+        user_id: &str,
+        user_name: &str,
+        now: f64,
+    ) -> Result<PairingRequest, PairingError> {
+        validate_platform(platform)?;
+        let _locked = self.lock()?;
+        let mut limits: Limits = files::read_object(&self.paths.rate_limits())?;
+        let rate_key = format!("{platform}:{}", user_key(user_id));
+        let has_key = !user_key(user_id).is_empty();
+        let last_request = limits.get(&rate_key).and_then(Value::as_f64);
+        if has_key && last_request.is_some_and(|last| now - last < RATE_LIMIT_SECONDS) {
+            return Ok(PairingRequest::RateLimited);
+        }
+        let mut pending = self.cleanup_expired(platform, now)?;
+        let outcome = if now < number(&limits, &lockout_key(platform)) {
+            PairingRequest::LockedOut
+        } else if pending.len() >= MAX_PENDING_PER_PLATFORM {
+            PairingRequest::TooManyPending
+        } else {
+            let code = code::generate_code().map_err(|e| PairingError::io("pairing code", e))?;
+            let salt = code::generate_salt().map_err(|e| PairingError::io("pairing salt", e))?;
+            let mut entry_id;
+            loop {
+                entry_id = code::generate_entry_id().map_err(|e| PairingError::io("id", e))?;
+                if !pending.contains_key(&entry_id) {
+                    break;
+                }
+            }
+            let entry = PendingEntry {
+                hash: code::hash_code(code.as_str(), &salt),
+                salt: hex::encode(salt),
+                user_id: user_key(user_id).to_owned(),
+                user_name: user_name.to_owned(),
+                created_at: now,
+                rest: Default::default(),
+            };
+            pending.insert(entry_id, Slot::Known(entry));
+            Self::save(&self.paths.pending(platform), &pending)?;
+            PairingRequest::Issued(code)
+        };
+        if has_key {
+            limits.insert(rate_key, Value::from(now));
+            Self::save(&self.paths.rate_limits(), &limits)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Approves `code` (any case, surrounding blanks ignored) on `platform`. A wrong code
+    /// counts towards the lockout; once locked, nothing is approved until the lockout ends.
+    pub fn approve(
+        &self,
+        platform: &str,
+        code: &str,
+        now: f64,
+    ) -> Result<ApprovedUser, ApproveError> {
+        validate_platform(platform)?;
+        let _locked = self.lock()?;
+        let mut pending = self.cleanup_expired(platform, now)?;
+        let code = code::normalize_code(code);
+        let mut limits: Limits = files::read_object(&self.paths.rate_limits())?;
+        let until = number(&limits, &lockout_key(platform));
+        if now < until {
+            return Err(locked_out(platform, until));
+        }
+        let matched = pending.iter().find_map(|(id, slot)| match slot {
+            Slot::Known(entry) if code::code_matches(&code, &entry.salt, &entry.hash) => {
+                Some((id.clone(), entry.clone()))
+            }
+            _ => None,
+        });
+        let Some((entry_id, entry)) = matched else {
+            let failures_key = format!("_failures:{platform}");
+            let failures = number(&limits, &failures_key) as u64 + 1;
+            let locked_until = (failures >= MAX_FAILED_ATTEMPTS).then_some(now + LOCKOUT_SECONDS);
+            match locked_until {
+                Some(until) => {
+                    limits.insert(lockout_key(platform), Value::from(until));
+                    limits.insert(failures_key, Value::from(0u64));
+                    tracing::warn!(
+                        platform,
+                        seconds = LOCKOUT_SECONDS,
+                        attempts = MAX_FAILED_ATTEMPTS,
+                        "pairing approvals locked out after failed attempts"
+                    );
+                }
+                None => {
+                    limits.insert(failures_key, Value::from(failures));
+                }
+            }
+            Self::save(&self.paths.rate_limits(), &limits)?;
+            return Err(match locked_until {
+                Some(until) => locked_out(platform, until),
+                None => ApproveError::NotFound {
+                    platform: platform.to_owned(),
+                },
+            });
+        };
+        pending.shift_remove(&entry_id);
+        Self::save(&self.paths.pending(platform), &pending)?;
+
+        let approved_path = self.paths.approved(platform);
+        let mut approved: Approved = files::read_object(&approved_path)?;
+        approved.retain(|id, _| !same_user(id, &entry.user_id));
+        let user_id = user_key(&entry.user_id).to_owned();
+        approved.insert(
+            user_id.clone(),
+            Slot::Known(ApprovedEntry {
+                user_name: entry.user_name.clone(),
+                approved_at: now,
+                rest: Default::default(),
+            }),
+        );
+        Self::save(&approved_path, &approved)?;
+        // Best effort, as in the reference: the pairing grant above already authorizes.
+        if let Err(e) = dotenv_sync::sync_add(&self.dotenv, &self.env, platform, &user_id) {
+            tracing::warn!(platform, error = %e, "could not add the approved user to the .env allowlist");
+        }
+        Ok(ApprovedUser {
+            user_id: entry.user_id,
+            user_name: entry.user_name,
+        })
+    }
+
+    /// Removes `user_id`'s approval. Returns whether the user was approved.
+    ///
+    /// Unlike the reference, the user is also removed from the other pairing directory, so
+    /// the next split-directory merge cannot bring the approval back.
+    pub fn revoke(&self, platform: &str, user_id: &str) -> Result<bool, PairingError> {
+        validate_platform(platform)?;
+        let _locked = self.lock()?;
+        let mut found = false;
+        let alternate = PairingPaths {
+            dir: self.alternate_dir.clone(),
+        };
+        for path in [self.paths.approved(platform), alternate.approved(platform)] {
+            if !path.exists() {
+                continue;
+            }
+            let mut approved: Approved = files::read_object(&path)?;
+            let before = approved.len();
+            approved.retain(|id, _| !same_user(id, user_id));
+            if approved.len() != before {
+                Self::save(&path, &approved)?;
+                found = true;
+            }
+        }
+        if found
+            && let Err(e) = dotenv_sync::sync_remove(&self.dotenv, &self.env, platform, user_id)
+        {
+            tracing::warn!(platform, error = %e, "could not remove the user from the .env allowlist");
+        }
+        Ok(found)
+    }
+
+    /// Whether `user_id` is approved on `platform`. Reads the file each time, so approvals
+    /// made by another process count at once; an unreadable file means "no".
+    pub fn is_approved(&self, platform: &str, user_id: &str) -> bool {
+        if validate_platform(platform).is_err() {
+            return false;
+        }
+        match files::read_object::<Slot<ApprovedEntry>>(&self.paths.approved(platform)) {
+            Ok(approved) => approved.keys().any(|id| same_user(id, user_id)),
+            Err(e) => {
+                tracing::warn!(platform, error = %e, "pairing approvals unreadable; treating the user as not approved");
+                false
+            }
+        }
+    }
+
+    /// Drops pending entries older than the TTL, and any without a numeric `created_at`;
+    /// saves only when something was dropped. Returns what is left. Caller holds the lock.
+    pub(super) fn cleanup_expired(
+        &self,
+        platform: &str,
+        now: f64,
+    ) -> Result<Pending, PairingError> {
+        let path = self.paths.pending(platform);
+        let mut pending: Pending = files::read_object(&path)?;
+        let before = pending.len();
+        pending.retain(|_, slot| {
+            slot.created_at()
+                .is_some_and(|created| now - created <= CODE_TTL_SECONDS)
+        });
+        if pending.len() != before {
+            Self::save(&path, &pending)?;
+        }
+        Ok(pending)
+    }
+}
+
+pub(super) fn lockout_key(platform: &str) -> String {
+    format!("_lockout:{platform}")
+}
+
+fn locked_out(platform: &str, until: f64) -> ApproveError {
+    ApproveError::LockedOut {
+        platform: platform.to_owned(),
+        until,
+    }
+}

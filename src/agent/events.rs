@@ -1,0 +1,39 @@
+//! The typed stream of what an agent is doing, consumed by the terminal chat and the gateway.
+
+use std::time::Duration;
+
+/// One thing that happened during a turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// A model call started (`true`) or returned (`false`).
+    Thinking(bool),
+    /// Visible text as the model streams it.
+    Delta(String),
+    /// Reasoning text as the model streams it.
+    Reasoning(String),
+    ToolStarted {
+        call_id: String,
+        name: String,
+        emoji: String,
+        /// A short preview of the arguments (e.g. the command), for progress lines.
+        preview: String,
+    },
+    ToolFinished {
+        call_id: String,
+        name: String,
+        ok: bool,
+        elapsed: Duration,
+    },
+    /// One model call + tool round completed.
+    Step { iteration: u32 },
+    /// The conversation was compressed and continues in a new child session.
+    Compressed { from: String, to: String },
+    Status(String),
+}
+
+/// Where a turn's events go. A closed receiver is fine: events are informational.
+pub type EventSink = tokio::sync::mpsc::UnboundedSender<AgentEvent>;
+
+pub(crate) fn emit(sink: &EventSink, event: AgentEvent) {
+    let _ = sink.send(event);
+}

@@ -1,0 +1,350 @@
+//! The agent loop: one conversation (session), one turn at a time.
+//!
+//! A turn appends the user's message, then alternates model calls and tool rounds until the
+//! model answers without tool calls or the iteration budget runs out. Every message is
+//! persisted through the store's write queue as the turn proceeds, so a crash loses at most
+//! the in-flight model call. A turn is cancellable at any await point: a cancelled model
+//! call's partial output never enters the history, and unanswered tool calls get an
+//! "interrupted" result so the history stays well-formed.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use super::budget::IterationBudget;
+use super::compress;
+use super::deps::AgentDeps;
+use super::events::{AgentEvent, EventSink, emit};
+use super::history;
+use super::message::ChatMessage;
+use super::provider::{ModelReply, ModelRequest, ProviderError, StreamDelta};
+use super::tool_round;
+use crate::state::{NewSession, StoreError, UsageDelta};
+
+/// Why a turn could not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("{0}")]
+    Provider(#[from] ProviderError),
+    #[error("state.db: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    /// The reply to show the user.
+    pub reply: String,
+    /// The turn was cancelled before the model finished; `reply` is empty.
+    pub interrupted: bool,
+    /// Model calls made during this turn.
+    pub iterations: u32,
+    /// The session the conversation now lives in (a child after compression).
+    pub session_id: String,
+}
+
+const BUDGET_EXHAUSTED_PROMPT: &str = "You have reached the maximum number of steps for this \
+request. Do not call any tools. Summarise for the user what you have done so far, what \
+remains, and how they can continue.";
+
+/// One conversation's agent.
+pub struct Agent {
+    deps: Arc<AgentDeps>,
+    session_id: String,
+    history: Vec<ChatMessage>,
+    budget_max: u32,
+    /// Set for sub-agents: their sessions are tagged and they cannot delegate further.
+    depth: u32,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("session_id", &self.session_id)
+            .field("messages", &self.history.len())
+            .finish()
+    }
+}
+
+impl Agent {
+    /// Starts a new session (`source` is `cli`, `telegram`, … as stored in state.db).
+    pub async fn create(
+        deps: Arc<AgentDeps>,
+        session_id: String,
+        source: &str,
+        user_id: Option<String>,
+    ) -> Result<Self, AgentError> {
+        let mut session = NewSession::new(session_id.clone(), source);
+        session.user_id = user_id;
+        session.model = Some(deps.model_name());
+        deps.store.create_session(session).await?;
+        let budget_max = deps.settings.max_turns;
+        Ok(Self {
+            deps,
+            session_id,
+            history: Vec::new(),
+            budget_max,
+            depth: 0,
+        })
+    }
+
+    /// Continues an existing session with its stored history.
+    pub async fn resume(deps: Arc<AgentDeps>, session_id: String) -> Result<Self, AgentError> {
+        let messages = deps.store.get_messages(&session_id).await?;
+        let history = history::from_stored(&messages);
+        let budget_max = deps.settings.max_turns;
+        Ok(Self {
+            deps,
+            session_id,
+            history,
+            budget_max,
+            depth: 0,
+        })
+    }
+
+    pub(crate) fn sub_agent(deps: Arc<AgentDeps>, session_id: String, budget: u32, depth: u32) -> Self {
+        Self {
+            deps,
+            session_id,
+            history: Vec::new(),
+            budget_max: budget,
+            depth,
+        }
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    pub fn history(&self) -> &[ChatMessage] {
+        &self.history
+    }
+
+    pub(crate) fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Runs one turn for `user_text`. Cancelling `cancel` stops it at the next await point.
+    pub async fn run_turn(
+        &mut self,
+        user_text: &str,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        self.push(ChatMessage::user(user_text), None).await?;
+        let mut budget = IterationBudget::new(self.budget_max);
+        loop {
+            if !budget.take() {
+                return self.finish_exhausted(&budget, events, cancel).await;
+            }
+            self.maybe_compress(events, cancel).await?;
+            let request = self.request(true);
+            let Some(reply) = self.call_model(&request, events, cancel).await? else {
+                return Ok(self.interrupted(budget.used()));
+            };
+            emit(events, AgentEvent::Step { iteration: budget.used() });
+            if reply.tool_calls.is_empty() {
+                let text = reply.content.clone().unwrap_or_default();
+                self.push(assistant_from(&reply), Some(&reply)).await?;
+                return Ok(TurnOutcome {
+                    reply: text,
+                    interrupted: false,
+                    iterations: budget.used(),
+                    session_id: self.session_id.clone(),
+                });
+            }
+            let calls = reply.tool_calls.clone();
+            self.push(assistant_from(&reply), Some(&reply)).await?;
+            let results = tool_round::run(self, &calls, events, cancel).await;
+            for (call, result) in calls.iter().zip(results) {
+                let message = ChatMessage::tool_result(call.id.clone(), call.name.clone(), result);
+                self.push(message, None).await?;
+            }
+            if cancel.is_cancelled() {
+                return Ok(self.interrupted(budget.used()));
+            }
+        }
+    }
+
+    /// The request for the current history; `with_tools` false for the final summary call.
+    fn request(&self, with_tools: bool) -> ModelRequest {
+        let tools = if with_tools {
+            self.deps.tool_definitions(&self.session_id, self.depth)
+        } else {
+            Vec::new()
+        };
+        ModelRequest {
+            system: Some(self.deps.system_prompt()),
+            messages: self.history.clone(),
+            tools,
+            max_tokens: None,
+            stream: self.deps.settings.stream,
+        }
+    }
+
+    /// One model call, racing cancellation; `None` when cancelled (nothing is kept).
+    async fn call_model(
+        &self,
+        request: &ModelRequest,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Option<ModelReply>, AgentError> {
+        emit(events, AgentEvent::Thinking(true));
+        let sink = events.clone();
+        let mut on_delta = move |delta: StreamDelta| match delta {
+            StreamDelta::Text(t) => emit(&sink, AgentEvent::Delta(t)),
+            StreamDelta::Reasoning(r) => emit(&sink, AgentEvent::Reasoning(r)),
+        };
+        let result = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => None,
+            reply = self.deps.client.complete(request, &mut on_delta) => Some(reply),
+        };
+        emit(events, AgentEvent::Thinking(false));
+        let Some(reply) = result else { return Ok(None) };
+        let reply = reply?;
+        self.deps
+            .store
+            .record_usage(UsageDelta {
+                session_id: self.session_id.clone(),
+                model: Some(reply.model.clone()),
+                input_tokens: reply.usage.input_tokens as i64,
+                output_tokens: reply.usage.output_tokens as i64,
+                cache_read_tokens: reply.usage.cache_read_tokens as i64,
+                cache_write_tokens: reply.usage.cache_write_tokens as i64,
+                reasoning_tokens: reply.usage.reasoning_tokens as i64,
+                api_calls: 1,
+                billing_provider: Some(reply.provider.clone()),
+                ..UsageDelta::default()
+            })
+            .await?;
+        Ok(Some(reply))
+    }
+
+    /// Appends to the history and persists it (the write is confirmed before we go on).
+    async fn push(&mut self, message: ChatMessage, reply: Option<&ModelReply>) -> Result<(), AgentError> {
+        let stored = history::to_stored(&self.session_id, &message, reply);
+        self.deps.store.append_message(stored).await?;
+        self.history.push(message);
+        Ok(())
+    }
+
+    fn interrupted(&self, iterations: u32) -> TurnOutcome {
+        TurnOutcome {
+            reply: String::new(),
+            interrupted: true,
+            iterations,
+            session_id: self.session_id.clone(),
+        }
+    }
+
+    /// The budget is spent: one last call without tools asks the model for a summary.
+    async fn finish_exhausted(
+        &mut self,
+        budget: &IterationBudget,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        emit(events, AgentEvent::Status(format!("iteration budget of {} reached", budget.max())));
+        let mut request = self.request(false);
+        request.messages.push(ChatMessage::user(BUDGET_EXHAUSTED_PROMPT));
+        let request = ModelRequest {
+            messages: super::message::enforce_alternation(request.messages)
+                .unwrap_or_else(|_| self.history.clone()),
+            ..request
+        };
+        let reply = match self.call_model(&request, events, cancel).await? {
+            Some(reply) => reply.content.unwrap_or_default(),
+            None => return Ok(self.interrupted(budget.used())),
+        };
+        let text = if reply.trim().is_empty() {
+            format!(
+                "I stopped after {} steps without finishing. Send another message to continue.",
+                budget.used()
+            )
+        } else {
+            reply
+        };
+        self.push(ChatMessage::assistant(text.clone()), None).await?;
+        Ok(TurnOutcome {
+            reply: text,
+            interrupted: false,
+            iterations: budget.used(),
+            session_id: self.session_id.clone(),
+        })
+    }
+
+    /// Pre-flight compression at the configured share of the context window.
+    async fn maybe_compress(&mut self, events: &EventSink, cancel: &CancellationToken) -> Result<(), AgentError> {
+        let settings = &self.deps.settings;
+        if !settings.compression_enabled {
+            return Ok(());
+        }
+        let limit = (settings.context_length as f64 * settings.compression_threshold) as usize;
+        if compress::estimate_tokens(&self.history) <= limit {
+            return Ok(());
+        }
+        let Some(plan) = compress::plan(&self.history, compress::PROTECT_FIRST_N, settings.protect_last_n) else {
+            return Ok(());
+        };
+        let middle = &self.history[plan.head_end..plan.tail_start];
+        let request = ModelRequest {
+            system: Some(compress::SUMMARISER_PROMPT.to_owned()),
+            messages: vec![ChatMessage::user(compress::render_transcript(middle))],
+            tools: Vec::new(),
+            max_tokens: None,
+            stream: false,
+        };
+        let summary = match self.call_model(&request, events, cancel).await {
+            Ok(Some(reply)) => reply.content.unwrap_or_default(),
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                tracing::warn!(session_id = %self.session_id, error = %e, "summary failed; compressing with a placeholder");
+                format!("[{} earlier messages were removed; no summary is available]", middle.len())
+            }
+        };
+        let compressed = compress::assemble(&self.history, plan, &summary);
+        self.continue_in_child(compressed, events).await
+    }
+
+    /// Ends this session with reason `compression` and continues in a new child session.
+    async fn continue_in_child(&mut self, compressed: Vec<ChatMessage>, events: &EventSink) -> Result<(), AgentError> {
+        let store = &self.deps.store;
+        let parent = store
+            .get_session(&self.session_id)
+            .await?
+            .ok_or_else(|| StoreError::SessionNotFound(self.session_id.clone()))?;
+        let child_id = super::session_id::new_session_id();
+        let mut child = NewSession::new(child_id.clone(), parent.source.clone());
+        child.user_id = parent.user_id.clone();
+        child.model = parent.model.clone();
+        child.parent_session_id = Some(self.session_id.clone());
+        store.create_session(child).await?;
+        store.end_session(&self.session_id, "compression").await?;
+        if let Some(title) = parent.title.as_deref() {
+            let next = store.next_title_in_lineage(title).await?;
+            store.set_session_title(&child_id, Some(&next)).await?;
+        }
+        for message in &compressed {
+            store
+                .append_message(history::to_stored(&child_id, message, None))
+                .await?;
+        }
+        emit(events, AgentEvent::Compressed { from: self.session_id.clone(), to: child_id.clone() });
+        tracing::info!(from = %self.session_id, to = %child_id, kept = compressed.len(), "conversation compressed");
+        self.session_id = child_id;
+        self.history = compressed;
+        Ok(())
+    }
+}
+
+fn assistant_from(reply: &ModelReply) -> ChatMessage {
+    let mut message = ChatMessage::assistant(reply.content.clone().unwrap_or_default());
+    if reply.content.is_none() {
+        message.content = None;
+    }
+    message.tool_calls = reply.tool_calls.clone();
+    message.reasoning = reply.reasoning.clone();
+    message
+}

@@ -1,0 +1,197 @@
+//! `hermesd chat`: talk to the agent from a terminal. Interactive by default (streamed
+//! output, tool progress lines, approval prompts); `-q "..."` runs one turn and exits with
+//! 0 on success, 1 on failure.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use clap::Args;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::{Mutex, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use super::EXIT_FAILURE;
+use crate::agent::{Agent, AgentDeps, AgentEvent, ApprovalAnswerer, new_session_id};
+use crate::config::{self, EXIT_CONFIG};
+use crate::home::HermesHome;
+use crate::state::{Store, StoreOptions};
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Run one turn with this message, print the reply and exit.
+    #[arg(short = 'q', long = "query")]
+    pub query: Option<String>,
+    /// Continue a stored session (id or unique prefix).
+    #[arg(long)]
+    pub resume: Option<String>,
+}
+
+type Lines = Arc<Mutex<mpsc::Receiver<String>>>;
+
+pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: ChatArgs) -> i32 {
+    let loaded = match config::load(home, env) {
+        Ok(loaded) => loaded,
+        Err(errors) => {
+            eprintln!("{errors}");
+            return EXIT_CONFIG;
+        }
+    };
+    for warning in &loaded.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if let Err(e) = home.ensure_exists() {
+        eprintln!("error: cannot create {}: {e}", home.path().display());
+        return EXIT_FAILURE;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let options = StoreOptions { env: loaded.env.clone(), ..StoreOptions::default() };
+        let store = match Store::open_with(&home.state_db(), options) {
+            Ok(store) => store,
+            Err(e) => {
+                eprintln!("error: cannot open {}: {e}", home.state_db().display());
+                return EXIT_FAILURE;
+            }
+        };
+        let code = chat(home, &loaded, &store, args).await;
+        store.close().await;
+        code
+    })
+}
+
+/// Reads stdin lines on a task so a turn and an approval prompt can both take input.
+fn stdin_lines() -> Lines {
+    let (tx, rx) = mpsc::channel(16);
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if tx.send(line).await.is_err() {
+                break;
+            }
+        }
+    });
+    Arc::new(Mutex::new(rx))
+}
+
+fn approval_answerer(lines: Lines) -> ApprovalAnswerer {
+    Arc::new(move |prompt: String| {
+        let lines = Arc::clone(&lines);
+        Box::pin(async move {
+            eprint!("\n⚠️  {prompt}\n   allow [o]nce, for this [s]ession, [a]lways, or [d]eny? ");
+            let _ = std::io::stderr().flush();
+            let answer = lines.lock().await.recv().await.unwrap_or_default();
+            answer.trim().to_lowercase()
+        })
+    })
+}
+
+async fn chat(home: &HermesHome, loaded: &config::LoadedConfig, store: &Store, args: ChatArgs) -> i32 {
+    let interactive = args.query.is_none();
+    let lines = stdin_lines();
+    let answerer = interactive.then(|| approval_answerer(Arc::clone(&lines)));
+    let deps = match AgentDeps::build(home, loaded, store.clone(), answerer) {
+        Ok(deps) => Arc::new(deps),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let agent = match &args.resume {
+        Some(prefix) => match store.resolve_session_id(prefix).await {
+            Ok(id) => Agent::resume(Arc::clone(&deps), id).await,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_FAILURE;
+            }
+        },
+        None => Agent::create(Arc::clone(&deps), new_session_id(), "cli", None).await,
+    };
+    let mut agent = match agent {
+        Ok(agent) => agent,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    if let Some(query) = args.query {
+        return match one_turn(&mut agent, &query, false).await {
+            Ok(true) => 0,
+            _ => EXIT_FAILURE,
+        };
+    }
+    eprintln!("hermesd chat — session {} (type /exit to leave, Ctrl-C interrupts a turn)", agent.session_id());
+    loop {
+        eprint!("\n› ");
+        let _ = std::io::stderr().flush();
+        let Some(line) = lines.lock().await.recv().await else { break };
+        let text = line.trim();
+        match text {
+            "" => continue,
+            "/exit" | "/quit" => break,
+            _ => {
+                if let Err(e) = one_turn(&mut agent, text, true).await {
+                    eprintln!("error: {e}");
+                }
+            }
+        }
+    }
+    eprintln!("session {} — resume with: hermesd chat --resume {}", agent.session_id(), agent.session_id());
+    0
+}
+
+/// Runs one turn, printing events; Ctrl-C interrupts it. `Ok(false)` when interrupted.
+async fn one_turn(agent: &mut Agent, text: &str, interactive: bool) -> Result<bool, crate::agent::AgentError> {
+    let (events, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let interrupt = cancel.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            interrupt.cancel();
+        }
+    });
+    let printer = tokio::spawn(async move {
+        let mut streamed = false;
+        while let Some(event) = rx.recv().await {
+            match event {
+                AgentEvent::Delta(t) => {
+                    streamed = true;
+                    print!("{t}");
+                    let _ = std::io::stdout().flush();
+                }
+                AgentEvent::ToolStarted { emoji, name, preview, .. } => {
+                    eprintln!("  {emoji} {name}: {preview}");
+                }
+                AgentEvent::ToolFinished { name, ok: false, .. } => eprintln!("  ✗ {name} failed"),
+                AgentEvent::Compressed { to, .. } => eprintln!("  (context compressed; continuing in session {to})"),
+                AgentEvent::Status(s) => eprintln!("  ({s})"),
+                _ => {}
+            }
+        }
+        streamed
+    });
+    let outcome = agent.run_turn(text, &events, &cancel).await;
+    drop(events);
+    ctrl_c.abort();
+    let streamed = printer.await.unwrap_or(false);
+    let outcome = outcome?;
+    if outcome.interrupted {
+        eprintln!("\n(interrupted)");
+        return Ok(false);
+    }
+    if streamed {
+        println!();
+    } else {
+        println!("{}", outcome.reply);
+    }
+    if !interactive {
+        let _ = std::io::stdout().flush();
+    }
+    Ok(true)
+}

@@ -1,0 +1,1 @@
+//! Model providers: one client for the three API modes, with a fallback chain.

@@ -53,11 +53,19 @@ impl ModelClient {
     /// The client for the validated config: `model` and `providers` give the primary
     /// endpoint, `fallback_providers` the chain. Errors name the keys to set.
     pub fn from_config(config: &Config) -> Result<ModelClient, ProviderError> {
+        Self::from_config_with_settings(config, HttpSettings::default())
+    }
+
+    /// [`ModelClient::from_config`] with other timeouts and retry limits.
+    pub fn from_config_with_settings(
+        config: &Config,
+        http: HttpSettings,
+    ) -> Result<ModelClient, ProviderError> {
         let mut endpoints = endpoints_from_config(config)?.into_iter();
         let primary = endpoints
             .next()
             .ok_or_else(|| ProviderError::NotConfigured("no model provider configured".into()))?;
-        Self::with_endpoints(primary, endpoints.collect(), HttpSettings::default())
+        Self::with_endpoints(primary, endpoints.collect(), http)
     }
 
     /// A client for explicit endpoints (tests, tools that pick their own model).

@@ -298,3 +298,18 @@ async fn an_empty_script_echoes_the_last_user_message() {
         );
     }
 }
+
+/// End-to-end tests of the binary and benchmarks run the fake outside any test runtime.
+#[test]
+fn the_fake_also_serves_from_a_thread_of_its_own() {
+    let fake = FakeModel::start_in_background();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for mode in MODES {
+        let (result, _) = runtime.block_on(complete(&client(&fake, mode), &request("bg", true)));
+        assert_eq!(result.unwrap().content.as_deref(), Some("echo: bg"), "{mode}");
+    }
+    assert_eq!(fake.requests().len(), 3);
+}

@@ -309,7 +309,11 @@ fn the_fake_also_serves_from_a_thread_of_its_own() {
         .unwrap();
     for mode in MODES {
         let (result, _) = runtime.block_on(complete(&client(&fake, mode), &request("bg", true)));
-        assert_eq!(result.unwrap().content.as_deref(), Some("echo: bg"), "{mode}");
+        assert_eq!(
+            result.unwrap().content.as_deref(),
+            Some("echo: bg"),
+            "{mode}"
+        );
     }
     assert_eq!(fake.requests().len(), 3);
 }

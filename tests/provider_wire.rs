@@ -179,3 +179,25 @@ async fn a_keyless_local_server_gets_no_auth_header() {
     assert_eq!(fake.requests()[0].header("authorization"), None);
     assert_eq!(fake.requests()[0].model(), Some("qwen3"));
 }
+
+#[tokio::test]
+async fn responses_ask_reasoning_models_for_a_summary_only() {
+    let fake = FakeModel::start().await;
+    for model in ["gpt-5-mini", "openai/o3", "fake-model"] {
+        let client = ModelClient::with_endpoints(
+            support::providers::endpoint(&fake, ApiMode::CodexResponses, model),
+            Vec::new(),
+            settings(),
+        )
+        .unwrap();
+        let (result, _) = complete(&client, &support::providers::request("hi", false)).await;
+        result.unwrap();
+    }
+    let reasoning: Vec<Value> = fake
+        .requests()
+        .iter()
+        .map(|r| r.body["reasoning"].clone())
+        .collect();
+    let summary = json!({"summary": "auto"});
+    assert_eq!(reasoning, [summary.clone(), summary, Value::Null]);
+}

@@ -178,3 +178,46 @@ impl AnthropicStream {
         Ok(parts)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(events: &[&str]) -> Result<ReplyParts, ProviderError> {
+        let mut stream = AnthropicStream::default();
+        let mut on_delta = |_: StreamDelta| {};
+        for data in events {
+            let event = SseEvent {
+                event: None,
+                data: (*data).to_owned(),
+            };
+            stream.event(&event, &mut on_delta)?;
+        }
+        stream.finish()
+    }
+
+    #[test]
+    fn an_overloaded_error_event_is_a_server_error() {
+        let error = read(&[
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":3}}}"#,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ]);
+        assert!(matches!(error, Err(ProviderError::Server { status: 529 })));
+    }
+
+    #[test]
+    fn a_tool_use_without_deltas_keeps_its_start_input() {
+        let parts = read(&[
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":3}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{"a":1}}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
+        ])
+        .unwrap();
+        assert_eq!(parts.tool_calls[0].arguments, r#"{"a":1}"#);
+        assert_eq!(
+            (parts.usage.input_tokens, parts.usage.output_tokens),
+            (3, 9)
+        );
+    }
+}

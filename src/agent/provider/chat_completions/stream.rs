@@ -52,7 +52,10 @@ impl ChatStream {
         if let Some(delta) = choice.get("delta") {
             self.delta(delta, on_delta);
         }
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        // Some servers send `""` rather than `null` on every chunk but the last.
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str)
+            && !reason.is_empty()
+        {
             self.finish_reason = Some(reason.to_owned());
         }
         Ok(())
@@ -114,5 +117,61 @@ impl ChatStream {
             !parts.tool_calls.is_empty(),
         ));
         Ok(parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(chunks: &[&str]) -> Result<ReplyParts, ProviderError> {
+        let mut stream = ChatStream::default();
+        let mut deltas = Vec::new();
+        let mut on_delta = |delta: StreamDelta| deltas.push(delta);
+        for data in chunks {
+            let event = SseEvent {
+                event: None,
+                data: (*data).to_owned(),
+            };
+            stream.event(&event, &mut on_delta)?;
+        }
+        stream.finish()
+    }
+
+    #[test]
+    fn empty_finish_reasons_do_not_end_the_reply() {
+        let cut = read(&[r#"{"choices":[{"delta":{"content":"a"},"finish_reason":""}]}"#]);
+        assert_eq!(cut.unwrap_err().kind(), "bad_response");
+        let done = read(&[
+            r#"{"choices":[{"delta":{"content":"a"},"finish_reason":""}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":null}"#,
+        ]);
+        assert_eq!(done.unwrap().content, "a");
+    }
+
+    #[test]
+    fn an_error_chunk_mid_stream_is_classified() {
+        let error = read(&[
+            r#"{"choices":[{"delta":{"content":"a"}}]}"#,
+            r#"{"error":{"message":"upstream overloaded","code":502}}"#,
+        ]);
+        assert!(matches!(error, Err(ProviderError::Server { status: 502 })));
+    }
+
+    #[test]
+    fn tool_calls_without_an_index_follow_their_ids() {
+        let parts = read(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"x","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"y","function":{"name":"g","arguments":{"k":1}}}]}}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        let names: Vec<(&str, &str, &str)> = parts
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(names, [("x", "f", "{}"), ("y", "g", r#"{"k":1}"#)]);
+        assert_eq!(parts.finish, Some(FinishReason::ToolCalls));
     }
 }

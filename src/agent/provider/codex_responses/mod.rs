@@ -68,10 +68,28 @@ pub(crate) fn body(endpoint: &Endpoint, prepared: &Prepared) -> Value {
     if let Some(max_tokens) = prepared.max_tokens {
         body.insert("max_output_tokens".into(), json!(max_tokens));
     }
+    if wants_reasoning_summary(endpoint) {
+        body.insert("reasoning".into(), json!({"summary": "auto"}));
+    }
     // Nothing is kept server-side: every request carries the whole history.
     body.insert("store".into(), json!(false));
     body.insert("stream".into(), json!(prepared.stream));
     Value::Object(body)
+}
+
+/// OpenAI's reasoning models return their reasoning only as a summary, and only when asked
+/// (as Hermes asks). Other models reject the parameter with a 400, and xAI takes no summary
+/// setting, so it is sent to OpenAI reasoning-model names only.
+fn wants_reasoning_summary(endpoint: &Endpoint) -> bool {
+    let is_xai = reqwest::Url::parse(&endpoint.base_url)
+        .ok()
+        .is_some_and(|url| url.host_str() == Some("api.x.ai"));
+    let model = endpoint.model.to_ascii_lowercase();
+    let model = model.rsplit('/').next().unwrap_or_default();
+    !is_xai
+        && ["gpt-5", "o1", "o3", "o4", "codex"]
+            .iter()
+            .any(|p| model.starts_with(p))
 }
 
 /// Hermes stores some Responses tool ids as `call_id|item_id`; the API wants the call id.

@@ -113,3 +113,46 @@ impl ResponsesStream {
         Ok(last)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(events: &[&str]) -> Result<ReplyParts, ProviderError> {
+        let mut stream = ResponsesStream::default();
+        let mut on_delta = |_: StreamDelta| {};
+        for data in events {
+            let event = SseEvent {
+                event: None,
+                data: (*data).to_owned(),
+            };
+            stream.event(&event, &mut on_delta)?;
+        }
+        stream.finish()
+    }
+
+    #[test]
+    fn a_final_object_without_output_falls_back_to_the_deltas() {
+        let parts = read(&[
+            r#"{"type":"response.output_text.delta","delta":"hel"}"#,
+            r#"{"type":"response.output_text.delta","delta":"lo"}"#,
+            r#"{"type":"response.completed","response":{"status":"completed","output":[],"usage":{"input_tokens":5,"output_tokens":2}}}"#,
+        ])
+        .unwrap();
+        assert_eq!(parts.content, "hello");
+        assert_eq!(parts.usage.output_tokens, 2);
+    }
+
+    #[test]
+    fn failures_are_classified_by_code() {
+        let failed = read(&[
+            r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"rate_limit_exceeded","message":"slow down"}}}"#,
+        ]);
+        assert!(matches!(failed, Err(ProviderError::RateLimited { .. })));
+        let error = read(&[r#"{"type":"error","code":"invalid_prompt","message":"no"}"#]);
+        assert_eq!(
+            error.unwrap_err().to_string(),
+            "unusable response: the provider reported an error: invalid_prompt: no"
+        );
+    }
+}

@@ -317,3 +317,25 @@ fn the_fake_also_serves_from_a_thread_of_its_own() {
     }
     assert_eq!(fake.requests().len(), 3);
 }
+
+#[tokio::test]
+async fn an_event_stream_answer_to_a_plain_request_is_read_whole() {
+    let fake = FakeModel::start().await;
+    let chunks = [
+        json!({"choices": [{"index": 0, "delta": {"content": "streamed "}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "anyway"}, "finish_reason": "stop"}]}),
+    ];
+    let body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    fake.push(Step::Raw {
+        status: 200,
+        content_type: "text/event-stream; charset=utf-8".into(),
+        body: body + "data: [DONE]\n\n",
+    });
+    let client = client(&fake, ApiMode::ChatCompletions);
+    let (result, deltas) = complete(&client, &request("hi", false)).await;
+    assert_eq!(result.unwrap().content.as_deref(), Some("streamed anyway"));
+    assert!(
+        deltas.is_empty(),
+        "a plain request streams nothing to the caller"
+    );
+}

@@ -107,6 +107,7 @@ async fn a_client_from_config_reaches_its_endpoints() {
     config.fallback_providers = vec![FallbackProvider {
         provider: "anthropic".into(),
         model: "claude-fallback".into(),
+        api_mode: None,
         base_url: None,
         api_key: None,
     }];

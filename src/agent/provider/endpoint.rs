@@ -97,7 +97,8 @@ fn primary(config: &Config) -> Result<Endpoint, ProviderError> {
             "no model configured for provider '{provider}': set model.default in config.yaml"
         ))
     })?;
-    Ok(Endpoint::new(provider, base_url, api_key, model))
+    let mode = resolve_api_mode(model_config.api_mode, &provider, &base_url);
+    Ok(Endpoint::new(provider, base_url, api_key, model).with_mode(mode))
 }
 
 /// `provider: auto`: an explicit base URL (a local or custom server) first, then
@@ -140,12 +141,8 @@ fn fallback_endpoint(config: &Config, fallback: &FallbackProvider) -> Result<End
             "it has no api_key and providers.{provider}.api_key is not set"
         ));
     }
-    Ok(Endpoint::new(
-        provider,
-        base_url,
-        api_key,
-        fallback.model.clone(),
-    ))
+    let mode = resolve_api_mode(fallback.api_mode, &provider, base_url);
+    Ok(Endpoint::new(provider, base_url, api_key, fallback.model.clone()).with_mode(mode))
 }
 
 /// A known cloud provider at its own URL refuses requests without a key; the same name

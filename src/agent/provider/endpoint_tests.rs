@@ -124,18 +124,21 @@ fn fallbacks_follow_in_order_and_unusable_ones_are_skipped() {
         FallbackProvider {
             provider: "anthropic".into(),
             model: "claude".into(),
+            api_mode: None,
             base_url: None,
             api_key: None,
         },
         FallbackProvider {
             provider: "openai".into(),
             model: "gpt-5".into(),
+            api_mode: None,
             base_url: None,
             api_key: Some(Secret::new("sk-openai")),
         },
         FallbackProvider {
             provider: "openrouter".into(),
             model: "other".into(),
+            api_mode: Some(ApiMode::CodexResponses),
             base_url: None,
             api_key: None,
         },
@@ -150,12 +153,28 @@ fn fallbacks_follow_in_order_and_unusable_ones_are_skipped() {
         [
             ("openrouter", "m", ApiMode::ChatCompletions),
             ("openai", "gpt-5", ApiMode::CodexResponses),
-            ("openrouter", "other", ApiMode::ChatCompletions),
+            ("openrouter", "other", ApiMode::CodexResponses),
         ],
-        "anthropic has no key and is skipped; openrouter's fallback reuses providers.openrouter"
+        "anthropic has no key and is skipped; openrouter's fallback reuses providers.openrouter \
+         with its explicit api_mode"
     );
     assert_eq!(
         endpoints[2].api_key.as_ref().map(Secret::expose),
         Some("or-key")
+    );
+}
+
+#[test]
+fn an_explicit_api_mode_beats_the_provider_and_url() {
+    let mut config = config("custom", Some("m"));
+    config.model.base_url = Some("https://api.anthropic.com".into());
+    assert_eq!(
+        endpoints_from_config(&config).unwrap()[0].mode,
+        ApiMode::AnthropicMessages
+    );
+    config.model.api_mode = Some(ApiMode::ChatCompletions);
+    assert_eq!(
+        endpoints_from_config(&config).unwrap()[0].mode,
+        ApiMode::ChatCompletions
     );
 }

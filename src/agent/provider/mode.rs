@@ -1,45 +1,10 @@
-//! The three wire protocols (API modes), how one is chosen, and the providers we know by
-//! name (default base URL, whether a key is needed).
+//! The three wire protocols (API modes; the enum lives with the config that names them), how
+//! one is chosen, and the providers we know by name (default base URL, whether a key is
+//! needed).
 
-use std::fmt;
-
-use serde::Serialize;
-
-/// The wire protocol of an endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApiMode {
-    /// OpenAI-compatible `POST {base}/chat/completions` (OpenRouter, OpenAI, vLLM, llama.cpp,
-    /// Ollama, LM Studio, ...).
-    ChatCompletions,
-    /// Anthropic's native `POST {base}/v1/messages`.
-    AnthropicMessages,
-    /// OpenAI's Responses API, `POST {base}/responses`.
-    CodexResponses,
-}
+pub use crate::config::ApiMode;
 
 impl ApiMode {
-    pub const NAMES: [&'static str; 3] =
-        ["chat_completions", "anthropic_messages", "codex_responses"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ChatCompletions => "chat_completions",
-            Self::AnthropicMessages => "anthropic_messages",
-            Self::CodexResponses => "codex_responses",
-        }
-    }
-
-    /// Parses a Hermes `api_mode` name.
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "chat_completions" => Some(Self::ChatCompletions),
-            "anthropic_messages" => Some(Self::AnthropicMessages),
-            "codex_responses" => Some(Self::CodexResponses),
-            _ => None,
-        }
-    }
-
     /// The URL requests go to. Anthropic base URLs are conventionally given without `/v1`
     /// (`https://api.anthropic.com`, `https://api.minimax.io/anthropic`); one ending in `/v1`
     /// is accepted too.
@@ -51,12 +16,6 @@ impl ApiMode {
             Self::AnthropicMessages if base.ends_with("/v1") => format!("{base}/messages"),
             Self::AnthropicMessages => format!("{base}/v1/messages"),
         }
-    }
-}
-
-impl fmt::Display for ApiMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -273,8 +232,9 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
+        use crate::config::Choice;
         for name in ApiMode::NAMES {
-            assert_eq!(ApiMode::from_name(name).map(ApiMode::as_str), Some(name));
+            assert_eq!(ApiMode::from_name(name).map(ApiMode::as_str), Some(*name));
         }
         assert_eq!(ApiMode::from_name("bedrock_converse"), None);
     }

@@ -3,6 +3,7 @@
 //! The library holds everything; `main.rs` only sets up logging and calls [`cli`].
 #![forbid(unsafe_code)]
 
+pub mod agent;
 pub mod cli;
 pub mod clock;
 pub mod config;

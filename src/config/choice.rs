@@ -55,6 +55,14 @@ macro_rules! choice {
 }
 
 choice!(
+    /// The wire protocol of a model endpoint (`model.api_mode`, `fallback_providers[].api_mode`).
+    ApiMode {
+        ChatCompletions = "chat_completions",
+        AnthropicMessages = "anthropic_messages",
+        CodexResponses = "codex_responses",
+    }
+);
+choice!(
     /// How dangerous commands are approved.
     ApprovalMode { Manual = "manual", Off = "off" } bools(Manual, Off)
 );

@@ -73,12 +73,12 @@ pub const IGNORED_HOME_CHANNEL: &[&str] = &["platform", "scope_id", "user_id"];
 
 #[rustfmt::skip]
 pub const IGNORED_MODEL: &[&str] = &[
-    "aliases", "api_mode", "max_tokens", "reasoning_echo", "reasoning_effort", "temperature",
+    "aliases", "max_tokens", "reasoning_echo", "reasoning_effort", "temperature",
 ];
 
 #[rustfmt::skip]
 pub const IGNORED_FALLBACK: &[&str] = &[
-    "api_mode", "extra_body", "key_env", "name", "reasoning_echo",
+    "extra_body", "key_env", "name", "reasoning_echo",
 ];
 
 #[rustfmt::skip]

@@ -34,8 +34,8 @@ use std::fmt;
 use crate::home::HermesHome;
 
 pub use choice::{
-    ApprovalMode, BusyInputMode, Choice, ReplyToMode, ResetMode, StreamingTransport, ToolProgress,
-    UnauthorizedDmBehavior,
+    ApiMode, ApprovalMode, BusyInputMode, Choice, ReplyToMode, ResetMode, StreamingTransport,
+    ToolProgress, UnauthorizedDmBehavior,
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use platform_types::{

@@ -70,6 +70,7 @@ pub enum RawModelEntry {
 #[serde(default)]
 pub struct RawModel {
     pub provider: Option<Value>,
+    pub api_mode: Option<Value>,
     pub base_url: Option<Value>,
     pub default: Option<Value>,
     pub api_key: Option<Value>,
@@ -91,6 +92,7 @@ pub struct RawProvider {
 #[serde(default)]
 pub struct RawFallbackProvider {
     pub provider: Option<Value>,
+    pub api_mode: Option<Value>,
     pub model: Option<Value>,
     pub base_url: Option<Value>,
     pub api_key: Option<Value>,

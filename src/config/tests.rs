@@ -369,6 +369,32 @@ fallback_providers:
 }
 
 #[test]
+fn api_modes_are_one_of_three_and_empty_means_unset() {
+    let yaml = "\
+model: {default: m, api_mode: anthropic_messages}
+fallback_providers:
+  - {provider: openai, model: gpt-5, api_mode: Codex_Responses}
+  - {provider: openrouter, model: x, api_mode: \"\"}
+";
+    let config = load_ok(yaml, &[]).config;
+    assert_eq!(config.model.api_mode, Some(ApiMode::AnthropicMessages));
+    let fallback_modes: Vec<_> = config
+        .fallback_providers
+        .iter()
+        .map(|f| f.api_mode)
+        .collect();
+    assert_eq!(fallback_modes, [Some(ApiMode::CodexResponses), None]);
+    let errors = load_err("model: {api_mode: bedrock_converse}\n", &[]);
+    assert_eq!(
+        errors,
+        [
+            "config error: model.api_mode: expected one of chat_completions, anthropic_messages, \
+          codex_responses; got 'bedrock_converse'"
+        ]
+    );
+}
+
+#[test]
 fn approvals_smart_falls_back_to_manual_with_a_warning() {
     let loaded = load_ok("approvals: {mode: smart, cron_mode: deny}\n", &[]);
     assert_eq!(loaded.config.approvals.mode, ApprovalMode::Manual);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::choice::{
-    ApprovalMode, BusyInputMode, ResetMode, StreamingTransport, ToolProgress,
+    ApiMode, ApprovalMode, BusyInputMode, ResetMode, StreamingTransport, ToolProgress,
     UnauthorizedDmBehavior,
 };
 use super::platform_types::{AdminConfig, ApiServerConfig, GatewayAccess, Platforms};
@@ -62,6 +62,8 @@ impl Default for Config {
 pub struct ModelConfig {
     /// `auto` lets the agent pick from whichever provider has credentials.
     pub provider: String,
+    /// The wire protocol; `None` lets the provider and base URL decide.
+    pub api_mode: Option<ApiMode>,
     /// The model name (`model.default`); `None` means the provider's default.
     pub default: Option<String>,
     pub base_url: Option<String>,
@@ -74,6 +76,7 @@ impl Default for ModelConfig {
     fn default() -> Self {
         Self {
             provider: "auto".to_owned(),
+            api_mode: None,
             default: None,
             base_url: None,
             api_key: None,
@@ -93,6 +96,7 @@ pub struct ProviderConfig {
 pub struct FallbackProvider {
     pub provider: String,
     pub model: String,
+    pub api_mode: Option<ApiMode>,
     pub base_url: Option<String>,
     pub api_key: Option<Secret>,
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::choice::UnauthorizedDmBehavior;
+use super::choice::{ApiMode, UnauthorizedDmBehavior};
 use super::env_overrides::{self, ProviderField, env_leaf};
 use super::error::ConfigErrors;
 use super::known_keys::{
@@ -173,6 +173,7 @@ fn model(issues: &mut Issues, entry: Option<&RawModelEntry>) -> ModelConfig {
                 provider: issues
                     .string(at("model.provider", block.provider.as_ref()))
                     .unwrap_or(defaults.provider),
+                api_mode: api_mode(issues, "model.api_mode", block.api_mode.as_ref()),
                 default: issues.string(at("model.default", block.default.as_ref())),
                 base_url: issues.url(at("model.base_url", block.base_url.as_ref())),
                 api_key: issues.secret(at("model.api_key", block.api_key.as_ref())),
@@ -269,16 +270,28 @@ fn fallback_providers(
         };
         let provider = required("provider", entry.provider.as_ref());
         let model = required("model", entry.model.as_ref());
+        let api_mode = api_mode(
+            issues,
+            &format!("{prefix}.api_mode"),
+            entry.api_mode.as_ref(),
+        );
         let base_url = issues.url(at(format!("{prefix}.base_url"), entry.base_url.as_ref()));
         let api_key = issues.secret(at(format!("{prefix}.api_key"), entry.api_key.as_ref()));
         if let (Some(provider), Some(model)) = (provider, model) {
             fallbacks.push(FallbackProvider {
                 provider,
                 model,
+                api_mode,
                 base_url,
                 api_key,
             });
         }
     }
     fallbacks
+}
+
+/// `api_mode`: one of the three protocols; empty (as Hermes writes it) means unset.
+fn api_mode(issues: &mut Issues, key: &str, value: Option<&Value>) -> Option<ApiMode> {
+    let value = value.filter(|v| v.as_str().is_none_or(|text| !text.trim().is_empty()));
+    issues.opt_choice(at(key, value))
 }

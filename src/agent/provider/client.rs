@@ -1,0 +1,164 @@
+//! `ModelClient`: the primary endpoint and its fallbacks behind one `complete` call.
+
+use std::time::Duration;
+
+use super::call::call_endpoint;
+use super::endpoint::{Endpoint, endpoints_from_config};
+use super::error::{Attempt, ProviderError};
+use super::policy::{NextStep, next_step};
+use super::prepared::Prepared;
+use super::types::{ModelReply, ModelRequest, StreamDelta};
+use crate::config::Config;
+
+/// Timeouts and retry limits of model calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpSettings {
+    pub connect_timeout: Duration,
+    /// Non-streamed: the whole reply. Streamed: until the response headers arrive.
+    pub request_timeout: Duration,
+    /// Streamed: the longest silence between two chunks. Reasoning models think quietly for
+    /// minutes, hence Hermes' generous default.
+    pub stall_timeout: Duration,
+    /// The longest `retry-after` we wait on one endpoint before moving to the next.
+    pub max_retry_after: Duration,
+    /// Retries per endpoint (for 429 with `retry-after`, 5xx, connection errors).
+    pub retries: u32,
+    /// The first retry's wait when the server names none; doubled for each further retry.
+    pub retry_backoff: Duration,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(15),
+            request_timeout: Duration::from_secs(600),
+            stall_timeout: Duration::from_secs(180),
+            max_retry_after: Duration::from_secs(30),
+            retries: 2,
+            retry_backoff: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Calls the configured model, falling back along the chain. Cheap to clone: the HTTP
+/// connection pool is shared.
+#[derive(Debug, Clone)]
+pub struct ModelClient {
+    endpoints: Vec<Endpoint>,
+    http: HttpSettings,
+    client: reqwest::Client,
+}
+
+impl ModelClient {
+    /// The client for the validated config: `model` and `providers` give the primary
+    /// endpoint, `fallback_providers` the chain. Errors name the keys to set.
+    pub fn from_config(config: &Config) -> Result<ModelClient, ProviderError> {
+        Self::from_config_with_settings(config, HttpSettings::default())
+    }
+
+    /// [`ModelClient::from_config`] with other timeouts and retry limits.
+    pub fn from_config_with_settings(
+        config: &Config,
+        http: HttpSettings,
+    ) -> Result<ModelClient, ProviderError> {
+        let mut endpoints = endpoints_from_config(config)?.into_iter();
+        let primary = endpoints
+            .next()
+            .ok_or_else(|| ProviderError::NotConfigured("no model provider configured".into()))?;
+        Self::with_endpoints(primary, endpoints.collect(), http)
+    }
+
+    /// A client for explicit endpoints (tests, tools that pick their own model).
+    pub fn with_endpoints(
+        primary: Endpoint,
+        fallbacks: Vec<Endpoint>,
+        http: HttpSettings,
+    ) -> Result<ModelClient, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(http.connect_timeout)
+            .user_agent(concat!("hermesd/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|error| ProviderError::Client(error.to_string()))?;
+        let mut endpoints = vec![primary];
+        endpoints.extend(fallbacks);
+        Ok(ModelClient {
+            endpoints,
+            http,
+            client,
+        })
+    }
+
+    /// The primary endpoint first, then the fallbacks in order.
+    pub fn endpoints(&self) -> &[Endpoint] {
+        &self.endpoints
+    }
+
+    pub fn http_settings(&self) -> &HttpSettings {
+        &self.http
+    }
+
+    /// One model reply. The history is checked first (repaired or rejected, never sent
+    /// malformed); then each endpoint is tried in order under the fallback policy. Streamed
+    /// text goes to `on_delta` as it arrives, with [`StreamDelta::Restart`] before another
+    /// attempt when an earlier one had streamed something.
+    ///
+    /// Cancel-safe: dropping the future aborts the HTTP request and returns nothing.
+    pub async fn complete(
+        &self,
+        request: &ModelRequest,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+    ) -> Result<ModelReply, ProviderError> {
+        let prepared = Prepared::new(request)?;
+        let mut attempts = Vec::new();
+        let mut api_calls = 0;
+        let mut streamed = false;
+        for endpoint in &self.endpoints {
+            let mut retries = 0;
+            loop {
+                if std::mem::take(&mut streamed) {
+                    on_delta(StreamDelta::Restart);
+                }
+                api_calls += 1;
+                let mut forward = |delta: StreamDelta| {
+                    streamed = true;
+                    on_delta(delta);
+                };
+                let result =
+                    call_endpoint(&self.client, &self.http, endpoint, &prepared, &mut forward)
+                        .await;
+                let error = match result {
+                    Ok(mut reply) => {
+                        reply.usage.api_calls = api_calls;
+                        return Ok(reply);
+                    }
+                    Err(error) => error,
+                };
+                let step = next_step(&error, retries, &self.http);
+                tracing::warn!(
+                    provider = %endpoint.provider,
+                    model = %endpoint.model,
+                    kind = error.kind(),
+                    error = %error,
+                    next = ?step,
+                    "model call failed"
+                );
+                match step {
+                    NextStep::Retry(wait) => {
+                        tokio::time::sleep(wait).await;
+                        retries += 1;
+                    }
+                    NextStep::Fallback => {
+                        attempts.push(Attempt {
+                            provider: endpoint.provider.clone(),
+                            model: endpoint.model.clone(),
+                            error,
+                        });
+                        break;
+                    }
+                    NextStep::GiveUp => return Err(error),
+                }
+            }
+        }
+        Err(ProviderError::AllFailed { attempts })
+    }
+}

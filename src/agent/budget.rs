@@ -10,7 +10,10 @@ pub struct IterationBudget {
 
 impl IterationBudget {
     pub fn new(max: u32) -> Self {
-        Self { used: 0, max: max.max(1) }
+        Self {
+            used: 0,
+            max: max.max(1),
+        }
     }
 
     /// Takes one iteration; `false` when the budget is spent.

@@ -41,12 +41,23 @@ pub struct Plan {
 }
 
 /// Chooses the middle to summarise, or `None` when there is nothing worth compressing.
-pub fn plan(messages: &[ChatMessage], protect_first_n: usize, protect_last_n: usize) -> Option<Plan> {
+pub fn plan(
+    messages: &[ChatMessage],
+    protect_first_n: usize,
+    protect_last_n: usize,
+) -> Option<Plan> {
     let n = messages.len();
     let mut head_end = protect_first_n.min(n);
-    // Keep an assistant's tool calls together with all their results.
-    while head_end < n && messages[head_end].role == Role::Tool {
-        head_end += 1;
+    // The head must end at a clean boundary: never inside a tool round (an assistant's
+    // calls and their results belong together, and must be followed by an assistant).
+    while head_end > 0 {
+        let last = &messages[head_end - 1];
+        if last.role == Role::Tool || (last.role == Role::Assistant && !last.tool_calls.is_empty())
+        {
+            head_end -= 1;
+        } else {
+            break;
+        }
     }
     let mut tail_start = n.saturating_sub(protect_last_n);
     while tail_start > head_end && messages[tail_start].role == Role::Tool {
@@ -69,7 +80,10 @@ pub fn render_transcript(messages: &[ChatMessage]) -> String {
             Role::Assistant => "assistant",
             Role::Tool => "tool",
         };
-        out.push_str(&format!("[{role}] {}\n", m.content.as_deref().unwrap_or("")));
+        out.push_str(&format!(
+            "[{role}] {}\n",
+            m.content.as_deref().unwrap_or("")
+        ));
         for call in &m.tool_calls {
             out.push_str(&format!("[tool call] {}({})\n", call.name, call.arguments));
         }
@@ -94,7 +108,11 @@ pub fn assemble(messages: &[ChatMessage], plan: Plan, summary: &str) -> Vec<Chat
     };
     let mut merge = false;
     if Some(role) == first_tail {
-        let flipped = if role == Role::User { Role::Assistant } else { Role::User };
+        let flipped = if role == Role::User {
+            Role::Assistant
+        } else {
+            Role::User
+        };
         if Some(flipped) != last_head && !force_user {
             role = flipped;
         } else {
@@ -129,8 +147,16 @@ mod tests {
             let mut call = ChatMessage::assistant("");
             call.content = None;
             call.tool_calls = vec![
-                ToolCall { id: format!("a{i}"), name: "terminal".into(), arguments: "{}".into() },
-                ToolCall { id: format!("b{i}"), name: "read_file".into(), arguments: "{}".into() },
+                ToolCall {
+                    id: format!("a{i}"),
+                    name: "terminal".into(),
+                    arguments: "{}".into(),
+                },
+                ToolCall {
+                    id: format!("b{i}"),
+                    name: "read_file".into(),
+                    arguments: "{}".into(),
+                },
             ];
             v.push(call);
             v.push(ChatMessage::tool_result(format!("a{i}"), "terminal", "ok"));
@@ -144,24 +170,50 @@ mod tests {
     fn never_splits_a_tool_call_from_its_results() {
         let messages = convo(10);
         for last_n in 1..30 {
-            let Some(plan) = plan(&messages, 3, last_n) else { continue };
-            assert_ne!(messages[plan.tail_start].role, Role::Tool, "last_n {last_n}");
-            assert_ne!(messages[plan.head_end].role, Role::Tool);
-            let out = assemble(&messages, plan, "s");
-            crate::agent::message::enforce_alternation(out.clone())
+            let Some(chosen) = plan(&messages, 3, last_n) else {
+                continue;
+            };
+            assert_ne!(
+                messages[chosen.tail_start].role,
+                Role::Tool,
+                "last_n {last_n}"
+            );
+            assert_ne!(
+                messages[chosen.head_end].role,
+                Role::Tool,
+                "last_n {last_n}"
+            );
+            let mut out = assemble(&messages, chosen, "s");
+            out.push(ChatMessage::user("next question"));
+            let checked = crate::agent::message::enforce_alternation(out.clone())
                 .unwrap_or_else(|e| panic!("last_n {last_n}: {e}"));
+            assert_eq!(
+                checked, out,
+                "last_n {last_n}: the compressed history needed repairs"
+            );
         }
     }
 
     #[test]
     fn keeps_the_last_n_and_summarises_the_middle() {
         let messages = convo(10);
-        let plan = plan(&messages, PROTECT_FIRST_N, 20).unwrap();
-        let out = assemble(&messages, plan, "the summary");
+        let chosen = plan(&messages, PROTECT_FIRST_N, 20).unwrap();
+        let out = assemble(&messages, chosen, "the summary");
         assert!(out.len() < messages.len());
         assert_eq!(&out[out.len() - 20..], &messages[messages.len() - 20..]);
-        let summary = out.iter().find(|m| m.content.as_deref().is_some_and(|c| c.starts_with(SUMMARY_PREFIX)));
-        assert!(summary.unwrap().content.as_deref().unwrap().contains("the summary"));
+        let summary = out.iter().find(|m| {
+            m.content
+                .as_deref()
+                .is_some_and(|c| c.starts_with(SUMMARY_PREFIX))
+        });
+        assert!(
+            summary
+                .unwrap()
+                .content
+                .as_deref()
+                .unwrap()
+                .contains("the summary")
+        );
         assert!(plan(&convo(2), 3, 20).is_none(), "nothing to compress");
     }
 

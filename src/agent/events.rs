@@ -25,9 +25,14 @@ pub enum AgentEvent {
         elapsed: Duration,
     },
     /// One model call + tool round completed.
-    Step { iteration: u32 },
+    Step {
+        iteration: u32,
+    },
     /// The conversation was compressed and continues in a new child session.
-    Compressed { from: String, to: String },
+    Compressed {
+        from: String,
+        to: String,
+    },
     Status(String),
 }
 

@@ -16,14 +16,20 @@ fn role_name(role: Role) -> &'static str {
 }
 
 /// The row for `message`; `reply` adds the model's finish reason and token count.
-pub fn to_stored(session_id: &str, message: &ChatMessage, reply: Option<&ModelReply>) -> NewMessage {
+pub fn to_stored(
+    session_id: &str,
+    message: &ChatMessage,
+    reply: Option<&ModelReply>,
+) -> NewMessage {
     let tool_calls = (!message.tool_calls.is_empty()).then(|| {
-        json!(message
-            .tool_calls
-            .iter()
-            .map(|c| json!({"id": c.id, "type": "function",
+        json!(
+            message
+                .tool_calls
+                .iter()
+                .map(|c| json!({"id": c.id, "type": "function",
                             "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        )
     });
     NewMessage {
         session_id: session_id.to_owned(),
@@ -62,7 +68,9 @@ pub fn from_stored(rows: &[Message]) -> Vec<ChatMessage> {
             let content = match &row.content {
                 None => None,
                 Some(Content::Text(t)) => Some(t.clone()),
-                Some(Content::Json(v)) => Some(crate::state::content_text(&Some(Content::Json(v.clone())))),
+                Some(Content::Json(v)) => {
+                    Some(crate::state::content_text(&Some(Content::Json(v.clone()))))
+                }
             };
             let tool_calls = row
                 .tool_calls
@@ -73,8 +81,14 @@ pub fn from_stored(rows: &[Message]) -> Vec<ChatMessage> {
                         .iter()
                         .map(|c| ToolCall {
                             id: c["id"].as_str().unwrap_or_default().to_owned(),
-                            name: c["function"]["name"].as_str().unwrap_or_default().to_owned(),
-                            arguments: c["function"]["arguments"].as_str().unwrap_or("{}").to_owned(),
+                            name: c["function"]["name"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_owned(),
+                            arguments: c["function"]["arguments"]
+                                .as_str()
+                                .unwrap_or("{}")
+                                .to_owned(),
                         })
                         .collect()
                 })

@@ -11,6 +11,9 @@ pub enum AgentEvent {
     Delta(String),
     /// Reasoning text as the model streams it.
     Reasoning(String),
+    /// The streamed text so far is void (the provider failed mid-stream and the call is being
+    /// retried or sent to a fallback): displays must discard what they showed.
+    StreamRestart,
     ToolStarted {
         call_id: String,
         name: String,

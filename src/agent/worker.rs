@@ -53,6 +53,8 @@ pub struct Agent {
     deps: Arc<AgentDeps>,
     session_id: String,
     history: Vec<ChatMessage>,
+    /// Fixed for the conversation's life, so provider prompt caches stay valid.
+    system_prompt: String,
     budget_max: u32,
     /// Set for sub-agents: their sessions are tagged and they cannot delegate further.
     depth: u32,
@@ -75,15 +77,18 @@ impl Agent {
         source: &str,
         user_id: Option<String>,
     ) -> Result<Self, AgentError> {
+        let system_prompt = deps.system_prompt();
         let mut session = NewSession::new(session_id.clone(), source);
         session.user_id = user_id;
         session.model = Some(deps.model_name());
+        session.system_prompt = Some(system_prompt.clone());
         deps.store.create_session(session).await?;
         let budget_max = deps.settings.max_turns;
         Ok(Self {
             deps,
             session_id,
             history: Vec::new(),
+            system_prompt,
             budget_max,
             depth: 0,
         })
@@ -91,23 +96,32 @@ impl Agent {
 
     /// Continues an existing session with its stored history.
     pub async fn resume(deps: Arc<AgentDeps>, session_id: String) -> Result<Self, AgentError> {
+        let session = deps
+            .store
+            .get_session(&session_id)
+            .await?
+            .ok_or_else(|| StoreError::SessionNotFound(session_id.clone()))?;
         let messages = deps.store.get_messages(&session_id).await?;
         let history = history::from_stored(&messages);
+        let system_prompt = session.system_prompt.unwrap_or_else(|| deps.system_prompt());
         let budget_max = deps.settings.max_turns;
         Ok(Self {
             deps,
             session_id,
             history,
+            system_prompt,
             budget_max,
             depth: 0,
         })
     }
 
     pub(crate) fn sub_agent(deps: Arc<AgentDeps>, session_id: String, budget: u32, depth: u32) -> Self {
+        let system_prompt = deps.system_prompt();
         Self {
             deps,
             session_id,
             history: Vec::new(),
+            system_prompt,
             budget_max: budget,
             depth,
         }
@@ -123,6 +137,14 @@ impl Agent {
 
     pub(crate) fn depth(&self) -> u32 {
         self.depth
+    }
+
+    pub fn deps(&self) -> &AgentDeps {
+        &self.deps
+    }
+
+    pub(crate) fn deps_arc(&self) -> &Arc<AgentDeps> {
+        &self.deps
     }
 
     /// Runs one turn for `user_text`. Cancelling `cancel` stops it at the next await point.
@@ -175,7 +197,7 @@ impl Agent {
             Vec::new()
         };
         ModelRequest {
-            system: Some(self.deps.system_prompt()),
+            system: Some(self.system_prompt.clone()),
             messages: self.history.clone(),
             tools,
             max_tokens: None,
@@ -195,6 +217,7 @@ impl Agent {
         let mut on_delta = move |delta: StreamDelta| match delta {
             StreamDelta::Text(t) => emit(&sink, AgentEvent::Delta(t)),
             StreamDelta::Reasoning(r) => emit(&sink, AgentEvent::Reasoning(r)),
+            StreamDelta::Restart => emit(&sink, AgentEvent::StreamRestart),
         };
         let result = tokio::select! {
             biased;

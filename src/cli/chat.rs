@@ -12,7 +12,9 @@ use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::EXIT_FAILURE;
-use crate::agent::{Agent, AgentDeps, AgentEvent, ApprovalAnswerer, new_session_id};
+use crate::agent::{Agent, AgentDeps, AgentEvent, UserPrompts, new_session_id};
+use crate::tools::approval::{ApprovalDecision, ApprovalPrompt, ApprovalRequest};
+use crate::tools::clarify::{ClarifyCallback, ClarifyRequest};
 use crate::config::{self, EXIT_CONFIG};
 use crate::home::HermesHome;
 use crate::state::{Store, StoreOptions};
@@ -80,14 +82,52 @@ fn stdin_lines() -> Lines {
     Arc::new(Mutex::new(rx))
 }
 
-fn approval_answerer(lines: Lines) -> ApprovalAnswerer {
-    Arc::new(move |prompt: String| {
+/// Asks about a dangerous command on the terminal.
+fn approval_prompt(lines: Lines) -> ApprovalPrompt {
+    Arc::new(move |request: ApprovalRequest| {
         let lines = Arc::clone(&lines);
         Box::pin(async move {
-            eprint!("\n⚠️  {prompt}\n   allow [o]nce, for this [s]ession, [a]lways, or [d]eny? ");
+            let always = if request.allow_permanent { ", [a]lways" } else { "" };
+            eprint!(
+                "\n⚠️  Dangerous command ({}):\n    {}\n   allow [o]nce, for this [s]ession{always}, or [d]eny? ",
+                request.description, request.command
+            );
             let _ = std::io::stderr().flush();
             let answer = lines.lock().await.recv().await.unwrap_or_default();
-            answer.trim().to_lowercase()
+            match answer.trim().to_lowercase().as_str() {
+                "o" | "once" | "y" | "yes" => ApprovalDecision::Once,
+                "s" | "session" => ApprovalDecision::Session,
+                "a" | "always" if request.allow_permanent => ApprovalDecision::Always,
+                _ => ApprovalDecision::Deny,
+            }
+        })
+    })
+}
+
+/// Asks the agent's clarifying question on the terminal.
+fn clarify_prompt(lines: Lines) -> ClarifyCallback {
+    Arc::new(move |request: ClarifyRequest| {
+        let lines = Arc::clone(&lines);
+        Box::pin(async move {
+            eprintln!("\n❓ {}", request.question);
+            if let Some(choices) = &request.choices {
+                for (i, choice) in choices.iter().enumerate() {
+                    eprintln!("   {}. {choice}", i + 1);
+                }
+            }
+            eprint!("   answer: ");
+            let _ = std::io::stderr().flush();
+            let answer = lines
+                .lock()
+                .await
+                .recv()
+                .await
+                .ok_or_else(|| "no answer: input closed".to_owned())?;
+            let answer = answer.trim().to_owned();
+            let picked = request.choices.as_ref().and_then(|choices| {
+                answer.parse::<usize>().ok().and_then(|n| choices.get(n.wrapping_sub(1)).cloned())
+            });
+            Ok(picked.unwrap_or(answer))
         })
     })
 }
@@ -95,8 +135,15 @@ fn approval_answerer(lines: Lines) -> ApprovalAnswerer {
 async fn chat(home: &HermesHome, loaded: &config::LoadedConfig, store: &Store, args: ChatArgs) -> i32 {
     let interactive = args.query.is_none();
     let lines = stdin_lines();
-    let answerer = interactive.then(|| approval_answerer(Arc::clone(&lines)));
-    let deps = match AgentDeps::build(home, loaded, store.clone(), answerer) {
+    let prompts = if interactive {
+        UserPrompts {
+            approval: Some(approval_prompt(Arc::clone(&lines))),
+            clarify: Some(clarify_prompt(Arc::clone(&lines))),
+        }
+    } else {
+        UserPrompts::default()
+    };
+    let deps = match AgentDeps::build(home, loaded, store.clone(), prompts) {
         Ok(deps) => Arc::new(deps),
         Err(e) => {
             eprintln!("error: {e}");
@@ -164,6 +211,9 @@ async fn one_turn(agent: &mut Agent, text: &str, interactive: bool) -> Result<bo
                     streamed = true;
                     print!("{t}");
                     let _ = std::io::stdout().flush();
+                }
+                AgentEvent::StreamRestart if streamed => {
+                    eprintln!("\n  (the model connection was retried; the reply starts over)");
                 }
                 AgentEvent::ToolStarted { emoji, name, preview, .. } => {
                     eprintln!("  {emoji} {name}: {preview}");

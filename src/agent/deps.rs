@@ -1,0 +1,194 @@
+//! Everything an agent needs, built once per process and shared by every session's agent:
+//! the model client, the tool registry and its shared state, the store and the settings.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::provider::{ModelClient, ProviderError};
+use super::prompt;
+use crate::config::{Config, LoadedConfig};
+use crate::home::HermesHome;
+use crate::state::Store;
+use crate::tools::approval::{ApprovalGate, ApprovalPrompt, ApprovalSettings};
+use crate::tools::clarify::ClarifyCallback;
+use crate::tools::delegate::DelegationLimits;
+use crate::tools::memory::MemoryStore;
+use crate::tools::process_registry::ProcessRegistry;
+use crate::tools::todo::TodoStore;
+use crate::tools::{ToolCtx, ToolLimits, ToolRegistry, builtin_registry};
+
+/// The context window assumed when neither config nor the model says otherwise.
+pub const DEFAULT_CONTEXT_LENGTH: usize = 128_000;
+/// Model calls a sub-agent may make (`delegation.max_iterations` in Hermes).
+pub const DELEGATE_MAX_TURNS: u32 = 50;
+
+/// Loop settings taken from the validated configuration.
+#[derive(Debug, Clone)]
+pub struct AgentSettings {
+    pub max_turns: u32,
+    pub context_length: usize,
+    pub compression_enabled: bool,
+    pub compression_threshold: f64,
+    pub protect_last_n: usize,
+    pub stream: bool,
+    pub enabled_toolsets: Option<Vec<String>>,
+    pub disabled_toolsets: Vec<String>,
+    pub cwd: PathBuf,
+}
+
+impl AgentSettings {
+    pub fn from_config(config: &Config, cwd: PathBuf) -> Self {
+        Self {
+            max_turns: config.agent.max_turns,
+            context_length: config
+                .model
+                .context_length
+                .map(|n| n as usize)
+                .unwrap_or(DEFAULT_CONTEXT_LENGTH),
+            compression_enabled: config.compression.enabled,
+            compression_threshold: config.compression.threshold,
+            protect_last_n: config.compression.protect_last_n as usize,
+            stream: true,
+            enabled_toolsets: None,
+            disabled_toolsets: Vec::new(),
+            cwd,
+        }
+    }
+}
+
+/// How the agent reaches the person it works for (terminal prompts, chat buttons).
+#[derive(Default, Clone)]
+pub struct UserPrompts {
+    pub approval: Option<ApprovalPrompt>,
+    pub clarify: Option<ClarifyCallback>,
+}
+
+/// The shared dependencies of every agent in this process.
+pub struct AgentDeps {
+    pub client: ModelClient,
+    pub registry: ToolRegistry,
+    pub store: Store,
+    pub settings: AgentSettings,
+    pub home: HermesHome,
+    pub approvals: Arc<ApprovalGate>,
+    pub processes: Arc<ProcessRegistry>,
+    pub memory: Arc<MemoryStore>,
+    pub clarify: Option<ClarifyCallback>,
+    pub delegation: DelegationLimits,
+    pub limits: ToolLimits,
+    pub env: BTreeMap<String, String>,
+    todos: Mutex<HashMap<String, Arc<TodoStore>>>,
+}
+
+impl std::fmt::Debug for AgentDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentDeps")
+            .field("home", &self.home)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentDeps {
+    /// Builds the dependencies from the loaded configuration. Fails with one clear line when
+    /// no model provider is configured.
+    pub fn build(
+        home: &HermesHome,
+        loaded: &LoadedConfig,
+        store: Store,
+        prompts: UserPrompts,
+    ) -> Result<Self, ProviderError> {
+        let client = ModelClient::from_config(&loaded.config)?;
+        Ok(Self::with_client(home, loaded, store, prompts, client))
+    }
+
+    /// As [`AgentDeps::build`] with an explicit model client (tests, benchmarks).
+    pub fn with_client(
+        home: &HermesHome,
+        loaded: &LoadedConfig,
+        store: Store,
+        prompts: UserPrompts,
+        client: ModelClient,
+    ) -> Self {
+        let config = &loaded.config;
+        let cwd = std::env::current_dir().unwrap_or_else(|_| home.path().to_path_buf());
+        let mut approval = ApprovalSettings::new(home.config_yaml());
+        approval.mode = config.approvals.mode;
+        approval.timeout = std::time::Duration::from_secs(config.approvals.timeout_secs);
+        approval.command_allowlist = config.command_allowlist.clone();
+        let memory = MemoryStore::open(home).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read MEMORY.md/USER.md; starting with empty memory");
+            MemoryStore::new(home, crate::tools::memory::DEFAULT_MEMORY_CHARS, crate::tools::memory::DEFAULT_USER_CHARS)
+        });
+        Self {
+            client,
+            registry: builtin_registry(),
+            store,
+            settings: AgentSettings::from_config(config, cwd),
+            home: home.clone(),
+            approvals: Arc::new(ApprovalGate::new(approval, prompts.approval)),
+            processes: Arc::new(ProcessRegistry::new()),
+            memory: Arc::new(memory),
+            clarify: prompts.clarify,
+            delegation: DelegationLimits::default(),
+            limits: ToolLimits::default(),
+            env: loaded.env.clone(),
+            todos: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The model name recorded on new sessions.
+    pub fn model_name(&self) -> String {
+        self.client
+            .endpoints()
+            .first()
+            .map(|e| e.model.clone())
+            .unwrap_or_default()
+    }
+
+    /// The system prompt for a new conversation (stable for its whole life).
+    pub fn system_prompt(&self) -> String {
+        prompt::build(&self.memory, &self.settings.cwd)
+    }
+
+    /// The tool definitions offered to the model; sub-agents past the spawn depth cannot
+    /// delegate further.
+    pub fn tool_definitions(&self, session_id: &str, depth: u32) -> Vec<Value> {
+        let ctx = self.tool_ctx(session_id, CancellationToken::new());
+        let mut definitions = self.registry.definitions(
+            self.settings.enabled_toolsets.as_deref(),
+            &self.settings.disabled_toolsets,
+            &ctx,
+        );
+        if depth as usize >= self.delegation.max_spawn_depth {
+            definitions.retain(|d| d["function"]["name"] != "delegate_task");
+        }
+        definitions
+    }
+
+    pub fn tool_ctx(&self, session_id: &str, cancel: CancellationToken) -> ToolCtx {
+        ToolCtx {
+            home: self.home.clone(),
+            cwd: self.settings.cwd.clone(),
+            allowed_roots: vec![self.settings.cwd.clone(), self.home.path().to_path_buf()],
+            session_id: session_id.to_owned(),
+            store: Some(self.store.clone()),
+            approvals: Arc::clone(&self.approvals),
+            processes: Arc::clone(&self.processes),
+            cancel,
+            env: self.env.clone(),
+            clarify: self.clarify.clone(),
+            limits: self.limits,
+        }
+    }
+
+    /// The session's to-do list (kept in memory for the process's life).
+    pub fn todos(&self, session_id: &str) -> Arc<TodoStore> {
+        let mut todos = self.todos.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(todos.entry(session_id.to_owned()).or_default())
+    }
+}

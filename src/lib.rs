@@ -7,3 +7,4 @@ pub mod cli;
 pub mod config;
 pub mod home;
 pub mod state;
+pub mod tools;

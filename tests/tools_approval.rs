@@ -343,3 +343,26 @@ async fn an_unparsable_config_is_left_alone_but_the_approval_holds() {
     assert_eq!(gate.check("s2", DANGEROUS).await, ApprovalOutcome::Allowed);
     assert_eq!(recorder.calls.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn settings_come_from_the_validated_config() {
+    let mut config = hermesd::config::Config::default();
+    config.approvals.timeout_secs = 15;
+    config.approvals.mode = ApprovalMode::Off;
+    config.command_allowlist = vec!["recursive delete".into()];
+    let home = hermesd::home::HermesHome::at("/srv/hermes");
+    let env = [("HOME", "/home/ada"), ("SUDO_PASSWORD", "pw")]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let s = ApprovalSettings::from_config(&config, &home, &env);
+    assert_eq!(s.mode, ApprovalMode::Off);
+    assert_eq!(s.timeout, Duration::from_secs(15));
+    assert_eq!(s.command_allowlist, ["recursive delete"]);
+    assert_eq!(
+        s.config_path,
+        std::path::Path::new("/srv/hermes/config.yaml")
+    );
+    assert_eq!(s.detection.user_homes[0], "/home/ada");
+    assert!(s.sudo_password_configured);
+}

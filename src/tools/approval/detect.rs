@@ -10,9 +10,8 @@ use super::exec_flags::{MALFORMED_EXEC_DESCRIPTION, execution_flag_findings};
 use super::grep_safe::grep_safe_variant;
 use super::normalize::{DetectionEnv, normalize_command_for_detection};
 use super::patterns::{DANGEROUS, HARDLINE, Pattern, is_match};
-use super::shell::{
-    chars, command_word_spans, deobfuscate_word, mark_command_starts, shlex_split, string,
-};
+use super::shell::{chars, command_word_spans, mark_command_starts, string};
+use super::words::{deobfuscate_word, shlex_split};
 
 const MAX_DETECTION_COMMAND_CHARS: usize = 128_000;
 const MAX_SEPARATOR_FREE_COMMAND_CHARS: usize = 4_096;

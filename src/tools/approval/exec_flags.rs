@@ -7,9 +7,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::shell::{
-    basename, chars, command_word_spans, deobfuscate_word, shlex_tokens, string, top_level_segments,
-};
+use super::shell::{basename, chars, command_word_spans, string, top_level_segments};
+use super::words::{deobfuscate_word, shlex_tokens};
 
 pub const MALFORMED_EXEC_DESCRIPTION: &str = "command parser limit or malformed executable payload";
 

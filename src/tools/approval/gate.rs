@@ -92,6 +92,33 @@ pub struct ApprovalSettings {
 }
 
 impl ApprovalSettings {
+    /// The settings a daemon runs with: `approvals.*` and `command_allowlist` from the
+    /// validated config, "always" answers persisted to the home's `config.yaml`, and home
+    /// folding and the `SUDO_PASSWORD` check taken from `env`.
+    pub fn from_config(
+        config: &crate::config::Config,
+        home: &crate::home::HermesHome,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Self {
+        let user_home = env
+            .get("HOME")
+            .filter(|h| !h.is_empty())
+            .map(std::path::Path::new);
+        let temp_dir = env
+            .get("TMPDIR")
+            .filter(|t| t.starts_with('/'))
+            .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+        Self {
+            mode: config.approvals.mode,
+            timeout: Duration::from_secs(config.approvals.timeout_secs),
+            command_allowlist: config.command_allowlist.clone(),
+            deny: Vec::new(),
+            config_path: home.config_yaml(),
+            detection: DetectionEnv::new(user_home, Some(home.path()), &temp_dir),
+            sudo_password_configured: env.get("SUDO_PASSWORD").is_some_and(|p| !p.is_empty()),
+        }
+    }
+
     pub fn new(config_path: impl Into<PathBuf>) -> Self {
         Self {
             mode: ApprovalMode::Manual,

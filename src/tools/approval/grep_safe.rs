@@ -2,9 +2,8 @@
 //! `_quoted_grep_pattern_spans`): `grep -P '(rm -rf /|x)'` searches text, it runs nothing.
 //! An ambiguous or malformed grep parse hides nothing and is reported, so callers fail closed.
 
-use super::shell::{
-    basename, chars, command_word_spans, deobfuscate_word, string, top_level_segments,
-};
+use super::shell::{basename, chars, command_word_spans, string, top_level_segments};
+use super::words::deobfuscate_word;
 
 /// A shell word with its span and whether it is wholly single-quoted (inert data).
 struct Token {

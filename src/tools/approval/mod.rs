@@ -12,6 +12,7 @@ mod normalize;
 mod pattern_tests;
 mod patterns;
 mod shell;
+mod words;
 
 pub use allowlist::{
     AllowlistChange, AllowlistError, append_to_command_allowlist, write_atomically,

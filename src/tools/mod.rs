@@ -8,4 +8,28 @@
 
 pub mod ansi;
 pub mod approval;
+pub mod builtin;
+pub mod clarify;
+mod coerce;
+pub mod context;
+mod env;
+pub mod error;
 pub mod fnmatch;
+pub mod local;
+pub mod output;
+pub mod process_registry;
+pub mod process_tool;
+pub mod registry;
+pub mod terminal;
+pub mod timefmt;
+pub mod toolsets;
+
+pub use builtin::builtin_registry;
+pub use context::{ToolCtx, ToolLimits};
+pub use error::ToolError;
+pub use registry::{AGENT_LEVEL_TOOLS, CheckFn, Handler, ToolEntry, ToolRegistry};
+
+/// `{"error": message}` — the Python `tool_error()` helper.
+pub fn tool_error(message: impl Into<String>) -> String {
+    serde_json::json!({ "error": message.into() }).to_string()
+}

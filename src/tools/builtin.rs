@@ -2,7 +2,7 @@
 
 use super::context::ToolLimits;
 use super::registry::ToolRegistry;
-use super::{clarify, process_tool, terminal};
+use super::{clarify, files, process_tool, terminal};
 
 /// Every built-in tool, with default limits.
 pub fn builtin_registry() -> ToolRegistry {
@@ -14,6 +14,9 @@ pub fn builtin_registry_with(limits: &ToolLimits) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     registry.register(terminal::entry(limits));
     registry.register(process_tool::entry());
+    for entry in files::entries() {
+        registry.register(entry);
+    }
     registry.register(clarify::entry());
     registry
 }

@@ -355,3 +355,35 @@ async fn background_processes_can_be_polled_fed_waited_and_killed() {
             .starts_with("Unknown process action: explode.")
     );
 }
+
+#[tokio::test]
+async fn dropping_the_call_kills_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx(dir.path());
+    let pidfile = dir.path().join("shell.pid");
+    let command = format!(
+        "echo $$ > {}.tmp; mv {0}.tmp {0}; sleep 60",
+        pidfile.display()
+    );
+    let task = tokio::spawn({
+        let ctx = ctx.clone();
+        async move { run(&ctx, "terminal", json!({"command": command})).await }
+    });
+    wait_for_file(&pidfile).await;
+    task.abort();
+    let _ = task.await;
+    let shell: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SIGKILL is delivered asynchronously; wait (bounded) for the kernel to finish it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while pid_alive(shell) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "shell {shell} outlived its tool call"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

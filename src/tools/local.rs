@@ -178,6 +178,7 @@ pub async fn run_foreground(
         mut output,
         pgid,
     } = spawn(command)?;
+    let guard = GroupGuard(pgid);
     let mut collector = BoundedOutput::new(max_chars);
     let mut decoder = Utf8Decoder::default();
     let deadline = tokio::time::Instant::now() + timeout;
@@ -238,5 +239,24 @@ pub async fn run_foreground(
             }
         }
     };
+    guard.disarm();
     Ok(result)
+}
+
+/// Kills the process group if the caller stops awaiting the command (the agent turn was
+/// dropped), so no shell outlives the tool call that started it.
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            let _ = kill_process_group(pgid, Signal::KILL);
+        }
+    }
 }

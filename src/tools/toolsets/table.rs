@@ -8,7 +8,7 @@ pub struct Toolset {
     pub description: &'static str,
     pub tools: &'static [&'static str],
     pub includes: &'static [&'static str],
-    /// Posture toolsets re-list core tools without owning them (see [`resolve_toolsets`]).
+    /// Posture toolsets re-list core tools without owning them (see [`super::resolve_toolsets`]).
     pub posture: bool,
 }
 

@@ -267,8 +267,9 @@ fn run_check(check: &CheckFn, ctx: &ToolCtx) -> bool {
 }
 
 /// Parses model-emitted arguments: empty means `{}`, anything but a JSON object is refused
-/// with the Python agent's "Invalid tool arguments" result.
-fn parse_arguments(raw: &str) -> Result<Value, String> {
+/// with the Python agent's "Invalid tool arguments" result (the `Err` is that result). The
+/// agent loop uses it for the tools it intercepts before [`ToolRegistry::dispatch`].
+pub fn parse_arguments(raw: &str) -> Result<Value, String> {
     if raw.trim().is_empty() {
         return Ok(Value::Object(serde_json::Map::new()));
     }

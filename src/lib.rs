@@ -10,3 +10,4 @@ pub mod config;
 pub mod gateway;
 pub mod home;
 pub mod state;
+pub mod tools;

@@ -1,0 +1,162 @@
+//! The `clarify` tool (Python `tools/clarify_tool.py`): a multiple-choice or open-ended
+//! question the loop forwards to the user through a [`ClarifyCallback`]. It is interactive,
+//! so the loop runs it on its own, never alongside other tool calls.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::context::ToolCtx;
+use super::error::ToolError;
+use super::registry::{ToolEntry, handler};
+use super::tool_error;
+
+/// Predefined answers offered at most; the UI always adds "Other (type your answer)".
+pub const MAX_CHOICES: usize = 4;
+
+/// A question for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClarifyRequest {
+    pub session_id: String,
+    pub question: String,
+    /// `None` for an open-ended question.
+    pub choices: Option<Vec<String>>,
+}
+
+/// Asks the user and resolves to their answer (a choice or free text), or an error text
+/// when the question could not be asked.
+pub type ClarifyCallback =
+    Arc<dyn Fn(ClarifyRequest) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
+
+/// One choice as display text: strings as they are; objects by `label`, `description`,
+/// `text` or `title`; lists joined. Anything else unusable is dropped.
+fn flatten_choice(choice: &Value) -> String {
+    match choice {
+        Value::Null => String::new(),
+        Value::String(s) => s.trim().to_owned(),
+        Value::Object(map) => ["label", "description", "text", "title"]
+            .iter()
+            .find_map(|key| {
+                map.get(*key)
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+            })
+            .unwrap_or_default()
+            .to_owned(),
+        Value::Array(items) => items
+            .iter()
+            .map(flatten_choice)
+            .collect::<Vec<_>>()
+            .join(" ")
+            .trim()
+            .to_owned(),
+        other => other.to_string().trim().to_owned(),
+    }
+}
+
+/// Validates the arguments into a request, or returns the Python error result.
+pub fn parse_request(session_id: &str, args: &Value) -> Result<ClarifyRequest, String> {
+    let question = args
+        .get("question")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim();
+    if question.is_empty() {
+        return Err(tool_error("Question text is required."));
+    }
+    let choices = match args.get("choices") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => {
+            let mut list: Vec<String> = items
+                .iter()
+                .map(flatten_choice)
+                .filter(|c| !c.is_empty())
+                .collect();
+            list.truncate(MAX_CHOICES);
+            (!list.is_empty()).then_some(list)
+        }
+        Some(_) => return Err(tool_error("choices must be a list of strings.")),
+    };
+    Ok(ClarifyRequest {
+        session_id: session_id.to_owned(),
+        question: question.to_owned(),
+        choices,
+    })
+}
+
+/// Runs the tool: asks through `callback` and reports the answer as Python does.
+pub async fn clarify(callback: Option<&ClarifyCallback>, session_id: &str, args: &Value) -> String {
+    let request = match parse_request(session_id, args) {
+        Ok(request) => request,
+        Err(error) => return error,
+    };
+    let Some(callback) = callback else {
+        return tool_error("Clarify tool is not available in this execution context.");
+    };
+    let question = request.question.clone();
+    let choices = request.choices.clone();
+    match callback(request).await {
+        Ok(answer) => json!({
+            "question": question,
+            "choices_offered": choices,
+            "user_response": answer.trim(),
+        })
+        .to_string(),
+        Err(e) => tool_error(format!("Failed to get user input: {e}")),
+    }
+}
+
+pub fn schema() -> Value {
+    json!({
+        "name": "clarify",
+        "description": "Ask the user a question when you need clarification, feedback, or a decision before proceeding. Supports two modes:\n\n1. **Multiple choice** — provide up to 4 choices. The user picks one or types their own answer via a 5th 'Other' option.\n2. **Open-ended** — omit choices entirely. The user types a free-form response.\n\nCRITICAL: when you are offering options, put each option ONLY in the `choices` array — NEVER enumerate the options inside the `question` text. The UI renders `choices` as selectable rows; options written into the question string render as dead prose the user can't pick. Right: question='Which deployment target?', choices=['staging', 'prod']. Wrong: question='Which target? 1) staging 2) prod', choices=[].\n\nUse this tool when:\n- The task is ambiguous and you need the user to choose an approach\n- You want post-task feedback ('How did that work out?')\n- You want to offer to save a skill or update memory\n- A decision has meaningful trade-offs the user should weigh in on\n\nDo NOT use this tool for simple yes/no confirmation of dangerous commands (the terminal tool handles that). Prefer making a reasonable default choice yourself when the decision is low-stakes.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "question": {
+                    "type": "string",
+                    "description": "The question itself, and ONLY the question (e.g. 'Which deployment target?'). Do NOT embed the answer options here — pass them as separate elements in `choices`."
+                },
+                "choices": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "maxItems": MAX_CHOICES,
+                    "description": "REQUIRED whenever you are presenting selectable options: each distinct option is its own array element (up to 4). The UI renders these as pickable rows and auto-appends an 'Other (type your answer)' option. Omit this parameter entirely ONLY for a genuinely open-ended free-text question."
+                }
+            },
+            "required": ["question"]
+        }
+    })
+}
+
+pub fn entry() -> ToolEntry {
+    ToolEntry::new(
+        "clarify",
+        "clarify",
+        schema(),
+        handler(|ctx: ToolCtx, args: Value| async move {
+            Ok::<_, ToolError>(clarify(ctx.clarify.as_ref(), &ctx.session_id, &args).await)
+        }),
+    )
+    .with_emoji("❓")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_are_flattened_trimmed_and_capped() {
+        let args = json!({"question": " Which? ", "choices": [
+            " a ", {"description": "b"}, {"name": "dropped"}, ["c", "d"], 5, "e", "f"]});
+        let request = parse_request("s", &args).unwrap();
+        assert_eq!(request.question, "Which?");
+        assert_eq!(request.choices.unwrap(), ["a", "b", "c d", "5"]);
+        let open = parse_request("s", &json!({"question": "x", "choices": []})).unwrap();
+        assert_eq!(open.choices, None);
+        assert!(parse_request("s", &json!({"question": "  "})).is_err());
+        assert!(parse_request("s", &json!({"question": "x", "choices": "a"})).is_err());
+    }
+}

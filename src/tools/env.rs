@@ -1,0 +1,178 @@
+//! The environment a command sees (Python `_make_run_env`): the caller's environment minus
+//! Hermes-managed secrets (provider keys, bot tokens, relay secrets), with a sane `PATH`,
+//! `HERMES_HOME` set and virtualenv markers removed. `_HERMES_FORCE_<NAME>` passes a
+//! blocked variable through on purpose.
+
+use std::collections::BTreeMap;
+
+use crate::home::HermesHome;
+
+const FORCE_PREFIX: &str = "_HERMES_FORCE_";
+
+/// Provider, tool and messaging secrets the agent's shell must not see.
+const BLOCKLIST: &[&str] = &[
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_API_BASE",
+    "OPENAI_ORG_ID",
+    "OPENAI_ORGANIZATION",
+    "OPENROUTER_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_TOKEN",
+    "LLM_MODEL",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "VERTEX_CREDENTIALS_PATH",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "DEEPSEEK_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "TOGETHER_API_KEY",
+    "PERPLEXITY_API_KEY",
+    "COHERE_API_KEY",
+    "FIREWORKS_API_KEY",
+    "XAI_API_KEY",
+    "HELICONE_API_KEY",
+    "PARALLEL_API_KEY",
+    "FIRECRAWL_API_KEY",
+    "FIRECRAWL_API_URL",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "TELEGRAM_BOT_TOKEN",
+    "TELEGRAM_HOME_CHANNEL",
+    "TELEGRAM_HOME_CHANNEL_NAME",
+    "DISCORD_BOT_TOKEN",
+    "DISCORD_HOME_CHANNEL",
+    "DISCORD_HOME_CHANNEL_NAME",
+    "DISCORD_REQUIRE_MENTION",
+    "DISCORD_FREE_RESPONSE_CHANNELS",
+    "DISCORD_AUTO_THREAD",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_HOME_CHANNEL",
+    "SLACK_HOME_CHANNEL_NAME",
+    "SLACK_ALLOWED_USERS",
+    "WHATSAPP_ENABLED",
+    "WHATSAPP_MODE",
+    "WHATSAPP_ALLOWED_USERS",
+    "SIGNAL_HTTP_URL",
+    "SIGNAL_ACCOUNT",
+    "SIGNAL_ALLOWED_USERS",
+    "SIGNAL_GROUP_ALLOWED_USERS",
+    "SIGNAL_HOME_CHANNEL",
+    "SIGNAL_HOME_CHANNEL_NAME",
+    "SIGNAL_IGNORE_STORIES",
+    "HASS_TOKEN",
+    "HASS_URL",
+    "EMAIL_ADDRESS",
+    "EMAIL_PASSWORD",
+    "EMAIL_IMAP_HOST",
+    "EMAIL_SMTP_HOST",
+    "EMAIL_HOME_ADDRESS",
+    "EMAIL_HOME_ADDRESS_NAME",
+    "HERMES_DASHBOARD_SESSION_TOKEN",
+    "GATEWAY_ALLOWED_USERS",
+    "GATEWAY_ALLOW_ALL_USERS",
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "GITHUB_APP_ID",
+    "GITHUB_APP_PRIVATE_KEY_PATH",
+    "GITHUB_APP_INSTALLATION_ID",
+    "MODAL_TOKEN_ID",
+    "MODAL_TOKEN_SECRET",
+    "DAYTONA_API_KEY",
+    "GATEWAY_RELAY_ID",
+    "GATEWAY_RELAY_SECRET",
+    "GATEWAY_RELAY_DELIVERY_KEY",
+    "API_SERVER_KEY",
+    "SUDO_PASSWORD",
+];
+
+/// Markers of the daemon's own virtualenv, which would redirect another project's tools.
+const VENV_MARKERS: [&str; 2] = ["VIRTUAL_ENV", "CONDA_PREFIX"];
+
+const SANE_PATH: &str = "/opt/homebrew/bin:/opt/homebrew/sbin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Secrets injected under dynamic names (`AUXILIARY_<TASK>_API_KEY`, relay secrets).
+fn is_internal_secret(key: &str) -> bool {
+    let upper = key.to_ascii_uppercase();
+    (upper.starts_with("AUXILIARY_")
+        && (upper.ends_with("_API_KEY") || upper.ends_with("_BASE_URL")))
+        || (upper.starts_with("GATEWAY_RELAY_")
+            && (upper.ends_with("_SECRET") || upper.ends_with("_KEY") || upper.ends_with("_TOKEN")))
+}
+
+/// The caller's `PATH`, de-duplicated without empty entries, with the standard system
+/// directories appended when missing.
+pub fn sane_path(existing: &str) -> String {
+    let mut entries: Vec<&str> = Vec::new();
+    for entry in existing.split(':').chain(SANE_PATH.split(':')) {
+        if !entry.is_empty() && !entries.contains(&entry) {
+            entries.push(entry);
+        }
+    }
+    entries.join(":")
+}
+
+/// The environment for a terminal command.
+pub fn command_env(base: &BTreeMap<String, String>, home: &HermesHome) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for (key, value) in base {
+        if let Some(real) = key.strip_prefix(FORCE_PREFIX) {
+            if !is_internal_secret(real) {
+                env.insert(real.to_owned(), value.clone());
+            }
+        } else if !is_internal_secret(key) && !BLOCKLIST.contains(&key.as_str()) {
+            env.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
+    let path = env.get("PATH").cloned().unwrap_or_default();
+    env.insert("PATH".to_owned(), sane_path(&path));
+    for (key, value) in home.child_env() {
+        env.insert(key.to_owned(), value.display().to_string());
+    }
+    for marker in VENV_MARKERS {
+        env.remove(marker);
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_stripped_and_force_passes_through() {
+        let base: BTreeMap<String, String> = [
+            ("OPENAI_API_KEY", "sk"),
+            ("TELEGRAM_BOT_TOKEN", "t"),
+            ("AUXILIARY_VISION_API_KEY", "a"),
+            ("GATEWAY_RELAY_X_TOKEN", "r"),
+            ("_HERMES_FORCE_GH_TOKEN", "gh"),
+            ("VIRTUAL_ENV", "/venv"),
+            ("PATH", "/custom/bin::/usr/bin:/custom/bin"),
+            ("LANG", "C.UTF-8"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let env = command_env(&base, &HermesHome::at("/h"));
+        assert_eq!(env.get("GH_TOKEN").map(String::as_str), Some("gh"));
+        assert_eq!(env.get("LANG").map(String::as_str), Some("C.UTF-8"));
+        assert_eq!(env.get("HERMES_HOME").map(String::as_str), Some("/h"));
+        for gone in [
+            "OPENAI_API_KEY",
+            "TELEGRAM_BOT_TOKEN",
+            "AUXILIARY_VISION_API_KEY",
+            "GATEWAY_RELAY_X_TOKEN",
+            "VIRTUAL_ENV",
+            "_HERMES_FORCE_GH_TOKEN",
+        ] {
+            assert!(!env.contains_key(gone), "{gone}");
+        }
+        let path = &env["PATH"];
+        assert!(path.starts_with("/custom/bin:/usr/bin:"), "{path}");
+        assert!(path.ends_with(":/sbin:/bin"));
+    }
+}

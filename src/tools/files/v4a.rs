@@ -1,0 +1,458 @@
+//! The V4A multi-file patch format (Python `tools/patch_parser.py`): `*** Update File:`,
+//! `*** Add File:`, `*** Delete File:` and `*** Move File: a -> b`, applied in two phases —
+//! everything is validated first and nothing is written if any hunk fails. Hunks match
+//! exactly (Python falls back to fuzzy matching).
+
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Value, json};
+
+use super::diff::unified_diff;
+use super::text::strip_bom;
+use super::write::{read_text, replace_exact, write_preserving};
+use crate::tools::context::ToolCtx;
+use crate::tools::paths::{resolve, write_block_error};
+use crate::tools::tool_error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperationKind {
+    Add,
+    Update,
+    Delete,
+    Move,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Hunk {
+    pub context_hint: Option<String>,
+    /// `(prefix, text)` with prefix `' '`, `'-'` or `'+'`.
+    pub lines: Vec<(char, String)>,
+}
+
+/// One file operation of a patch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchOperation {
+    pub kind: OperationKind,
+    pub path: String,
+    pub new_path: Option<String>,
+    pub hunks: Vec<Hunk>,
+}
+
+static UPDATE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\*\*\*\s*Update\s+File:\s*(.+)").expect("regex"));
+static ADD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\*\*\*\s*Add\s+File:\s*(.+)").expect("regex"));
+static DELETE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\*\*\*\s*Delete\s+File:\s*(.+)").expect("regex"));
+static MOVE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\*\*\*\s*Move\s+File:\s*(.+?)\s*->\s*(.+)").expect("regex"));
+static HINT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^@@\s*(.+?)\s*@@").expect("regex"));
+
+fn close(op: Option<PatchOperation>, hunk: Option<Hunk>, ops: &mut Vec<PatchOperation>) {
+    if let Some(mut op) = op {
+        if let Some(hunk) = hunk.filter(|h| !h.lines.is_empty()) {
+            op.hunks.push(hunk);
+        }
+        ops.push(op);
+    }
+}
+
+/// Parses a V4A patch; an error names every malformed operation.
+pub fn parse_v4a_patch(text: &str) -> Result<Vec<PatchOperation>, String> {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let start = lines
+        .iter()
+        .position(|l| l.contains("*** Begin Patch") || l.contains("***Begin Patch"))
+        .map_or(0, |i| i + 1);
+    let end = lines
+        .iter()
+        .position(|l| l.contains("*** End Patch") || l.contains("***End Patch"))
+        .unwrap_or(lines.len());
+    let mut ops = Vec::new();
+    let mut current: Option<PatchOperation> = None;
+    let mut hunk: Option<Hunk> = None;
+    for line in lines.iter().take(end).skip(start) {
+        let header = |kind, path: &str| PatchOperation {
+            kind,
+            path: path.trim().to_owned(),
+            new_path: None,
+            hunks: Vec::new(),
+        };
+        if let Some(c) = UPDATE.captures(line) {
+            close(current.take(), hunk.take(), &mut ops);
+            current = Some(header(OperationKind::Update, &c[1]));
+        } else if let Some(c) = ADD.captures(line) {
+            close(current.take(), hunk.take(), &mut ops);
+            current = Some(header(OperationKind::Add, &c[1]));
+            hunk = Some(Hunk::default());
+        } else if let Some(c) = DELETE.captures(line) {
+            close(current.take(), hunk.take(), &mut ops);
+            ops.push(header(OperationKind::Delete, &c[1]));
+        } else if let Some(c) = MOVE.captures(line) {
+            close(current.take(), hunk.take(), &mut ops);
+            let mut op = header(OperationKind::Move, &c[1]);
+            op.new_path = Some(c[2].trim().to_owned());
+            ops.push(op);
+        } else if line.starts_with("@@") {
+            if let Some(op) = current.as_mut() {
+                if let Some(h) = hunk.take().filter(|h| !h.lines.is_empty()) {
+                    op.hunks.push(h);
+                }
+                hunk = Some(Hunk {
+                    context_hint: HINT.captures(line).map(|c| c[1].to_owned()),
+                    lines: Vec::new(),
+                });
+            }
+        } else if current.is_some() && !line.is_empty() {
+            let h = hunk.get_or_insert_with(Hunk::default);
+            match line.chars().next() {
+                Some(p @ ('+' | '-' | ' ')) => h.lines.push((p, line[1..].to_owned())),
+                Some('\\') => {}
+                _ => h.lines.push((' ', (*line).to_owned())),
+            }
+        }
+    }
+    close(current, hunk, &mut ops);
+    let mut errors = Vec::new();
+    for op in &ops {
+        if op.path.is_empty() {
+            errors.push("Operation with empty file path".to_owned());
+        }
+        if op.kind == OperationKind::Update && op.hunks.is_empty() {
+            errors.push(format!("UPDATE '{}': no hunks found", op.path));
+        }
+        if op.kind == OperationKind::Move && op.new_path.as_deref().is_none_or(str::is_empty) {
+            errors.push(format!(
+                "MOVE '{}': missing destination path (expected 'src -> dst')",
+                op.path
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(ops)
+    } else {
+        Err(format!("Parse error: {}", errors.join("; ")))
+    }
+}
+
+fn hunk_parts(hunk: &Hunk) -> (Vec<&str>, Vec<&str>, bool) {
+    let search: Vec<&str> = hunk
+        .lines
+        .iter()
+        .filter(|(p, _)| *p != '+')
+        .map(|(_, l)| l.as_str())
+        .collect();
+    let replace: Vec<&str> = hunk
+        .lines
+        .iter()
+        .filter(|(p, _)| *p != '-')
+        .map(|(_, l)| l.as_str())
+        .collect();
+    let changes = hunk.lines.iter().any(|(p, _)| *p != ' ');
+    (search, replace, changes)
+}
+
+/// Applies the hunks of an update to `content`, or says which hunk failed.
+fn apply_hunks(path: &str, content: &str, hunks: &[Hunk]) -> Result<String, String> {
+    let mut current = content.to_owned();
+    for (index, hunk) in hunks.iter().enumerate() {
+        let (search, replace, changes) = hunk_parts(hunk);
+        if !changes {
+            continue;
+        }
+        let insert = replace.join("\n");
+        if search.is_empty() {
+            match &hunk.context_hint {
+                Some(hint) => match current.matches(hint.as_str()).count() {
+                    0 => {
+                        return Err(format!(
+                            "{path}: addition-only hunk context hint '{hint}' not found"
+                        ));
+                    }
+                    1 => {
+                        let at = current.find(hint.as_str()).unwrap_or(0);
+                        match current[at..].find('\n') {
+                            Some(eol) => current.insert_str(at + eol + 1, &format!("{insert}\n")),
+                            None => current = format!("{current}\n{insert}"),
+                        }
+                    }
+                    n => {
+                        return Err(format!(
+                            "{path}: addition-only hunk context hint '{hint}' is ambiguous ({n} occurrences)"
+                        ));
+                    }
+                },
+                None => current = format!("{}\n{insert}\n", current.trim_end_matches('\n')),
+            }
+            continue;
+        }
+        match replace_exact(&current, &search.join("\n"), &insert, false) {
+            Ok(updated) => current = updated,
+            Err(error) => {
+                let label = hunk
+                    .context_hint
+                    .as_ref()
+                    .map_or("(no hint)".to_owned(), |h| format!("'{h}'"));
+                return Err(format!(
+                    "{path}: hunk {} {label} not found — {error}",
+                    index + 1
+                ));
+            }
+        }
+    }
+    Ok(current)
+}
+
+fn traversal_error(path: &str) -> Option<String> {
+    std::path::Path::new(path)
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+        .then(|| tool_error(format!(
+            "V4A patch header contains '..' traversal: {path:?}. Use the agent's cwd-relative path (no '..') or an absolute path in '*** Update File:' / '*** Add File:' / '*** Delete File:' / '*** Move File:' headers."
+        )))
+}
+
+/// Validates, then applies a V4A patch; returns the tool result.
+pub fn apply_v4a(ctx: &ToolCtx, text: &str) -> String {
+    let ops = match parse_v4a_patch(text) {
+        Ok(ops) => ops,
+        Err(e) => {
+            return json!({"success": false, "error": format!("Failed to parse patch: {e}")})
+                .to_string();
+        }
+    };
+    // Resolve and check every path before touching anything.
+    let mut resolved_paths: Vec<(String, PathBuf)> = Vec::new();
+    for op in &ops {
+        for raw in std::iter::once(&op.path).chain(op.new_path.as_ref()) {
+            if let Some(error) = traversal_error(raw) {
+                return error;
+            }
+            let resolved = match resolve(ctx, raw) {
+                Ok(p) => p,
+                Err(e) => return tool_error(e.to_string()),
+            };
+            if let Some(message) = write_block_error(ctx, &resolved, raw) {
+                return tool_error(message);
+            }
+            resolved_paths.push((raw.clone(), resolved));
+        }
+    }
+    let path_of = |raw: &str| {
+        resolved_paths
+            .iter()
+            .find(|(r, _)| r == raw)
+            .map(|(_, p)| p.clone())
+            .unwrap_or_default()
+    };
+    // Phase 1: validate.
+    let mut errors = Vec::new();
+    let mut updates: Vec<(usize, String, String)> = Vec::new();
+    let mut real_changes = 0;
+    for (i, op) in ops.iter().enumerate() {
+        let path = path_of(&op.path);
+        match op.kind {
+            OperationKind::Update => match read_text(&path) {
+                None => errors.push(format!("{}: File not found: {}", op.path, op.path)),
+                Some(original) => {
+                    real_changes += op.hunks.iter().filter(|h| hunk_parts(h).2).count();
+                    let (content, _) = strip_bom(&original);
+                    match apply_hunks(&op.path, content, &op.hunks) {
+                        Ok(updated) => updates.push((i, content.to_owned(), updated)),
+                        Err(e) => errors.push(e),
+                    }
+                }
+            },
+            OperationKind::Delete => {
+                real_changes += 1;
+                if !path.is_file() {
+                    errors.push(format!("{}: file not found for deletion", op.path));
+                }
+            }
+            OperationKind::Move => {
+                real_changes += 1;
+                let dst = op.new_path.as_deref().unwrap_or_default();
+                if !path.is_file() {
+                    errors.push(format!("{}: source file not found for move", op.path));
+                }
+                if path_of(dst).exists() {
+                    errors.push(format!(
+                        "{dst}: destination already exists — move would overwrite"
+                    ));
+                }
+            }
+            OperationKind::Add => real_changes += 1,
+        }
+    }
+    if errors.is_empty() && real_changes == 0 {
+        errors.push("Patch contains no changes (only context lines were provided)".to_owned());
+    }
+    if !errors.is_empty() {
+        let listed: Vec<String> = errors.iter().map(|e| format!("  • {e}")).collect();
+        return json!({"success": false,
+            "error": format!("Patch validation failed (no files were modified):\n{}", listed.join("\n"))})
+        .to_string();
+    }
+    // Phase 2: apply.
+    let (mut modified, mut created, mut deleted, mut diffs, mut failures) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, op) in ops.iter().enumerate() {
+        let path = path_of(&op.path);
+        match op.kind {
+            OperationKind::Add => {
+                let lines: Vec<&str> = op
+                    .hunks
+                    .iter()
+                    .flat_map(|h| &h.lines)
+                    .filter(|(p, _)| *p == '+')
+                    .map(|(_, l)| l.as_str())
+                    .collect();
+                match write_preserving(&path, &op.path, &lines.join("\n")) {
+                    Ok(_) => {
+                        created.push(op.path.clone());
+                        let body: Vec<String> = lines.iter().map(|l| format!("+{l}")).collect();
+                        diffs.push(format!(
+                            "--- /dev/null\n+++ b/{}\n{}",
+                            op.path,
+                            body.join("\n")
+                        ));
+                    }
+                    Err(e) => failures.push(format!("Failed to add {}: {e}", op.path)),
+                }
+            }
+            OperationKind::Update => {
+                let Some((_, before, after)) = updates.iter().find(|(j, _, _)| *j == i) else {
+                    continue;
+                };
+                match write_preserving(&path, &op.path, after) {
+                    Ok(_) => {
+                        modified.push(op.path.clone());
+                        diffs.push(unified_diff(
+                            before,
+                            after,
+                            &format!("a/{}", op.path),
+                            &format!("b/{}", op.path),
+                        ));
+                    }
+                    Err(e) => failures.push(format!("Failed to update {}: {e}", op.path)),
+                }
+            }
+            OperationKind::Delete => {
+                let before = read_text(&path).unwrap_or_default();
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {
+                        deleted.push(op.path.clone());
+                        let diff =
+                            unified_diff(&before, "", &format!("a/{}", op.path), "/dev/null");
+                        diffs.push(if diff.is_empty() {
+                            format!("# Deleted: {}", op.path)
+                        } else {
+                            diff
+                        });
+                    }
+                    Err(e) => failures.push(format!("Failed to delete {}: {e}", op.path)),
+                }
+            }
+            OperationKind::Move => {
+                let dst_raw = op.new_path.clone().unwrap_or_default();
+                let dst = path_of(&dst_raw);
+                let moved = dst
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|()| std::fs::rename(&path, &dst));
+                match moved {
+                    Ok(()) => {
+                        modified.push(format!("{} -> {dst_raw}", op.path));
+                        diffs.push(format!("# Moved: {} -> {dst_raw}", op.path));
+                    }
+                    Err(e) => failures.push(format!("Failed to move {}: {e}", op.path)),
+                }
+            }
+        }
+    }
+    let mut result = json!({"success": failures.is_empty()});
+    let diff = diffs.join("\n");
+    if !diff.is_empty() {
+        result["diff"] = json!(diff);
+    }
+    if !modified.is_empty() {
+        result["files_modified"] = json!(modified);
+    }
+    if !created.is_empty() {
+        result["files_created"] = json!(created);
+    }
+    if !deleted.is_empty() {
+        result["files_deleted"] = json!(deleted);
+    }
+    if failures.is_empty() {
+        let all: Vec<String> = resolved_paths
+            .iter()
+            .map(|(_, p)| p.display().to_string())
+            .collect();
+        if all.len() == 1 {
+            result["resolved_path"] = json!(all[0]);
+        }
+        result["files_modified"] = Value::from(all);
+    } else {
+        let listed: Vec<String> = failures.iter().map(|e| format!("  • {e}")).collect();
+        result["error"] = json!(format!(
+            "Apply phase failed (state may be inconsistent — run `git diff` to assess):\n{}",
+            listed.join("\n")
+        ));
+    }
+    result.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_operation() {
+        let ops = parse_v4a_patch(
+            "*** Begin Patch\n*** Update File: a.txt\n@@ fn main @@\n ctx\n-old\n+new\n*** Add File: b.txt\n+one\n*** Delete File: c.txt\n*** Move File: d.txt -> e.txt\n*** End Patch",
+        )
+        .unwrap();
+        assert_eq!(ops.len(), 4);
+        assert_eq!(ops[0].kind, OperationKind::Update);
+        assert_eq!(ops[0].hunks[0].context_hint.as_deref(), Some("fn main"));
+        assert_eq!(
+            ops[0].hunks[0].lines,
+            vec![
+                (' ', "ctx".to_owned()),
+                ('-', "old".into()),
+                ('+', "new".into())
+            ]
+        );
+        assert_eq!(ops[1].hunks[0].lines, vec![('+', "one".to_owned())]);
+        assert_eq!(ops[2].kind, OperationKind::Delete);
+        assert_eq!(ops[3].new_path.as_deref(), Some("e.txt"));
+        let err = parse_v4a_patch("*** Update File: a.txt\n*** End Patch").unwrap_err();
+        assert_eq!(err, "Parse error: UPDATE 'a.txt': no hunks found");
+    }
+
+    #[test]
+    fn hunks_apply_in_order_and_fail_without_a_match() {
+        let hunk = |lines: &[(char, &str)]| Hunk {
+            context_hint: None,
+            lines: lines.iter().map(|(p, l)| (*p, (*l).to_owned())).collect(),
+        };
+        let content = "a\nb\nc\n";
+        let out = apply_hunks(
+            "f",
+            content,
+            &[
+                hunk(&[(' ', "a"), ('-', "b"), ('+', "B")]),
+                hunk(&[('-', "c"), ('+', "C")]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(out, "a\nB\nC\n");
+        let err = apply_hunks("f", content, &[hunk(&[('-', "zz"), ('+', "y")])]).unwrap_err();
+        assert!(err.starts_with("f: hunk 1 (no hint) not found"), "{err}");
+        let appended = apply_hunks("f", content, &[hunk(&[('+', "d")])]).unwrap();
+        assert_eq!(appended, "a\nb\nc\nd\n");
+    }
+}

@@ -1,0 +1,42 @@
+//! The tool runtime: the registry the agent loop dispatches through, toolsets, the built-in
+//! tools (terminal, files, memory, todo, clarify, session search, delegation) and the
+//! dangerous-command approval gate, ported from the Python Hermes `tools/` package.
+//!
+//! Every tool returns a JSON string for the model; no error escapes as anything else (see
+//! [`registry::ToolRegistry::dispatch`]). Tools receive their dependencies in a [`ToolCtx`]
+//! and never read the process environment.
+
+pub mod ansi;
+pub mod approval;
+pub mod builtin;
+pub mod clarify;
+mod coerce;
+pub mod context;
+pub mod delegate;
+mod env;
+pub mod error;
+pub mod files;
+pub mod fnmatch;
+pub mod local;
+pub mod memory;
+pub mod output;
+pub mod paths;
+pub mod process_registry;
+pub mod process_tool;
+pub mod registry;
+pub mod session_search;
+pub mod terminal;
+mod threats;
+pub mod timefmt;
+pub mod todo;
+pub mod toolsets;
+
+pub use builtin::builtin_registry;
+pub use context::{ToolCtx, ToolLimits};
+pub use error::ToolError;
+pub use registry::{AGENT_LEVEL_TOOLS, CheckFn, Handler, ToolEntry, ToolRegistry};
+
+/// `{"error": message}` — the Python `tool_error()` helper.
+pub fn tool_error(message: impl Into<String>) -> String {
+    serde_json::json!({ "error": message.into() }).to_string()
+}

@@ -1,0 +1,361 @@
+//! The tool registry: entries with the Python `registry.register()` fields, OpenAI function
+//! definitions filtered by toolsets and `check_fn`, and dispatch that always yields JSON.
+//!
+//! Errors are wrapped on two levels, as in Hermes: a failing or panicking handler becomes
+//! `{"error": "[TOOL_ERROR] Tool execution failed: <Kind>: <msg>"}` (Python's
+//! `registry.dispatch`), and anything that goes wrong around the handler becomes
+//! `{"error": "[TOOL_ERROR] Error executing <tool>: <msg>"}` (`handle_function_call`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, LazyLock};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use regex::Regex;
+use serde_json::{Value, json};
+
+use super::context::ToolCtx;
+use super::error::ToolError;
+use super::{coerce, toolsets};
+
+/// What a handler returns: the model-facing result string, or an error the registry wraps.
+pub type ToolFuture = BoxFuture<'static, Result<String, ToolError>>;
+/// A tool implementation.
+pub type Handler = Arc<dyn Fn(ToolCtx, Value) -> ToolFuture + Send + Sync>;
+/// An availability check; `false` (or a panic) hides the tool from the model.
+pub type CheckFn = Arc<dyn Fn(&ToolCtx) -> bool + Send + Sync>;
+
+/// Tools the agent loop intercepts because they need agent-level state. Their schemas are
+/// registered so the model sees them; their registry handlers only return a stub error.
+pub const AGENT_LEVEL_TOOLS: [&str; 4] = ["todo", "memory", "session_search", "delegate_task"];
+
+/// Tools that talk to the user and therefore run one at a time, never concurrently.
+const INTERACTIVE_TOOLS: [&str; 1] = ["clarify"];
+
+/// Wraps an async function as a [`Handler`].
+pub fn handler<F, Fut>(f: F) -> Handler
+where
+    F: Fn(ToolCtx, Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+{
+    Arc::new(move |ctx, args| Box::pin(f(ctx, args)))
+}
+
+/// Wraps a function as a [`CheckFn`].
+pub fn check_fn(f: impl Fn(&ToolCtx) -> bool + Send + Sync + 'static) -> CheckFn {
+    Arc::new(f)
+}
+
+/// One registered tool (the fields of Python's `ToolEntry`).
+#[derive(Clone)]
+pub struct ToolEntry {
+    pub name: String,
+    pub toolset: String,
+    /// The model-facing schema: `description` and `parameters`.
+    pub schema: Value,
+    pub handler: Handler,
+    pub check_fn: Option<CheckFn>,
+    /// Environment variables the tool needs (shown in UIs only).
+    pub requires_env: Vec<String>,
+    /// Informational: every Rust handler is async; Python distinguishes them.
+    pub is_async: bool,
+    /// Registry metadata; defaults to the schema's description.
+    pub description: String,
+    pub emoji: String,
+}
+
+impl ToolEntry {
+    pub fn new(name: &str, toolset: &str, schema: Value, handler: Handler) -> Self {
+        let description = schema
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        Self {
+            name: name.to_owned(),
+            toolset: toolset.to_owned(),
+            schema,
+            handler,
+            check_fn: None,
+            requires_env: Vec::new(),
+            is_async: true,
+            description,
+            emoji: String::new(),
+        }
+    }
+
+    pub fn with_check(mut self, check: CheckFn) -> Self {
+        self.check_fn = Some(check);
+        self
+    }
+
+    pub fn with_emoji(mut self, emoji: &str) -> Self {
+        self.emoji = emoji.to_owned();
+        self
+    }
+
+    pub fn with_requires_env(mut self, vars: &[&str]) -> Self {
+        self.requires_env = vars.iter().map(|v| (*v).to_owned()).collect();
+        self
+    }
+}
+
+impl fmt::Debug for ToolEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolEntry")
+            .field("name", &self.name)
+            .field("toolset", &self.toolset)
+            .field("has_check_fn", &self.check_fn.is_some())
+            .field("emoji", &self.emoji)
+            .finish_non_exhaustive()
+    }
+}
+
+/// All registered tools, by name. Build it once, then share it (it is read-only).
+#[derive(Debug, Default, Clone)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, ToolEntry>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool. A second registration under the same name replaces the first, with a
+    /// warning, as the seed describes.
+    pub fn register(&mut self, entry: ToolEntry) {
+        if let Some(existing) = self.tools.get(&entry.name) {
+            tracing::warn!(
+                tool = %entry.name,
+                old_toolset = %existing.toolset,
+                new_toolset = %entry.toolset,
+                "tool name collision; the later registration wins"
+            );
+        }
+        self.tools.insert(entry.name.clone(), entry);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.get(name)
+    }
+
+    /// Every registered tool name, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.keys().cloned().collect()
+    }
+
+    /// The emoji for a tool's progress display (Python's default is ⚡).
+    pub fn emoji(&self, name: &str) -> &str {
+        self.tools
+            .get(name)
+            .map(|e| e.emoji.as_str())
+            .filter(|e| !e.is_empty())
+            .unwrap_or("⚡")
+    }
+
+    /// Whether the loop must run this tool on its own (it waits for the user).
+    pub fn is_interactive(&self, name: &str) -> bool {
+        INTERACTIVE_TOOLS.contains(&name)
+    }
+
+    /// The OpenAI function definitions for the tools the toolsets select, sorted by name.
+    /// `enabled: None` means every toolset; `disabled` is subtracted last. Each distinct
+    /// `check_fn` runs at most once per call; a false or panicking check hides its tools.
+    pub fn definitions(
+        &self,
+        enabled: Option<&[String]>,
+        disabled: &[String],
+        ctx: &ToolCtx,
+    ) -> Vec<Value> {
+        let mut wanted = toolsets::resolve_toolsets(enabled, &[]);
+        // Tools registered under a toolset name that the caller enabled (or, with no
+        // explicit list, every registered toolset) are part of it even when the static
+        // table does not list them — Python merges registry membership the same way.
+        let named = |names: &[String], toolset: &str| names.iter().any(|n| n == toolset);
+        for entry in self.tools.values() {
+            let selected = enabled.is_none_or(|names| {
+                named(names, &entry.toolset) || named(names, "all") || named(names, "*")
+            });
+            if selected {
+                wanted.insert(entry.name.clone());
+            }
+        }
+        // Disabled toolsets are subtracted last, whatever brought a tool in.
+        let removed = toolsets::disabled_tools(disabled);
+        wanted.retain(|name| {
+            !removed.contains(name)
+                && !self
+                    .tools
+                    .get(name)
+                    .is_some_and(|e| named(disabled, &e.toolset))
+        });
+        let mut checked: HashMap<*const (), bool> = HashMap::new();
+        let mut result = Vec::new();
+        for name in &wanted {
+            let Some(entry) = self.tools.get(name.as_str()) else {
+                continue;
+            };
+            if let Some(check) = &entry.check_fn {
+                let key = Arc::as_ptr(check) as *const ();
+                let available = *checked.entry(key).or_insert_with(|| run_check(check, ctx));
+                if !available {
+                    tracing::debug!(tool = %name, "tool unavailable (check failed)");
+                    continue;
+                }
+            }
+            let mut schema = match &entry.schema {
+                Value::Object(map) => map.clone(),
+                _ => serde_json::Map::new(),
+            };
+            schema.insert("name".to_owned(), Value::String(entry.name.clone()));
+            result.push(json!({"type": "function", "function": Value::Object(schema)}));
+        }
+        result
+    }
+
+    /// Runs a tool from a model tool call. Always returns a JSON string: unknown tools, bad
+    /// arguments, handler errors and panics all become `{"error": ...}`.
+    pub async fn dispatch(&self, name: &str, raw_args: &str, ctx: ToolCtx) -> String {
+        let args = match parse_arguments(raw_args) {
+            Ok(args) => args,
+            Err(invalid) => return invalid,
+        };
+        let outer = AssertUnwindSafe(self.dispatch_parsed(name, args, ctx))
+            .catch_unwind()
+            .await;
+        match outer {
+            Ok(result) => result,
+            Err(panic) => {
+                let message = format!("Error executing {name}: {}", panic_message(&*panic));
+                tracing::error!(tool = %name, error = %message, "tool dispatch failed");
+                error_json(&sanitize_tool_error(&message))
+            }
+        }
+    }
+
+    async fn dispatch_parsed(&self, name: &str, args: Value, ctx: ToolCtx) -> String {
+        let Some(entry) = self.tools.get(name) else {
+            return error_json(&format!("Unknown tool: {name}"));
+        };
+        let args = coerce::coerce_tool_args(&entry.schema, args);
+        let handler = Arc::clone(&entry.handler);
+        // A handler may panic while building its future or while running it.
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler(ctx, args)));
+        let outcome = match started {
+            Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
+            Err(panic) => Err(panic),
+        };
+        let failure = match outcome {
+            Ok(Ok(result)) => return result,
+            Ok(Err(error)) => format!("Tool execution failed: {}: {error}", error.kind()),
+            Err(panic) => format!("Tool execution failed: panic: {}", panic_message(&*panic)),
+        };
+        tracing::warn!(tool = %name, error = %failure, "tool failed");
+        error_json(&sanitize_tool_error(&failure))
+    }
+}
+
+fn run_check(check: &CheckFn, ctx: &ToolCtx) -> bool {
+    std::panic::catch_unwind(AssertUnwindSafe(|| check(ctx))).unwrap_or_else(|_| {
+        tracing::warn!("tool check_fn panicked; its tools are unavailable this turn");
+        false
+    })
+}
+
+/// Parses model-emitted arguments: empty means `{}`, anything but a JSON object is refused
+/// with the Python agent's "Invalid tool arguments" result (the `Err` is that result). The
+/// agent loop uses it for the tools it intercepts before [`ToolRegistry::dispatch`].
+pub fn parse_arguments(raw: &str) -> Result<Value, String> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        _ => Err(json!({
+            "error": "Invalid tool arguments",
+            "message": "Tool arguments must be a valid JSON object; tool was not executed.",
+        })
+        .to_string()),
+    }
+}
+
+fn error_json(message: &str) -> String {
+    json!({ "error": message }).to_string()
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_owned()
+    }
+}
+
+const TOOL_ERROR_MAX_LEN: usize = 2000;
+
+static ROLE_TAG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)</?(?:tool_call|function_call|result|response|output|input|system|assistant|user)>",
+    )
+    .expect("role tag regex")
+});
+static FENCE_OPEN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^\s*```(?:json|xml|html|markdown)?\s*").expect("fence regex")
+});
+static FENCE_CLOSE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)\s*```\s*$").expect("fence regex"));
+static CDATA: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?s)<!\[CDATA\[.*?\]\]>").expect("cdata regex"));
+
+/// Strips framing tokens (role tags, code fences, CDATA) from an error before the model
+/// sees it and caps it at 2000 characters (Python `_sanitize_tool_error`).
+pub fn sanitize_tool_error(message: &str) -> String {
+    if message.is_empty() {
+        return "[TOOL_ERROR] ".to_owned();
+    }
+    let s = ROLE_TAG.replace_all(message, "");
+    let s = FENCE_OPEN.replace_all(&s, "");
+    let s = FENCE_CLOSE.replace_all(&s, "");
+    let s = CDATA.replace_all(&s, "");
+    let capped = if s.chars().count() > TOOL_ERROR_MAX_LEN {
+        let head: String = s.chars().take(TOOL_ERROR_MAX_LEN - 3).collect();
+        format!("{head}...")
+    } else {
+        s.into_owned()
+    };
+    format!("[TOOL_ERROR] {capped}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitizer_strips_framing_and_caps_length() {
+        let raw = "bad </tool_call> thing <![CDATA[x]]>\n```json\n{}\n```";
+        let clean = sanitize_tool_error(raw);
+        assert!(clean.starts_with("[TOOL_ERROR] bad  thing"), "{clean}");
+        assert!(!clean.contains("tool_call") && !clean.contains("CDATA") && !clean.contains("```"));
+        let long = sanitize_tool_error(&"x".repeat(5000));
+        assert_eq!(long.chars().count(), "[TOOL_ERROR] ".len() + 2000);
+        assert!(long.ends_with("..."));
+        assert_eq!(sanitize_tool_error(""), "[TOOL_ERROR] ");
+    }
+
+    #[test]
+    fn arguments_must_be_a_json_object() {
+        assert_eq!(parse_arguments("").unwrap(), json!({}));
+        assert_eq!(parse_arguments("  ").unwrap(), json!({}));
+        assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap(), json!({"a": 1}));
+        for bad in ["[1]", "\"x\"", "{broken", "3"] {
+            let err: Value = serde_json::from_str(&parse_arguments(bad).unwrap_err()).unwrap();
+            assert_eq!(err["error"], "Invalid tool arguments", "{bad}");
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! The `terminal` tool on the local backend (Python `tools/terminal_tool.py`): every command
+//! passes the approval gate, runs under `bash -c` in the session's working directory (which
+//! persists between calls), and returns `{"output", "exit_code", "error"}` with output capped,
+//! ANSI-stripped and trimmed. `background: true` hands the command to the process registry.
+
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use regex::Regex;
+use serde_json::{Value, json};
+
+use super::ansi::strip_ansi;
+use super::approval::ApprovalOutcome;
+use super::context::ToolCtx;
+use super::env::command_env;
+use super::error::ToolError;
+use super::local::{ShellCommand, find_bash, run_foreground};
+use super::output::truncate_head_tail;
+use super::registry::{ToolEntry, check_fn, handler};
+
+const DESCRIPTION: &str = "Execute shell commands on a Linux environment. Filesystem and current working directory persist between calls.\n\nDo NOT use cat/head/tail to read files — use read_file instead.\nDo NOT use grep/rg/find to search — use search_files instead.\nDo NOT use ls to list directories — use search_files(target='files') instead.\nDo NOT use sed/awk to edit files — use patch instead.\nDo NOT use echo/cat heredoc to create files — use write_file instead.\nReserve terminal for: builds, installs, git, processes, scripts, network, package managers, and anything that needs a shell.\n\nForeground (default): Commands return INSTANTLY when done, even if the timeout is high. Set timeout=300 for long builds/scripts — you'll still get the result in seconds if it's fast. Prefer foreground for short commands.\nBackground: Set background=true to get a session_id for long-lived processes (servers, watchers, daemons) or long-running tasks. Background processes run silently: use process(action=\"poll\") for progress checks and process(action=\"wait\") to block until done.\nFor servers/watchers, do NOT use shell-level background wrappers (nohup/disown/setsid/trailing '&') in foreground mode. Use background=true so Hermes can track lifecycle and output.\nAfter starting a server, verify readiness with a health check or log signal, then run tests in a separate terminal() call. Avoid blind sleep loops.\nWorking directory: Use 'workdir' for per-command cwd.\n\nDo NOT use vim/nano/interactive tools — they hang without a terminal. Pipe git output to cat if it might page.\n";
+
+pub fn schema(limits: &super::context::ToolLimits) -> Value {
+    let max = limits.foreground_max_timeout.as_secs();
+    let default = limits.terminal_timeout.as_secs();
+    json!({
+        "name": "terminal",
+        "description": DESCRIPTION,
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command to execute on the VM"},
+                "background": {
+                    "type": "boolean",
+                    "description": "Run the command in the background and return a session_id immediately. Use for long-lived processes (servers, watchers, daemons) and long-running tasks; check on them with the process tool. For short commands, prefer foreground with a generous timeout instead.",
+                    "default": false
+                },
+                "timeout": {
+                    "type": "integer",
+                    "description": format!("Max seconds to wait (default: {default}, foreground max: {max}). Returns INSTANTLY when command finishes — set high for long tasks, you won't wait unnecessarily. Foreground timeout above {max}s is rejected; use background=true for longer commands."),
+                    "minimum": 1
+                },
+                "workdir": {
+                    "type": "string",
+                    "description": "Working directory for this command (absolute path). Defaults to the session working directory."
+                }
+            },
+            "required": ["command"]
+        }
+    })
+}
+
+static WORKDIR_SAFE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z0-9/\\:_\-.~ +@=,]+$").expect("regex"));
+
+/// Refuses a workdir with shell metacharacters (Python `_validate_workdir`).
+fn validate_workdir(workdir: &str) -> Option<String> {
+    if workdir.is_empty() || WORKDIR_SAFE.is_match(workdir) {
+        return None;
+    }
+    let bad = workdir
+        .chars()
+        .find(|c| !WORKDIR_SAFE.is_match(&c.to_string()))?;
+    let shown = if bad == '\'' {
+        "\"'\"".to_owned()
+    } else {
+        format!("'{bad}'")
+    };
+    Some(format!(
+        "Blocked: workdir contains disallowed character {shown}. Use a simple filesystem path without shell metacharacters."
+    ))
+}
+
+static SINGLE_QUOTED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"'[^']*'").expect("regex"));
+static DOUBLE_QUOTED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#""(?:[^"\\]|\\.)*""#).expect("regex"));
+static BACKTICKED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`[^`]*`").expect("regex"));
+static SHELL_LEVEL_BACKGROUND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?im)(?:^|[;&|]\s*|&&\s*|\|\|\s*|\$\(\s*)(?:nohup|disown|setsid)\b")
+        .expect("regex")
+});
+static INLINE_BACKGROUND_AMP: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\s&\s").expect("regex"));
+static TRAILING_BACKGROUND_AMP: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\s&\s*(?:#.*)?\n?$").expect("regex"));
+static LONG_LIVED: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    [
+        r"(?i)\b(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:dev|start|serve|watch)\b",
+        r"(?i)\bdocker\s+compose\s+up\b",
+        r"(?i)\bnext\s+dev\b",
+        r"(?i)\bvite(?:\s|$)",
+        r"(?i)\bnodemon\b",
+        r"(?i)\buvicorn\b",
+        r"(?i)\bgunicorn\b",
+        r"(?i)\bpython(?:3)?\s+-m\s+http\.server\b",
+    ]
+    .iter()
+    .map(|p| Regex::new(p).expect("regex"))
+    .collect()
+});
+
+fn looks_like_help_or_version(command: &str) -> bool {
+    let normalized = command
+        .to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    normalized.contains(" --help")
+        || normalized.ends_with(" -h")
+        || normalized.contains(" --version")
+        || normalized.ends_with(" -v")
+}
+
+/// Foreground commands that would never return get sent to background mode instead
+/// (Python `_foreground_background_guidance`).
+fn foreground_background_guidance(command: &str) -> Option<&'static str> {
+    if looks_like_help_or_version(command) {
+        return None;
+    }
+    let unquoted = SINGLE_QUOTED.replace_all(command, "''");
+    let unquoted = DOUBLE_QUOTED.replace_all(&unquoted, "\"\"");
+    let unquoted = BACKTICKED.replace_all(&unquoted, "``");
+    if SHELL_LEVEL_BACKGROUND.is_match(&unquoted) {
+        return Some(
+            "Foreground command uses shell-level background wrappers (nohup/disown/setsid). Use terminal(background=true) so Hermes can track the process, then run readiness checks and tests in separate commands.",
+        );
+    }
+    if INLINE_BACKGROUND_AMP.is_match(&unquoted) || TRAILING_BACKGROUND_AMP.is_match(&unquoted) {
+        return Some(
+            "Foreground command uses '&' backgrounding. Use terminal(background=true) for long-lived processes, then run health checks and tests in follow-up terminal calls.",
+        );
+    }
+    if LONG_LIVED.iter().any(|re| re.is_match(&unquoted)) {
+        return Some(
+            "This foreground command appears to start a long-lived server/watch process. Run it with background=true, verify readiness (health endpoint/log signal), then execute tests in a separate command.",
+        );
+    }
+    None
+}
+
+static CHAIN_SPLIT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\s*(?:\|\||&&|[|;])\s*").expect("regex"));
+
+/// A note for non-zero exit codes that are not errors (`grep` 1 = no matches).
+pub fn interpret_exit_code(command: &str, exit_code: i32) -> Option<&'static str> {
+    if exit_code == 0 {
+        return None;
+    }
+    let last = CHAIN_SPLIT.split(command).last().unwrap_or(command).trim();
+    let word = last
+        .split_whitespace()
+        .find(|w| !w.contains('=') || w.starts_with('-'))?;
+    let base = word.rsplit('/').next().unwrap_or(word);
+    let no_matches = "No matches found (not an error)";
+    let differ = "Files differ (expected, not an error)";
+    match (base, exit_code) {
+        ("grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack", 1) => Some(no_matches),
+        ("diff" | "colordiff", 1) => Some(differ),
+        ("find", 1) => {
+            Some("Some directories were inaccessible (partial results may still be valid)")
+        }
+        ("test" | "[", 1) => Some("Condition evaluated to false (expected, not an error)"),
+        ("curl", 6) => Some("Could not resolve host"),
+        ("curl", 7) => Some("Failed to connect to host"),
+        ("curl", 22) => Some("HTTP response code indicated error (e.g. 404, 500)"),
+        ("curl", 28) => Some("Operation timed out"),
+        ("git", 1) => {
+            Some("Non-zero exit (often normal — e.g. 'git diff' returns 1 when files differ)")
+        }
+        _ => None,
+    }
+}
+
+/// `cwd` if it is a usable directory, else its nearest existing ancestor, else `/tmp`.
+fn safe_cwd(cwd: &Path) -> PathBuf {
+    let mut candidate = Some(cwd);
+    while let Some(dir) = candidate {
+        if dir.is_dir() {
+            return dir.to_path_buf();
+        }
+        candidate = dir.parent();
+    }
+    PathBuf::from("/tmp")
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The command wrapped so the shell reports the directory it ends in.
+fn wrap_command(command: &str, cwd: &str, marker: &str) -> String {
+    let target = match cwd {
+        "~" => "~".to_owned(),
+        "~/" => "$HOME".to_owned(),
+        _ => match cwd.strip_prefix("~/") {
+            Some(rest) => format!("$HOME/{}", shell_quote(rest)),
+            None => shell_quote(cwd),
+        },
+    };
+    format!(
+        "builtin cd -- {target} || exit 126\neval {}\n__hermes_ec=$?\nprintf '\\n{marker}%s{marker}\\n' \"$(pwd -P)\"\nexit $__hermes_ec",
+        shell_quote(command)
+    )
+}
+
+/// Removes the cwd marker line from the output and returns the directory it carried.
+fn extract_cwd(output: &mut String, marker: &str) -> Option<PathBuf> {
+    let last = output.rfind(marker)?;
+    let search_start = last.saturating_sub(4096);
+    let search_start = (0..=search_start)
+        .rev()
+        .find(|i| output.is_char_boundary(*i))
+        .unwrap_or(0);
+    let first = output[search_start..last]
+        .rfind(marker)
+        .map(|i| i + search_start)?;
+    let cwd = output[first + marker.len()..last].trim().to_owned();
+    let line_start = output[..first].rfind('\n').unwrap_or(first);
+    let after = last + marker.len();
+    let line_end = output[after..]
+        .find('\n')
+        .map_or(output.len(), |i| after + i + 1);
+    output.replace_range(line_start..line_end, "");
+    (!cwd.is_empty()).then(|| PathBuf::from(cwd))
+}
+
+fn blocked(message: &str, status: &str) -> String {
+    json!({"output": "", "exit_code": -1, "error": message, "status": status}).to_string()
+}
+
+/// Runs the tool.
+pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
+    let command = match args.get("command") {
+        Some(Value::String(c)) => c.clone(),
+        other => {
+            let kind = match other {
+                None | Some(Value::Null) => "NoneType",
+                Some(Value::Bool(_)) => "bool",
+                Some(Value::Number(_)) => "int",
+                Some(Value::Array(_)) => "list",
+                Some(Value::Object(_)) => "dict",
+                Some(Value::String(_)) => "str",
+            };
+            return Ok(blocked(
+                &format!("Invalid command: expected string, got {kind}"),
+                "error",
+            ));
+        }
+    };
+    let background = args
+        .get("background")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let requested = args
+        .get("timeout")
+        .and_then(Value::as_u64)
+        .filter(|t| *t > 0);
+    let max = ctx.limits.foreground_max_timeout.as_secs();
+    if !background && let Some(t) = requested.filter(|t| *t > max) {
+        return Ok(json!({"error": format!(
+            "Foreground timeout {t}s exceeds the maximum of {max}s. Use background=true for long-running commands."
+        )})
+        .to_string());
+    }
+    if !background && let Some(guidance) = foreground_background_guidance(&command) {
+        return Ok(blocked(guidance, "error"));
+    }
+    let outcome = ctx
+        .approvals
+        .check_cancellable(&ctx.session_id, &command, &ctx.cancel)
+        .await;
+    let approval_note = match outcome {
+        ApprovalOutcome::Allowed => None,
+        ApprovalOutcome::Approved { description } => Some(format!(
+            "Command required approval ({description}) and was approved by the user."
+        )),
+        ApprovalOutcome::Denied(message) | ApprovalOutcome::Blocked(message) => {
+            return Ok(blocked(&message, "blocked"));
+        }
+    };
+    let workdir = args
+        .get("workdir")
+        .and_then(Value::as_str)
+        .filter(|w| !w.is_empty());
+    if let Some(error) = workdir.and_then(validate_workdir) {
+        tracing::warn!(session_id = %ctx.session_id, "blocked dangerous workdir");
+        return Ok(blocked(&error, "blocked"));
+    }
+    let shell_cwd = safe_cwd(&ctx.shell_cwd());
+    let env = command_env(&ctx.env, &ctx.home);
+
+    if background {
+        let cwd = match workdir {
+            Some(w) => safe_cwd(&shell_cwd.join(w)),
+            None => shell_cwd,
+        };
+        return Ok(
+            match ctx.processes.spawn(&command, &cwd, &ctx.session_id, env) {
+                Ok(session) => {
+                    let mut result = json!({
+                        "output": "Background process started",
+                        "session_id": session.id,
+                        "pid": session.pid,
+                        "exit_code": 0,
+                        "error": null,
+                        "hint": "This process runs silently — you will not be told when it exits. Call process(action='poll') or process(action='wait') to learn the outcome.",
+                    });
+                    if let Some(note) = approval_note {
+                        result["approval"] = json!(note);
+                    }
+                    result.to_string()
+                }
+                Err(e) => json!({"output": "", "exit_code": -1,
+                "error": format!("Failed to start background process: {e}")})
+                .to_string(),
+            },
+        );
+    }
+
+    let marker = format!(
+        "__HERMES_CWD_{:012x}__",
+        rand::random::<u64>() & 0xffff_ffff_ffff
+    );
+    let target = workdir.map_or_else(|| shell_cwd.display().to_string(), str::to_owned);
+    let script = wrap_command(&command, &target, &marker);
+    let timeout = Duration::from_secs(requested.unwrap_or(ctx.limits.terminal_timeout.as_secs()));
+    let shell = ShellCommand {
+        script,
+        cwd: shell_cwd,
+        env,
+        stdin: false,
+    };
+    let run = match run_foreground(&shell, timeout, &ctx.cancel, ctx.limits.max_output_chars).await
+    {
+        Ok(run) => run,
+        Err(e) => {
+            return Ok(json!({"output": "", "exit_code": -1,
+                "error": format!("Command execution failed: {e}")})
+            .to_string());
+        }
+    };
+    let mut output = run.output;
+    if let Some(cwd) = extract_cwd(&mut output, &marker).filter(|c| c.is_dir()) {
+        ctx.processes.set_session_cwd(&ctx.session_id, &cwd);
+    }
+    let output = truncate_head_tail(&output, ctx.limits.max_output_chars);
+    let output = strip_ansi(&output).trim().to_owned();
+    let mut result = json!({"output": output, "exit_code": run.exit_code, "error": null});
+    if let Some(note) = approval_note {
+        if run.interrupted {
+            result["approval"] =
+                json!(format!("{}, then interrupted.", note.trim_end_matches('.')));
+        } else {
+            result["approval"] = json!(note);
+        }
+    }
+    if let Some(meaning) = interpret_exit_code(&command, run.exit_code) {
+        result["exit_code_meaning"] = json!(meaning);
+    }
+    Ok(result.to_string())
+}
+
+pub fn entry(limits: &super::context::ToolLimits) -> ToolEntry {
+    ToolEntry::new("terminal", "terminal", schema(limits), handler(terminal))
+        .with_check(check_fn(|ctx: &ToolCtx| find_bash(&ctx.env).is_file()))
+        .with_emoji("💻")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_interpreted_by_the_last_command() {
+        assert_eq!(
+            interpret_exit_code("cat x | grep foo", 1),
+            Some("No matches found (not an error)")
+        );
+        assert_eq!(
+            interpret_exit_code("FOO=1 /usr/bin/diff a b", 1),
+            Some("Files differ (expected, not an error)")
+        );
+        assert_eq!(interpret_exit_code("grep foo x", 2), None);
+        assert_eq!(
+            interpret_exit_code("curl -f x", 22),
+            Some("HTTP response code indicated error (e.g. 404, 500)")
+        );
+        assert_eq!(interpret_exit_code("false", 1), None);
+        assert_eq!(interpret_exit_code("grep x", 0), None);
+    }
+
+    #[test]
+    fn long_lived_foreground_commands_are_redirected() {
+        assert!(foreground_background_guidance("nohup server &").is_some());
+        assert!(foreground_background_guidance("sleep 10 & echo hi").is_some());
+        assert!(foreground_background_guidance("npm run dev").is_some());
+        assert!(foreground_background_guidance("git commit -m 'use setsid & nohup'").is_none());
+        assert!(foreground_background_guidance("uvicorn --help").is_none());
+        assert!(foreground_background_guidance("ls -la").is_none());
+    }
+
+    #[test]
+    fn workdirs_with_metacharacters_are_refused() {
+        assert_eq!(validate_workdir("/srv/app-1"), None);
+        let err = validate_workdir("/tmp; rm -rf /").unwrap();
+        assert!(
+            err.starts_with("Blocked: workdir contains disallowed character ';'"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_cwd_marker_is_extracted_and_removed() {
+        let marker = "__HERMES_CWD_abc__";
+        let mut out = format!("hello\n\n{marker}/tmp/x{marker}\n");
+        assert_eq!(extract_cwd(&mut out, marker), Some(PathBuf::from("/tmp/x")));
+        assert_eq!(out, "hello\n");
+        let mut none = "plain".to_owned();
+        assert_eq!(extract_cwd(&mut none, marker), None);
+        assert_eq!(
+            wrap_command("echo 'a'", "~/w d", marker).lines().next(),
+            Some("builtin cd -- $HOME/'w d' || exit 126")
+        );
+    }
+}

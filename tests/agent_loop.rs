@@ -31,17 +31,36 @@ async fn rig_with(config_yaml: &str, prompts: UserPrompts, fallback: Option<&Fak
     let dir = tempfile::tempdir().unwrap();
     let home = HermesHome::at(dir.path());
     std::fs::write(home.config_yaml(), config_yaml).unwrap();
-    let env: BTreeMap<String, String> = [("HOME".to_owned(), dir.path().display().to_string())].into();
+    let env: BTreeMap<String, String> =
+        [("HOME".to_owned(), dir.path().display().to_string())].into();
     let loaded = hermesd::config::load(&home, &env).expect("config");
     let store = Store::open(&home.state_db()).unwrap();
     let fake = FakeModel::start().await;
     let primary = support::providers::endpoint(&fake, ApiMode::ChatCompletions, "fake-model");
     let fallbacks = fallback
-        .map(|f| vec![support::providers::endpoint(f, ApiMode::ChatCompletions, "fallback-model")])
+        .map(|f| {
+            vec![support::providers::endpoint(
+                f,
+                ApiMode::ChatCompletions,
+                "fallback-model",
+            )]
+        })
         .unwrap_or_default();
-    let client = ModelClient::with_endpoints(primary, fallbacks, support::providers::settings()).unwrap();
-    let deps = Arc::new(AgentDeps::with_client(&home, &loaded, store.clone(), prompts, client));
-    Rig { dir, fake, store, deps }
+    let client =
+        ModelClient::with_endpoints(primary, fallbacks, support::providers::settings()).unwrap();
+    let deps = Arc::new(AgentDeps::with_client(
+        &home,
+        &loaded,
+        store.clone(),
+        prompts,
+        client,
+    ));
+    Rig {
+        dir,
+        fake,
+        store,
+        deps,
+    }
 }
 
 async fn rig() -> Rig {
@@ -49,23 +68,35 @@ async fn rig() -> Rig {
 }
 
 async fn new_agent(rig: &Rig) -> Agent {
-    Agent::create(Arc::clone(&rig.deps), new_session_id(), "cli", None).await.unwrap()
+    Agent::create(Arc::clone(&rig.deps), new_session_id(), "cli", None)
+        .await
+        .unwrap()
 }
 
 fn call(id: &str, name: &str, args: Value) -> FakeCall {
-    FakeCall { id: id.into(), name: name.into(), arguments: args.to_string() }
+    FakeCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args.to_string(),
+    }
 }
 
 fn tool_reply(calls: Vec<FakeCall>) -> Step {
-    Step::Reply(Reply { tool_calls: calls, ..Reply::default() })
+    Step::Reply(Reply {
+        tool_calls: calls,
+        ..Reply::default()
+    })
 }
 
 async fn turn(agent: &mut Agent, text: &str) -> hermesd::agent::TurnOutcome {
     let (events, _rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::time::timeout(WAIT, agent.run_turn(text, &events, &CancellationToken::new()))
-        .await
-        .expect("turn timed out")
-        .expect("turn failed")
+    tokio::time::timeout(
+        WAIT,
+        agent.run_turn(text, &events, &CancellationToken::new()),
+    )
+    .await
+    .expect("turn timed out")
+    .expect("turn failed")
 }
 
 fn roles(store_messages: &[hermesd::state::Message]) -> Vec<String> {
@@ -82,13 +113,30 @@ async fn a_plain_turn_is_persisted_with_usage() {
     assert_eq!(outcome.iterations, 1);
     let stored = rig.store.get_messages(agent.session_id()).await.unwrap();
     assert_eq!(roles(&stored), ["user", "assistant"]);
-    let session = rig.store.get_session(agent.session_id()).await.unwrap().unwrap();
-    assert_eq!((session.api_call_count, session.input_tokens, session.output_tokens), (1, 10, 5));
+    let session = rig
+        .store
+        .get_session(agent.session_id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            session.api_call_count,
+            session.input_tokens,
+            session.output_tokens
+        ),
+        (1, 10, 5)
+    );
     assert_eq!(session.source, "cli");
     assert!(session.system_prompt.is_some());
     let request = &rig.fake.requests()[0];
     assert_eq!(request.body["messages"][0]["role"], "system");
-    assert!(request.body["tools"].as_array().is_some_and(|t| !t.is_empty()), "tools offered");
+    assert!(
+        request.body["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "tools offered"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -96,24 +144,62 @@ async fn parallel_tool_results_come_back_in_call_order() {
     let rig = rig().await;
     rig.fake.push_all([
         tool_reply(vec![
-            call("c_slow", "terminal", json!({"command": "sleep 0.5; echo first-result"})),
-            call("c_fast", "terminal", json!({"command": "echo second-result"})),
-            call("c_todo", "todo", json!({"todos": [{"id": "1", "content": "write tests", "status": "pending"}]})),
+            call(
+                "c_slow",
+                "terminal",
+                json!({"command": "sleep 0.5; echo first-result"}),
+            ),
+            call(
+                "c_fast",
+                "terminal",
+                json!({"command": "echo second-result"}),
+            ),
+            call(
+                "c_todo",
+                "todo",
+                json!({"todos": [{"id": "1", "content": "write tests", "status": "pending"}]}),
+            ),
         ]),
         Step::text("done"),
     ]);
     let mut agent = new_agent(&rig).await;
     let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let outcome = agent.run_turn("run them", &events, &CancellationToken::new()).await.unwrap();
+    let outcome = agent
+        .run_turn("run them", &events, &CancellationToken::new())
+        .await
+        .unwrap();
     assert_eq!(outcome.reply, "done");
     let second = &rig.fake.requests()[1].body["messages"];
-    let tools: Vec<&Value> = second.as_array().unwrap().iter().filter(|m| m["role"] == "tool").collect();
-    let ids: Vec<&str> = tools.iter().map(|m| m["tool_call_id"].as_str().unwrap()).collect();
+    let tools: Vec<&Value> = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    let ids: Vec<&str> = tools
+        .iter()
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["c_slow", "c_fast", "c_todo"]);
-    assert!(tools[0]["content"].as_str().unwrap().contains("first-result"));
-    assert!(tools[1]["content"].as_str().unwrap().contains("second-result"));
-    assert!(tools[2]["content"].as_str().unwrap().contains("write tests"));
-    // The fast call finished first: they really ran concurrently.
+    assert!(
+        tools[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("first-result")
+    );
+    assert!(
+        tools[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("second-result")
+    );
+    assert!(
+        tools[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("write tests")
+    );
+    // The slow first call finished last: the calls really ran concurrently.
     drop(events);
     let mut finished = Vec::new();
     while let Some(event) = rx.recv().await {
@@ -121,10 +207,22 @@ async fn parallel_tool_results_come_back_in_call_order() {
             finished.push(call_id);
         }
     }
-    assert_eq!(finished.first().map(String::as_str), Some("c_fast"), "{finished:?}");
+    assert_eq!(
+        finished.last().map(String::as_str),
+        Some("c_slow"),
+        "{finished:?}"
+    );
     let stored = rig.store.get_messages(agent.session_id()).await.unwrap();
-    assert_eq!(roles(&stored), ["user", "assistant", "tool", "tool", "tool", "assistant"]);
-    let session = rig.store.get_session(agent.session_id()).await.unwrap().unwrap();
+    assert_eq!(
+        roles(&stored),
+        ["user", "assistant", "tool", "tool", "tool", "assistant"]
+    );
+    let session = rig
+        .store
+        .get_session(agent.session_id())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(session.tool_call_count, 3);
 }
 
@@ -146,12 +244,19 @@ async fn an_interrupted_stream_leaves_no_partial_message() {
             }
         }
     });
-    let outcome = tokio::time::timeout(WAIT, agent.run_turn("talk", &events, &cancel)).await.unwrap().unwrap();
+    let outcome = tokio::time::timeout(WAIT, agent.run_turn("talk", &events, &cancel))
+        .await
+        .unwrap()
+        .unwrap();
     drop(events);
     watcher.await.unwrap();
     assert!(outcome.interrupted);
     let stored = rig.store.get_messages(agent.session_id()).await.unwrap();
-    assert_eq!(roles(&stored), ["user"], "the partial reply never enters the history");
+    assert_eq!(
+        roles(&stored),
+        ["user"],
+        "the partial reply never enters the history"
+    );
     // The next turn works and sees a well-formed history.
     rig.fake.push(Step::text("recovered"));
     assert_eq!(turn(&mut agent, "again").await.reply, "recovered");
@@ -169,7 +274,10 @@ async fn a_failing_primary_falls_back_and_total_failure_is_one_line() {
     rig.fake.push(Step::error(401));
     dir_fallback.push(Step::Malformed);
     let (events, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let err = agent.run_turn("again", &events, &CancellationToken::new()).await.unwrap_err();
+    let err = agent
+        .run_turn("again", &events, &CancellationToken::new())
+        .await
+        .unwrap_err();
     let line = err.to_string();
     assert_eq!(line.lines().count(), 1, "{line}");
     assert!(line.contains("failed"), "{line}");
@@ -191,29 +299,62 @@ async fn compression_continues_in_a_child_session_with_a_summary() {
     .await;
     let mut agent = new_agent(&rig).await;
     let parent = agent.session_id().to_owned();
-    rig.store.set_session_title(&parent, Some("Long chat")).await.unwrap();
+    rig.store
+        .set_session_title(&parent, Some("Long chat"))
+        .await
+        .unwrap();
     // The fake echoes each request (summaries included), so every reply is as long as the
     // question; the fourth turn crosses half of the 3,000-token window.
     let long = "x".repeat(1200);
     for i in 0..4 {
         turn(&mut agent, &format!("question {i} {long}")).await;
     }
-    assert_ne!(agent.session_id(), parent, "compressed into a child session");
+    assert_ne!(
+        agent.session_id(),
+        parent,
+        "compressed into a child session"
+    );
     let summary_request = rig
         .fake
         .requests()
         .into_iter()
-        .find(|r| r.body["messages"][0]["content"].as_str().is_some_and(|s| s.contains("You compress conversations")))
+        .find(|r| {
+            r.body["messages"][0]["content"]
+                .as_str()
+                .is_some_and(|s| s.contains("You compress conversations"))
+        })
         .expect("a summary was requested");
-    assert!(summary_request.body.get("tools").is_none_or(|t| t.as_array().is_none_or(|a| a.is_empty())));
+    assert!(
+        summary_request
+            .body
+            .get("tools")
+            .is_none_or(|t| t.as_array().is_none_or(|a| a.is_empty()))
+    );
     let old = rig.store.get_session(&parent).await.unwrap().unwrap();
     assert_eq!(old.end_reason.as_deref(), Some("compression"));
-    let child = rig.store.get_session(agent.session_id()).await.unwrap().unwrap();
+    let child = rig
+        .store
+        .get_session(agent.session_id())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(child.parent_session_id.as_deref(), Some(parent.as_str()));
     assert_eq!(child.title.as_deref(), Some("Long chat #2"));
     let stored = rig.store.get_messages(agent.session_id()).await.unwrap();
-    let texts: Vec<String> = stored.iter().map(|m| serde_json::to_value(&m.content).unwrap().as_str().unwrap_or("").to_owned()).collect();
-    assert!(texts.iter().any(|t| t.starts_with("[CONTEXT COMPACTION")), "{texts:?}");
+    let texts: Vec<String> = stored
+        .iter()
+        .map(|m| {
+            serde_json::to_value(&m.content)
+                .unwrap()
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.starts_with("[CONTEXT COMPACTION")),
+        "{texts:?}"
+    );
     assert!(stored.len() < 9);
 }
 
@@ -225,14 +366,21 @@ fn never_answers() -> ApprovalPrompt {
 async fn a_dangerous_command_waits_for_approval_and_times_out_blocked() {
     let rig = rig_with(
         "approvals:\n  timeout: 1\n",
-        UserPrompts { approval: Some(never_answers()), clarify: None },
+        UserPrompts {
+            approval: Some(never_answers()),
+            clarify: None,
+        },
         None,
     )
     .await;
     let victim = rig.dir.path().join("victim");
     std::fs::create_dir_all(victim.join("inner")).unwrap();
     rig.fake.push_all([
-        tool_reply(vec![call("c1", "terminal", json!({"command": format!("rm -rf {}", victim.display())}))]),
+        tool_reply(vec![call(
+            "c1",
+            "terminal",
+            json!({"command": format!("rm -rf {}", victim.display())}),
+        )]),
         Step::text("ok, I will not"),
     ]);
     let mut agent = new_agent(&rig).await;
@@ -255,21 +403,31 @@ async fn always_runs_the_command_and_persists_the_allowlist() {
     let always: ApprovalPrompt = Arc::new(|_| Box::pin(async { ApprovalDecision::Always }));
     let rig = rig_with(
         "# my settings\nmodel:\n  context_length: 100000\n",
-        UserPrompts { approval: Some(always), clarify: None },
+        UserPrompts {
+            approval: Some(always),
+            clarify: None,
+        },
         None,
     )
     .await;
     let victim = rig.dir.path().join("victim");
     std::fs::create_dir_all(&victim).unwrap();
     rig.fake.push_all([
-        tool_reply(vec![call("c1", "terminal", json!({"command": format!("rm -rf {}", victim.display())}))]),
+        tool_reply(vec![call(
+            "c1",
+            "terminal",
+            json!({"command": format!("rm -rf {}", victim.display())}),
+        )]),
         Step::text("deleted"),
     ]);
     let mut agent = new_agent(&rig).await;
     turn(&mut agent, "delete it").await;
     assert!(!victim.exists(), "approved command ran");
     let config = std::fs::read_to_string(rig.dir.path().join("config.yaml")).unwrap();
-    assert!(config.contains("# my settings") && config.contains("context_length: 100000"), "{config}");
+    assert!(
+        config.contains("# my settings") && config.contains("context_length: 100000"),
+        "{config}"
+    );
     assert!(config.contains("command_allowlist"), "{config}");
 }
 
@@ -285,27 +443,58 @@ async fn the_iteration_budget_ends_with_a_summary_reply() {
     let outcome = turn(&mut agent, "loop forever").await;
     assert_eq!(outcome.reply, "Here is what I did so far.");
     let last = rig.fake.requests().pop().unwrap();
-    assert!(last.body.get("tools").is_none_or(|t| t.as_array().is_none_or(|a| a.is_empty())), "no tools offered for the summary");
+    assert!(
+        last.body
+            .get("tools")
+            .is_none_or(|t| t.as_array().is_none_or(|a| a.is_empty())),
+        "no tools offered for the summary"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn delegation_runs_an_isolated_sub_agent_in_a_child_session() {
     let rig = rig().await;
     rig.fake.push_all([
-        tool_reply(vec![call("d1", "delegate_task", json!({"goal": "count the files"}))]),
+        tool_reply(vec![call(
+            "d1",
+            "delegate_task",
+            json!({"goal": "count the files"}),
+        )]),
         Step::text("sub-agent says 3 files"),
         Step::text("There are 3 files."),
     ]);
     let mut agent = new_agent(&rig).await;
-    assert_eq!(turn(&mut agent, "how many files?").await.reply, "There are 3 files.");
+    assert_eq!(
+        turn(&mut agent, "how many files?").await.reply,
+        "There are 3 files."
+    );
     let requests = rig.fake.requests();
     let sub = &requests[1].body["messages"];
-    let user_texts: Vec<&str> = sub.as_array().unwrap().iter().filter(|m| m["role"] == "user").map(|m| m["content"].as_str().unwrap()).collect();
+    let user_texts: Vec<&str> = sub
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
     assert_eq!(user_texts, ["count the files"], "isolated context");
     let children = rig.store.descendants(agent.session_id()).await.unwrap();
     assert_eq!(children.len(), 2, "the session and its delegate child");
-    let child = rig.store.get_session(&children[1].id).await.unwrap().unwrap();
+    let child = rig
+        .store
+        .get_session(&children[1].id)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(child.model_config.unwrap().contains("_delegate_from"));
-    let result = requests[2].body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    let result = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(result.contains("sub-agent says 3 files"), "{result}");
 }

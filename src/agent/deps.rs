@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::provider::{ModelClient, ProviderError};
 use super::prompt;
+use super::provider::{ModelClient, ProviderError};
 use crate::config::{Config, LoadedConfig};
 use crate::home::HermesHome;
 use crate::state::Store;
@@ -67,6 +67,15 @@ pub struct UserPrompts {
     pub clarify: Option<ClarifyCallback>,
 }
 
+impl std::fmt::Debug for UserPrompts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserPrompts")
+            .field("approval", &self.approval.is_some())
+            .field("clarify", &self.clarify.is_some())
+            .finish()
+    }
+}
+
 /// The shared dependencies of every agent in this process.
 pub struct AgentDeps {
     pub client: ModelClient,
@@ -116,13 +125,14 @@ impl AgentDeps {
     ) -> Self {
         let config = &loaded.config;
         let cwd = std::env::current_dir().unwrap_or_else(|_| home.path().to_path_buf());
-        let mut approval = ApprovalSettings::new(home.config_yaml());
-        approval.mode = config.approvals.mode;
-        approval.timeout = std::time::Duration::from_secs(config.approvals.timeout_secs);
-        approval.command_allowlist = config.command_allowlist.clone();
+        let approval = ApprovalSettings::from_config(config, home, &loaded.env);
         let memory = MemoryStore::open(home).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot read MEMORY.md/USER.md; starting with empty memory");
-            MemoryStore::new(home, crate::tools::memory::DEFAULT_MEMORY_CHARS, crate::tools::memory::DEFAULT_USER_CHARS)
+            MemoryStore::new(
+                home,
+                crate::tools::memory::DEFAULT_MEMORY_CHAR_LIMIT,
+                crate::tools::memory::DEFAULT_USER_CHAR_LIMIT,
+            )
         });
         Self {
             client,

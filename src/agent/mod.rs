@@ -1,13 +1,19 @@
 //! The agent: the conversation's message format, the model providers it talks to, and the
-//! loop that runs one conversation turn by turn.
+//! loop that runs one conversation turn by turn with tools, approvals and compression.
 
 pub mod budget;
 pub mod compress;
+pub mod deps;
 pub mod events;
 pub mod history;
 pub mod message;
+mod prompt;
 pub mod provider;
 pub mod session_id;
+mod tool_round;
+mod worker;
 
+pub use deps::{AgentDeps, AgentSettings, UserPrompts};
 pub use events::{AgentEvent, EventSink};
 pub use session_id::new_session_id;
+pub use worker::{Agent, AgentError, TurnOutcome};

@@ -21,7 +21,12 @@ const PREVIEW_CHARS: usize = 80;
 pub const INTERRUPTED_RESULT: &str = "interrupted by the user before the tool finished";
 
 /// Runs `calls` and returns one result string per call, in call order.
-pub async fn run(agent: &Agent, calls: &[ToolCall], events: &EventSink, cancel: &CancellationToken) -> Vec<String> {
+pub async fn run(
+    agent: &Agent,
+    calls: &[ToolCall],
+    events: &EventSink,
+    cancel: &CancellationToken,
+) -> Vec<String> {
     let registry = &agent.deps().registry;
     let sequential = calls.len() == 1 || calls.iter().any(|c| registry.is_interactive(&c.name));
     if sequential {
@@ -31,7 +36,12 @@ pub async fn run(agent: &Agent, calls: &[ToolCall], events: &EventSink, cancel: 
         }
         results
     } else {
-        join_all(calls.iter().map(|call| run_one(agent, call, events, cancel))).await
+        join_all(
+            calls
+                .iter()
+                .map(|call| run_one(agent, call, events, cancel)),
+        )
+        .await
     }
 }
 
@@ -42,11 +52,19 @@ fn preview(arguments: &str) -> String {
         .find_map(|k| value.get(*k).and_then(Value::as_str))
         .map(str::to_owned)
         .unwrap_or_else(|| arguments.to_owned());
-    let flat: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     flat.chars().take(PREVIEW_CHARS).collect()
 }
 
-async fn run_one(agent: &Agent, call: &ToolCall, events: &EventSink, cancel: &CancellationToken) -> String {
+async fn run_one(
+    agent: &Agent,
+    call: &ToolCall,
+    events: &EventSink,
+    cancel: &CancellationToken,
+) -> String {
     let deps = agent.deps();
     emit(
         events,
@@ -76,15 +94,27 @@ async fn run_one(agent: &Agent, call: &ToolCall, events: &EventSink, cancel: &Ca
     result
 }
 
-async fn execute(agent: &Agent, call: &ToolCall, events: &EventSink, cancel: &CancellationToken) -> String {
+async fn execute(
+    agent: &Agent,
+    call: &ToolCall,
+    events: &EventSink,
+    cancel: &CancellationToken,
+) -> String {
     let deps = agent.deps();
     let session_id = agent.session_id();
     let agent_level = ["todo", "memory", "session_search", "delegate_task"];
     if !agent_level.contains(&call.name.as_str()) {
         let ctx = deps.tool_ctx(session_id, cancel.child_token());
-        return deps.registry.dispatch(&call.name, &call.arguments, ctx).await;
+        return deps
+            .registry
+            .dispatch(&call.name, &call.arguments, ctx)
+            .await;
     }
-    let args: Value = match serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
+    let args: Value = match serde_json::from_str(if call.arguments.trim().is_empty() {
+        "{}"
+    } else {
+        &call.arguments
+    }) {
         Ok(args) => args,
         Err(e) => return tool_error(format!("Invalid JSON arguments for {}: {e}", call.name)),
     };
@@ -92,7 +122,12 @@ async fn execute(agent: &Agent, call: &ToolCall, events: &EventSink, cancel: &Ca
         "todo" => todo::todo_tool(Some(&deps.todos(session_id)), &args),
         "memory" => memory::memory_tool(Some(&deps.memory), &args),
         "session_search" => {
-            session_search(&deps.store, &SessionSearchArgs::from_json(&args), Some(session_id)).await
+            session_search(
+                &deps.store,
+                &SessionSearchArgs::from_json(&args),
+                Some(session_id),
+            )
+            .await
         }
         _ => delegate(agent, &args, events, cancel).await,
     }
@@ -112,38 +147,47 @@ fn delegate<'a>(
             Ok(parsed) => parsed,
             Err(error) => return error,
         };
-        let runs = parsed.tasks.iter().enumerate().map(|(index, task)| async move {
-            let child_id = super::session_id::new_session_id();
-            let mut session = NewSession::new(child_id.clone(), "tool");
-            session.parent_session_id = Some(agent.session_id().to_owned());
-            session.model = Some(deps.model_name());
-            session.model_config = Some(json!({"_delegate_from": agent.session_id()}));
-            if let Err(e) = deps.store.create_session(session).await {
-                return json!({"task_index": index, "status": "failed", "error": e.to_string()});
-            }
-            let mut child = Agent::sub_agent(
-                std::sync::Arc::clone(agent.deps_arc()),
-                child_id.clone(),
-                super::deps::DELEGATE_MAX_TURNS,
-                agent.depth() + 1,
-            );
-            emit(events, AgentEvent::Status(format!("delegating: {}", task.goal)));
-            let prompt = match &task.context {
-                Some(context) => format!("{}\n\nContext:\n{context}", task.goal),
-                None => task.goal.clone(),
-            };
-            let (sink, _drain) = tokio::sync::mpsc::unbounded_channel();
-            let outcome = child.run_turn(&prompt, &sink, &cancel.child_token()).await;
-            let _ = deps.store.end_session(&child_id, "delegate_complete").await;
-            match outcome {
-                Ok(outcome) if !outcome.interrupted => json!({
-                    "task_index": index, "status": "completed", "summary": outcome.reply,
-                    "session_id": child_id, "iterations": outcome.iterations,
-                }),
-                Ok(_) => json!({"task_index": index, "status": "interrupted"}),
-                Err(e) => json!({"task_index": index, "status": "failed", "error": e.to_string()}),
-            }
-        });
+        let runs = parsed
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(index, task)| async move {
+                let child_id = super::session_id::new_session_id();
+                let mut session = NewSession::new(child_id.clone(), "tool");
+                session.parent_session_id = Some(agent.session_id().to_owned());
+                session.model = Some(deps.model_name());
+                session.model_config = Some(json!({"_delegate_from": agent.session_id()}));
+                if let Err(e) = deps.store.create_session(session).await {
+                    return json!({"task_index": index, "status": "failed", "error": e.to_string()});
+                }
+                let mut child = Agent::sub_agent(
+                    std::sync::Arc::clone(agent.deps_arc()),
+                    child_id.clone(),
+                    super::deps::DELEGATE_MAX_TURNS,
+                    agent.depth() + 1,
+                );
+                emit(
+                    events,
+                    AgentEvent::Status(format!("delegating: {}", task.goal)),
+                );
+                let prompt = match &task.context {
+                    Some(context) => format!("{}\n\nContext:\n{context}", task.goal),
+                    None => task.goal.clone(),
+                };
+                let (sink, _drain) = tokio::sync::mpsc::unbounded_channel();
+                let outcome = child.run_turn(&prompt, &sink, &cancel.child_token()).await;
+                let _ = deps.store.end_session(&child_id, "delegate_complete").await;
+                match outcome {
+                    Ok(outcome) if !outcome.interrupted => json!({
+                        "task_index": index, "status": "completed", "summary": outcome.reply,
+                        "session_id": child_id, "iterations": outcome.iterations,
+                    }),
+                    Ok(_) => json!({"task_index": index, "status": "interrupted"}),
+                    Err(e) => {
+                        json!({"task_index": index, "status": "failed", "error": e.to_string()})
+                    }
+                }
+            });
         let results = join_all(runs).await;
         json!({"results": results}).to_string()
     })
@@ -157,6 +201,9 @@ mod tests {
     fn previews_pick_the_telling_argument() {
         assert_eq!(preview(r#"{"command": "ls -la\n/tmp"}"#), "ls -la /tmp");
         assert_eq!(preview(r#"{"other": 1}"#), r#"{"other": 1}"#);
-        assert_eq!(preview(&format!(r#"{{"path": "{}"}}"#, "a".repeat(200))).len(), 80);
+        assert_eq!(
+            preview(&format!(r#"{{"path": "{}"}}"#, "a".repeat(200))).len(),
+            80
+        );
     }
 }

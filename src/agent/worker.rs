@@ -8,7 +8,6 @@
 //! "interrupted" result so the history stays well-formed.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
@@ -103,7 +102,9 @@ impl Agent {
             .ok_or_else(|| StoreError::SessionNotFound(session_id.clone()))?;
         let messages = deps.store.get_messages(&session_id).await?;
         let history = history::from_stored(&messages);
-        let system_prompt = session.system_prompt.unwrap_or_else(|| deps.system_prompt());
+        let system_prompt = session
+            .system_prompt
+            .unwrap_or_else(|| deps.system_prompt());
         let budget_max = deps.settings.max_turns;
         Ok(Self {
             deps,
@@ -115,7 +116,12 @@ impl Agent {
         })
     }
 
-    pub(crate) fn sub_agent(deps: Arc<AgentDeps>, session_id: String, budget: u32, depth: u32) -> Self {
+    pub(crate) fn sub_agent(
+        deps: Arc<AgentDeps>,
+        session_id: String,
+        budget: u32,
+        depth: u32,
+    ) -> Self {
         let system_prompt = deps.system_prompt();
         Self {
             deps,
@@ -165,7 +171,12 @@ impl Agent {
             let Some(reply) = self.call_model(&request, events, cancel).await? else {
                 return Ok(self.interrupted(budget.used()));
             };
-            emit(events, AgentEvent::Step { iteration: budget.used() });
+            emit(
+                events,
+                AgentEvent::Step {
+                    iteration: budget.used(),
+                },
+            );
             if reply.tool_calls.is_empty() {
                 let text = reply.content.clone().unwrap_or_default();
                 self.push(assistant_from(&reply), Some(&reply)).await?;
@@ -246,7 +257,11 @@ impl Agent {
     }
 
     /// Appends to the history and persists it (the write is confirmed before we go on).
-    async fn push(&mut self, message: ChatMessage, reply: Option<&ModelReply>) -> Result<(), AgentError> {
+    async fn push(
+        &mut self,
+        message: ChatMessage,
+        reply: Option<&ModelReply>,
+    ) -> Result<(), AgentError> {
         let stored = history::to_stored(&self.session_id, &message, reply);
         self.deps.store.append_message(stored).await?;
         self.history.push(message);
@@ -269,9 +284,14 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
-        emit(events, AgentEvent::Status(format!("iteration budget of {} reached", budget.max())));
+        emit(
+            events,
+            AgentEvent::Status(format!("iteration budget of {} reached", budget.max())),
+        );
         let mut request = self.request(false);
-        request.messages.push(ChatMessage::user(BUDGET_EXHAUSTED_PROMPT));
+        request
+            .messages
+            .push(ChatMessage::user(BUDGET_EXHAUSTED_PROMPT));
         let request = ModelRequest {
             messages: super::message::enforce_alternation(request.messages)
                 .unwrap_or_else(|_| self.history.clone()),
@@ -289,7 +309,8 @@ impl Agent {
         } else {
             reply
         };
-        self.push(ChatMessage::assistant(text.clone()), None).await?;
+        self.push(ChatMessage::assistant(text.clone()), None)
+            .await?;
         Ok(TurnOutcome {
             reply: text,
             interrupted: false,
@@ -299,7 +320,11 @@ impl Agent {
     }
 
     /// Pre-flight compression at the configured share of the context window.
-    async fn maybe_compress(&mut self, events: &EventSink, cancel: &CancellationToken) -> Result<(), AgentError> {
+    async fn maybe_compress(
+        &mut self,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), AgentError> {
         let settings = &self.deps.settings;
         if !settings.compression_enabled {
             return Ok(());
@@ -308,7 +333,11 @@ impl Agent {
         if compress::estimate_tokens(&self.history) <= limit {
             return Ok(());
         }
-        let Some(plan) = compress::plan(&self.history, compress::PROTECT_FIRST_N, settings.protect_last_n) else {
+        let Some(plan) = compress::plan(
+            &self.history,
+            compress::PROTECT_FIRST_N,
+            settings.protect_last_n,
+        ) else {
             return Ok(());
         };
         let middle = &self.history[plan.head_end..plan.tail_start];
@@ -324,7 +353,10 @@ impl Agent {
             Ok(None) => return Ok(()),
             Err(e) => {
                 tracing::warn!(session_id = %self.session_id, error = %e, "summary failed; compressing with a placeholder");
-                format!("[{} earlier messages were removed; no summary is available]", middle.len())
+                format!(
+                    "[{} earlier messages were removed; no summary is available]",
+                    middle.len()
+                )
             }
         };
         let compressed = compress::assemble(&self.history, plan, &summary);
@@ -332,7 +364,11 @@ impl Agent {
     }
 
     /// Ends this session with reason `compression` and continues in a new child session.
-    async fn continue_in_child(&mut self, compressed: Vec<ChatMessage>, events: &EventSink) -> Result<(), AgentError> {
+    async fn continue_in_child(
+        &mut self,
+        compressed: Vec<ChatMessage>,
+        events: &EventSink,
+    ) -> Result<(), AgentError> {
         let store = &self.deps.store;
         let parent = store
             .get_session(&self.session_id)
@@ -354,7 +390,13 @@ impl Agent {
                 .append_message(history::to_stored(&child_id, message, None))
                 .await?;
         }
-        emit(events, AgentEvent::Compressed { from: self.session_id.clone(), to: child_id.clone() });
+        emit(
+            events,
+            AgentEvent::Compressed {
+                from: self.session_id.clone(),
+                to: child_id.clone(),
+            },
+        );
         tracing::info!(from = %self.session_id, to = %child_id, kept = compressed.len(), "conversation compressed");
         self.session_id = child_id;
         self.history = compressed;

@@ -13,11 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::EXIT_FAILURE;
 use crate::agent::{Agent, AgentDeps, AgentEvent, UserPrompts, new_session_id};
-use crate::tools::approval::{ApprovalDecision, ApprovalPrompt, ApprovalRequest};
-use crate::tools::clarify::{ClarifyCallback, ClarifyRequest};
 use crate::config::{self, EXIT_CONFIG};
 use crate::home::HermesHome;
 use crate::state::{Store, StoreOptions};
+use crate::tools::approval::{ApprovalDecision, ApprovalPrompt, ApprovalRequest};
+use crate::tools::clarify::{ClarifyCallback, ClarifyRequest};
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
@@ -46,7 +46,10 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: ChatArgs) ->
         eprintln!("error: cannot create {}: {e}", home.path().display());
         return EXIT_FAILURE;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -54,7 +57,10 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: ChatArgs) ->
         }
     };
     runtime.block_on(async move {
-        let options = StoreOptions { env: loaded.env.clone(), ..StoreOptions::default() };
+        let options = StoreOptions {
+            env: loaded.env.clone(),
+            ..StoreOptions::default()
+        };
         let store = match Store::open_with(&home.state_db(), options) {
             Ok(store) => store,
             Err(e) => {
@@ -87,7 +93,11 @@ fn approval_prompt(lines: Lines) -> ApprovalPrompt {
     Arc::new(move |request: ApprovalRequest| {
         let lines = Arc::clone(&lines);
         Box::pin(async move {
-            let always = if request.allow_permanent { ", [a]lways" } else { "" };
+            let always = if request.allow_permanent {
+                ", [a]lways"
+            } else {
+                ""
+            };
             eprint!(
                 "\n⚠️  Dangerous command ({}):\n    {}\n   allow [o]nce, for this [s]ession{always}, or [d]eny? ",
                 request.description, request.command
@@ -125,14 +135,22 @@ fn clarify_prompt(lines: Lines) -> ClarifyCallback {
                 .ok_or_else(|| "no answer: input closed".to_owned())?;
             let answer = answer.trim().to_owned();
             let picked = request.choices.as_ref().and_then(|choices| {
-                answer.parse::<usize>().ok().and_then(|n| choices.get(n.wrapping_sub(1)).cloned())
+                answer
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|n| choices.get(n.wrapping_sub(1)).cloned())
             });
             Ok(picked.unwrap_or(answer))
         })
     })
 }
 
-async fn chat(home: &HermesHome, loaded: &config::LoadedConfig, store: &Store, args: ChatArgs) -> i32 {
+async fn chat(
+    home: &HermesHome,
+    loaded: &config::LoadedConfig,
+    store: &Store,
+    args: ChatArgs,
+) -> i32 {
     let interactive = args.query.is_none();
     let lines = stdin_lines();
     let prompts = if interactive {
@@ -173,11 +191,16 @@ async fn chat(home: &HermesHome, loaded: &config::LoadedConfig, store: &Store, a
             _ => EXIT_FAILURE,
         };
     }
-    eprintln!("hermesd chat — session {} (type /exit to leave, Ctrl-C interrupts a turn)", agent.session_id());
+    eprintln!(
+        "hermesd chat — session {} (type /exit to leave, Ctrl-C interrupts a turn)",
+        agent.session_id()
+    );
     loop {
         eprint!("\n› ");
         let _ = std::io::stderr().flush();
-        let Some(line) = lines.lock().await.recv().await else { break };
+        let Some(line) = lines.lock().await.recv().await else {
+            break;
+        };
         let text = line.trim();
         match text {
             "" => continue,
@@ -189,12 +212,20 @@ async fn chat(home: &HermesHome, loaded: &config::LoadedConfig, store: &Store, a
             }
         }
     }
-    eprintln!("session {} — resume with: hermesd chat --resume {}", agent.session_id(), agent.session_id());
+    eprintln!(
+        "session {} — resume with: hermesd chat --resume {}",
+        agent.session_id(),
+        agent.session_id()
+    );
     0
 }
 
 /// Runs one turn, printing events; Ctrl-C interrupts it. `Ok(false)` when interrupted.
-async fn one_turn(agent: &mut Agent, text: &str, interactive: bool) -> Result<bool, crate::agent::AgentError> {
+async fn one_turn(
+    agent: &mut Agent,
+    text: &str,
+    interactive: bool,
+) -> Result<bool, crate::agent::AgentError> {
     let (events, mut rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let interrupt = cancel.clone();
@@ -215,11 +246,20 @@ async fn one_turn(agent: &mut Agent, text: &str, interactive: bool) -> Result<bo
                 AgentEvent::StreamRestart if streamed => {
                     eprintln!("\n  (the model connection was retried; the reply starts over)");
                 }
-                AgentEvent::ToolStarted { emoji, name, preview, .. } => {
+                AgentEvent::ToolStarted {
+                    emoji,
+                    name,
+                    preview,
+                    ..
+                } => {
                     eprintln!("  {emoji} {name}: {preview}");
                 }
-                AgentEvent::ToolFinished { name, ok: false, .. } => eprintln!("  ✗ {name} failed"),
-                AgentEvent::Compressed { to, .. } => eprintln!("  (context compressed; continuing in session {to})"),
+                AgentEvent::ToolFinished {
+                    name, ok: false, ..
+                } => eprintln!("  ✗ {name} failed"),
+                AgentEvent::Compressed { to, .. } => {
+                    eprintln!("  (context compressed; continuing in session {to})")
+                }
                 AgentEvent::Status(s) => eprintln!("  ({s})"),
                 _ => {}
             }

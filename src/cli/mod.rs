@@ -1,5 +1,6 @@
 //! The command line: global flags, subcommands, and dispatch to their implementations.
 
+mod chat;
 mod format;
 mod pairing;
 mod run;
@@ -36,6 +37,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the gateway daemon in the foreground (the default).
     Run,
+    /// Talk to the agent in the terminal (`-q` for one message and exit).
+    Chat(chat::ChatArgs),
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]
@@ -76,6 +79,7 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
     };
     match cli.command.unwrap_or(Command::Run) {
         Command::Run => run::run(&home, &env),
+        Command::Chat(args) => chat::run(&home, &env, args),
         Command::Config { command } => match command {
             ConfigCommand::Check => crate::config::cli::check(&home, &env),
             ConfigCommand::Show { json } => crate::config::cli::show(&home, &env, json),

@@ -13,6 +13,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use serde_json::Value;
 
 use super::script::Step;
@@ -53,13 +54,19 @@ fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
+/// Real model servers answer promptly; without TCP_NODELAY a small write waits for the
+/// client's delayed ACK (~40 ms) and the fake would look slow.
+fn no_delay(stream: &mut tokio::net::TcpStream) {
+    let _ = stream.set_nodelay(true);
+}
+
 pub async fn on_current_runtime(shared: Arc<Shared>) -> (SocketAddr, Lifetime) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind the fake model on 127.0.0.1:0");
     let addr = listener.local_addr().expect("fake model address");
     let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, router(shared)).await;
+        let _ = axum::serve(listener.tap_io(no_delay), router(shared)).await;
     });
     (addr, Lifetime::Task(task.abort_handle()))
 }
@@ -82,7 +89,7 @@ pub fn on_own_thread(shared: Arc<Shared>) -> (SocketAddr, Lifetime) {
             runtime.block_on(async move {
                 let listener =
                     tokio::net::TcpListener::from_std(listener).expect("fake model listener");
-                let _ = axum::serve(listener, router(shared))
+                let _ = axum::serve(listener.tap_io(no_delay), router(shared))
                     .with_graceful_shutdown(async {
                         let _ = stopped.await;
                     })

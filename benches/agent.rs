@@ -1,0 +1,165 @@
+//! Agent benchmark: our own time per turn with a fake model that answers instantly (every
+//! message persisted), and memory per idle session and per active turn. Prints one JSON
+//! report (also written to `target/bench-agent.json`). `-- --quick` is the CI size.
+//!
+//! "Own time" is the whole turn's wall time: the fake answers from memory in microseconds, so
+//! nearly all of it is ours (HTTP round trips, parsing, tool dispatch, persistence). It is
+//! therefore an upper bound on the agent's overhead.
+
+#[path = "../tests/support/fake_model.rs"]
+#[allow(dead_code)]
+mod fake_model;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use fake_model::{FakeCall, FakeModel, Reply, Step};
+use hermesd::agent::provider::{Endpoint, HttpSettings, ModelClient};
+use hermesd::agent::{Agent, AgentDeps, UserPrompts, new_session_id};
+use hermesd::home::HermesHome;
+use hermesd::state::Store;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn summary(mut samples: Vec<f64>) -> Value {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let pick = |p: f64| samples[((samples.len() as f64 * p) as usize).min(samples.len() - 1)];
+    json!({"p50_ms": (pick(0.5) * 1000.0).round() / 1000.0,
+           "p99_ms": (pick(0.99) * 1000.0).round() / 1000.0, "n": samples.len()})
+}
+
+async fn deps(home: &HermesHome, fake: &FakeModel) -> Arc<AgentDeps> {
+    let env: BTreeMap<String, String> =
+        [("HOME".to_owned(), home.path().display().to_string())].into();
+    let loaded = hermesd::config::load(home, &env).expect("config");
+    let store = Store::open(&home.state_db()).expect("store");
+    let endpoint = Endpoint::new("fake", fake.base_url(), None, "fake-model");
+    let client =
+        ModelClient::with_endpoints(endpoint, Vec::new(), HttpSettings::default()).expect("client");
+    Arc::new(AgentDeps::with_client(
+        home,
+        &loaded,
+        store,
+        UserPrompts::default(),
+        client,
+    ))
+}
+
+/// Runs `turns` turns, pushing `script` before each, and returns each turn's wall time (ms).
+async fn timed_turns(
+    agent: &mut Agent,
+    fake: &FakeModel,
+    turns: usize,
+    script: &dyn Fn() -> Vec<Step>,
+) -> Vec<f64> {
+    let (events, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut own = Vec::with_capacity(turns);
+    for i in 0..turns {
+        fake.push_all(script());
+        let started = Instant::now();
+        agent
+            .run_turn(&format!("message {i}"), &events, &CancellationToken::new())
+            .await
+            .expect("turn");
+        own.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    own
+}
+
+fn todo_call(i: usize) -> FakeCall {
+    FakeCall {
+        id: format!("call_{i}"),
+        name: "todo".into(),
+        arguments:
+            json!({"todos": [{"id": format!("{i}"), "content": "step", "status": "pending"}]})
+                .to_string(),
+    }
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (turns, idle_sessions) = if quick { (100, 200) } else { (1000, 2000) };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let report = runtime.block_on(async {
+        let dir = tempfile::tempdir_in("/dev/shm")
+            .or_else(|_| tempfile::tempdir())
+            .unwrap();
+        let home = HermesHome::at(dir.path());
+        let fake = FakeModel::start_in_background();
+        let deps = deps(&home, &fake).await;
+
+        let mut agent = Agent::create(Arc::clone(&deps), new_session_id(), "bench", None)
+            .await
+            .unwrap();
+        // Warm up connections and caches.
+        timed_turns(&mut agent, &fake, 10, &|| vec![Step::text("ok")]).await;
+        let plain = timed_turns(&mut agent, &fake, turns, &|| vec![Step::text("ok")]).await;
+
+        let mut agent = Agent::create(Arc::clone(&deps), new_session_id(), "bench", None)
+            .await
+            .unwrap();
+        let four_tools = timed_turns(&mut agent, &fake, turns / 4, &|| {
+            vec![
+                Step::Reply(Reply {
+                    tool_calls: (0..4).map(todo_call).collect(),
+                    ..Reply::default()
+                }),
+                Step::text("done"),
+            ]
+        })
+        .await;
+
+        // Idle sessions: first give each session a one-turn history (this also grows the
+        // store's caches and the fake's request log), then measure only what holding the
+        // resumed agents in memory costs, as the gateway's agent cache does.
+        let (events, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut ids = Vec::with_capacity(idle_sessions);
+        for i in 0..idle_sessions {
+            let mut agent = Agent::create(Arc::clone(&deps), new_session_id(), "bench", None)
+                .await
+                .unwrap();
+            fake.push(Step::text(format!("reply {i}")));
+            agent
+                .run_turn("hello there", &events, &CancellationToken::new())
+                .await
+                .unwrap();
+            ids.push(agent.session_id().to_owned());
+        }
+        let before = rss_kib();
+        let mut idle = Vec::with_capacity(idle_sessions);
+        for id in ids {
+            idle.push(Agent::resume(Arc::clone(&deps), id).await.unwrap());
+        }
+        let after = rss_kib();
+        let per_idle_kib = (after.saturating_sub(before)) as f64 / idle_sessions as f64;
+        deps.store.close().await;
+        json!({
+            "quick": quick,
+            "own_time_plain_turn": summary(plain),
+            "own_time_turn_with_4_parallel_tools": summary(four_tools),
+            "idle_sessions": idle.len(),
+            "rss_kib_before_idle_sessions": before,
+            "rss_kib_after_idle_sessions": after,
+            "kib_per_idle_session": (per_idle_kib * 10.0).round() / 10.0,
+        })
+    });
+    let text = serde_json::to_string_pretty(&report).unwrap();
+    println!("{text}");
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    let _ = std::fs::write(target.join("bench-agent.json"), &text);
+}

@@ -1,12 +1,15 @@
 //! The closed set of writes, each applied inside the writer's transaction.
 //!
-//! Only this module and `titles::set_title` issue SQL writes to the database, and only the
+//! Only this module (with `gateway_commands`, the gateway's writes it dispatches to) and
+//! `titles::set_title` issue SQL writes to the database, and only the
 //! writer thread calls them.
 
 use rusqlite::{Connection, params};
 
 use super::encode::{encode_content, encode_json, tool_call_count};
 use super::error::{StoreError, StoreResult};
+use super::gateway_commands as gateway;
+use super::ledger::{InboundState, NewObligation, OwnerStamp};
 use super::model::{NewMessage, NewSession, UsageDelta, now_epoch};
 use super::titles;
 
@@ -33,6 +36,62 @@ pub enum WriteCommand {
     /// Deletes sessions and their messages; their children are orphaned, not deleted.
     DeleteSessions {
         ids: Vec<String>,
+    },
+    // ---- gateway (tables created by `EnsureGatewaySchema`) ----------------------------------
+    EnsureGatewaySchema,
+    RecordInbound {
+        platform: String,
+        event_id: String,
+        session_key: String,
+        payload_json: String,
+    },
+    MarkInbound {
+        platform: String,
+        event_id: String,
+        state: InboundState,
+    },
+    /// Deletes finished inbound events last updated before `before` (epoch seconds).
+    PruneInbound {
+        before: f64,
+    },
+    /// Atomically records a turn's reply obligations and marks its event answered.
+    AnswerInbound {
+        platform: String,
+        event_id: String,
+        replies: Vec<NewObligation>,
+        owner: OwnerStamp,
+    },
+    CreateObligation {
+        obligation: Box<NewObligation>,
+        owner: OwnerStamp,
+    },
+    MarkAttempting {
+        id: String,
+        owner: OwnerStamp,
+    },
+    MarkDelivered {
+        id: String,
+    },
+    MarkFailed {
+        id: String,
+        error: String,
+    },
+    AbandonStale {
+        now: f64,
+    },
+    SaveRouting {
+        scope: String,
+        session_key: String,
+        entry_json: String,
+    },
+    DeleteRouting {
+        scope: String,
+        session_keys: Vec<String>,
+    },
+    /// Replaces the whole routing index of `scope` (key, entry JSON).
+    ReplaceRouting {
+        scope: String,
+        entries: Vec<(String, String)>,
     },
 }
 
@@ -82,6 +141,68 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
             Ok(Outcome::Changed(removed))
         }
         WriteCommand::DeleteSessions { ids } => delete_sessions(conn, ids),
+        WriteCommand::EnsureGatewaySchema
+        | WriteCommand::RecordInbound { .. }
+        | WriteCommand::MarkInbound { .. }
+        | WriteCommand::PruneInbound { .. }
+        | WriteCommand::AnswerInbound { .. }
+        | WriteCommand::CreateObligation { .. }
+        | WriteCommand::MarkAttempting { .. }
+        | WriteCommand::MarkDelivered { .. }
+        | WriteCommand::MarkFailed { .. }
+        | WriteCommand::AbandonStale { .. }
+        | WriteCommand::SaveRouting { .. }
+        | WriteCommand::DeleteRouting { .. }
+        | WriteCommand::ReplaceRouting { .. } => apply_gateway(conn, command),
+    }
+}
+
+fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> {
+    match command {
+        WriteCommand::EnsureGatewaySchema => {
+            super::gateway_schema::ensure(conn)?;
+            Ok(Outcome::Done)
+        }
+        WriteCommand::RecordInbound {
+            platform,
+            event_id,
+            session_key,
+            payload_json,
+        } => gateway::record_inbound(conn, platform, event_id, session_key, payload_json),
+        WriteCommand::MarkInbound {
+            platform,
+            event_id,
+            state,
+        } => gateway::mark_inbound(conn, platform, event_id, state.as_str()),
+        WriteCommand::PruneInbound { before } => gateway::prune_inbound(conn, *before),
+        WriteCommand::AnswerInbound {
+            platform,
+            event_id,
+            replies,
+            owner,
+        } => gateway::answer_inbound(conn, platform, event_id, replies, *owner),
+        WriteCommand::CreateObligation { obligation, owner } => {
+            gateway::create_obligation(conn, obligation, *owner)
+        }
+        WriteCommand::MarkAttempting { id, owner } => gateway::mark_attempting(conn, id, *owner),
+        WriteCommand::MarkDelivered { id } => gateway::mark_delivered(conn, id),
+        WriteCommand::MarkFailed { id, error } => gateway::mark_failed(conn, id, error),
+        WriteCommand::AbandonStale { now } => gateway::abandon_stale(conn, *now),
+        WriteCommand::SaveRouting {
+            scope,
+            session_key,
+            entry_json,
+        } => gateway::save_routing(conn, scope, session_key, entry_json),
+        WriteCommand::DeleteRouting {
+            scope,
+            session_keys,
+        } => gateway::delete_routing(conn, scope, session_keys),
+        WriteCommand::ReplaceRouting { scope, entries } => {
+            gateway::replace_routing(conn, scope, entries)
+        }
+        other => Err(StoreError::Invalid(format!(
+            "not a gateway command: {other:?}"
+        ))),
     }
 }
 

@@ -10,6 +10,8 @@ pub enum StoreError {
     SessionNotFound(String),
     #[error("session prefix {prefix:?} is ambiguous: {count} sessions match")]
     AmbiguousPrefix { prefix: String, count: usize },
+    #[error("no inbound event {event_id:?} from {platform:?} is journaled")]
+    InboundNotFound { platform: String, event_id: String },
     #[error("{0}")]
     Invalid(String),
     #[error("Title '{title}' is already in use by session {holder}")]

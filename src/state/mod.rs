@@ -8,7 +8,12 @@ mod commands;
 mod connection;
 mod encode;
 mod error;
+mod gateway_api;
+mod gateway_commands;
+mod gateway_read;
+mod gateway_schema;
 pub mod guard;
+mod ledger;
 mod model;
 mod read;
 mod schema;
@@ -28,6 +33,8 @@ use tokio::sync::{mpsc, oneshot};
 pub use commands::{Outcome, WriteCommand};
 pub use encode::content_text;
 pub use error::{StoreError, StoreResult};
+pub use gateway_schema::GATEWAY_TABLES;
+pub use ledger::*;
 pub use model::*;
 pub use schema::{SCHEMA_VERSION, SchemaInfo};
 pub use search::sanitize_fts5_query;
@@ -47,6 +54,9 @@ pub struct StoreOptions {
     pub env: BTreeMap<String, String>,
     /// How long and how often to retry when another process holds the write lock.
     pub retry: RetryPolicy,
+    /// The process stamped as owner of the delivery obligations this store claims (this
+    /// process; tests stand in for another one).
+    pub ledger_owner: OwnerStamp,
 }
 
 impl Default for StoreOptions {
@@ -56,6 +66,7 @@ impl Default for StoreOptions {
             max_idle_readers: 4,
             env: std::env::vars().collect(),
             retry: RetryPolicy::default(),
+            ledger_owner: OwnerStamp::current(),
         }
     }
 }
@@ -66,6 +77,7 @@ struct Inner {
     queue: mpsc::Sender<Envelope>,
     idle_readers: Mutex<Vec<Connection>>,
     max_idle_readers: usize,
+    ledger_owner: OwnerStamp,
     stats: Arc<WriterStats>,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -109,6 +121,7 @@ impl Store {
                 queue,
                 idle_readers: Mutex::new(Vec::new()),
                 max_idle_readers: options.max_idle_readers,
+                ledger_owner: options.ledger_owner,
                 stats,
                 writer_thread: Mutex::new(Some(writer_thread)),
             }),

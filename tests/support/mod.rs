@@ -4,3 +4,29 @@
 pub mod fake_model;
 pub mod providers;
 pub mod python;
+
+/// An owner stamp for a process that has exited: a reaped child's pid with a start time no
+/// process can have, so even a recycled pid does not match it.
+pub fn dead_owner() -> hermesd::state::OwnerStamp {
+    let mut child = std::process::Command::new("true")
+        .spawn()
+        .expect("spawn true");
+    child.wait().expect("wait for true");
+    hermesd::state::OwnerStamp {
+        pid: i64::from(child.id()),
+        started_at: Some(-1),
+    }
+}
+
+/// A store on `path` that stamps delivery obligations as owned by `owner`, standing in for
+/// another (possibly dead) gateway process.
+pub fn store_owned_by(
+    path: &std::path::Path,
+    owner: hermesd::state::OwnerStamp,
+) -> hermesd::state::Store {
+    let options = hermesd::state::StoreOptions {
+        ledger_owner: owner,
+        ..hermesd::state::StoreOptions::default()
+    };
+    hermesd::state::Store::open_with(path, options).expect("open store")
+}

@@ -1,0 +1,233 @@
+//! The gateway's part of the [`Store`] API: the inbound journal, the delivery-obligation
+//! ledger and the routing index. Writes go through the writer as [`WriteCommand`]s and are
+//! durable when they return; reads run on the read pool.
+//!
+//! Call [`Store::ensure_gateway_schema`] once when the gateway starts; until then the tables
+//! may not exist and these calls fail with a "no such table" error.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::Store;
+use super::commands::{Outcome, WriteCommand};
+use super::error::StoreResult;
+use super::gateway_read;
+use super::ledger::{InboundEvent, InboundRecord, InboundState, NewObligation, Obligation};
+use super::model::now_epoch;
+
+impl Store {
+    /// Creates `gateway_routing`, `delivery_obligations` (Hermes's DDL) and
+    /// `hermesd_inbound_events` if missing. Idempotent; never alters an existing table.
+    pub async fn ensure_gateway_schema(&self) -> StoreResult<()> {
+        self.write(WriteCommand::EnsureGatewaySchema).await?;
+        Ok(())
+    }
+
+    // ---- inbound journal ------------------------------------------------------------------
+
+    /// Journals an inbound platform event before it is acknowledged. Durable when this
+    /// returns; an event already journaled (same platform and id) is a [`InboundRecord::Duplicate`]
+    /// and changes nothing.
+    pub async fn record_inbound(
+        &self,
+        platform: &str,
+        event_id: &str,
+        session_key: &str,
+        payload: Value,
+    ) -> StoreResult<InboundRecord> {
+        let outcome = self
+            .write(WriteCommand::RecordInbound {
+                platform: platform.to_owned(),
+                event_id: event_id.to_owned(),
+                session_key: session_key.to_owned(),
+                payload_json: payload.to_string(),
+            })
+            .await?;
+        Ok(if outcome.changed() > 0 {
+            InboundRecord::Recorded
+        } else {
+            InboundRecord::Duplicate
+        })
+    }
+
+    /// Moves an event to `state`; false if no such event is journaled. To answer an event use
+    /// [`Store::answer_inbound`], which records the reply in the same transaction.
+    pub async fn mark_inbound(
+        &self,
+        platform: &str,
+        event_id: &str,
+        state: InboundState,
+    ) -> StoreResult<bool> {
+        let outcome = self
+            .write(WriteCommand::MarkInbound {
+                platform: platform.to_owned(),
+                event_id: event_id.to_owned(),
+                state,
+            })
+            .await?;
+        Ok(outcome.changed() > 0)
+    }
+
+    /// Received or processing events, oldest first: the turns to resume after a restart.
+    pub async fn unfinished_inbound(&self) -> StoreResult<Vec<InboundEvent>> {
+        self.read(|c, _| gateway_read::unfinished_inbound(c)).await
+    }
+
+    pub async fn get_inbound(
+        &self,
+        platform: &str,
+        event_id: &str,
+    ) -> StoreResult<Option<InboundEvent>> {
+        let (platform, event_id) = (platform.to_owned(), event_id.to_owned());
+        self.read(move |c, _| gateway_read::get_inbound(c, &platform, &event_id))
+            .await
+    }
+
+    /// Deletes answered/ignored events last updated more than `older_than_days` ago.
+    pub async fn prune_inbound(&self, older_than_days: f64) -> StoreResult<usize> {
+        let before = now_epoch() - older_than_days * 86_400.0;
+        let outcome = self.write(WriteCommand::PruneInbound { before }).await?;
+        Ok(outcome.changed())
+    }
+
+    /// In one transaction: records `replies` as pending obligations owned by this process and
+    /// marks the event answered with their ids. A crash leaves both or neither. Fails with
+    /// [`StoreError::InboundNotFound`](super::StoreError::InboundNotFound) (recording nothing)
+    /// if the event is not journaled. Returns the obligation ids, in order.
+    pub async fn answer_inbound(
+        &self,
+        platform: &str,
+        event_id: &str,
+        replies: Vec<NewObligation>,
+    ) -> StoreResult<Vec<String>> {
+        let ids = replies.iter().map(NewObligation::obligation_id).collect();
+        self.write(WriteCommand::AnswerInbound {
+            platform: platform.to_owned(),
+            event_id: event_id.to_owned(),
+            replies,
+            owner: self.inner.ledger_owner,
+        })
+        .await?;
+        Ok(ids)
+    }
+
+    // ---- delivery obligations -------------------------------------------------------------
+
+    /// Records a reply as owed (`pending`, owned by this process) and returns its Hermes id.
+    /// Recording the same turn and content again keeps the existing row.
+    pub async fn create_obligation(&self, obligation: NewObligation) -> StoreResult<String> {
+        let id = obligation.obligation_id();
+        self.write(WriteCommand::CreateObligation {
+            obligation: Box::new(obligation),
+            owner: self.inner.ledger_owner,
+        })
+        .await?;
+        Ok(id)
+    }
+
+    /// Call immediately before sending: `attempting`, attempts + 1, owner = this process.
+    /// False when the row is missing, delivered or abandoned (do not send).
+    pub async fn mark_attempting(&self, id: &str) -> StoreResult<bool> {
+        let owner = self.inner.ledger_owner;
+        let id = id.to_owned();
+        Ok(changed(
+            self.write(WriteCommand::MarkAttempting { id, owner })
+                .await?,
+        ))
+    }
+
+    /// Call only once the platform confirmed the send.
+    pub async fn mark_delivered(&self, id: &str) -> StoreResult<bool> {
+        let id = id.to_owned();
+        Ok(changed(
+            self.write(WriteCommand::MarkDelivered { id }).await?,
+        ))
+    }
+
+    /// A definitive rejection (the error is kept, at most 500 characters).
+    pub async fn mark_failed(&self, id: &str, error: &str) -> StoreResult<bool> {
+        let (id, error) = (id.to_owned(), error.to_owned());
+        Ok(changed(
+            self.write(WriteCommand::MarkFailed { id, error }).await?,
+        ))
+    }
+
+    /// Abandons undelivered rows of dead owners past the attempt cap or the stale cutoff.
+    pub async fn abandon_stale(&self, now: f64) -> StoreResult<usize> {
+        Ok(self
+            .write(WriteCommand::AbandonStale { now })
+            .await?
+            .changed())
+    }
+
+    /// Replies to send after a restart: undelivered rows whose owner is no live process,
+    /// oldest first; `ambiguous` ones must go out with [`RECOVERED_MARKER`](super::RECOVERED_MARKER)
+    /// ([`Obligation::text_to_send`]). Claim each with [`Store::mark_attempting`] before sending.
+    pub async fn undelivered(&self, now: f64) -> StoreResult<Vec<Obligation>> {
+        self.read(move |c, _| gateway_read::undelivered(c, now))
+            .await
+    }
+
+    pub async fn get_obligation(&self, id: &str) -> StoreResult<Option<Obligation>> {
+        let id = id.to_owned();
+        self.read(move |c, _| gateway_read::get_obligation(c, &id))
+            .await
+    }
+
+    // ---- routing index --------------------------------------------------------------------
+
+    /// Upserts one routing entry (a `SessionEntry` as JSON) in `scope`.
+    pub async fn save_routing_entry(
+        &self,
+        scope: &str,
+        session_key: &str,
+        entry: &Value,
+    ) -> StoreResult<()> {
+        self.write(WriteCommand::SaveRouting {
+            scope: scope.to_owned(),
+            session_key: session_key.to_owned(),
+            entry_json: entry.to_string(),
+        })
+        .await?;
+        Ok(())
+    }
+
+    pub async fn delete_routing_entry(&self, scope: &str, session_key: &str) -> StoreResult<bool> {
+        let outcome = self
+            .write(WriteCommand::DeleteRouting {
+                scope: scope.to_owned(),
+                session_keys: vec![session_key.to_owned()],
+            })
+            .await?;
+        Ok(changed(outcome))
+    }
+
+    pub async fn load_routing(&self, scope: &str) -> StoreResult<BTreeMap<String, Value>> {
+        let scope = scope.to_owned();
+        self.read(move |c, _| gateway_read::load_routing(c, &scope))
+            .await
+    }
+
+    /// Replaces the whole index of `scope` with `entries` in one transaction; keys absent
+    /// from `entries` disappear, other scopes are untouched.
+    pub async fn replace_routing(
+        &self,
+        scope: &str,
+        entries: &BTreeMap<String, Value>,
+    ) -> StoreResult<()> {
+        self.write(WriteCommand::ReplaceRouting {
+            scope: scope.to_owned(),
+            entries: entries
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect(),
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+fn changed(outcome: Outcome) -> bool {
+    outcome.changed() > 0
+}

@@ -1,0 +1,147 @@
+//! Reads of the gateway's tables, on pooled read-only connections. No writes happen here.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{Connection, Row, params};
+use serde_json::Value;
+
+use super::error::StoreResult;
+use super::gateway_schema::UNFINISHED_STATES;
+use super::ledger::{
+    InboundEvent, InboundState, OBLIGATION_MAX_ATTEMPTS, OBLIGATION_STALE_AFTER_SECONDS,
+    Obligation, ObligationState, owner_alive,
+};
+
+fn bad_state(table: &str, state: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        0,
+        rusqlite::types::Type::Text,
+        format!("unknown {table} state {state:?}").into(),
+    )
+}
+
+fn inbound_from_row(r: &Row<'_>) -> rusqlite::Result<InboundEvent> {
+    let state: String = r.get(3)?;
+    let payload: String = r.get(4)?;
+    let replies: Option<String> = r.get(7)?;
+    Ok(InboundEvent {
+        platform: r.get(0)?,
+        event_id: r.get(1)?,
+        session_key: r.get(2)?,
+        state: InboundState::parse(&state).ok_or_else(|| bad_state("inbound", &state))?,
+        // A payload that is not JSON (written by hand) is kept as its text.
+        payload: serde_json::from_str(&payload).unwrap_or(Value::String(payload)),
+        received_at: r.get(5)?,
+        updated_at: r.get(6)?,
+        reply_obligation_ids: replies
+            .map(|s| {
+                s.split(',')
+                    .filter(|id| !id.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}
+
+const INBOUND_COLUMNS: &str = "platform, event_id, session_key, state, payload_json, \
+    received_at, updated_at, reply_obligation_id";
+
+/// Events received or in progress, oldest first: the turns to resume after a restart.
+pub fn unfinished_inbound(conn: &Connection) -> StoreResult<Vec<InboundEvent>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {INBOUND_COLUMNS} FROM hermesd_inbound_events
+         WHERE state IN {UNFINISHED_STATES} ORDER BY received_at, rowid"
+    ))?;
+    let rows = stmt.query_map([], inbound_from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub fn get_inbound(
+    conn: &Connection,
+    platform: &str,
+    event_id: &str,
+) -> StoreResult<Option<InboundEvent>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {INBOUND_COLUMNS} FROM hermesd_inbound_events
+         WHERE platform = ?1 AND event_id = ?2"
+    ))?;
+    let mut rows = stmt.query_map(params![platform, event_id], inbound_from_row)?;
+    Ok(rows.next().transpose()?)
+}
+
+const OBLIGATION_COLUMNS: &str = "obligation_id, session_key, platform, chat_id, thread_id, \
+    content, state, attempts, created_at, updated_at, owner_pid, owner_started_at, last_error";
+
+fn obligation_from_row(r: &Row<'_>) -> rusqlite::Result<Obligation> {
+    let state: String = r.get(6)?;
+    let state = ObligationState::parse(&state).ok_or_else(|| bad_state("obligation", &state))?;
+    Ok(Obligation {
+        obligation_id: r.get(0)?,
+        session_key: r.get(1)?,
+        platform: r.get(2)?,
+        chat_id: r.get(3)?,
+        thread_id: r.get(4)?,
+        content: r.get(5)?,
+        state,
+        attempts: r.get(7)?,
+        created_at: r.get(8)?,
+        updated_at: r.get(9)?,
+        owner_pid: r.get(10)?,
+        owner_started_at: r.get(11)?,
+        last_error: r.get(12)?,
+        ambiguous: matches!(state, ObligationState::Attempting | ObligationState::Failed),
+    })
+}
+
+pub fn get_obligation(conn: &Connection, id: &str) -> StoreResult<Option<Obligation>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {OBLIGATION_COLUMNS} FROM delivery_obligations WHERE obligation_id = ?1"
+    ))?;
+    let mut rows = stmt.query_map([id], obligation_from_row)?;
+    Ok(rows.next().transpose()?)
+}
+
+/// Replies to (re)send: undelivered rows (`pending`, `attempting`, `failed`) whose owner is no
+/// live process, within the attempt cap and the stale cutoff (rows past those are for
+/// [`abandon_stale`](super::Store::abandon_stale)). Oldest first.
+pub fn undelivered(conn: &Connection, now: f64) -> StoreResult<Vec<Obligation>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {OBLIGATION_COLUMNS} FROM delivery_obligations
+         WHERE state IN ('pending', 'attempting', 'failed')
+           AND attempts < ?1 AND ?2 - created_at <= ?3
+         ORDER BY created_at, rowid"
+    ))?;
+    let rows = stmt.query_map(
+        params![OBLIGATION_MAX_ATTEMPTS, now, OBLIGATION_STALE_AFTER_SECONDS],
+        obligation_from_row,
+    )?;
+    let mut out = Vec::new();
+    for row in rows {
+        let row = row?;
+        if !owner_alive(row.owner_pid, row.owner_started_at) {
+            out.push(row);
+        }
+    }
+    Ok(out)
+}
+
+/// The routing index of `scope`; a row whose JSON does not parse is skipped with a warning.
+pub fn load_routing(conn: &Connection, scope: &str) -> StoreResult<BTreeMap<String, Value>> {
+    let mut stmt =
+        conn.prepare("SELECT session_key, entry_json FROM gateway_routing WHERE scope = ?1")?;
+    let rows = stmt.query_map([scope], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
+    let mut out = BTreeMap::new();
+    for row in rows {
+        let (key, json) = row?;
+        match serde_json::from_str(&json) {
+            Ok(entry) => {
+                out.insert(key, entry);
+            }
+            Err(e) => tracing::warn!(scope, key, error = %e, "unreadable routing entry skipped"),
+        }
+    }
+    Ok(out)
+}

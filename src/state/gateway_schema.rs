@@ -1,0 +1,80 @@
+//! The gateway's tables, created only when the gateway starts ([`Store::ensure_gateway_schema`]
+//! (super::Store::ensure_gateway_schema)), so a database made by `hermesd sessions` keeps
+//! exactly the seed's tables.
+//!
+//! `gateway_routing` and `delivery_obligations` are Hermes 0.19's own tables with its exact
+//! DDL (`hermes_state.py`, `gateway/delivery_ledger.py`): Python and hermesd share them.
+//! `hermesd_inbound_events` is ours; the `hermesd_` prefix keeps it clear of any Hermes name.
+//! Every statement is `IF NOT EXISTS`: an existing table (possibly created by Python) is never
+//! altered.
+
+use rusqlite::Connection;
+
+use super::error::StoreResult;
+
+/// Hermes 0.19's routing index table (`hermes_state.py` SCHEMA_SQL), verbatim.
+pub const GATEWAY_ROUTING_SQL: &str = "CREATE TABLE IF NOT EXISTS gateway_routing (
+    scope TEXT NOT NULL DEFAULT '',
+    session_key TEXT NOT NULL,
+    entry_json TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (scope, session_key)
+)";
+
+/// Hermes 0.19's delivery ledger table (`gateway/delivery_ledger.py::_connect`), verbatim.
+pub const DELIVERY_OBLIGATIONS_SQL: &str = "CREATE TABLE IF NOT EXISTS delivery_obligations (
+            obligation_id TEXT PRIMARY KEY,
+            session_key TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            chat_id TEXT NOT NULL,
+            thread_id TEXT,
+            content TEXT NOT NULL,
+            state TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            owner_pid INTEGER,
+            owner_started_at INTEGER,
+            last_error TEXT
+        )";
+
+/// hermesd's inbound journal: one row per platform event, written before it is acknowledged.
+pub const INBOUND_EVENTS_SQL: &str = "CREATE TABLE IF NOT EXISTS hermesd_inbound_events (
+    platform TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    state TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    received_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    reply_obligation_id TEXT,
+    PRIMARY KEY (platform, event_id)
+)";
+
+/// The states [`unfinished`](super::Store::unfinished_inbound) looks for, as SQL.
+pub const UNFINISHED_STATES: &str = "('received', 'processing')";
+
+/// A partial index holding only the unfinished events, so the startup scan stays small however
+/// long the journal is.
+pub fn inbound_unfinished_index_sql() -> String {
+    format!(
+        "CREATE INDEX IF NOT EXISTS hermesd_idx_inbound_unfinished \
+         ON hermesd_inbound_events(received_at) WHERE state IN {UNFINISHED_STATES}"
+    )
+}
+
+/// The gateway's table names (ours and the two shared with Hermes).
+pub const GATEWAY_TABLES: [&str; 3] = [
+    "gateway_routing",
+    "delivery_obligations",
+    "hermesd_inbound_events",
+];
+
+/// Creates whatever is missing. Idempotent; runs as one writer command.
+pub fn ensure(conn: &Connection) -> StoreResult<()> {
+    conn.execute_batch(GATEWAY_ROUTING_SQL)?;
+    conn.execute_batch(DELIVERY_OBLIGATIONS_SQL)?;
+    conn.execute_batch(INBOUND_EVENTS_SQL)?;
+    conn.execute_batch(&inbound_unfinished_index_sql())?;
+    Ok(())
+}

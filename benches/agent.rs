@@ -7,7 +7,6 @@
 //! therefore an upper bound on the agent's overhead.
 
 #[path = "../tests/support/fake_model.rs"]
-#[allow(dead_code)]
 mod fake_model;
 
 use std::collections::BTreeMap;

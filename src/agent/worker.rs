@@ -160,6 +160,7 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
+        self.deps.memory.reset_consolidation_failures();
         self.push(ChatMessage::user(user_text), None).await?;
         let mut budget = IterationBudget::new(self.budget_max);
         loop {

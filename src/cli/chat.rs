@@ -186,10 +186,16 @@ async fn chat(
         }
     };
     if let Some(query) = args.query {
-        return match one_turn(&mut agent, &query, false).await {
+        let code = match one_turn(&mut agent, &query, false).await {
             Ok(true) => 0,
-            _ => EXIT_FAILURE,
+            Ok(false) => EXIT_FAILURE,
+            Err(e) => {
+                eprintln!("error: {e}");
+                EXIT_FAILURE
+            }
         };
+        deps.processes.kill_all(None).await;
+        return code;
     }
     eprintln!(
         "hermesd chat — session {} (type /exit to leave, Ctrl-C interrupts a turn)",

@@ -68,6 +68,18 @@ pub enum ConfigCommand {
     },
 }
 
+impl Cli {
+    /// The log filter when `RUST_LOG` is unset: the daemon logs its life at `info`; the
+    /// terminal chat logs nothing, so logs never interleave with the conversation (its own
+    /// failures are reported as one `error:` line; set `RUST_LOG` to see more).
+    pub fn default_log_level(&self) -> &'static str {
+        match self.command {
+            Some(Command::Chat(_)) => "off",
+            _ => "info",
+        }
+    }
+}
+
 /// Parses the command line and runs it; returns the process exit code.
 pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
     let home = match HermesHome::resolve(cli.home.as_deref(), cli.profile.as_deref(), &env) {

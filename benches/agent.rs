@@ -146,6 +146,46 @@ fn main() {
         }
         let after = rss_kib();
         let per_idle_kib = (after.saturating_sub(before)) as f64 / idle_sessions as f64;
+
+        // Active turns: many turns in flight at once (the fake streams slowly so they
+        // overlap); the peak RSS above the idle level, per turn.
+        let active = if quick { 50 } else { 200 };
+        for i in 0..active {
+            fake.push(Step::Slow {
+                reply: Reply::text(format!(
+                    "a slow streamed reply number {i} with several words"
+                )),
+                delay: std::time::Duration::from_millis(20),
+            });
+        }
+        let baseline = rss_kib();
+        let peak = Arc::new(std::sync::atomic::AtomicU64::new(baseline));
+        let sampling = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let sampler = tokio::spawn({
+            let (peak, sampling) = (Arc::clone(&peak), Arc::clone(&sampling));
+            async move {
+                let mut tick = tokio::time::interval(std::time::Duration::from_millis(5));
+                while sampling.load(std::sync::atomic::Ordering::Relaxed) {
+                    tick.tick().await;
+                    peak.fetch_max(rss_kib(), std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        });
+        let turns_in_flight = idle.iter_mut().take(active).map(|agent| {
+            let events = events.clone();
+            async move {
+                agent
+                    .run_turn("stream to me", &events, &CancellationToken::new())
+                    .await
+                    .map(|_| ())
+            }
+        });
+        let results = futures_util::future::join_all(turns_in_flight).await;
+        sampling.store(false, std::sync::atomic::Ordering::Relaxed);
+        let _ = sampler.await;
+        assert!(results.iter().all(Result::is_ok), "active turns failed");
+        let peak = peak.load(std::sync::atomic::Ordering::Relaxed);
+        let per_active_kib = peak.saturating_sub(baseline) as f64 / active as f64;
         deps.store.close().await;
         json!({
             "quick": quick,
@@ -155,6 +195,8 @@ fn main() {
             "rss_kib_before_idle_sessions": before,
             "rss_kib_after_idle_sessions": after,
             "kib_per_idle_session": (per_idle_kib * 10.0).round() / 10.0,
+            "active_turns": active,
+            "kib_per_active_turn": (per_active_kib * 10.0).round() / 10.0,
         })
     });
     let text = serde_json::to_string_pretty(&report).unwrap();

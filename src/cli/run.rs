@@ -3,15 +3,25 @@
 //! Today it validates the configuration (exit 78 on any error, before anything else starts),
 //! opens state.db behind its writer, and serves until SIGTERM/SIGINT, then closes the store
 //! last so every acknowledged write is checkpointed. Adapters and the router plug in here.
+//! Before the store opens it becomes the home's only gateway (`gateway.lock`/`gateway.pid`,
+//! `--replace` to take over from a running one); the lock is released after the store closes.
 
 use std::collections::BTreeMap;
 
 use super::EXIT_FAILURE;
 use crate::config::{self, EXIT_CONFIG};
+use crate::gateway::instance_lock::InstanceLock;
 use crate::home::HermesHome;
 use crate::state::{Store, StoreOptions};
 
-pub fn run(home: &HermesHome, env: &BTreeMap<String, String>) -> i32 {
+#[derive(Debug, Default, clap::Args)]
+pub struct RunArgs {
+    /// Stop the gateway already running for this home (SIGTERM) and take its place.
+    #[arg(long)]
+    pub replace: bool,
+}
+
+pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) -> i32 {
     let loaded = match config::load(home, env) {
         Ok(loaded) => loaded,
         Err(errors) => {
@@ -30,6 +40,14 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>) -> i32 {
         );
         return EXIT_FAILURE;
     }
+    let argv: Vec<String> = std::env::args().collect();
+    let instance = match InstanceLock::acquire(home.path(), &argv, args.replace) {
+        Ok(lock) => lock,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -40,7 +58,9 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>) -> i32 {
             return EXIT_FAILURE;
         }
     };
-    runtime.block_on(serve(home, loaded.env))
+    let code = runtime.block_on(serve(home, loaded.env));
+    drop(instance);
+    code
 }
 
 async fn serve(home: &HermesHome, env: BTreeMap<String, String>) -> i32 {

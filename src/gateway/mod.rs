@@ -2,5 +2,9 @@
 
 pub mod authorize;
 pub mod chunk;
+pub mod instance_lock;
+pub mod lock_record;
 pub mod pairing;
+pub mod process_info;
 pub mod session_key;
+pub mod token_lock;

@@ -214,3 +214,46 @@ fn a_python_style_lock_is_honoured_while_its_gateway_lives_and_stale_after() {
         "{file}"
     );
 }
+
+#[test]
+fn the_daemon_reports_its_lifecycle_to_systemd_and_gateway_state_json() {
+    use std::os::unix::net::UnixDatagram;
+    use std::time::Duration;
+
+    let home = tempfile::tempdir().expect("tempdir");
+    let socket_path = home.path().join("notify.sock");
+    let listener = UnixDatagram::bind(&socket_path).expect("bind");
+    listener
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut command = daemon(home.path(), &[]);
+    command
+        .env("NOTIFY_SOCKET", &socket_path)
+        .env("WATCHDOG_USEC", "200000");
+    let mut child = command.spawn().expect("spawn");
+    let lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut receive = || {
+        let mut buf = [0u8; 128];
+        let n = listener.recv(&mut buf).expect("notification");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    assert_eq!(receive(), "READY=1");
+    let state: serde_json::Value =
+        read_json(&home.path().join("gateway_state.json")).expect("state file");
+    assert_eq!(state["gateway_state"], "running");
+    assert_eq!(state["pid"], child.id());
+    assert_eq!(state["kind"], "hermes-gateway");
+    assert_eq!(receive(), "WATCHDOG=1");
+
+    process_info::terminate(child.id()).expect("SIGTERM");
+    let stopping = std::iter::repeat_with(&mut receive)
+        .take(20)
+        .find(|m| m != "WATCHDOG=1");
+    assert_eq!(stopping.as_deref(), Some("STOPPING=1"));
+    let _rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert_eq!(child.wait().expect("wait").code(), Some(0));
+    let state: serde_json::Value =
+        read_json(&home.path().join("gateway_state.json")).expect("state file");
+    assert_eq!(state["gateway_state"], "stopped");
+    assert_eq!(state["exit_reason"], "SIGTERM");
+}

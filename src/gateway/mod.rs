@@ -6,5 +6,7 @@ pub mod instance_lock;
 pub mod lock_record;
 pub mod pairing;
 pub mod process_info;
+pub mod runtime_status;
+pub mod sd_notify;
 pub mod session_key;
 pub mod token_lock;

@@ -36,7 +36,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the gateway daemon in the foreground (the default).
-    Run,
+    Run(run::RunArgs),
     /// Talk to the agent in the terminal (`-q` for one message and exit).
     Chat(chat::ChatArgs),
     /// Inspect the configuration.
@@ -89,8 +89,8 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
             return crate::config::EXIT_CONFIG;
         }
     };
-    match cli.command.unwrap_or(Command::Run) {
-        Command::Run => run::run(&home, &env),
+    match cli.command.unwrap_or(Command::Run(run::RunArgs::default())) {
+        Command::Run(args) => run::run(&home, &env, &args),
         Command::Chat(args) => chat::run(&home, &env, args),
         Command::Config { command } => match command {
             ConfigCommand::Check => crate::config::cli::check(&home, &env),

@@ -3,15 +3,28 @@
 //! Today it validates the configuration (exit 78 on any error, before anything else starts),
 //! opens state.db behind its writer, and serves until SIGTERM/SIGINT, then closes the store
 //! last so every acknowledged write is checkpointed. Adapters and the router plug in here.
+//! Before the store opens it becomes the home's only gateway (`gateway.lock`/`gateway.pid`,
+//! `--replace` to take over from a running one); the lock is released after the store closes.
 
 use std::collections::BTreeMap;
 
 use super::EXIT_FAILURE;
 use crate::config::{self, EXIT_CONFIG};
+use crate::gateway::instance_lock::InstanceLock;
+use crate::gateway::process_info;
+use crate::gateway::runtime_status::{GatewayState, RuntimeStatus};
+use crate::gateway::sd_notify::{self, Notifier};
 use crate::home::HermesHome;
 use crate::state::{Store, StoreOptions};
 
-pub fn run(home: &HermesHome, env: &BTreeMap<String, String>) -> i32 {
+#[derive(Debug, Default, clap::Args)]
+pub struct RunArgs {
+    /// Stop the gateway already running for this home (SIGTERM) and take its place.
+    #[arg(long)]
+    pub replace: bool,
+}
+
+pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) -> i32 {
     let loaded = match config::load(home, env) {
         Ok(loaded) => loaded,
         Err(errors) => {
@@ -30,6 +43,14 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>) -> i32 {
         );
         return EXIT_FAILURE;
     }
+    let argv: Vec<String> = std::env::args().collect();
+    let instance = match InstanceLock::acquire(home.path(), &argv, args.replace) {
+        Ok(lock) => lock,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -40,10 +61,65 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>) -> i32 {
             return EXIT_FAILURE;
         }
     };
-    runtime.block_on(serve(home, loaded.env))
+    let lifecycle = Lifecycle::start(home, &argv, env);
+    let code = runtime.block_on(serve(home, loaded.env, &lifecycle));
+    drop(instance);
+    code
 }
 
-async fn serve(home: &HermesHome, env: BTreeMap<String, String>) -> i32 {
+/// What the outside world is told about our state: `gateway_state.json` and systemd.
+/// Failing to tell it is logged, never fatal: the gateway itself still works.
+struct Lifecycle {
+    status: Option<RuntimeStatus>,
+    notifier: Notifier,
+    watchdog: Option<std::time::Duration>,
+}
+
+impl Lifecycle {
+    fn start(home: &HermesHome, argv: &[String], env: &BTreeMap<String, String>) -> Self {
+        let status = RuntimeStatus::create(home.path(), argv)
+            .inspect_err(|e| tracing::warn!(error = %e, "cannot write gateway_state.json"))
+            .ok();
+        Self {
+            status,
+            notifier: Notifier::from_env(env),
+            watchdog: sd_notify::watchdog_interval(env, process_info::current_pid()),
+        }
+    }
+
+    fn set_state(&self, state: GatewayState, exit_reason: Option<&str>) {
+        if let Some(status) = &self.status
+            && let Err(e) = status.set_state(state, exit_reason)
+        {
+            tracing::warn!(error = %e, "cannot update gateway_state.json");
+        }
+        let sent = match state {
+            GatewayState::Running => self.notifier.ready(),
+            GatewayState::Draining => self.notifier.stopping(),
+            GatewayState::Starting | GatewayState::Stopped => Ok(()),
+        };
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "cannot notify the service manager");
+        }
+    }
+
+    /// Pets the systemd watchdog until dropped (`WatchdogSec=` in the unit).
+    fn spawn_watchdog(&self) -> Option<tokio::task::JoinHandle<()>> {
+        let interval = self.watchdog?;
+        let notifier = self.notifier.clone();
+        Some(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            loop {
+                ticks.tick().await;
+                if let Err(e) = notifier.watchdog() {
+                    tracing::warn!(error = %e, "cannot send the watchdog ping");
+                }
+            }
+        }))
+    }
+}
+
+async fn serve(home: &HermesHome, env: BTreeMap<String, String>, lifecycle: &Lifecycle) -> i32 {
     let options = StoreOptions {
         env,
         ..StoreOptions::default()
@@ -52,6 +128,7 @@ async fn serve(home: &HermesHome, env: BTreeMap<String, String>) -> i32 {
         Ok(store) => store,
         Err(e) => {
             eprintln!("error: cannot open {}: {e}", home.state_db().display());
+            lifecycle.set_state(GatewayState::Stopped, Some("state.db unavailable"));
             return EXIT_FAILURE;
         }
     };
@@ -63,9 +140,16 @@ async fn serve(home: &HermesHome, env: BTreeMap<String, String>) -> i32 {
         schema_version = store.schema().version,
         "hermesd started; state.db open"
     );
+    lifecycle.set_state(GatewayState::Running, None);
+    let watchdog = lifecycle.spawn_watchdog();
     let signal = shutdown.wait().await;
     tracing::info!(signal, "shutting down");
+    lifecycle.set_state(GatewayState::Draining, None);
     store.close().await;
+    if let Some(watchdog) = watchdog {
+        watchdog.abort();
+    }
+    lifecycle.set_state(GatewayState::Stopped, Some(signal));
     tracing::info!("state.db closed; bye");
     0
 }

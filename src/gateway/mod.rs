@@ -1,6 +1,15 @@
 //! The gateway core: routing, delivery and the runner that owns the adapters.
 
+pub mod adapter_health;
+pub mod admin;
 pub mod authorize;
 pub mod chunk;
+pub mod instance_lock;
+pub mod lock_record;
+pub mod metrics;
 pub mod pairing;
+pub mod process_info;
+pub mod runtime_status;
+pub mod sd_notify;
 pub mod session_key;
+pub mod token_lock;

@@ -1,0 +1,144 @@
+//! Which adapters are up: a small registry the adapters' supervisors update and the admin
+//! endpoint reads (`/ready`, per-adapter gauges in `/metrics`).
+
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+
+use hermes_adapter::Liveness;
+use serde::Serialize;
+
+/// An adapter's state as the supervisor sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdapterState {
+    Starting,
+    Live,
+    /// Connected but not making progress (e.g. a silent long-poll).
+    Degraded,
+    Failed,
+}
+
+impl AdapterState {
+    pub const ALL: [Self; 4] = [Self::Starting, Self::Live, Self::Degraded, Self::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Starting => "starting",
+            Self::Live => "live",
+            Self::Degraded => "degraded",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// One adapter's entry; `last_error` is a redacted, human-readable message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AdapterStatus {
+    pub state: AdapterState,
+    pub last_error: Option<String>,
+    pub restarts: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct AdapterHealth {
+    adapters: RwLock<BTreeMap<String, AdapterStatus>>,
+}
+
+impl AdapterHealth {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an enabled adapter in `Starting`; readiness waits for every registered adapter.
+    pub fn register(&self, name: &str) {
+        self.write()
+            .entry(name.to_owned())
+            .or_insert(AdapterStatus {
+                state: AdapterState::Starting,
+                last_error: None,
+                restarts: 0,
+            });
+    }
+
+    /// Sets the state; an error replaces the last one, going `Live` keeps it for diagnosis.
+    pub fn set(&self, name: &str, state: AdapterState, error: Option<&str>) {
+        let mut adapters = self.write();
+        let entry = adapters.entry(name.to_owned()).or_insert(AdapterStatus {
+            state,
+            last_error: None,
+            restarts: 0,
+        });
+        entry.state = state;
+        if let Some(error) = error {
+            entry.last_error = Some(error.to_owned());
+        }
+    }
+
+    /// Maps the contract's progress reading onto `Live`/`Degraded`.
+    pub fn observe(&self, name: &str, liveness: Liveness) {
+        match liveness {
+            Liveness::Live => self.set(name, AdapterState::Live, None),
+            Liveness::Silent { for_ } => {
+                let message = format!("no progress for {}s", for_.as_secs());
+                self.set(name, AdapterState::Degraded, Some(&message));
+            }
+        }
+    }
+
+    pub fn record_restart(&self, name: &str) {
+        if let Some(entry) = self.write().get_mut(name) {
+            entry.restarts += 1;
+        }
+    }
+
+    pub fn snapshot(&self) -> BTreeMap<String, AdapterStatus> {
+        self.adapters
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Ready means every registered adapter is live (and vacuously so with none).
+    pub fn all_live(&self) -> bool {
+        self.snapshot()
+            .values()
+            .all(|status| status.state == AdapterState::Live)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, AdapterStatus>> {
+        self.adapters
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn ready_only_when_every_adapter_is_live() {
+        let health = AdapterHealth::new();
+        health.register("telegram");
+        health.register("discord");
+        assert!(!health.all_live());
+        health.observe("telegram", Liveness::Live);
+        health.set("discord", AdapterState::Failed, Some("401 Unauthorized"));
+        assert!(!health.all_live());
+        health.record_restart("discord");
+        health.set("discord", AdapterState::Live, None);
+        assert!(health.all_live());
+        let discord = &health.snapshot()["discord"];
+        assert_eq!(discord.restarts, 1);
+        assert_eq!(discord.last_error.as_deref(), Some("401 Unauthorized"));
+        health.observe(
+            "telegram",
+            Liveness::Silent {
+                for_: Duration::from_secs(90),
+            },
+        );
+        assert_eq!(health.snapshot()["telegram"].state, AdapterState::Degraded);
+        assert!(!health.all_live());
+    }
+}

@@ -1,0 +1,124 @@
+//! The admin HTTP endpoint (loopback only, no authentication): `/health` says the process
+//! is up, `/ready` that every enabled adapter is live, `/metrics` exposes the counters.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::adapter_health::{AdapterHealth, AdapterStatus};
+use super::metrics::GatewayMetrics;
+use crate::config::AdminConfig;
+use crate::state::Store;
+
+/// What the handlers read; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AdminState {
+    pub metrics: Arc<GatewayMetrics>,
+    pub adapters: Arc<AdapterHealth>,
+    /// The store whose writer statistics `/metrics` reports, once it is open.
+    pub store: Option<Store>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("admin.host: '{host}' is not a loopback address; the admin API has no authentication")]
+    NotLoopback { host: String },
+    #[error("cannot listen on {addr} for the admin API: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The address to bind for the validated `admin` config (`localhost` means 127.0.0.1).
+pub fn admin_addr(config: &AdminConfig) -> Result<SocketAddr, AdminError> {
+    let host = config.host.trim_start_matches('[').trim_end_matches(']');
+    let ip = if host.eq_ignore_ascii_case("localhost") {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    } else {
+        host.parse::<IpAddr>()
+            .ok()
+            .filter(IpAddr::is_loopback)
+            .ok_or_else(|| AdminError::NotLoopback {
+                host: config.host.clone(),
+            })?
+    };
+    Ok(SocketAddr::new(ip, config.port))
+}
+
+pub fn router(state: AdminState) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/ready", get(ready))
+        .route("/metrics", get(metrics))
+        .with_state(state)
+}
+
+/// Binds `addr` (which must be loopback) and serves until `shutdown` is cancelled. Returns
+/// the bound address (useful with port 0) and the server task.
+pub async fn serve_admin(
+    addr: SocketAddr,
+    state: AdminState,
+    shutdown: CancellationToken,
+) -> Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>), AdminError> {
+    if !addr.ip().is_loopback() {
+        return Err(AdminError::NotLoopback {
+            host: addr.ip().to_string(),
+        });
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| AdminError::Bind { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| AdminError::Bind { addr, source })?;
+    tracing::info!(addr = %bound, "admin API listening");
+    let server = axum::serve(listener, router(state))
+        .with_graceful_shutdown(async move { shutdown.cancelled().await });
+    Ok((bound, tokio::spawn(async move { server.await })))
+}
+
+async fn health() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+#[derive(Serialize)]
+struct Readiness {
+    status: &'static str,
+    adapters: BTreeMap<String, AdapterStatus>,
+}
+
+async fn ready(State(state): State<AdminState>) -> impl IntoResponse {
+    let adapters = state.adapters.snapshot();
+    let live = adapters
+        .values()
+        .all(|s| s.state == super::adapter_health::AdapterState::Live);
+    let (code, status) = if live {
+        (StatusCode::OK, "ready")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not_ready")
+    };
+    (code, Json(Readiness { status, adapters }))
+}
+
+async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
+    let text = state
+        .metrics
+        .render(&state.adapters, state.store.as_ref().map(Store::stats));
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+}

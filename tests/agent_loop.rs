@@ -498,3 +498,31 @@ async fn delegation_runs_an_isolated_sub_agent_in_a_child_session() {
         .to_owned();
     assert!(result.contains("sub-agent says 3 files"), "{result}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn commands_run_with_the_resolved_hermes_home() {
+    let rig = rig().await;
+    rig.fake.push_all([
+        tool_reply(vec![call(
+            "c1",
+            "terminal",
+            json!({"command": "echo home=$HERMES_HOME"}),
+        )]),
+        Step::text("ok"),
+    ]);
+    let mut agent = new_agent(&rig).await;
+    turn(&mut agent, "where is home?").await;
+    let result = rig.fake.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        result.contains(&format!("home={}", rig.dir.path().display())),
+        "{result}"
+    );
+}

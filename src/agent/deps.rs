@@ -76,6 +76,16 @@ impl std::fmt::Debug for UserPrompts {
     }
 }
 
+/// The environment tools (and the processes they start) see: the loaded environment with
+/// `HERMES_HOME` set to the resolved home, so a child never falls back to another profile.
+fn child_env(home: &HermesHome, env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut env = env.clone();
+    for (key, value) in home.child_env() {
+        env.insert(key.to_owned(), value.display().to_string());
+    }
+    env
+}
+
 /// The shared dependencies of every agent in this process.
 pub struct AgentDeps {
     pub client: ModelClient,
@@ -146,7 +156,7 @@ impl AgentDeps {
             clarify: prompts.clarify,
             delegation: DelegationLimits::default(),
             limits: ToolLimits::default(),
-            env: loaded.env.clone(),
+            env: child_env(home, &loaded.env),
             todos: Mutex::new(HashMap::new()),
         }
     }

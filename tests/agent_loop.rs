@@ -99,6 +99,19 @@ async fn turn(agent: &mut Agent, text: &str) -> hermesd::agent::TurnOutcome {
     .expect("turn failed")
 }
 
+/// The content of the first tool-result message in the `index`-th request to the model.
+fn tool_result_sent(fake: &FakeModel, index: usize) -> String {
+    fake.requests()[index].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("a tool result was sent")["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 fn roles(store_messages: &[hermesd::state::Message]) -> Vec<String> {
     store_messages.iter().map(|m| m.role.clone()).collect()
 }
@@ -386,15 +399,7 @@ async fn a_dangerous_command_waits_for_approval_and_times_out_blocked() {
     let mut agent = new_agent(&rig).await;
     turn(&mut agent, "delete it").await;
     assert!(victim.exists(), "the command never ran");
-    let result = rig.fake.requests()[1].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let result = tool_result_sent(&rig.fake, 1);
     assert!(result.contains("BLOCKED"), "{result}");
 }
 
@@ -487,15 +492,7 @@ async fn delegation_runs_an_isolated_sub_agent_in_a_child_session() {
         .unwrap()
         .unwrap();
     assert!(child.model_config.unwrap().contains("_delegate_from"));
-    let result = requests[2].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let result = tool_result_sent(&rig.fake, 2);
     assert!(result.contains("sub-agent says 3 files"), "{result}");
 }
 
@@ -512,15 +509,7 @@ async fn commands_run_with_the_resolved_hermes_home() {
     ]);
     let mut agent = new_agent(&rig).await;
     turn(&mut agent, "where is home?").await;
-    let result = rig.fake.requests()[1].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let result = tool_result_sent(&rig.fake, 1);
     assert!(
         result.contains(&format!("home={}", rig.dir.path().display())),
         "{result}"

@@ -1,20 +1,8 @@
 //! Timestamps as the Python tools print them, in UTC (hermesd has no time-zone database).
 
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 fn parts(epoch: f64) -> (i64, u32, u32, i64, i64, i64) {
     let secs = epoch.floor() as i64;
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let (y, m, d) = crate::clock::civil_from_days(secs.div_euclid(86_400));
     let rem = secs.rem_euclid(86_400);
     (y, m, d, rem / 3600, (rem % 3600) / 60, rem % 60)
 }

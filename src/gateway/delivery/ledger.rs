@@ -1,0 +1,78 @@
+//! The ledger-backed delivery path: a reply recorded as a `delivery_obligations` row is
+//! claimed (`attempting`) immediately before its first send, marked `delivered` only after
+//! the platform confirmed the last chunk, and `failed` with the reason otherwise, so a
+//! restart resends exactly the replies that may be missing (ambiguous ones with the marker).
+
+use crate::config::ReplyToMode;
+use crate::state::{Obligation, Store, StoreError};
+
+use super::{Deliverer, DeliveryOutcome, DeliveryReport};
+
+/// The ledger could not record a delivery step. The row keeps its last recorded state; a
+/// row left `attempting` is resent with the recovered marker after a restart.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    #[error("delivery ledger write for obligation {obligation_id} failed: {source}")]
+    Ledger {
+        obligation_id: String,
+        #[source]
+        source: StoreError,
+    },
+}
+
+/// What happened to an obligation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ObligationDelivery {
+    /// The row was missing, already delivered or abandoned: nothing was sent.
+    NotClaimed,
+    /// The reply was sent (or tried); the row now says how it went.
+    Attempted(DeliveryReport),
+}
+
+impl Deliverer {
+    /// Delivers `obligation.text_to_send()` (the recovered marker first when the row is
+    /// ambiguous) and records the outcome in the ledger. Recovered rows carry no reply
+    /// reference, so nothing is quoted.
+    pub async fn deliver_obligation(
+        &self,
+        store: &Store,
+        obligation: &Obligation,
+    ) -> Result<ObligationDelivery, DeliveryError> {
+        let id = obligation.obligation_id.as_str();
+        let ledger = |source| DeliveryError::Ledger {
+            obligation_id: id.to_owned(),
+            source,
+        };
+        if !store.mark_attempting(id).await.map_err(ledger)? {
+            return Ok(ObligationDelivery::NotClaimed);
+        }
+        let text = obligation.text_to_send();
+        let report = self
+            .deliver(
+                &obligation.chat_id,
+                obligation.thread_id.as_deref(),
+                &text,
+                None,
+                ReplyToMode::Off,
+            )
+            .await;
+        match &report.outcome {
+            DeliveryOutcome::Delivered => {
+                store.mark_delivered(id).await.map_err(ledger)?;
+            }
+            DeliveryOutcome::Ambiguous { after_chunk, error } => {
+                // `failed` marks the row ambiguous for recovery: it is resent with the
+                // marker, never silently, if this process dies before reconciling it.
+                let error = format!("ambiguous send after {after_chunk} chunk(s): {error}");
+                store.mark_failed(id, &error).await.map_err(ledger)?;
+            }
+            DeliveryOutcome::Failed { error } => {
+                store
+                    .mark_failed(id, &error.to_string())
+                    .await
+                    .map_err(ledger)?;
+            }
+        }
+        Ok(ObligationDelivery::Attempted(report))
+    }
+}

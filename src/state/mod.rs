@@ -8,6 +8,7 @@ mod commands;
 mod connection;
 mod encode;
 mod error;
+mod fifo_gate;
 mod gateway_api;
 mod gateway_commands;
 mod gateway_read;
@@ -109,7 +110,9 @@ impl Store {
         let info = with_lock_retries(|| schema::initialise(&mut conn))?;
         let (queue, rx) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());
-        let gate = open_writer_gate(path);
+        let gate = fifo_gate::FifoGate::open(path)
+            .inspect_err(|e| tracing::warn!(error = %e, "cannot open the writer queue files; relying on SQLite's lock"))
+            .ok();
         let writer = Writer::new(conn, gate, options.retry, rx, Arc::clone(&stats));
         let writer_thread = std::thread::Builder::new()
             .name("state-writer".into())
@@ -388,21 +391,6 @@ impl Store {
         self.read(move |c, info| read::export_all(c, info, source.as_deref()))
             .await
     }
-}
-
-/// The advisory lock file hermesd writers queue on (`state.db-writer.lock` beside the
-/// database). Without it (read-only directory) writers fall back to SQLite's lock alone.
-fn open_writer_gate(db_path: &Path) -> Option<std::fs::File> {
-    let mut name = db_path.file_name()?.to_os_string();
-    name.push("-writer.lock");
-    let path = db_path.with_file_name(name);
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .inspect_err(|e| tracing::warn!(path = %path.display(), error = %e, "cannot open the writer lock file"))
-        .ok()
 }
 
 /// Retries an operation that needs the write lock during open (schema initialisation), with

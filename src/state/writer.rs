@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::commands::{self, Outcome, WriteCommand};
 use super::error::{StoreError, StoreResult, is_busy};
+use super::fifo_gate::FifoGate;
 use super::schema::FTS_TABLES;
 
 /// The most commands committed in one transaction.
@@ -72,11 +73,10 @@ impl Default for RetryPolicy {
 
 pub(crate) struct Writer {
     conn: Connection,
-    /// An advisory lock file shared by every hermesd writer on this database: they queue in
-    /// the kernel for it (no polling, no CPU while waiting), so between our own processes
-    /// the SQLite lock is handed over without busy-handler races. Other programs (the Python
-    /// Hermes) do not take it; SQLite's lock and the busy handler still arbitrate with them.
-    gate: Option<std::fs::File>,
+    /// The first-come-first-served queue every hermesd writer on this database takes its
+    /// turn in, so between our own processes the SQLite lock is handed over in arrival order
+    /// without busy-handler races (see `fifo_gate`).
+    gate: Option<FifoGate>,
     policy: RetryPolicy,
     rx: mpsc::Receiver<Envelope>,
     stats: Arc<WriterStats>,
@@ -87,7 +87,7 @@ pub(crate) struct Writer {
 impl Writer {
     pub fn new(
         conn: Connection,
-        gate: Option<std::fs::File>,
+        gate: Option<FifoGate>,
         policy: RetryPolicy,
         rx: mpsc::Receiver<Envelope>,
         stats: Arc<WriterStats>,
@@ -181,10 +181,10 @@ impl Writer {
     /// savepoint; only lock contention or a failing COMMIT aborts the transaction.
     fn try_batch(&mut self, batch: &[WriteRequest]) -> rusqlite::Result<Vec<StoreResult<Outcome>>> {
         // Held until this function returns: the transaction commits or rolls back first.
-        let _gate = self.gate.as_ref().and_then(|file| match file.lock() {
-            Ok(()) => Some(GateGuard(file)),
+        let _turn = self.gate.as_ref().and_then(|gate| match gate.enter() {
+            Ok(turn) => Some(turn),
             Err(e) => {
-                tracing::debug!(error = %e, "writer lock file unavailable; relying on SQLite's lock");
+                tracing::debug!(error = %e, "writer queue unavailable; relying on SQLite's lock");
                 None
             }
         });
@@ -260,14 +260,5 @@ impl Writer {
         if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
             tracing::debug!(error = %e, "final checkpoint skipped");
         }
-    }
-}
-
-/// Releases the writer lock file when dropped.
-struct GateGuard<'a>(&'a std::fs::File);
-
-impl Drop for GateGuard<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.unlock();
     }
 }

@@ -515,3 +515,46 @@ async fn commands_run_with_the_resolved_hermes_home() {
         "{result}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_round_with_clarify_runs_sequentially_and_gets_the_answer() {
+    let clarify: hermesd::tools::clarify::ClarifyCallback =
+        Arc::new(|request| Box::pin(async move { Ok(format!("answer to: {}", request.question)) }));
+    let rig = rig_with(
+        "",
+        UserPrompts {
+            approval: None,
+            clarify: Some(clarify),
+        },
+        None,
+    )
+    .await;
+    rig.fake.push_all([
+        tool_reply(vec![
+            call("q1", "clarify", json!({"question": "which file?"})),
+            call("t1", "terminal", json!({"command": "echo after"})),
+        ]),
+        Step::text("thanks"),
+    ]);
+    let mut agent = new_agent(&rig).await;
+    let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    agent
+        .run_turn("do it", &events, &CancellationToken::new())
+        .await
+        .unwrap();
+    drop(events);
+    let mut order = Vec::new();
+    while let Some(event) = rx.recv().await {
+        match event {
+            AgentEvent::ToolStarted { call_id, .. } => order.push(format!("start {call_id}")),
+            AgentEvent::ToolFinished { call_id, .. } => order.push(format!("end {call_id}")),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        order,
+        ["start q1", "end q1", "start t1", "end t1"],
+        "sequential round"
+    );
+    assert!(tool_result_sent(&rig.fake, 1).contains("answer to: which file?"));
+}

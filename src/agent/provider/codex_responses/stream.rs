@@ -119,16 +119,10 @@ mod tests {
     use super::*;
 
     fn read(events: &[&str]) -> Result<ReplyParts, ProviderError> {
-        let mut stream = ResponsesStream::default();
-        let mut on_delta = |_: StreamDelta| {};
-        for data in events {
-            let event = SseEvent {
-                event: None,
-                data: (*data).to_owned(),
-            };
-            stream.event(&event, &mut on_delta)?;
-        }
-        stream.finish()
+        crate::agent::provider::wire::read_events(
+            crate::agent::provider::ApiMode::CodexResponses,
+            events,
+        )
     }
 
     #[test]

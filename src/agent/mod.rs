@@ -16,4 +16,4 @@ mod worker;
 pub use deps::{AgentDeps, AgentSettings, UserPrompts};
 pub use events::{AgentEvent, EventSink};
 pub use session_id::new_session_id;
-pub use worker::{Agent, AgentError, TurnOutcome};
+pub use worker::{Agent, AgentError, SteerInbox, TurnOutcome};

@@ -57,6 +57,28 @@ pub struct Agent {
     budget_max: u32,
     /// Set for sub-agents: their sessions are tagged and they cannot delegate further.
     depth: u32,
+    /// Messages the user sent mid-turn (`/steer`), delivered after the next tool round.
+    steer: Option<SteerInbox>,
+}
+
+/// Where `/steer` texts wait for the next tool round of a running turn.
+pub type SteerInbox = Arc<std::sync::Mutex<Vec<String>>>;
+
+const STEER_MARKER_OPEN: &str = "[OUT-OF-BAND USER MESSAGE — a direct message from the user, \
+delivered mid-turn; not tool output]";
+const STEER_MARKER_CLOSE: &str = "[/OUT-OF-BAND USER MESSAGE]";
+
+/// Appends pending steer texts to a tool result with Hermes's marker.
+fn append_steer(result: &mut String, inbox: Option<&SteerInbox>) {
+    let Some(inbox) = inbox else { return };
+    let texts: Vec<String> = std::mem::take(&mut *inbox.lock().unwrap_or_else(|e| e.into_inner()));
+    if texts.is_empty() {
+        return;
+    }
+    let text = texts.join("\n");
+    result.push_str(&format!(
+        "\n\n{STEER_MARKER_OPEN}\n{text}\n{STEER_MARKER_CLOSE}"
+    ));
 }
 
 impl std::fmt::Debug for Agent {
@@ -90,6 +112,7 @@ impl Agent {
             system_prompt,
             budget_max,
             depth: 0,
+            steer: None,
         })
     }
 
@@ -113,6 +136,7 @@ impl Agent {
             system_prompt,
             budget_max,
             depth: 0,
+            steer: None,
         })
     }
 
@@ -130,7 +154,13 @@ impl Agent {
             system_prompt,
             budget_max: budget,
             depth,
+            steer: None,
         }
+    }
+
+    /// Lets `/steer` reach this agent's turns.
+    pub fn set_steer_inbox(&mut self, inbox: SteerInbox) {
+        self.steer = Some(inbox);
     }
 
     pub fn session_id(&self) -> &str {
@@ -162,6 +192,58 @@ impl Agent {
     ) -> Result<TurnOutcome, AgentError> {
         self.deps.memory.reset_consolidation_failures();
         self.push(ChatMessage::user(user_text), None).await?;
+        self.continue_turn(events, cancel).await
+    }
+
+    /// Runs a gateway turn for an inbound event: the user's message is stored and the event
+    /// marked `processing` in one write, so a restart can tell a started turn from a new one.
+    pub async fn run_journaled_turn(
+        &mut self,
+        user_text: &str,
+        inbound: (&str, &str),
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        self.deps.memory.reset_consolidation_failures();
+        let message = ChatMessage::user(user_text);
+        let stored = history::to_stored(&self.session_id, &message, None);
+        let (platform, event_id) = inbound;
+        self.deps
+            .store
+            .start_turn(stored, platform, event_id)
+            .await?;
+        self.history.push(message);
+        self.continue_turn(events, cancel).await
+    }
+
+    /// Finishes a turn a previous process started (its user message is already stored):
+    /// a stored final answer is returned as is; otherwise the loop continues from the
+    /// stored history.
+    pub async fn resume_turn(
+        &mut self,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        if let Some(last) = self.history.last()
+            && last.role == super::message::Role::Assistant
+            && last.tool_calls.is_empty()
+        {
+            return Ok(TurnOutcome {
+                reply: last.content.clone().unwrap_or_default(),
+                interrupted: false,
+                iterations: 0,
+                session_id: self.session_id.clone(),
+            });
+        }
+        self.continue_turn(events, cancel).await
+    }
+
+    /// The model/tool loop after the user's message is in the history.
+    async fn continue_turn(
+        &mut self,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
         let mut budget = IterationBudget::new(self.budget_max);
         loop {
             if !budget.take() {
@@ -190,7 +272,10 @@ impl Agent {
             }
             let calls = reply.tool_calls.clone();
             self.push(assistant_from(&reply), Some(&reply)).await?;
-            let results = tool_round::run(self, &calls, events, cancel).await;
+            let mut results = tool_round::run(self, &calls, events, cancel).await;
+            if let Some(last) = results.last_mut() {
+                append_steer(last, self.steer.as_ref());
+            }
             for (call, result) in calls.iter().zip(results) {
                 let message = ChatMessage::tool_result(call.id.clone(), call.name.clone(), result);
                 self.push(message, None).await?;

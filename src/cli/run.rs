@@ -1,19 +1,26 @@
 //! `hermesd run`: the long-running daemon.
 //!
-//! Today it validates the configuration (exit 78 on any error, before anything else starts),
-//! opens state.db behind its writer, and serves until SIGTERM/SIGINT, then closes the store
-//! last so every acknowledged write is checkpointed. Adapters and the router plug in here.
-//! Before the store opens it becomes the home's only gateway (`gateway.lock`/`gateway.pid`,
-//! `--replace` to take over from a running one); the lock is released after the store closes.
+//! It validates the configuration (exit 78 on any error, before anything else starts; on a
+//! first run with nothing configured it enables the HTTP API instead), becomes the home's
+//! only gateway (`gateway.lock`/`gateway.pid`, `--replace` to take over), opens state.db,
+//! starts the [`GatewayRunner`] and serves until SIGTERM/SIGINT or `/restart` (exit 75),
+//! then shuts the runner down in phases and closes the store last. The lock is released
+//! after the store closes.
 
 use std::collections::BTreeMap;
 
 use super::EXIT_FAILURE;
 use crate::config::{self, EXIT_CONFIG};
+use std::time::Duration;
+
+use crate::gateway::first_run;
 use crate::gateway::instance_lock::InstanceLock;
+use crate::gateway::platforms;
 use crate::gateway::process_info;
+use crate::gateway::runner::{GatewayRunner, RunnerOptions};
 use crate::gateway::runtime_status::{GatewayState, RuntimeStatus};
 use crate::gateway::sd_notify::{self, Notifier};
+use crate::gateway::supervisor::Backoff;
 use crate::home::HermesHome;
 use crate::state::{Store, StoreOptions};
 
@@ -25,16 +32,35 @@ pub struct RunArgs {
 }
 
 pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) -> i32 {
-    let loaded = match config::load(home, env) {
+    let mut loaded = match load_config(home, env) {
         Ok(loaded) => loaded,
-        Err(errors) => {
-            eprintln!("{errors}");
-            eprintln!("hermesd: invalid configuration; fix the errors above (exit {EXIT_CONFIG})");
-            return EXIT_CONFIG;
-        }
+        Err(code) => return code,
     };
-    for warning in &loaded.warnings {
-        tracing::warn!("{warning}");
+    if first_run::is_first_run(&loaded.config, &loaded.env, &home.config_yaml()) {
+        if let Err(e) = home.ensure_exists() {
+            eprintln!(
+                "error: cannot create HERMES_HOME {}: {e}",
+                home.path().display()
+            );
+            return EXIT_FAILURE;
+        }
+        if loaded.config.api_server.key.is_none()
+            && let Err(e) = first_run::generate_api_key(&home.dotenv())
+        {
+            eprintln!("error: cannot write {}: {e}", home.dotenv().display());
+            return EXIT_FAILURE;
+        }
+        loaded = match load_config(home, env) {
+            Ok(loaded) => loaded,
+            Err(code) => return code,
+        };
+        loaded.config.api_server.enabled = true;
+        let api = &loaded.config.api_server;
+        let has_provider = crate::agent::provider::ModelClient::from_config(&loaded.config).is_ok();
+        eprint!(
+            "{}",
+            first_run::instructions(&home.dotenv(), &api.host, api.port, has_provider)
+        );
     }
     if let Err(e) = home.ensure_exists() {
         eprintln!(
@@ -62,7 +88,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) ->
         }
     };
     let lifecycle = Lifecycle::start(home, &argv, env);
-    let code = runtime.block_on(serve(home, loaded.env, &lifecycle));
+    let code = runtime.block_on(serve(home, loaded, &lifecycle));
     drop(instance);
     code
 }
@@ -119,9 +145,22 @@ impl Lifecycle {
     }
 }
 
-async fn serve(home: &HermesHome, env: BTreeMap<String, String>, lifecycle: &Lifecycle) -> i32 {
+async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Lifecycle) -> i32 {
+    let adapters = match platforms::build_adapters(home, &loaded) {
+        Ok(adapters) => adapters,
+        Err(errors) => {
+            for error in &errors {
+                eprintln!("config error: {error}");
+            }
+            lifecycle.set_state(
+                GatewayState::Stopped,
+                Some("invalid platform configuration"),
+            );
+            return EXIT_CONFIG;
+        }
+    };
     let options = StoreOptions {
-        env,
+        env: loaded.env.clone(),
         ..StoreOptions::default()
     };
     let store = match Store::open_with(&home.state_db(), options) {
@@ -135,23 +174,99 @@ async fn serve(home: &HermesHome, env: BTreeMap<String, String>, lifecycle: &Lif
     // Handlers are installed before "started" is announced: a SIGTERM that arrives the moment
     // a supervisor sees us up must still shut down cleanly.
     let shutdown = ShutdownSignals::install();
+    let runner_options = RunnerOptions {
+        adapters,
+        backoff: backoff_from_env(&loaded.env),
+        drain_timeout: secs_from_env(&loaded.env, "HERMESD_DRAIN_TIMEOUT_SECS", 30.0),
+        ..RunnerOptions::default()
+    };
+    let runner = match GatewayRunner::start(home, loaded, store.clone(), runner_options).await {
+        Ok(runner) => runner,
+        Err(e) => {
+            eprintln!("error: {e}");
+            store.close().await;
+            lifecycle.set_state(GatewayState::Stopped, Some("start failed"));
+            return if e.is_config() {
+                EXIT_CONFIG
+            } else {
+                EXIT_FAILURE
+            };
+        }
+    };
     tracing::info!(
         home = %home.path().display(),
         schema_version = store.schema().version,
-        "hermesd started; state.db open"
+        api = %runner.api_addr.map(|a| a.to_string()).unwrap_or_default(),
+        admin = %runner.admin_addr.map(|a| a.to_string()).unwrap_or_default(),
+        "hermesd started"
     );
     lifecycle.set_state(GatewayState::Running, None);
     let watchdog = lifecycle.spawn_watchdog();
-    let signal = shutdown.wait().await;
-    tracing::info!(signal, "shutting down");
+    let reason = tokio::select! {
+        signal = shutdown.wait() => signal,
+        _ = runner.restart_requested() => "restart requested",
+    };
+    tracing::info!(reason, "shutting down");
     lifecycle.set_state(GatewayState::Draining, None);
+    let restart = runner.router.restart_requested();
+    runner.shutdown().await;
     store.close().await;
     if let Some(watchdog) = watchdog {
         watchdog.abort();
     }
-    lifecycle.set_state(GatewayState::Stopped, Some(signal));
+    lifecycle.set_state(GatewayState::Stopped, Some(reason));
     tracing::info!("state.db closed; bye");
-    0
+    if restart { EXIT_RESTART } else { 0 }
+}
+
+/// Exit code asking the service manager to start us again (`/restart`).
+pub const EXIT_RESTART: i32 = 75;
+
+fn load_config(
+    home: &HermesHome,
+    env: &BTreeMap<String, String>,
+) -> Result<config::LoadedConfig, i32> {
+    match config::load(home, env) {
+        Ok(loaded) => {
+            for warning in &loaded.warnings {
+                tracing::warn!("{warning}");
+            }
+            Ok(loaded)
+        }
+        Err(errors) => {
+            eprintln!("{errors}");
+            eprintln!("hermesd: invalid configuration; fix the errors above (exit {EXIT_CONFIG})");
+            Err(EXIT_CONFIG)
+        }
+    }
+}
+
+fn secs_from_env(env: &BTreeMap<String, String>, name: &str, default: f64) -> Duration {
+    let secs = env
+        .get(name)
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .unwrap_or(default);
+    Duration::from_secs_f64(secs)
+}
+
+/// `HERMESD_ADAPTER_BACKOFF_SECS` / `HERMESD_ADAPTER_BACKOFF_MAX_SECS` override the
+/// 30 s → 300 s restart backoff.
+fn backoff_from_env(env: &BTreeMap<String, String>) -> Backoff {
+    let default = Backoff::default();
+    Backoff {
+        initial: secs_from_env(
+            env,
+            "HERMESD_ADAPTER_BACKOFF_SECS",
+            default.initial.as_secs_f64(),
+        ),
+        max: secs_from_env(
+            env,
+            "HERMESD_ADAPTER_BACKOFF_MAX_SECS",
+            default.max.as_secs_f64(),
+        ),
+        ..default
+    }
 }
 
 /// SIGTERM and SIGINT handlers, installed up front.

@@ -105,6 +105,23 @@ pub fn session_reset(
     }
 }
 
+/// `reset_by_type` / `reset_by_platform`: a map of names to reset policies.
+pub fn reset_overrides(
+    issues: &mut Issues,
+    label: &str,
+    section: Option<&Section<BTreeMap<String, Section<RawSessionReset>>>>,
+) -> BTreeMap<String, SessionResetPolicy> {
+    let Some(map) = issues.section(label, section) else {
+        return BTreeMap::new();
+    };
+    map.iter()
+        .map(|(name, policy)| {
+            let policy = session_reset(issues, &format!("{label}.{name}"), Some(policy));
+            (name.clone(), policy)
+        })
+        .collect()
+}
+
 /// `label` is `streaming` or `gateway.streaming`. `mode` is Hermes' alias for `transport` that
 /// also switches streaming on unless `enabled` is given.
 pub fn streaming(

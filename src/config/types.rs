@@ -21,6 +21,10 @@ pub struct Config {
     pub approvals: ApprovalsConfig,
     pub command_allowlist: Vec<String>,
     pub session_reset: SessionResetPolicy,
+    /// Per chat type (`dm`, `group`, `thread`, ...) overrides of `session_reset`.
+    pub reset_by_type: BTreeMap<String, SessionResetPolicy>,
+    /// Per platform overrides; they win over `reset_by_type`.
+    pub reset_by_platform: BTreeMap<String, SessionResetPolicy>,
     pub group_sessions_per_user: bool,
     pub thread_sessions_per_user: bool,
     pub unauthorized_dm_behavior: UnauthorizedDmBehavior,
@@ -43,6 +47,8 @@ impl Default for Config {
             approvals: ApprovalsConfig::default(),
             command_allowlist: Vec::new(),
             session_reset: SessionResetPolicy::default(),
+            reset_by_type: BTreeMap::new(),
+            reset_by_platform: BTreeMap::new(),
             group_sessions_per_user: true,
             thread_sessions_per_user: false,
             unauthorized_dm_behavior: UnauthorizedDmBehavior::Pair,

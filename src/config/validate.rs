@@ -101,6 +101,16 @@ pub fn validate(
             )
             .unwrap_or_default(),
         session_reset: sections::session_reset(&mut issues, reset_label, reset_section),
+        reset_by_type: sections::reset_overrides(
+            &mut issues,
+            "reset_by_type",
+            raw.reset_by_type.as_ref(),
+        ),
+        reset_by_platform: sections::reset_overrides(
+            &mut issues,
+            "reset_by_platform",
+            raw.reset_by_platform.as_ref(),
+        ),
         group_sessions_per_user: issues.bool(
             top_or_gateway(
                 "group_sessions_per_user",

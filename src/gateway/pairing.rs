@@ -30,7 +30,7 @@ pub use code::{
     ALPHABET, CODE_LENGTH, CODE_TTL_SECONDS, LOCKOUT_SECONDS, MAX_FAILED_ATTEMPTS,
     MAX_PENDING_PER_PLATFORM, PairingCode, RATE_LIMIT_SECONDS, hash_code,
 };
-pub use dotenv_sync::allowlist_env_var;
+pub use dotenv_sync::{allowlist_env_var, save_env_value};
 pub use files::{LEGACY_NAME, LOCK_FILE, NEW_SUBPATH};
 pub use store::PairingStore;
 

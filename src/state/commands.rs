@@ -25,6 +25,13 @@ pub enum WriteCommand {
         id: String,
     },
     AppendMessage(Box<NewMessage>),
+    /// Appends a turn's user message and marks its inbound event `processing` in one
+    /// savepoint, so a restart knows exactly whether the turn had started.
+    StartTurn {
+        message: Box<NewMessage>,
+        platform: String,
+        event_id: String,
+    },
     SetTitle {
         id: String,
         title: Option<String>,
@@ -32,6 +39,11 @@ pub enum WriteCommand {
     RecordUsage(UsageDelta),
     ClearMessages {
         id: String,
+    },
+    /// Deletes a session's messages from `from_id` on (`/undo`, `/retry`).
+    TruncateMessages {
+        id: String,
+        from_id: i64,
     },
     /// Deletes sessions and their messages; their children are orphaned, not deleted.
     DeleteSessions {
@@ -127,6 +139,15 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
             params![id],
         )?)),
         WriteCommand::AppendMessage(message) => append_message(conn, message),
+        WriteCommand::StartTurn {
+            message,
+            platform,
+            event_id,
+        } => {
+            let appended = append_message(conn, message)?;
+            gateway::mark_inbound(conn, platform, event_id, InboundState::Processing.as_str())?;
+            Ok(appended)
+        }
         WriteCommand::SetTitle { id, title } => {
             titles::set_title(conn, id, title.as_deref())?;
             Ok(Outcome::Done)
@@ -136,6 +157,22 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
             let removed = conn.execute("DELETE FROM messages WHERE session_id = ?1", [id])?;
             conn.execute(
                 "UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = ?1",
+                [id],
+            )?;
+            Ok(Outcome::Changed(removed))
+        }
+        WriteCommand::TruncateMessages { id, from_id } => {
+            let removed = conn.execute(
+                "DELETE FROM messages WHERE session_id = ?1 AND id >= ?2",
+                params![id, from_id],
+            )?;
+            conn.execute(
+                "UPDATE sessions SET
+                     message_count = (SELECT COUNT(*) FROM messages WHERE session_id = ?1),
+                     tool_call_count = COALESCE((SELECT SUM(CASE json_type(tool_calls)
+                                     WHEN 'array' THEN json_array_length(tool_calls) ELSE 1 END)
+                                 FROM messages WHERE session_id = ?1 AND tool_calls IS NOT NULL), 0)
+                 WHERE id = ?1",
                 [id],
             )?;
             Ok(Outcome::Changed(removed))

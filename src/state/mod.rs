@@ -313,6 +313,29 @@ impl Store {
         }
     }
 
+    /// Appends a gateway turn's user message and marks its inbound event `processing`
+    /// atomically; returns the message id.
+    pub async fn start_turn(
+        &self,
+        message: NewMessage,
+        platform: &str,
+        event_id: &str,
+    ) -> StoreResult<i64> {
+        match self
+            .write(WriteCommand::StartTurn {
+                message: Box::new(message),
+                platform: platform.to_owned(),
+                event_id: event_id.to_owned(),
+            })
+            .await?
+        {
+            Outcome::RowId(id) => Ok(id),
+            other => Err(StoreError::Invalid(format!(
+                "start_turn returned {other:?} instead of a row id"
+            ))),
+        }
+    }
+
     pub async fn get_messages(&self, session_id: &str) -> StoreResult<Vec<Message>> {
         let id = session_id.to_owned();
         self.read(move |c, info| read::get_messages(c, info, &id))
@@ -323,6 +346,17 @@ impl Store {
     pub async fn get_messages_as_conversation(&self, session_id: &str) -> StoreResult<Vec<Value>> {
         let messages = self.get_messages(session_id).await?;
         Ok(read::as_conversation(&messages))
+    }
+
+    /// Deletes a session's messages with ids `from_id` and up; returns how many.
+    pub async fn truncate_messages(&self, session_id: &str, from_id: i64) -> StoreResult<usize> {
+        let outcome = self
+            .write(WriteCommand::TruncateMessages {
+                id: session_id.to_owned(),
+                from_id,
+            })
+            .await?;
+        Ok(outcome.changed())
     }
 
     /// Removes a session's messages but keeps the session row.

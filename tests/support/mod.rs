@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod daemon;
 pub mod fake_model;
 pub mod providers;
 pub mod python;

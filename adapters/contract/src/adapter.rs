@@ -68,6 +68,12 @@ pub trait Adapter: Send + Sync + 'static {
 
     fn capabilities(&self) -> Capabilities;
 
+    /// How long the adapter may go without reporting progress before the supervisor
+    /// restarts it (a long poll's timeout plus a margin, a few heartbeat intervals).
+    fn liveness_window(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(90)
+    }
+
     /// Receives events until `ctx.shutdown` fires or the connection fails. Must report
     /// `ctx.progress` whenever the platform demonstrably answers.
     fn run(&self, ctx: AdapterContext) -> BoxFuture<'_, Result<(), AdapterError>>;

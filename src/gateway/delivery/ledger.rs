@@ -38,6 +38,19 @@ impl Deliverer {
         store: &Store,
         obligation: &Obligation,
     ) -> Result<ObligationDelivery, DeliveryError> {
+        self.deliver_obligation_quoting(store, obligation, None, ReplyToMode::Off)
+            .await
+    }
+
+    /// As [`Deliverer::deliver_obligation`], quoting the user's message `reply_to` per
+    /// `reply_to_mode` on a first delivery (a recovered resend quotes nothing).
+    pub async fn deliver_obligation_quoting(
+        &self,
+        store: &Store,
+        obligation: &Obligation,
+        reply_to: Option<String>,
+        reply_to_mode: ReplyToMode,
+    ) -> Result<ObligationDelivery, DeliveryError> {
         let id = obligation.obligation_id.as_str();
         let ledger = |source| DeliveryError::Ledger {
             obligation_id: id.to_owned(),
@@ -47,13 +60,18 @@ impl Deliverer {
             return Ok(ObligationDelivery::NotClaimed);
         }
         let text = obligation.text_to_send();
+        let (reply_to, reply_to_mode) = if text == obligation.content {
+            (reply_to, reply_to_mode)
+        } else {
+            (None, ReplyToMode::Off)
+        };
         let report = self
             .deliver(
                 &obligation.chat_id,
                 obligation.thread_id.as_deref(),
                 &text,
-                None,
-                ReplyToMode::Off,
+                reply_to,
+                reply_to_mode,
             )
             .await;
         match &report.outcome {

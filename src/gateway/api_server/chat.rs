@@ -1,0 +1,340 @@
+//! The handlers: health, model list, chat completions (request parsing and the JSON reply;
+//! streaming lives in `sse.rs`).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use hermes_adapter::{ChatType, MessageEvent, SessionSource};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::ApiState;
+use super::errors::{bad_request, check_auth, openai_error};
+use crate::gateway::router::API_PLATFORM;
+use crate::state::{NewMessage, NewSession, now_epoch};
+
+pub const SESSION_HEADER: &str = "X-Hermes-Session-Id";
+const MAX_SESSION_HEADER_LEN: usize = 256;
+
+pub async fn health() -> Json<Value> {
+    Json(json!({"status": "ok", "platform": "hermes-agent", "version": env!("CARGO_PKG_VERSION")}))
+}
+
+pub async fn models(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+    if let Err(denied) = check_auth(&headers, &state.key) {
+        return denied;
+    }
+    let now = now_epoch() as i64;
+    let name = state.model_name.as_ref();
+    Json(json!({
+        "object": "list",
+        "data": [{
+            "id": name, "object": "model", "created": now, "owned_by": "hermes",
+            "permission": [], "root": name, "parent": null
+        }]
+    }))
+    .into_response()
+}
+
+/// A validated chat-completions request.
+pub struct ChatRequest {
+    pub system: Option<String>,
+    /// Earlier user/assistant messages sent by the client, oldest first.
+    pub history: Vec<(String, String)>,
+    pub user_text: String,
+    pub stream: bool,
+    pub model: Option<String>,
+}
+
+/// Flattens OpenAI content (a string or a list of parts) to text.
+fn content_text(content: &Value, param: &str) -> Result<String, Response> {
+    match content {
+        Value::Null => Ok(String::new()),
+        Value::String(text) => Ok(text.clone()),
+        Value::Array(parts) => {
+            let mut texts = Vec::new();
+            for part in parts {
+                match part.get("type").and_then(Value::as_str) {
+                    Some("text") | Some("input_text") => {
+                        texts.push(part.get("text").and_then(Value::as_str).unwrap_or(""))
+                    }
+                    Some(_) => {}
+                    None => {
+                        return Err(bad_request(
+                            "Each content part must be an object with a 'type'",
+                            Some(param),
+                        ));
+                    }
+                }
+            }
+            Ok(texts.join("\n"))
+        }
+        _ => Err(bad_request(
+            "Message content must be a string or a list of content parts",
+            Some(param),
+        )),
+    }
+}
+
+pub fn parse_request(body: &[u8]) -> Result<ChatRequest, Response> {
+    let body: Value = serde_json::from_slice(body)
+        .map_err(|_| bad_request("Invalid JSON in request body", None))?;
+    let Some(messages) = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .filter(|m| !m.is_empty())
+    else {
+        return Err(bad_request(
+            "Missing or invalid 'messages' field",
+            Some("messages"),
+        ));
+    };
+    let mut system: Option<String> = None;
+    let mut conversation = Vec::new();
+    for (i, message) in messages.iter().enumerate() {
+        let param = format!("messages[{i}]");
+        let role = message
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad_request("Each message needs a string 'role'", Some(&param)))?;
+        let content = content_text(
+            message.get("content").unwrap_or(&Value::Null),
+            &format!("{param}.content"),
+        )?;
+        match role {
+            "system" | "developer" => {
+                system = Some(match system {
+                    Some(s) => format!("{s}\n{content}"),
+                    None => content,
+                })
+            }
+            "user" | "assistant" => conversation.push((role.to_owned(), content)),
+            _ => {}
+        }
+    }
+    let user_text = match conversation.last() {
+        Some((role, text)) if role == "user" && !text.trim().is_empty() => text.clone(),
+        _ => {
+            return Err(bad_request(
+                "No user message found in messages",
+                Some("messages"),
+            ));
+        }
+    };
+    conversation.pop();
+    let stream = match body.get("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(bad_request("'stream' must be a boolean", Some("stream"))),
+    };
+    Ok(ChatRequest {
+        system,
+        history: conversation,
+        user_text,
+        stream,
+        model: body.get("model").and_then(Value::as_str).map(str::to_owned),
+    })
+}
+
+/// Hermes's `_derive_chat_session_id`: stable across the turns of one client conversation.
+pub fn derive_session_id(system: Option<&str>, first_user: &str) -> String {
+    let seed = format!("{}\n{first_user}", system.unwrap_or(""));
+    let digest = hex::encode(Sha256::digest(seed.as_bytes()));
+    format!("api-{}", &digest[..16])
+}
+
+fn session_from_header(headers: &HeaderMap) -> Result<Option<String>, Response> {
+    let Some(value) = headers.get(SESSION_HEADER) else {
+        return Ok(None);
+    };
+    let id = value
+        .to_str()
+        .map_err(|_| bad_request("Invalid session ID", None))?
+        .trim();
+    if id.is_empty() {
+        return Ok(None);
+    }
+    if id.len() > MAX_SESSION_HEADER_LEN {
+        return Err(bad_request("Session ID too long", None));
+    }
+    let unsafe_path = id.contains("..")
+        || id.contains('/')
+        || id.contains('\\')
+        || id.chars().any(char::is_control)
+        || (id.len() >= 2 && id.as_bytes()[1] == b':');
+    if unsafe_path {
+        return Err(bad_request("Invalid session ID", None));
+    }
+    Ok(Some(id.to_owned()))
+}
+
+pub async fn completions(
+    State(state): State<ApiState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    if let Err(denied) = check_auth(&headers, &state.key) {
+        return denied;
+    }
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return openai_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Request body too large.",
+                "invalid_request_error",
+                None,
+                Some("body_too_large"),
+            );
+        }
+        Err(rejection) => return bad_request(&rejection.body_text(), None),
+    };
+    let request = match parse_request(&body) {
+        Ok(request) => request,
+        Err(response) => return response,
+    };
+    let session_id = match session_from_header(&headers) {
+        Ok(Some(id)) => id,
+        Ok(None) => {
+            let first_user = request
+                .history
+                .iter()
+                .find(|(role, _)| role == "user")
+                .map(|(_, text)| text.as_str())
+                .unwrap_or(&request.user_text);
+            let id = derive_session_id(request.system.as_deref(), first_user);
+            if let Err(e) = seed_history(&state, &id, &request.history).await {
+                return openai_error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("cannot store the conversation: {e}"),
+                    "server_error",
+                    None,
+                    None,
+                );
+            }
+            id
+        }
+        Err(response) => return response,
+    };
+    let model = request
+        .model
+        .clone()
+        .unwrap_or_else(|| state.model_name.to_string());
+    let event = api_event(&session_id, &request.user_text);
+    if request.stream {
+        return super::sse::stream(state, event, session_id, model).await;
+    }
+    match state.router.submit_api(event, None).await {
+        Ok(reply) => {
+            let body = json!({
+                "id": completion_id(),
+                "object": "chat.completion",
+                "created": now_epoch() as i64,
+                "model": model,
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.text},
+                    "finish_reason": "stop"
+                }],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+            });
+            with_session(Json(body).into_response(), &reply.session_id)
+        }
+        Err(message) => with_session(
+            openai_error(
+                StatusCode::BAD_GATEWAY,
+                &message,
+                "server_error",
+                None,
+                Some("agent_incomplete"),
+            ),
+            &session_id,
+        ),
+    }
+}
+
+pub fn with_session(mut response: Response, session_id: &str) -> Response {
+    if let Ok(value) = HeaderValue::from_str(session_id) {
+        response.headers_mut().insert(SESSION_HEADER, value);
+    }
+    response
+}
+
+pub fn completion_id() -> String {
+    format!("chatcmpl-{:029x}", rand::random::<u128>() >> 12)
+}
+
+fn api_event(session_id: &str, text: &str) -> MessageEvent {
+    let source = SessionSource {
+        chat_type: ChatType::Dm,
+        user_name: Some("api".to_owned()),
+        ..SessionSource::dm(API_PLATFORM, session_id, "api")
+    };
+    let mut event = MessageEvent::text(
+        &format!("api-{:032x}", rand::random::<u128>()),
+        source,
+        text,
+    );
+    event.timestamp = now_epoch();
+    event
+}
+
+/// A new client conversation that arrives with earlier messages: store them first so the
+/// agent sees them (later turns of the same conversation find the session in state.db).
+async fn seed_history(
+    state: &ApiState,
+    session_id: &str,
+    history: &[(String, String)],
+) -> crate::state::StoreResult<()> {
+    let store = state.router.store();
+    if history.is_empty() || store.get_session(session_id).await?.is_some() {
+        return Ok(());
+    }
+    store
+        .create_session(NewSession::new(session_id, API_PLATFORM))
+        .await?;
+    for (role, text) in history {
+        store
+            .append_message(NewMessage::text(session_id, role.as_str(), text))
+            .await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_match_hermes() {
+        // sha256("\nhello")[:16], as Python's `_derive_chat_session_id(None, "hello")`.
+        let id = derive_session_id(None, "hello");
+        assert!(id.starts_with("api-") && id.len() == 20, "{id}");
+        assert_eq!(id, derive_session_id(Some(""), "hello"));
+        assert_ne!(id, derive_session_id(Some("sys"), "hello"));
+    }
+
+    #[test]
+    fn requests_are_validated() {
+        assert!(parse_request(b"{").is_err());
+        assert!(parse_request(br#"{"messages": []}"#).is_err());
+        assert!(
+            parse_request(br#"{"messages": [{"role": "assistant", "content": "x"}]}"#).is_err()
+        );
+        assert!(parse_request(br#"{"messages": [{"role": "user", "content": 5}]}"#).is_err());
+        let ok = parse_request(
+            br#"{"messages": [{"role": "system", "content": "s"},
+                {"role": "user", "content": [{"type": "text", "text": "a"}]},
+                {"role": "assistant", "content": "b"},
+                {"role": "user", "content": "c"}], "stream": true}"#,
+        )
+        .unwrap_or_else(|_| panic!("valid request"));
+        assert_eq!(ok.user_text, "c");
+        assert_eq!(ok.history.len(), 2);
+        assert!(ok.stream);
+        assert_eq!(ok.system.as_deref(), Some("s"));
+    }
+}

@@ -1,0 +1,292 @@
+//! Putting work into a slot: an idle session starts a worker; a busy one applies the
+//! busy-input mode (interrupt / queue / steer) with Hermes's acknowledgement texts, at most
+//! one ack per session per 30 s. Control commands and plain-word approval answers are
+//! handled at once even while a turn runs.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hermes_adapter::MessageEvent;
+
+use super::commands::{self, Command};
+use super::slot::{Job, QUEUE_CAP, Slot, SlotState};
+use super::{API_PLATFORM, Router};
+use crate::config::BusyInputMode;
+use crate::gateway::metrics::GatewayMetrics;
+use crate::tools::approval::ApprovalDecision;
+
+/// At most one busy acknowledgement per session in this window (`_BUSY_ACK_COOLDOWN`).
+pub const BUSY_ACK_COOLDOWN: Duration = Duration::from_secs(30);
+
+/// Plain words that answer a pending approval (Hermes's lists).
+pub fn approval_word(text: &str) -> Option<ApprovalDecision> {
+    let word = text.trim().to_lowercase();
+    match word.as_str() {
+        "approve" | "yes" | "ok" | "okay" | "confirm" | "y" | "👍" | "once" => {
+            Some(ApprovalDecision::Once)
+        }
+        "always" | "approve always" => Some(ApprovalDecision::Always),
+        "session" | "approve session" => Some(ApprovalDecision::Session),
+        "deny" | "no" | "reject" | "cancel" | "n" | "👎" => Some(ApprovalDecision::Deny),
+        _ => None,
+    }
+}
+
+/// What happened to an event that arrived while its session was busy.
+enum BusyAction {
+    Queued,
+    Interrupted,
+    Steered,
+}
+
+impl Router {
+    /// Routes a journaled event (or an API request) into its session's slot.
+    pub(super) fn dispatch(&self, key: String, job: Job) {
+        let slot = self.slot(&key);
+        let mut state = slot.lock();
+        state.last_active = Some(Instant::now());
+        let is_api = job.event.source.platform == API_PLATFORM;
+        let command = if is_api {
+            None
+        } else {
+            commands::parse(&job.event)
+        };
+        if command.is_none() && !is_api && self.is_paused(&job.event.source.platform) {
+            drop(state);
+            self.spawn_ignore(job);
+            return;
+        }
+        // A pending approval or clarify question takes plain answers even mid-turn.
+        if command.is_none() && !is_api {
+            if state.approval.is_some()
+                && let Some(decision) = approval_word(&job.event.text)
+            {
+                let answer = state.approval.take();
+                drop(state);
+                if let Some(tx) = answer {
+                    let _ = tx.send(decision);
+                }
+                self.spawn_answer(job, decision_text(decision).to_owned());
+                return;
+            }
+            if let Some(tx) = state.clarify.take() {
+                drop(state);
+                let _ = tx.send(job.event.text.clone());
+                self.spawn_ignore(job);
+                return;
+            }
+        }
+        if let Some(command) = &command
+            && (state.running.is_some() || state.approval.is_some())
+        {
+            if let Some(immediate) = commands::busy_behaviour(command) {
+                drop(state);
+                self.spawn_command_now(slot.clone(), job, command.clone(), immediate);
+                return;
+            }
+        }
+        if state.running.is_none() && state.queue.is_empty() {
+            state.queue.push_back(job);
+            self.ensure_worker(&slot, &mut state);
+            return;
+        }
+        if command.is_some() {
+            // A command that waits for the turn boundary keeps its place in the queue.
+            state.queue.push_back(job);
+            self.ensure_worker(&slot, &mut state);
+            return;
+        }
+        if state.queue.len() >= QUEUE_CAP {
+            drop(state);
+            self.spawn_answer(
+                job,
+                format!("⏳ {QUEUE_CAP} messages are already waiting; wait for the current task or /stop it."),
+            );
+            return;
+        }
+        let mode = if is_api {
+            BusyInputMode::Queue
+        } else {
+            self.config.display.busy_input_mode
+        };
+        let action = match (mode, state.running.as_ref()) {
+            (BusyInputMode::Steer, Some(running)) => {
+                running
+                    .steer
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(job.event.text.clone());
+                BusyAction::Steered
+            }
+            (BusyInputMode::Interrupt, Some(running)) => {
+                running.cancel.cancel();
+                BusyAction::Interrupted
+            }
+            _ => BusyAction::Queued,
+        };
+        let detail = self.busy_detail(&state, &job.event);
+        let ack_due = !is_api
+            && state
+                .last_ack
+                .is_none_or(|t| t.elapsed() >= BUSY_ACK_COOLDOWN);
+        if ack_due {
+            state.last_ack = Some(Instant::now());
+        }
+        let ack = ack_text(&action, &detail);
+        match action {
+            BusyAction::Steered => {
+                drop(state);
+                // The steered text joins the running turn; its reply is the ack.
+                self.spawn_answer(job, ack);
+            }
+            BusyAction::Queued | BusyAction::Interrupted => {
+                let source = job.event.source.clone();
+                state.queue.push_back(job);
+                GatewayMetrics::incr(&self.metrics.router_queue_depth);
+                drop(state);
+                if ack_due {
+                    let router = self.arc();
+                    tokio::spawn(async move { router.send_direct(&source, &ack).await });
+                }
+            }
+        }
+    }
+
+    /// ` (N min elapsed)` when `busy_ack_detail` is on for the platform.
+    fn busy_detail(&self, state: &SlotState, event: &MessageEvent) -> String {
+        let display = &self.config.display;
+        let enabled = display
+            .platforms
+            .get(&event.source.platform)
+            .and_then(|p| p.busy_ack_detail)
+            .unwrap_or(display.busy_ack_detail);
+        let Some(running) = state.running.as_ref().filter(|_| enabled) else {
+            return String::new();
+        };
+        let minutes = running.started.elapsed().as_secs() / 60;
+        if minutes > 0 {
+            format!(" ({minutes} min elapsed)")
+        } else {
+            String::new()
+        }
+    }
+
+    /// Starts the slot's worker unless one is draining it already.
+    pub(super) fn ensure_worker(&self, slot: &Arc<Slot>, state: &mut SlotState) {
+        if state.worker {
+            return;
+        }
+        state.worker = true;
+        let router = self.arc();
+        let slot = slot.clone();
+        tokio::spawn(async move { router.drain(slot).await });
+    }
+
+    /// The worker: runs the slot's jobs in order, one at a time, then exits.
+    async fn drain(self: Arc<Self>, slot: Arc<Slot>) {
+        loop {
+            let job = {
+                let mut state = slot.lock();
+                match state.queue.pop_front() {
+                    Some(job) => job,
+                    None => {
+                        state.worker = false;
+                        state.last_active = Some(Instant::now());
+                        return;
+                    }
+                }
+            };
+            let permit = self.turn_limit.clone().acquire_owned().await;
+            let Ok(_permit) = permit else { return };
+            self.run_job(&slot, job).await;
+        }
+    }
+
+    async fn run_job(&self, slot: &Arc<Slot>, job: Job) {
+        let command = if job.event.source.platform == API_PLATFORM {
+            None
+        } else {
+            commands::parse(&job.event)
+        };
+        match command {
+            Some(command) => self.run_command(slot, job, command).await,
+            None => self.run_turn(slot, job).await,
+        }
+    }
+
+    fn spawn_answer(&self, job: Job, text: String) {
+        let router = self.arc();
+        tokio::spawn(async move { router.respond(&job, &text).await });
+    }
+
+    fn spawn_ignore(&self, job: Job) {
+        let router = self.arc();
+        tokio::spawn(async move { router.answer_silently(&job).await });
+    }
+
+    fn spawn_command_now(
+        &self,
+        slot: Arc<Slot>,
+        job: Job,
+        command: Command,
+        _how: commands::Immediate,
+    ) {
+        let router = self.arc();
+        tokio::spawn(async move { router.run_command(&slot, job, command).await });
+    }
+}
+
+fn decision_text(decision: ApprovalDecision) -> &'static str {
+    match decision {
+        ApprovalDecision::Once => "✅ Approved once.",
+        ApprovalDecision::Session => "✅ Approved for this session.",
+        ApprovalDecision::Always => "✅ Approved permanently.",
+        ApprovalDecision::Deny => "❌ Denied.",
+    }
+}
+
+fn ack_text(action: &BusyAction, detail: &str) -> String {
+    match action {
+        BusyAction::Steered => format!(
+            "⏩ Steered into current run{detail}. Your message arrives after the next tool call."
+        ),
+        BusyAction::Queued => format!(
+            "⏳ Queued for the next turn{detail}. I'll respond once the current task finishes."
+        ),
+        BusyAction::Interrupted => {
+            format!("⚡ Interrupting current task{detail}. I'll respond to your message shortly.")
+        }
+    }
+}
+
+pub(super) fn approval_reply(decision: ApprovalDecision) -> &'static str {
+    decision_text(decision)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_words_resolve_approvals() {
+        assert_eq!(approval_word(" Yes "), Some(ApprovalDecision::Once));
+        assert_eq!(approval_word("👎"), Some(ApprovalDecision::Deny));
+        assert_eq!(
+            approval_word("approve always"),
+            Some(ApprovalDecision::Always)
+        );
+        assert_eq!(approval_word("yes please run it"), None);
+    }
+
+    #[test]
+    fn ack_texts_match_the_reference() {
+        assert_eq!(
+            ack_text(&BusyAction::Interrupted, ""),
+            "⚡ Interrupting current task. I'll respond to your message shortly."
+        );
+        assert_eq!(
+            ack_text(&BusyAction::Queued, " (2 min elapsed)"),
+            "⏳ Queued for the next turn (2 min elapsed). I'll respond once the current task finishes."
+        );
+    }
+}

@@ -1,0 +1,447 @@
+//! Gateway slash commands, answered without the model. Names, aliases and reply texts
+//! follow Hermes 0.19 (`hermes_cli/commands.py`, `locales/en.yaml`). While a turn runs,
+//! control commands act at once and the rest are refused with Hermes's busy text.
+
+use std::sync::Arc;
+
+use hermes_adapter::MessageEvent;
+
+use super::Router;
+use super::busy::approval_reply;
+use super::slot::{Job, Slot};
+use crate::tools::approval::ApprovalDecision;
+
+/// A parsed command: canonical name (aliases resolved) and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub name: String,
+    pub args: String,
+}
+
+/// How a command behaves while a turn runs (every command is answered at once then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Immediate;
+
+/// The gateway commands with their descriptions (also the menu platforms register).
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("new", "Start a new session (alias /reset) [name]"),
+    ("resume", "Resume a named session [title]"),
+    ("title", "Show or set this session's title [name]"),
+    ("retry", "Resend your last message"),
+    ("undo", "Remove the last exchange [N]"),
+    ("status", "Show session and gateway status"),
+    ("stop", "Stop the running task"),
+    ("queue", "Queue a message for the next turn (alias /q)"),
+    ("steer", "Steer the running task after its next tool call"),
+    ("approve", "Approve a pending command [session|always]"),
+    ("deny", "Deny a pending command"),
+    ("model", "Show the model in use"),
+    ("usage", "Show this session's token usage"),
+    ("whoami", "Show who you are to the gateway"),
+    ("sethome", "Make this chat the platform's home channel"),
+    ("sessions", "List recent sessions"),
+    ("help", "Show help"),
+    ("commands", "List commands [page]"),
+    ("platform", "Pause, resume or list platforms"),
+    ("restart", "Restart the gateway"),
+    ("version", "Show the gateway version (alias /v)"),
+];
+
+const ALIASES: &[(&str, &str)] = &[
+    ("reset", "new"),
+    ("q", "queue"),
+    ("set-home", "sethome"),
+    ("set_home", "sethome"),
+    ("v", "version"),
+    ("start", "start"),
+];
+
+/// Commands that act on the running turn or only read state; the rest wait or are refused.
+const MID_TURN: &[&str] = &[
+    "stop", "new", "status", "queue", "steer", "approve", "deny", "help", "commands", "version",
+    "whoami", "platform", "restart", "usage",
+];
+
+/// The command in `event`, if its text is one (`/name@bot args`).
+pub fn parse(event: &MessageEvent) -> Option<Command> {
+    let name = event.command()?;
+    let name = ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == name)
+        .map(|(_, canonical)| (*canonical).to_owned())
+        .unwrap_or(name);
+    Some(Command {
+        name,
+        args: event.command_args(),
+    })
+}
+
+/// Every command is handled as soon as it arrives while a turn runs.
+pub fn busy_behaviour(_command: &Command) -> Option<Immediate> {
+    Some(Immediate)
+}
+
+fn is_known(name: &str) -> bool {
+    name == "start" || COMMANDS.iter().any(|(n, _)| *n == name)
+}
+
+pub fn unknown_text(name: &str) -> String {
+    format!(
+        "Unknown command `/{name}`. Type /commands to see what's available, or resend \
+         without the leading slash to send as a regular message."
+    )
+}
+
+pub fn help_text() -> String {
+    let mut text = String::from("⚕ **Hermes commands**\n");
+    for (name, description) in COMMANDS {
+        text.push_str(&format!("\n/{name} — {description}"));
+    }
+    text.push_str("\n\nAnything else you send goes to the agent.");
+    text
+}
+
+impl Router {
+    pub(super) async fn run_command(&self, slot: &Arc<Slot>, job: Job, command: Command) {
+        let busy = slot.lock().running.is_some();
+        let name = command.name.as_str();
+        if name == "start" {
+            self.answer_silently(&job).await;
+            return;
+        }
+        if !is_known(name) {
+            tracing::warn!(command = name, "unrecognized slash command");
+            self.respond(&job, &unknown_text(name)).await;
+            return;
+        }
+        if busy && !MID_TURN.contains(&name) {
+            let text = if name == "model" {
+                "Agent is running — wait or /stop first, then switch models.".to_owned()
+            } else {
+                format!(
+                    "⏳ Agent is running — `/{name}` can't run mid-turn. Wait for the current \
+                     response or `/stop` first."
+                )
+            };
+            self.respond(&job, &text).await;
+            return;
+        }
+        let reply = match name {
+            "help" => Some(help_text()),
+            "commands" => Some(self.commands_text(&command.args)),
+            "version" => Some(format!(
+                "hermesd {} (Hermes gateway compatible)",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "whoami" => Some(whoami_text(&job.event)),
+            "stop" => Some(self.stop(slot)),
+            "approve" | "deny" => Some(self.resolve_approval(slot, name, &command.args)),
+            "queue" => self.queue_command(slot, &job, &command.args),
+            "steer" => self.steer_command(slot, &job, &command.args),
+            "status" => Some(self.status_text(slot, &job.event).await),
+            "usage" => Some(self.usage_text(&slot.key).await),
+            "model" => Some(self.model_text()),
+            "platform" => Some(self.platform_command(&command.args)),
+            "restart" => Some(self.request_restart()),
+            "sethome" => Some(self.set_home(&job.event)),
+            "sessions" => Some(self.sessions_text(&job.event).await),
+            "title" => Some(self.title_command(&slot.key, &command.args).await),
+            "new" => Some(self.new_session(slot, &job.event, &command.args).await),
+            "resume" => Some(self.resume_command(slot, &job.event, &command.args).await),
+            "undo" => Some(self.undo_command(slot, &command.args).await),
+            "retry" => match self.retry_command(slot).await {
+                Ok(text) => {
+                    // The retried message runs as this event's turn and answers it.
+                    let mut event = job.event.clone();
+                    event.text = text;
+                    self.run_turn(
+                        slot,
+                        Job {
+                            event,
+                            resumed: false,
+                            api: job.api,
+                        },
+                    )
+                    .await;
+                    return;
+                }
+                Err(text) => Some(text),
+            },
+            _ => Some(unknown_text(name)),
+        };
+        match reply {
+            Some(text) => self.respond(&job, &text).await,
+            // The command became a queued turn that will answer the event.
+            None => {}
+        }
+    }
+
+    fn commands_text(&self, args: &str) -> String {
+        const PER_PAGE: usize = 20;
+        let pages = COMMANDS.len().div_ceil(PER_PAGE);
+        let page = match args.trim() {
+            "" => 1,
+            n => match n.parse::<usize>() {
+                Ok(n) if (1..=pages).contains(&n) => n,
+                _ => return "Usage: `/commands [page]`".to_owned(),
+            },
+        };
+        let mut text = format!("📋 Commands (page {page}/{pages})\n");
+        for (name, description) in COMMANDS.iter().skip((page - 1) * PER_PAGE).take(PER_PAGE) {
+            text.push_str(&format!("\n/{name} — {description}"));
+        }
+        text
+    }
+
+    /// `/stop`: interrupts the running turn and discards what was queued behind it.
+    fn stop(&self, slot: &Arc<Slot>) -> String {
+        let discarded: Vec<Job> = {
+            let mut state = slot.lock();
+            let Some(running) = state.running.as_mut() else {
+                return "No active task to stop.".to_owned();
+            };
+            running.stopped = true;
+            running.cancel.cancel();
+            state.approval.take();
+            state.clarify.take();
+            state.queue.drain(..).collect()
+        };
+        if !discarded.is_empty() {
+            let router = self.arc();
+            tokio::spawn(async move {
+                for job in &discarded {
+                    router.answer_silently(job).await;
+                }
+            });
+        }
+        "⚡ Stopped. You can continue this session.".to_owned()
+    }
+
+    fn resolve_approval(&self, slot: &Arc<Slot>, name: &str, args: &str) -> String {
+        let decision = if name == "deny" {
+            ApprovalDecision::Deny
+        } else {
+            match args.trim().to_lowercase().as_str() {
+                "session" => ApprovalDecision::Session,
+                "always" | "all" => ApprovalDecision::Always,
+                _ => ApprovalDecision::Once,
+            }
+        };
+        let Some(tx) = slot.lock().approval.take() else {
+            return if name == "deny" {
+                "No pending command to deny.".to_owned()
+            } else {
+                "No pending command to approve.".to_owned()
+            };
+        };
+        let _ = tx.send(decision);
+        match decision {
+            ApprovalDecision::Once => "✅ Command approved. The agent is resuming...".to_owned(),
+            ApprovalDecision::Session => {
+                "✅ Command approved (pattern approved for this session). The agent is resuming..."
+                    .to_owned()
+            }
+            ApprovalDecision::Always => {
+                "✅ Command approved (pattern approved permanently). The agent is resuming..."
+                    .to_owned()
+            }
+            ApprovalDecision::Deny => {
+                approval_reply(decision).replace("Denied.", "Command denied.")
+            }
+        }
+    }
+
+    /// `/queue <prompt>`: a turn of its own after the current one.
+    fn queue_command(&self, slot: &Arc<Slot>, job: &Job, args: &str) -> Option<String> {
+        let text = args.trim();
+        if text.is_empty() {
+            return Some("Usage: /queue <prompt>".to_owned());
+        }
+        let mut event = job.event.clone();
+        event.text = text.to_owned();
+        let mut state = slot.lock();
+        let busy = state.running.is_some();
+        state.queue.push_back(Job {
+            event,
+            resumed: false,
+            api: None,
+        });
+        let depth = state.queue.len();
+        self.ensure_worker(slot, &mut state);
+        drop(state);
+        if busy {
+            let ack = if depth <= 1 {
+                "Queued for the next turn.".to_owned()
+            } else {
+                format!("Queued for the next turn. ({depth} queued)")
+            };
+            let router = self.arc();
+            let source = job.event.source.clone();
+            tokio::spawn(async move { router.send_direct(&source, &ack).await });
+        }
+        None
+    }
+
+    /// `/steer <prompt>`: delivered after the running turn's next tool call.
+    fn steer_command(&self, slot: &Arc<Slot>, job: &Job, args: &str) -> Option<String> {
+        let text = args.trim();
+        if text.is_empty() {
+            return Some("Usage: /steer <prompt>".to_owned());
+        }
+        let state = slot.lock();
+        match state.running.as_ref() {
+            Some(running) => {
+                running
+                    .steer
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(text.to_owned());
+                let preview: String = text.chars().take(60).collect();
+                let more = if text.chars().count() > 60 { "..." } else { "" };
+                Some(format!(
+                    "⏩ Steer queued — arrives after the next tool call: '{preview}{more}'"
+                ))
+            }
+            None => {
+                drop(state);
+                // Nothing runs: the text becomes an ordinary turn.
+                self.queue_command(slot, job, text)
+            }
+        }
+    }
+
+    fn model_text(&self) -> String {
+        match &self.agent {
+            Ok(deps) => format!(
+                "**Model:** `{}`\nChange it with `model.default` in config.yaml (or `hermesd config`) \
+                 and restart.",
+                deps.model_name()
+            ),
+            Err(reason) => format!("No model is configured: {reason}"),
+        }
+    }
+
+    fn request_restart(&self) -> String {
+        self.restart
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let router = self.arc();
+        tokio::spawn(async move {
+            // Let the reply go out before draining starts.
+            tokio::task::yield_now().await;
+            router.stop_requested.cancel();
+        });
+        "♻️ Restarting the gateway — running tasks finish first.".to_owned()
+    }
+
+    fn platform_command(&self, args: &str) -> String {
+        let mut words = args.split_whitespace();
+        let action = words.next().unwrap_or("list");
+        let target = words.next().map(str::to_lowercase);
+        let mut paused = self.paused.lock().unwrap_or_else(|e| e.into_inner());
+        match (action, target) {
+            ("list", _) => {
+                let mut names: Vec<&String> = self.platforms.keys().collect();
+                names.sort();
+                let lines: Vec<String> = names
+                    .iter()
+                    .map(|n| {
+                        let state = if paused.contains(*n) {
+                            "paused"
+                        } else {
+                            "active"
+                        };
+                        format!("• {n}: {state}")
+                    })
+                    .collect();
+                format!("Platforms:\n{}", lines.join("\n"))
+            }
+            ("pause" | "resume", None) => format!("Usage: /platform {action} <name>"),
+            ("pause" | "resume", Some(name)) if !self.platforms.contains_key(&name) => {
+                format!("Unknown platform `{name}`. Use /platform list.")
+            }
+            ("pause", Some(name)) => {
+                paused.insert(name.clone());
+                format!("⏸ {name} paused: its messages are ignored until /platform resume {name}.")
+            }
+            ("resume", Some(name)) => {
+                paused.remove(&name);
+                format!("▶ {name} resumed.")
+            }
+            _ => "Usage: /platform pause|resume|list [name]".to_owned(),
+        }
+    }
+
+    /// Whether `platform` was paused with `/platform pause`.
+    pub(super) fn is_paused(&self, platform: &str) -> bool {
+        self.paused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(platform)
+    }
+
+    fn set_home(&self, event: &MessageEvent) -> String {
+        let platform = event.source.platform.to_uppercase();
+        let path = self.home_env_path();
+        let name = event
+            .source
+            .chat_name
+            .clone()
+            .unwrap_or_else(|| event.source.chat_id.clone());
+        let saved = crate::gateway::pairing::save_env_value(
+            &path,
+            &format!("{platform}_HOME_CHANNEL"),
+            &event.source.chat_id,
+        );
+        match saved {
+            Ok(()) => format!(
+                "✅ Home channel set to **{name}** (ID: {}).\nCron jobs and cross-platform \
+                 messages will be delivered here.",
+                event.source.chat_id
+            ),
+            Err(e) => format!("Failed to save home channel: {e}"),
+        }
+    }
+
+    fn home_env_path(&self) -> std::path::PathBuf {
+        self.agent_home().join(".env")
+    }
+}
+
+fn whoami_text(event: &MessageEvent) -> String {
+    let source = &event.source;
+    format!(
+        "👤 **You:** {} (ID: {})\n**Platform:** {}\n**Chat:** {} ({})",
+        source.user_name.as_deref().unwrap_or("unknown"),
+        source.user_id.as_deref().unwrap_or("unknown"),
+        source.platform,
+        source.chat_id,
+        source.chat_type.as_str()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hermes_adapter::SessionSource;
+
+    fn event(text: &str) -> MessageEvent {
+        MessageEvent::text("1", SessionSource::dm("telegram", "42", "42"), text)
+    }
+
+    #[test]
+    fn aliases_resolve_to_canonical_names() {
+        assert_eq!(parse(&event("/reset x")).unwrap().name, "new");
+        assert_eq!(parse(&event("/q hi")).unwrap().args, "hi");
+        assert_eq!(parse(&event("/v@hermes_bot")).unwrap().name, "version");
+        assert!(parse(&event("hello")).is_none());
+    }
+
+    #[test]
+    fn unknown_commands_get_the_reference_text() {
+        assert!(!is_known("frobnicate"));
+        assert!(unknown_text("frobnicate").starts_with("Unknown command `/frobnicate`."));
+        for (name, _) in COMMANDS {
+            assert!(is_known(name));
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! The router: every inbound event passes through here. It authorizes the sender, journals
+//! the event durably (dropping redeliveries) before the adapter may acknowledge it, and
+//! hands it to the session key's slot, where commands are answered without the model and
+//! messages become agent turns, one at a time per session. Replies are recorded as
+//! delivery obligations before they are sent.
+
+mod busy;
+mod commands;
+mod platforms;
+mod prompts;
+mod recovery;
+mod respond;
+mod session;
+mod session_commands;
+pub mod slot;
+mod turn;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use hermes_adapter::{MessageEvent, RecordOutcome};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::AgentDeps;
+use crate::config::{Config, LoadedConfig};
+use crate::gateway::authorize::{AuthPolicy, is_authorized, unauthorized_reply};
+use crate::gateway::metrics::GatewayMetrics;
+use crate::gateway::pairing::PairingStore;
+use crate::gateway::routing::RoutingIndex;
+use crate::gateway::session_key::{KeyPolicy, build_session_key};
+use crate::home::HermesHome;
+use crate::state::{InboundRecord, Store};
+
+pub use platforms::PlatformLink;
+pub use recovery::Recovered;
+pub use slot::{ApiReply, ApiResponder};
+use slot::{Job, Slot};
+pub use turn::no_provider_text;
+
+/// The platform name of the HTTP API: its requests are answered in the HTTP response, not
+/// through the delivery ledger.
+pub const API_PLATFORM: &str = "api_server";
+
+/// What the router needs at start.
+#[derive(Debug)]
+pub struct RouterParts {
+    pub home: HermesHome,
+    pub loaded: LoadedConfig,
+    pub store: Store,
+    pub metrics: Arc<GatewayMetrics>,
+    pub platforms: Vec<PlatformLink>,
+    /// Turns running at once across all sessions.
+    pub max_concurrent_turns: usize,
+    /// A test/benchmark model client; `None` builds one from the configuration.
+    pub client: Option<crate::agent::provider::ModelClient>,
+}
+
+/// The shared router (see the module docs).
+pub struct Router {
+    home: HermesHome,
+    config: Config,
+    store: Store,
+    auth: AuthPolicy,
+    pairing: PairingStore,
+    key_policy: KeyPolicy,
+    routing: RoutingIndex,
+    /// The agent's dependencies, or the one-line reason there is no model provider.
+    agent: Result<Arc<AgentDeps>, String>,
+    platforms: HashMap<String, PlatformLink>,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    turn_limit: Arc<Semaphore>,
+    metrics: Arc<GatewayMetrics>,
+    paused: Mutex<HashSet<String>>,
+    started: Instant,
+    restart: AtomicBool,
+    shutting_down: AtomicBool,
+    /// Fired by `/restart`: the runner drains and exits 75.
+    pub stop_requested: CancellationToken,
+    me: Weak<Router>,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router")
+            .field("platforms", &self.platforms.keys().collect::<Vec<_>>())
+            .field("routes", &self.routing.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Router {
+    /// Builds the router: loads the routing index and the pairing store and prepares the
+    /// agent (a missing model provider is not fatal: messages get a reply saying what to set).
+    pub async fn start(parts: RouterParts) -> anyhow::Result<Arc<Self>> {
+        let RouterParts {
+            home,
+            loaded,
+            store,
+            metrics,
+            platforms,
+            max_concurrent_turns,
+            client,
+        } = parts;
+        store.ensure_gateway_schema().await?;
+        let scope = home.path().join("sessions");
+        let scope = std::fs::canonicalize(&scope)
+            .unwrap_or(scope)
+            .display()
+            .to_string();
+        let routing = RoutingIndex::load(&store, scope).await?;
+        let pairing = PairingStore::open(&home)?.with_env(loaded.env.clone());
+        let auth = AuthPolicy::from_config(&loaded.config, &loaded.env);
+        let key_policy = KeyPolicy {
+            group_sessions_per_user: loaded.config.group_sessions_per_user,
+            thread_sessions_per_user: loaded.config.thread_sessions_per_user,
+        };
+        let router = Arc::new_cyclic(|me: &Weak<Router>| {
+            let prompts = prompts::user_prompts(me.clone());
+            let agent = match client {
+                Some(client) => Ok(Arc::new(AgentDeps::with_client(
+                    &home,
+                    &loaded,
+                    store.clone(),
+                    prompts,
+                    client,
+                ))),
+                None => AgentDeps::build(&home, &loaded, store.clone(), prompts)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string()),
+            };
+            Router {
+                home: home.clone(),
+                config: loaded.config.clone(),
+                store: store.clone(),
+                auth,
+                pairing,
+                key_policy,
+                routing,
+                agent,
+                platforms: platforms
+                    .into_iter()
+                    .map(|link| (link.name.clone(), link))
+                    .collect(),
+                slots: Mutex::new(HashMap::new()),
+                turn_limit: Arc::new(Semaphore::new(max_concurrent_turns.max(1))),
+                metrics,
+                paused: Mutex::new(HashSet::new()),
+                started: Instant::now(),
+                restart: AtomicBool::new(false),
+                shutting_down: AtomicBool::new(false),
+                stop_requested: CancellationToken::new(),
+                me: me.clone(),
+            }
+        });
+        if let Err(reason) = &router.agent {
+            tracing::warn!("{reason}; messages will be answered with setup instructions");
+        }
+        Ok(router)
+    }
+
+    /// Whether `/restart` asked the daemon to restart (exit 75).
+    pub fn restart_requested(&self) -> bool {
+        self.restart.load(Ordering::SeqCst)
+    }
+
+    /// From now on an interrupted turn is left unfinished in the journal, so the next start
+    /// resumes it instead of dropping it.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    pub fn routes(&self) -> usize {
+        self.routing.len()
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn arc(&self) -> Arc<Router> {
+        self.me.upgrade().expect("the router outlives its tasks")
+    }
+
+    pub fn session_key(&self, event: &MessageEvent) -> String {
+        build_session_key(&event.source, self.key_policy, None)
+    }
+
+    /// Handles one inbound event from a chat platform; the answer tells the adapter whether
+    /// it may acknowledge the event to the platform.
+    pub async fn handle_inbound(&self, event: MessageEvent) -> RecordOutcome {
+        GatewayMetrics::incr(&self.metrics.events_in);
+        let source = &event.source;
+        if !is_authorized(source, &self.auth, &self.pairing) {
+            self.deny(&event).await;
+            return RecordOutcome::Recorded;
+        }
+        let key = self.session_key(&event);
+        let payload = serde_json::to_value(&event).unwrap_or_default();
+        let recorded = self
+            .store
+            .record_inbound(&source.platform, &event.event_id, &key, payload)
+            .await;
+        match recorded {
+            Ok(InboundRecord::Recorded) => {}
+            Ok(InboundRecord::Duplicate) => {
+                GatewayMetrics::incr(&self.metrics.duplicates_dropped);
+                tracing::debug!(platform = %source.platform, event_id = %event.event_id, "duplicate delivery dropped");
+                return RecordOutcome::Duplicate;
+            }
+            Err(e) => {
+                tracing::error!(platform = %source.platform, error = %e, "cannot journal an inbound event; the platform will redeliver it");
+                return RecordOutcome::Failed;
+            }
+        }
+        self.dispatch(
+            key,
+            Job {
+                event,
+                resumed: false,
+                api: None,
+            },
+        );
+        RecordOutcome::Recorded
+    }
+
+    /// Runs one HTTP API request through the session's slot and waits for its answer.
+    pub async fn submit_api(
+        &self,
+        event: MessageEvent,
+        deltas: Option<crate::agent::EventSink>,
+    ) -> Result<ApiReply, String> {
+        GatewayMetrics::incr(&self.metrics.events_in);
+        let key = self.session_key(&event);
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.dispatch(
+            key,
+            Job {
+                event,
+                resumed: false,
+                api: Some(ApiResponder::new(reply, deltas)),
+            },
+        );
+        answer
+            .await
+            .unwrap_or_else(|_| Err("the gateway is shutting down".to_owned()))
+    }
+
+    /// An unauthorized sender: a pairing code for a DM where the platform pairs, else nothing.
+    async fn deny(&self, event: &MessageEvent) {
+        let now = crate::state::now_epoch();
+        let reply = match unauthorized_reply(&event.source, &self.auth, &self.pairing, now) {
+            Ok(reply) => reply,
+            Err(e) => {
+                tracing::warn!(error = %e, "pairing store unavailable");
+                None
+            }
+        };
+        tracing::info!(
+            platform = %event.source.platform,
+            user_id = event.source.user_id.as_deref().unwrap_or(""),
+            paired = reply.is_some(),
+            "unauthorized message ignored"
+        );
+        if let Some(text) = reply {
+            self.send_direct(&event.source, &text).await;
+        }
+    }
+
+    fn slot(&self, key: &str) -> Arc<Slot> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots
+            .entry(key.to_owned())
+            .or_insert_with(|| Arc::new(Slot::new(key.to_owned())))
+            .clone()
+    }
+
+    /// Evicts slots idle longer than `idle` with nothing queued or running, bounding memory
+    /// by the number of recently active conversations.
+    pub fn evict_idle(&self, idle: Duration) -> usize {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let before = slots.len();
+        slots.retain(|_, slot| {
+            let state = slot.lock();
+            state.worker
+                || state.running.is_some()
+                || !state.queue.is_empty()
+                || state.approval.is_some()
+                || state.clarify.is_some()
+                || state.last_active.is_some_and(|t| t.elapsed() < idle)
+        });
+        before - slots.len()
+    }
+
+    /// Cancels every running turn (shutdown after the drain deadline).
+    pub fn interrupt_all(&self) {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        for slot in slots.values() {
+            if let Some(running) = &slot.lock().running {
+                running.cancel.cancel();
+            }
+        }
+    }
+
+    /// Turns running now.
+    pub fn running_turns(&self) -> usize {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots
+            .values()
+            .filter(|slot| {
+                let s = slot.lock();
+                s.running.is_some() || s.worker
+            })
+            .count()
+    }
+}

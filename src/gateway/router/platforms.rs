@@ -1,0 +1,106 @@
+//! The router's view of each connected platform: its adapter and how replies go out.
+
+use std::sync::Arc;
+
+use hermes_adapter::{Adapter, Button, Outbound, OutboundKind, SessionSource};
+
+use super::Router;
+use crate::config::ReplyToMode;
+use crate::gateway::delivery::{Deliverer, RetryPolicy};
+
+/// One platform as the router uses it.
+#[derive(Clone)]
+pub struct PlatformLink {
+    pub name: String,
+    pub adapter: Arc<dyn Adapter>,
+    pub deliverer: Deliverer,
+    pub reply_to_mode: ReplyToMode,
+    pub typing: bool,
+}
+
+impl std::fmt::Debug for PlatformLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlatformLink")
+            .field("name", &self.name)
+            .field("reply_to_mode", &self.reply_to_mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PlatformLink {
+    pub fn new(
+        adapter: Arc<dyn Adapter>,
+        policy: RetryPolicy,
+        reply_to_mode: ReplyToMode,
+        typing: bool,
+    ) -> Self {
+        Self {
+            name: adapter.platform().to_owned(),
+            deliverer: Deliverer::new(adapter.clone(), policy),
+            adapter,
+            reply_to_mode,
+            typing,
+        }
+    }
+}
+
+impl Router {
+    pub(super) fn link(&self, platform: &str) -> Option<&PlatformLink> {
+        self.platforms.get(platform)
+    }
+
+    /// Sends a notice outside the ledger (acks, progress lines, pairing codes): best effort,
+    /// never journaled, never retried beyond the delivery policy.
+    pub(super) async fn send_direct(&self, source: &SessionSource, text: &str) {
+        let Some(link) = self.link(&source.platform) else {
+            return;
+        };
+        let report = link
+            .deliverer
+            .deliver(
+                &source.chat_id,
+                source.thread_id.as_deref(),
+                text,
+                None,
+                ReplyToMode::Off,
+            )
+            .await;
+        if !matches!(
+            report.outcome,
+            crate::gateway::delivery::DeliveryOutcome::Delivered
+        ) {
+            tracing::warn!(platform = %source.platform, outcome = ?report.outcome, "notice not delivered");
+        }
+    }
+
+    /// Sends a prompt with buttons (approval, clarify); platforms without buttons get text.
+    pub(super) async fn send_prompt(
+        &self,
+        source: &SessionSource,
+        text: &str,
+        buttons: Vec<Button>,
+    ) {
+        let Some(link) = self.link(&source.platform) else {
+            return;
+        };
+        if !link.adapter.capabilities().buttons || buttons.is_empty() {
+            self.send_direct(source, text).await;
+            return;
+        }
+        let result = link
+            .adapter
+            .send(Outbound {
+                chat_id: source.chat_id.clone(),
+                thread_id: source.thread_id.clone(),
+                kind: OutboundKind::Prompt {
+                    text: text.to_owned(),
+                    buttons,
+                },
+            })
+            .await;
+        if !result.is_ok() {
+            tracing::warn!(platform = %source.platform, error = ?result.error, "prompt with buttons failed; sending text");
+            self.send_direct(source, text).await;
+        }
+    }
+}

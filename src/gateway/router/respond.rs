@@ -1,0 +1,122 @@
+//! Answering an event exactly once. A chat reply is recorded as a delivery obligation and
+//! the event marked answered in one transaction, then delivered through the ledger (claim →
+//! send → delivered/failed); a restart resends exactly what may be missing. HTTP API
+//! requests are answered in their HTTP response instead.
+
+use hermes_adapter::MessageEvent;
+
+use super::Router;
+use super::slot::{ApiReply, Job};
+use crate::gateway::delivery::ObligationDelivery;
+use crate::gateway::metrics::GatewayMetrics;
+use crate::state::{InboundState, NewObligation, Obligation};
+
+impl Router {
+    /// Answers `job` with `text`.
+    pub(super) async fn respond(&self, job: &Job, text: &str) {
+        self.respond_in(job, text, None).await;
+    }
+
+    /// Answers `job` with `text`; `session_id` is reported to API clients.
+    pub(super) async fn respond_in(&self, job: &Job, text: &str, session_id: Option<&str>) {
+        if let Some(api) = &job.api {
+            Self::answer_api(api, text, session_id.unwrap_or(&job.event.source.chat_id));
+            return;
+        }
+        let event = &job.event;
+        let key = self.session_key(event);
+        let obligation = NewObligation {
+            session_key: key,
+            message_ref: event.event_id.clone(),
+            platform: event.source.platform.clone(),
+            chat_id: event.source.chat_id.clone(),
+            thread_id: event.source.thread_id.clone(),
+            content: text.to_owned(),
+        };
+        let ids = match self
+            .store
+            .answer_inbound(&event.source.platform, &event.event_id, vec![obligation])
+            .await
+        {
+            Ok(ids) => ids,
+            Err(e) => {
+                // The event stays unfinished in the journal and is retried after a restart.
+                tracing::error!(platform = %event.source.platform, event_id = %event.event_id, error = %e, "cannot record a reply");
+                return;
+            }
+        };
+        for id in ids {
+            self.deliver_recorded(&id, Some(event)).await;
+        }
+    }
+
+    /// Sends one recorded obligation; `event` (when known) lets the reply quote the message.
+    pub(super) async fn deliver_recorded(&self, id: &str, event: Option<&MessageEvent>) {
+        let obligation: Obligation = match self.store.get_obligation(id).await {
+            Ok(Some(obligation)) => obligation,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::error!(obligation_id = id, error = %e, "cannot read a reply obligation");
+                return;
+            }
+        };
+        let Some(link) = self.link(&obligation.platform) else {
+            tracing::warn!(platform = %obligation.platform, obligation_id = id, "reply for a platform that is not running; kept for later");
+            return;
+        };
+        let reply_to = event.and_then(|e| e.message_id.clone());
+        match link
+            .deliverer
+            .deliver_obligation_quoting(&self.store, &obligation, reply_to, link.reply_to_mode)
+            .await
+        {
+            Ok(ObligationDelivery::Attempted(report)) => {
+                let sent = report.sent_message_ids.len() as u64;
+                self.metrics
+                    .replies_out
+                    .fetch_add(sent, std::sync::atomic::Ordering::Relaxed);
+                if !matches!(
+                    report.outcome,
+                    crate::gateway::delivery::DeliveryOutcome::Delivered
+                ) {
+                    GatewayMetrics::incr(&self.metrics.send_failures);
+                    tracing::warn!(platform = %obligation.platform, obligation_id = id, outcome = ?report.outcome, "reply not fully delivered");
+                }
+            }
+            Ok(ObligationDelivery::NotClaimed) => {}
+            Err(e) => tracing::error!(error = %e, "delivery ledger write failed"),
+        }
+    }
+
+    /// Closes an event that needs no reply of its own (an interrupted turn whose message the
+    /// next turn answers, a clarify answer, a discarded queued message).
+    pub(super) async fn answer_silently(&self, job: &Job) {
+        if let Some(api) = &job.api {
+            Self::answer_api_error(api, "the request was cancelled");
+            return;
+        }
+        let event = &job.event;
+        if let Err(e) = self
+            .store
+            .mark_inbound(
+                &event.source.platform,
+                &event.event_id,
+                InboundState::Answered,
+            )
+            .await
+        {
+            tracing::error!(event_id = %event.event_id, error = %e, "cannot close an inbound event");
+        }
+    }
+
+    fn answer_api(api: &super::slot::ApiResponder, text: &str, session_id: &str) {
+        api.answer(Ok(ApiReply {
+            text: text.to_owned(),
+            session_id: session_id.to_owned(),
+        }));
+    }
+
+    pub(super) fn answer_api_error(api: &super::slot::ApiResponder, message: &str) {
+        api.answer(Err(message.to_owned()));
+    }
+}

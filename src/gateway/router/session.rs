@@ -1,0 +1,155 @@
+//! Which session an event talks in: the routing index entry for its key, reset by policy
+//! when stale, created when missing, and the slot's cached agent for it.
+
+use std::sync::Arc;
+
+use hermes_adapter::SessionSource;
+use serde_json::{Value, json};
+
+use super::slot::Slot;
+use super::{API_PLATFORM, Router};
+use crate::agent::{Agent, AgentDeps, AgentError, new_session_id};
+use crate::gateway::reset::{ResetReason, policy_for, reset_notice, should_reset};
+use crate::gateway::routing::RouteEntry;
+use crate::state::{StoreError, StoreResult, now_epoch};
+
+/// An agent ready for a turn, and the notice owed to the user first (an automatic reset).
+pub(super) struct Prepared {
+    pub agent: Agent,
+    pub notice: Option<String>,
+}
+
+/// Hermes's `SessionSource.to_dict()` shape.
+pub(super) fn origin_json(source: &SessionSource) -> Value {
+    let mut origin = json!({
+        "platform": source.platform,
+        "chat_id": source.chat_id,
+        "chat_name": source.chat_name,
+        "chat_type": source.chat_type.as_str(),
+        "user_id": source.user_id,
+        "user_name": source.user_name,
+        "thread_id": source.thread_id,
+        "chat_topic": source.chat_topic,
+    });
+    if let Some(alt) = &source.user_id_alt {
+        origin["user_id_alt"] = json!(alt);
+    }
+    if let Some(scope) = &source.scope_id {
+        origin["scope_id"] = json!(scope);
+    }
+    origin
+}
+
+impl Router {
+    /// The routing entry for `key`, after the reset policy; creates one when missing.
+    /// `allow_reset` is false for resumed turns (they finish where they started).
+    pub(super) async fn route(
+        &self,
+        key: &str,
+        source: &SessionSource,
+        allow_reset: bool,
+    ) -> StoreResult<(RouteEntry, Option<ResetReason>)> {
+        let now = now_epoch();
+        if let Some(mut entry) = self.routing.get(key) {
+            let policy = policy_for(&self.config, &source.platform, source.chat_type.as_str());
+            let reason = allow_reset
+                .then(|| should_reset(policy, entry.updated_at, now))
+                .flatten();
+            if let Some(reason) = reason {
+                self.store
+                    .end_session(&entry.session_id, "session_reset")
+                    .await?;
+                let mut fresh = RouteEntry::new(key, &new_session_id(), now, origin_json(source));
+                fresh.set("was_auto_reset", json!(true));
+                fresh.set("auto_reset_reason", json!(reason.code()));
+                fresh.set("reset_had_activity", json!(true));
+                self.routing.save(&self.store, fresh.clone()).await?;
+                let notify = policy.notify
+                    && !policy
+                        .notify_exclude_platforms
+                        .iter()
+                        .any(|p| p == &source.platform);
+                return Ok((fresh, notify.then_some(reason)));
+            }
+            entry.updated_at = now;
+            self.routing.save(&self.store, entry.clone()).await?;
+            return Ok((entry, None));
+        }
+        let entry = RouteEntry::new(key, &new_session_id(), now, origin_json(source));
+        self.routing.save(&self.store, entry.clone()).await?;
+        Ok((entry, None))
+    }
+
+    /// Points `key` at `session_id` (a `/new`, `/resume` or compression continuation).
+    pub(super) async fn repoint(
+        &self,
+        key: &str,
+        source: &SessionSource,
+        session_id: &str,
+        fresh_reset: bool,
+    ) -> StoreResult<RouteEntry> {
+        let mut entry = self
+            .routing
+            .get(key)
+            .unwrap_or_else(|| RouteEntry::new(key, session_id, now_epoch(), origin_json(source)));
+        entry.session_id = session_id.to_owned();
+        entry.updated_at = now_epoch();
+        entry.set("is_fresh_reset", json!(fresh_reset));
+        self.routing.save(&self.store, entry.clone()).await?;
+        Ok(entry)
+    }
+
+    /// The session id an event's turn runs in, without side effects (for `/status`).
+    pub(super) fn current_session_id(&self, key: &str) -> Option<String> {
+        self.routing.get(key).map(|e| e.session_id)
+    }
+
+    /// The agent for this event's session: the slot's cached one when it is still the
+    /// routed session, else loaded from state.db (or created).
+    pub(super) async fn prepare_agent(
+        &self,
+        slot: &Arc<Slot>,
+        source: &SessionSource,
+        deps: &Arc<AgentDeps>,
+        resumed: bool,
+    ) -> Result<Prepared, AgentError> {
+        if source.platform == API_PLATFORM {
+            let agent = self.load_or_create(deps, &source.chat_id, source).await?;
+            return Ok(Prepared {
+                agent,
+                notice: None,
+            });
+        }
+        let (entry, reset) = self.route(&slot.key, source, !resumed).await?;
+        let cached = slot.lock().agent.take();
+        let agent = match cached {
+            Some(agent) if agent.session_id() == entry.session_id => agent,
+            _ => self.load_or_create(deps, &entry.session_id, source).await?,
+        };
+        Ok(Prepared {
+            agent,
+            notice: reset.map(|r| reset_notice(&r)),
+        })
+    }
+
+    async fn load_or_create(
+        &self,
+        deps: &Arc<AgentDeps>,
+        session_id: &str,
+        source: &SessionSource,
+    ) -> Result<Agent, AgentError> {
+        match Agent::resume(deps.clone(), session_id.to_owned()).await {
+            Ok(agent) => Ok(agent),
+            Err(AgentError::Store(StoreError::SessionNotFound(_))) => {
+                Agent::create(
+                    deps.clone(),
+                    session_id.to_owned(),
+                    &source.platform,
+                    source.user_id.clone(),
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! One session key's place in the router: its FIFO of pending work, the turn running now
+//! (with the means to interrupt or steer it), a pending approval or clarify question, and
+//! the cached agent. One worker task at most drains a slot, so turns of one session never
+//! overlap; different slots run concurrently up to the router's turn limit.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use hermes_adapter::{MessageEvent, SessionSource};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, EventSink, SteerInbox};
+use crate::tools::approval::ApprovalDecision;
+
+/// The most messages waiting behind a running turn (Hermes `_BUSY_QUEUE_MAX_PENDING`).
+pub const QUEUE_CAP: usize = 32;
+
+/// Where an HTTP API request waits for its turn's answer.
+#[derive(Debug)]
+pub struct ApiResponder {
+    reply: Mutex<Option<oneshot::Sender<Result<ApiReply, String>>>>,
+    /// Streamed deltas for `stream: true` requests.
+    pub deltas: Option<EventSink>,
+}
+
+impl ApiResponder {
+    pub fn new(
+        reply: oneshot::Sender<Result<ApiReply, String>>,
+        deltas: Option<EventSink>,
+    ) -> Self {
+        Self {
+            reply: Mutex::new(Some(reply)),
+            deltas,
+        }
+    }
+
+    /// Answers the request; later answers are ignored.
+    pub fn answer(&self, result: Result<ApiReply, String>) {
+        let sender = self.reply.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(sender) = sender {
+            let _ = sender.send(result);
+        }
+    }
+}
+
+/// The answer to an HTTP API request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiReply {
+    pub text: String,
+    pub session_id: String,
+}
+
+/// One unit of work for a slot's worker.
+#[derive(Debug)]
+pub struct Job {
+    pub event: MessageEvent,
+    /// A turn a previous process started: its user message is already stored.
+    pub resumed: bool,
+    pub api: Option<ApiResponder>,
+}
+
+/// The turn in progress.
+#[derive(Debug)]
+pub struct Running {
+    /// Where the turn's prompts (approval, clarify) go.
+    pub source: SessionSource,
+    pub cancel: CancellationToken,
+    pub started: Instant,
+    pub event_id: String,
+    pub steer: SteerInbox,
+    /// Set by `/stop`: the interrupted turn's event is answered by the stop notice.
+    pub stopped: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct SlotState {
+    pub queue: VecDeque<Job>,
+    pub running: Option<Running>,
+    /// A worker task is draining the queue.
+    pub worker: bool,
+    pub last_ack: Option<Instant>,
+    pub approval: Option<oneshot::Sender<ApprovalDecision>>,
+    pub clarify: Option<oneshot::Sender<String>>,
+    pub agent: Option<Agent>,
+    pub last_active: Option<Instant>,
+}
+
+#[derive(Debug)]
+pub struct Slot {
+    pub key: String,
+    state: Mutex<SlotState>,
+}
+
+impl Slot {
+    pub fn new(key: String) -> Self {
+        Self {
+            key,
+            state: Mutex::new(SlotState::default()),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,218 @@
+//! The routing index: which session each session key is talking in, persisted in state.db's
+//! `gateway_routing` table (Hermes's primary store) so a restart keeps every conversation.
+//!
+//! Entries are Hermes `SessionEntry` dicts. hermesd reads and writes the fields it uses and
+//! keeps every other field it finds (a Python gateway's token counters, flags) untouched.
+//! Times are ISO-8601 without a zone like Python's; hermesd writes UTC.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::{Map, Value, json};
+
+use crate::state::{Store, StoreResult};
+
+/// One routing entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteEntry {
+    pub session_key: String,
+    pub session_id: String,
+    /// Epoch seconds of the last activity (the reset policies measure from it).
+    pub updated_at: f64,
+    /// The rest of the Hermes dict (origin, counters, flags), kept as found.
+    pub fields: Map<String, Value>,
+}
+
+impl RouteEntry {
+    pub fn new(session_key: &str, session_id: &str, now: f64, origin: Value) -> Self {
+        let mut fields = Map::new();
+        fields.insert("created_at".into(), Value::String(iso_utc(now)));
+        fields.insert("origin".into(), origin.clone());
+        for key in ["platform", "chat_type"] {
+            if let Some(v) = origin.get(key) {
+                fields.insert(key.into(), v.clone());
+            }
+        }
+        if let Some(name) = origin.get("chat_name").filter(|v| !v.is_null()) {
+            fields.insert("display_name".into(), name.clone());
+        }
+        Self {
+            session_key: session_key.to_owned(),
+            session_id: session_id.to_owned(),
+            updated_at: now,
+            fields,
+        }
+    }
+
+    /// Reads a stored Hermes dict; `None` when it has no usable session id.
+    pub fn from_json(session_key: &str, value: &Value) -> Option<Self> {
+        let mut fields = value.as_object()?.clone();
+        let session_id = fields.remove("session_id")?.as_str()?.to_owned();
+        fields.remove("session_key");
+        let updated_at = fields
+            .remove("updated_at")
+            .and_then(|v| v.as_str().and_then(parse_iso))
+            .unwrap_or(0.0);
+        Some(Self {
+            session_key: session_key.to_owned(),
+            session_id,
+            updated_at,
+            fields,
+        })
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut map = self.fields.clone();
+        map.insert("session_key".into(), json!(self.session_key));
+        map.insert("session_id".into(), json!(self.session_id));
+        map.insert("updated_at".into(), json!(iso_utc(self.updated_at)));
+        Value::Object(map)
+    }
+
+    pub fn flag(&self, name: &str) -> bool {
+        self.fields
+            .get(name)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    pub fn set(&mut self, name: &str, value: Value) {
+        self.fields.insert(name.to_owned(), value);
+    }
+
+    pub fn get_str(&self, name: &str) -> Option<&str> {
+        self.fields.get(name).and_then(Value::as_str)
+    }
+}
+
+/// The in-memory index, loaded once at start and written through on every change.
+#[derive(Debug)]
+pub struct RoutingIndex {
+    scope: String,
+    entries: Mutex<HashMap<String, RouteEntry>>,
+}
+
+impl RoutingIndex {
+    /// Loads the entries stored for `scope` (Hermes: the resolved `sessions` directory).
+    pub async fn load(store: &Store, scope: String) -> StoreResult<Self> {
+        let stored = store.load_routing(&scope).await?;
+        let entries = stored
+            .iter()
+            .filter(|(key, _)| !key.starts_with('_'))
+            .filter_map(|(key, value)| Some((key.clone(), RouteEntry::from_json(key, value)?)))
+            .collect();
+        Ok(Self {
+            scope,
+            entries: Mutex::new(entries),
+        })
+    }
+
+    pub fn scope(&self) -> &str {
+        &self.scope
+    }
+
+    pub fn get(&self, key: &str) -> Option<RouteEntry> {
+        self.lock().get(key).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The key currently routed to `session_id`, if any.
+    pub fn key_for_session(&self, session_id: &str) -> Option<String> {
+        self.lock()
+            .values()
+            .find(|e| e.session_id == session_id)
+            .map(|e| e.session_key.clone())
+    }
+
+    /// Stores `entry` durably, then in memory.
+    pub async fn save(&self, store: &Store, entry: RouteEntry) -> StoreResult<()> {
+        store
+            .save_routing_entry(&self.scope, &entry.session_key, &entry.to_json())
+            .await?;
+        self.lock().insert(entry.session_key.clone(), entry);
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RouteEntry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// `2026-11-29T17:44:25.123456` (UTC, no zone, microseconds as Python's `isoformat()`).
+pub fn iso_utc(epoch: f64) -> String {
+    let secs = epoch.floor() as i64;
+    let micros = ((epoch - secs as f64) * 1e6).round().min(999_999.0) as u32;
+    let (y, m, d) = crate::clock::civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Parses `YYYY-MM-DDTHH:MM:SS[.ffffff]` (read as UTC); `None` if malformed.
+pub fn parse_iso(text: &str) -> Option<f64> {
+    let (date, time) = text.split_once('T').or_else(|| text.split_once(' '))?;
+    let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let time = time.trim_end_matches('Z');
+    let time = time.split(['+']).next()?;
+    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let mut t = hms.splitn(3, ':').map(|p| p.parse::<i64>().ok());
+    let (hh, mm, ss) = (t.next()??, t.next()??, t.next()??);
+    let frac: f64 = format!("0.{frac}").parse().ok()?;
+    let days = days_from_civil(y, m, day);
+    Some((days * 86_400 + hh * 3600 + mm * 60 + ss) as f64 + frac)
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_round_trips() {
+        for epoch in [0.0, 1_764_438_265.25, 1_900_000_000.999_999] {
+            let text = iso_utc(epoch);
+            let back = parse_iso(&text).unwrap();
+            assert!((back - epoch).abs() < 1e-5, "{epoch} -> {text} -> {back}");
+        }
+        assert_eq!(iso_utc(1_764_438_265.0), "2025-11-29T17:44:25.000000");
+        assert_eq!(parse_iso("garbage"), None);
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip() {
+        let stored = json!({
+            "session_key": "agent:main:telegram:dm:42",
+            "session_id": "20261129_174425_b88c7b79",
+            "updated_at": "2026-11-29T17:44:25.000000",
+            "input_tokens": 12,
+            "suspended": false,
+        });
+        let entry = RouteEntry::from_json("agent:main:telegram:dm:42", &stored).unwrap();
+        assert_eq!(entry.session_id, "20261129_174425_b88c7b79");
+        let back = entry.to_json();
+        assert_eq!(back["input_tokens"], 12);
+        assert_eq!(back["updated_at"], stored["updated_at"]);
+        assert!(RouteEntry::from_json("k", &json!({"no": "id"})).is_none());
+    }
+}

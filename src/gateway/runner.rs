@@ -1,0 +1,307 @@
+//! The GatewayRunner: owns the router, one supervised task per chat adapter, the HTTP API
+//! and the admin endpoint, and shuts them down in phases under one deadline — stop ingress,
+//! drain running turns (then interrupt them; interrupted turns resume after a restart),
+//! flush replies — before the caller closes the store.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hermes_adapter::Adapter;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::adapter_health::{AdapterHealth, AdapterState};
+use super::admin::{AdminState, admin_addr, serve_admin};
+use super::api_server::{self, ApiServerError};
+use super::delivery::RetryPolicy;
+use super::metrics::GatewayMetrics;
+use super::router::{API_PLATFORM, PlatformLink, Router, RouterParts};
+use super::supervisor::{Backoff, supervise};
+use crate::agent::provider::ModelClient;
+use crate::config::{Config, LoadedConfig, PlatformConfig};
+use crate::home::HermesHome;
+use crate::state::Store;
+
+/// How often idle conversations are evicted from memory.
+const JANITOR_INTERVAL: Duration = Duration::from_secs(60);
+/// A conversation idle this long leaves memory (it stays in state.db).
+const SLOT_IDLE: Duration = Duration::from_secs(15 * 60);
+/// Answered inbound events are kept this many days for redelivery dedupe.
+const INBOUND_RETENTION_DAYS: f64 = 7.0;
+
+/// Why the gateway cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(
+        "no platform is enabled: enable telegram, discord, slack or the HTTP API \
+         (api_server.enabled / API_SERVER_KEY)"
+    )]
+    NoPlatform,
+    #[error("HTTP API: {0}")]
+    Api(#[from] ApiServerError),
+    #[error("{0}")]
+    Other(#[from] anyhow::Error),
+}
+
+impl StartError {
+    /// Configuration problems exit 78 (systemd must not restart-loop on them).
+    pub fn is_config(&self) -> bool {
+        matches!(
+            self,
+            Self::NoPlatform
+                | Self::Api(
+                    ApiServerError::MissingKey
+                        | ApiServerError::ShortKey(_)
+                        | ApiServerError::BadHost(_)
+                )
+        )
+    }
+}
+
+/// What the runner is started with besides the configuration.
+pub struct RunnerOptions {
+    pub adapters: Vec<Arc<dyn Adapter>>,
+    pub backoff: Backoff,
+    /// How long running turns may finish during shutdown before they are interrupted.
+    pub drain_timeout: Duration,
+    pub max_concurrent_turns: usize,
+    /// A model client for tests and benchmarks; `None` builds one from the configuration.
+    pub client: Option<ModelClient>,
+    pub retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for RunnerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.adapters.iter().map(|a| a.platform()).collect();
+        f.debug_struct("RunnerOptions")
+            .field("adapters", &names)
+            .field("drain_timeout", &self.drain_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for RunnerOptions {
+    fn default() -> Self {
+        Self {
+            adapters: Vec::new(),
+            backoff: Backoff::default(),
+            drain_timeout: Duration::from_secs(30),
+            max_concurrent_turns: 64,
+            client: None,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// The running gateway.
+#[derive(Debug)]
+pub struct GatewayRunner {
+    pub router: Arc<Router>,
+    pub health: Arc<AdapterHealth>,
+    pub metrics: Arc<GatewayMetrics>,
+    pub api_addr: Option<SocketAddr>,
+    pub admin_addr: Option<SocketAddr>,
+    ingress: CancellationToken,
+    admin_stop: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+    servers: Vec<JoinHandle<std::io::Result<()>>>,
+    drain_timeout: Duration,
+}
+
+fn platform_config<'a>(config: &'a Config, name: &str) -> Option<&'a PlatformConfig> {
+    match name {
+        "telegram" => Some(&config.platforms.telegram),
+        "discord" => Some(&config.platforms.discord),
+        "slack" => Some(&config.platforms.slack),
+        _ => None,
+    }
+}
+
+impl GatewayRunner {
+    pub async fn start(
+        home: &HermesHome,
+        loaded: LoadedConfig,
+        store: Store,
+        options: RunnerOptions,
+    ) -> Result<Self, StartError> {
+        let config = loaded.config.clone();
+        if options.adapters.is_empty() && !config.api_server.enabled {
+            return Err(StartError::NoPlatform);
+        }
+        let api_listener = match config.api_server.enabled {
+            true => Some(api_server::bind(&config.api_server).await?),
+            false => None,
+        };
+        let health = Arc::new(AdapterHealth::new());
+        let metrics = Arc::new(GatewayMetrics::new());
+        let links = options
+            .adapters
+            .iter()
+            .map(|adapter| {
+                let platform = platform_config(&config, adapter.platform());
+                PlatformLink::new(
+                    adapter.clone(),
+                    options.retry.clone(),
+                    platform.map_or(crate::config::ReplyToMode::First, |p| p.reply_to_mode),
+                    platform.is_none_or(|p| p.typing_indicator),
+                )
+            })
+            .collect();
+        let router = Router::start(RouterParts {
+            home: home.clone(),
+            loaded,
+            store: store.clone(),
+            metrics: metrics.clone(),
+            platforms: links,
+            max_concurrent_turns: options.max_concurrent_turns,
+            client: options.client,
+        })
+        .await?;
+        let ingress = CancellationToken::new();
+        let admin_stop = CancellationToken::new();
+        let mut servers = Vec::new();
+        let mut tasks = Vec::new();
+
+        let recovered = router.recover_turns().await;
+        if recovered.turns_resumed + recovered.turns_restarted > 0 {
+            tracing::info!(
+                resumed = recovered.turns_resumed,
+                restarted = recovered.turns_restarted,
+                "unfinished turns picked up"
+            );
+        }
+        for adapter in options.adapters {
+            tasks.push(tokio::spawn(supervise(
+                adapter,
+                router.clone(),
+                health.clone(),
+                options.backoff,
+                ingress.clone(),
+            )));
+        }
+        let resend = router.clone();
+        tasks.push(tokio::spawn(async move {
+            let sent = resend.resend_replies().await;
+            if sent > 0 {
+                tracing::info!(replies = sent, "undelivered replies sent again");
+            }
+        }));
+        let mut api_addr = None;
+        if let Some(listener) = api_listener {
+            api_addr = listener.local_addr().ok();
+            health.register(API_PLATFORM);
+            health.set(API_PLATFORM, AdapterState::Live, None);
+            tracing::info!(addr = ?api_addr, "HTTP API listening");
+            servers.push(api_server::serve(
+                listener,
+                &config.api_server,
+                router.clone(),
+                ingress.clone(),
+            ));
+        }
+        let admin_addr = match admin_addr(&config.admin) {
+            Ok(addr) => {
+                let state = AdminState {
+                    metrics: metrics.clone(),
+                    adapters: health.clone(),
+                    store: Some(store.clone()),
+                };
+                match serve_admin(addr, state, admin_stop.clone()).await {
+                    Ok((bound, server)) => {
+                        servers.push(server);
+                        Some(bound)
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "admin endpoint not started");
+                        None
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "admin endpoint not started");
+                None
+            }
+        };
+        tasks.push(tokio::spawn(janitor(router.clone(), ingress.clone())));
+        Ok(Self {
+            router,
+            health,
+            metrics,
+            api_addr,
+            admin_addr,
+            ingress,
+            admin_stop,
+            tasks,
+            servers,
+            drain_timeout: options.drain_timeout,
+        })
+    }
+
+    /// Resolves when a chat command asked the gateway to restart.
+    pub async fn restart_requested(&self) {
+        self.router.stop_requested.cancelled().await;
+    }
+
+    /// Stops in phases: ingress, drain (then interrupt), flush. The store stays open for the
+    /// caller to close last.
+    pub async fn shutdown(self) {
+        let started = Instant::now();
+        tracing::info!("shutdown: stopping ingress");
+        self.router.begin_shutdown();
+        self.ingress.cancel();
+        let drained = wait_idle(&self.router, self.drain_timeout).await;
+        if !drained {
+            let running = self.router.running_turns();
+            tracing::warn!(
+                running,
+                "shutdown: drain deadline passed; interrupting running turns (they resume after restart)"
+            );
+            self.router.interrupt_all();
+            wait_idle(&self.router, Duration::from_secs(10)).await;
+        }
+        for task in self.tasks {
+            task.abort();
+        }
+        for server in self.servers {
+            let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+        }
+        self.admin_stop.cancel();
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "shutdown: gateway stopped"
+        );
+    }
+}
+
+/// Waits until no turn runs; false if `limit` passed first.
+async fn wait_idle(router: &Router, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if router.running_turns() == 0 {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn janitor(router: Arc<Router>, stop: CancellationToken) {
+    let mut ticks = tokio::time::interval(JANITOR_INTERVAL);
+    let mut rounds = 0u64;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        router.evict_idle(SLOT_IDLE);
+        rounds += 1;
+        if rounds % 60 == 1
+            && let Err(e) = router.store().prune_inbound(INBOUND_RETENTION_DAYS).await
+        {
+            tracing::warn!(error = %e, "cannot prune the inbound journal");
+        }
+    }
+}

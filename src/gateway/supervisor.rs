@@ -1,0 +1,168 @@
+//! Supervising one adapter task: run it, judge liveness by reported progress (never by
+//! socket state), restart it alone with backoff when it fails or goes silent, and mark it
+//! failed when it says retrying cannot help. Its inbound events are handed to the router.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hermes_adapter::{Adapter, AdapterContext, AdapterError, Inbound, Liveness, Progress};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::adapter_health::{AdapterHealth, AdapterState};
+use super::router::Router;
+
+/// Restart delays: doubling from `initial` to `max`; a run that stayed up for `reset_after`
+/// starts the sequence over.
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    pub initial: Duration,
+    pub max: Duration,
+    pub reset_after: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_secs(30),
+            max: Duration::from_secs(300),
+            reset_after: Duration::from_secs(300),
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay after `failures` consecutive failures (1-based).
+    pub fn delay(&self, failures: u32) -> Duration {
+        let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
+        self.initial.saturating_mul(factor).min(self.max)
+    }
+}
+
+/// How long to wait for a stalled adapter to wind down after it was told to stop.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// Inbound events an adapter may have in flight to the router.
+const INBOUND_QUEUE: usize = 256;
+
+/// Runs `adapter` until `shutdown` fires or it fails for good.
+pub async fn supervise(
+    adapter: Arc<dyn Adapter>,
+    router: Arc<Router>,
+    health: Arc<AdapterHealth>,
+    backoff: Backoff,
+    shutdown: CancellationToken,
+) {
+    let name = adapter.platform();
+    health.register(name);
+    let (inbound, events) = mpsc::channel(INBOUND_QUEUE);
+    let pump = tokio::spawn(pump(events, router));
+    let mut failures = 0u32;
+    while !shutdown.is_cancelled() {
+        let started = Instant::now();
+        let outcome = run_once(&adapter, &inbound, &health, &shutdown).await;
+        if shutdown.is_cancelled() {
+            break;
+        }
+        if started.elapsed() >= backoff.reset_after {
+            failures = 0;
+        }
+        let delay = match outcome {
+            RunOutcome::Fatal(message) => {
+                tracing::error!(adapter = name, error = %message, "adapter failed and will not be restarted; fix the cause and restart hermesd");
+                health.set(name, AdapterState::Failed, Some(&message));
+                break;
+            }
+            RunOutcome::Stalled(silent) => {
+                let message = format!("no progress for {}s; restarting", silent.as_secs());
+                tracing::warn!(adapter = name, "{message}");
+                health.set(name, AdapterState::Degraded, Some(&message));
+                Duration::ZERO
+            }
+            RunOutcome::Ended(message) => {
+                failures += 1;
+                let delay = backoff.delay(failures);
+                tracing::warn!(adapter = name, error = %message, retry_in_secs = delay.as_secs(), "adapter stopped; restarting with backoff");
+                health.set(name, AdapterState::Degraded, Some(&message));
+                delay
+            }
+        };
+        health.record_restart(name);
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tokio::time::sleep(delay) => {}
+        }
+    }
+    drop(inbound);
+    let _ = pump.await;
+}
+
+enum RunOutcome {
+    Fatal(String),
+    Ended(String),
+    Stalled(Duration),
+}
+
+async fn run_once(
+    adapter: &Arc<dyn Adapter>,
+    inbound: &mpsc::Sender<Inbound>,
+    health: &AdapterHealth,
+    shutdown: &CancellationToken,
+) -> RunOutcome {
+    let name = adapter.platform();
+    let progress = Progress::new();
+    let stop = shutdown.child_token();
+    let ctx = AdapterContext {
+        inbound: inbound.clone(),
+        progress: progress.clone(),
+        shutdown: stop.clone(),
+    };
+    health.set(name, AdapterState::Starting, None);
+    let window = adapter.liveness_window();
+    let check_every = (window / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let mut run = adapter.run(ctx);
+    let mut ticks = tokio::time::interval(check_every);
+    loop {
+        tokio::select! {
+            result = &mut run => {
+                return match result {
+                    Ok(()) => RunOutcome::Ended("the adapter returned".to_owned()),
+                    Err(AdapterError::Fatal(m)) => RunOutcome::Fatal(m),
+                    Err(AdapterError::Retryable(m)) => RunOutcome::Ended(m),
+                };
+            }
+            _ = ticks.tick() => {
+                match progress.liveness(window) {
+                    Liveness::Live if progress.reports() > 0 => {
+                        health.set(name, AdapterState::Live, None);
+                    }
+                    Liveness::Live => {}
+                    Liveness::Silent { for_ } => {
+                        stop.cancel();
+                        let _ = tokio::time::timeout(STOP_GRACE, &mut run).await;
+                        return RunOutcome::Stalled(for_);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Hands each inbound event to the router and answers the adapter with the outcome.
+async fn pump(mut events: mpsc::Receiver<Inbound>, router: Arc<Router>) {
+    while let Some(Inbound { event, recorded }) = events.recv().await {
+        let outcome = router.handle_inbound(event).await;
+        let _ = recorded.send(outcome);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_the_cap() {
+        let b = Backoff::default();
+        let delays: Vec<u64> = (1..=6).map(|n| b.delay(n).as_secs()).collect();
+        assert_eq!(delays, [30, 60, 120, 240, 300, 300]);
+    }
+}

@@ -22,6 +22,8 @@ fn daemon(home: &Path, extra: &[&str]) -> Command {
         .env("HOME", home.join("user"))
         .env("HERMES_HOME", home)
         .env("HERMES_TEST_ISOLATION", "1")
+        .env("API_SERVER_PORT", "0")
+        .env("HERMES__ADMIN__PORT", "0")
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stderr(Stdio::piped());

@@ -263,10 +263,10 @@ impl GatewayRunner {
         for task in self.tasks {
             task.abort();
         }
+        self.admin_stop.cancel();
         for server in self.servers {
             let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
         }
-        self.admin_stop.cancel();
         tracing::info!(
             elapsed_ms = started.elapsed().as_millis() as u64,
             "shutdown: gateway stopped"

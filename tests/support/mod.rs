@@ -6,6 +6,7 @@ pub mod fake_model;
 pub mod providers;
 pub mod python;
 pub mod scripted_adapter;
+pub mod test_platform;
 
 /// An owner stamp for a process that has exited: a reaped child's pid with a start time no
 /// process can have, so even a recycled pid does not match it.

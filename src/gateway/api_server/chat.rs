@@ -16,6 +16,10 @@ use super::errors::{bad_request, check_auth, openai_error};
 use crate::gateway::router::API_PLATFORM;
 use crate::state::{NewMessage, NewSession, now_epoch};
 
+fn bad(message: &str, param: Option<&str>) -> Box<Response> {
+    Box::new(bad_request(message, param))
+}
+
 pub const SESSION_HEADER: &str = "X-Hermes-Session-Id";
 const MAX_SESSION_HEADER_LEN: usize = 256;
 
@@ -25,7 +29,7 @@ pub async fn health() -> Json<Value> {
 
 pub async fn models(State(state): State<ApiState>, headers: HeaderMap) -> Response {
     if let Err(denied) = check_auth(&headers, &state.key) {
-        return denied;
+        return *denied;
     }
     let now = now_epoch() as i64;
     let name = state.model_name.as_ref();
@@ -50,7 +54,7 @@ pub struct ChatRequest {
 }
 
 /// Flattens OpenAI content (a string or a list of parts) to text.
-fn content_text(content: &Value, param: &str) -> Result<String, Response> {
+fn content_text(content: &Value, param: &str) -> Result<String, Box<Response>> {
     match content {
         Value::Null => Ok(String::new()),
         Value::String(text) => Ok(text.clone()),
@@ -63,7 +67,7 @@ fn content_text(content: &Value, param: &str) -> Result<String, Response> {
                     }
                     Some(_) => {}
                     None => {
-                        return Err(bad_request(
+                        return Err(bad(
                             "Each content part must be an object with a 'type'",
                             Some(param),
                         ));
@@ -72,25 +76,22 @@ fn content_text(content: &Value, param: &str) -> Result<String, Response> {
             }
             Ok(texts.join("\n"))
         }
-        _ => Err(bad_request(
+        _ => Err(bad(
             "Message content must be a string or a list of content parts",
             Some(param),
         )),
     }
 }
 
-pub fn parse_request(body: &[u8]) -> Result<ChatRequest, Response> {
-    let body: Value = serde_json::from_slice(body)
-        .map_err(|_| bad_request("Invalid JSON in request body", None))?;
+pub fn parse_request(body: &[u8]) -> Result<ChatRequest, Box<Response>> {
+    let body: Value =
+        serde_json::from_slice(body).map_err(|_| bad("Invalid JSON in request body", None))?;
     let Some(messages) = body
         .get("messages")
         .and_then(Value::as_array)
         .filter(|m| !m.is_empty())
     else {
-        return Err(bad_request(
-            "Missing or invalid 'messages' field",
-            Some("messages"),
-        ));
+        return Err(bad("Missing or invalid 'messages' field", Some("messages")));
     };
     let mut system: Option<String> = None;
     let mut conversation = Vec::new();
@@ -99,7 +100,7 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, Response> {
         let role = message
             .get("role")
             .and_then(Value::as_str)
-            .ok_or_else(|| bad_request("Each message needs a string 'role'", Some(&param)))?;
+            .ok_or_else(|| bad("Each message needs a string 'role'", Some(&param)))?;
         let content = content_text(
             message.get("content").unwrap_or(&Value::Null),
             &format!("{param}.content"),
@@ -118,17 +119,14 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, Response> {
     let user_text = match conversation.last() {
         Some((role, text)) if role == "user" && !text.trim().is_empty() => text.clone(),
         _ => {
-            return Err(bad_request(
-                "No user message found in messages",
-                Some("messages"),
-            ));
+            return Err(bad("No user message found in messages", Some("messages")));
         }
     };
     conversation.pop();
     let stream = match body.get("stream") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(bad_request("'stream' must be a boolean", Some("stream"))),
+        Some(_) => return Err(bad("'stream' must be a boolean", Some("stream"))),
     };
     Ok(ChatRequest {
         system,
@@ -146,19 +144,19 @@ pub fn derive_session_id(system: Option<&str>, first_user: &str) -> String {
     format!("api-{}", &digest[..16])
 }
 
-fn session_from_header(headers: &HeaderMap) -> Result<Option<String>, Response> {
+fn session_from_header(headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
     let Some(value) = headers.get(SESSION_HEADER) else {
         return Ok(None);
     };
     let id = value
         .to_str()
-        .map_err(|_| bad_request("Invalid session ID", None))?
+        .map_err(|_| bad("Invalid session ID", None))?
         .trim();
     if id.is_empty() {
         return Ok(None);
     }
     if id.len() > MAX_SESSION_HEADER_LEN {
-        return Err(bad_request("Session ID too long", None));
+        return Err(bad("Session ID too long", None));
     }
     let unsafe_path = id.contains("..")
         || id.contains('/')
@@ -166,7 +164,7 @@ fn session_from_header(headers: &HeaderMap) -> Result<Option<String>, Response> 
         || id.chars().any(char::is_control)
         || (id.len() >= 2 && id.as_bytes()[1] == b':');
     if unsafe_path {
-        return Err(bad_request("Invalid session ID", None));
+        return Err(bad("Invalid session ID", None));
     }
     Ok(Some(id.to_owned()))
 }
@@ -177,7 +175,7 @@ pub async fn completions(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     if let Err(denied) = check_auth(&headers, &state.key) {
-        return denied;
+        return *denied;
     }
     let body = match body {
         Ok(body) => body,
@@ -194,7 +192,7 @@ pub async fn completions(
     };
     let request = match parse_request(&body) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let session_id = match session_from_header(&headers) {
         Ok(Some(id)) => id,
@@ -217,7 +215,7 @@ pub async fn completions(
             }
             id
         }
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let model = request
         .model

@@ -41,7 +41,7 @@ pub async fn not_found() -> Response {
 }
 
 /// `Err` with Hermes's 401 unless the request carries `Authorization: Bearer <key>`.
-pub fn check_auth(headers: &HeaderMap, key: &str) -> Result<(), Response> {
+pub fn check_auth(headers: &HeaderMap, key: &str) -> Result<(), Box<Response>> {
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -53,13 +53,13 @@ pub fn check_auth(headers: &HeaderMap, key: &str) -> Result<(), Response> {
         }
         _ => {
             tracing::warn!("API server rejected a request with a missing or invalid API key");
-            Err(openai_error(
+            Err(Box::new(openai_error(
                 StatusCode::UNAUTHORIZED,
                 "Invalid API key",
                 "invalid_request_error",
                 None,
                 Some("invalid_api_key"),
-            ))
+            )))
         }
     }
 }

@@ -76,14 +76,14 @@ impl Router {
                 return;
             }
         }
+        // While a turn runs every command is answered at once (control commands act on the
+        // turn; the rest explain they must wait).
         if let Some(command) = &command
             && (state.running.is_some() || state.approval.is_some())
         {
-            if let Some(immediate) = commands::busy_behaviour(command) {
-                drop(state);
-                self.spawn_command_now(slot.clone(), job, command.clone(), immediate);
-                return;
-            }
+            drop(state);
+            self.spawn_command_now(slot.clone(), job, command.clone());
+            return;
         }
         if state.running.is_none() && state.queue.is_empty() {
             state.queue.push_back(job);
@@ -224,13 +224,7 @@ impl Router {
         tokio::spawn(async move { router.answer_silently(&job).await });
     }
 
-    fn spawn_command_now(
-        &self,
-        slot: Arc<Slot>,
-        job: Job,
-        command: Command,
-        _how: commands::Immediate,
-    ) {
+    fn spawn_command_now(&self, slot: Arc<Slot>, job: Job, command: Command) {
         let router = self.arc();
         tokio::spawn(async move { router.run_command(&slot, job, command).await });
     }

@@ -18,10 +18,6 @@ pub struct Command {
     pub args: String,
 }
 
-/// How a command behaves while a turn runs (every command is answered at once then).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Immediate;
-
 /// The gateway commands with their descriptions (also the menu platforms register).
 pub const COMMANDS: &[(&str, &str)] = &[
     ("new", "Start a new session (alias /reset) [name]"),
@@ -74,11 +70,6 @@ pub fn parse(event: &MessageEvent) -> Option<Command> {
         name,
         args: event.command_args(),
     })
-}
-
-/// Every command is handled as soon as it arrives while a turn runs.
-pub fn busy_behaviour(_command: &Command) -> Option<Immediate> {
-    Some(Immediate)
 }
 
 fn is_known(name: &str) -> bool {
@@ -169,10 +160,9 @@ impl Router {
             },
             _ => Some(unknown_text(name)),
         };
-        match reply {
-            Some(text) => self.respond(&job, &text).await,
-            // The command became a queued turn that will answer the event.
-            None => {}
+        // `None`: the command became a queued turn that will answer the event.
+        if let Some(text) = reply {
+            self.respond(&job, &text).await;
         }
     }
 

@@ -106,6 +106,9 @@ impl Router {
         } = parts;
         store.ensure_gateway_schema().await?;
         let scope = home.path().join("sessions");
+        if let Err(e) = std::fs::create_dir_all(&scope) {
+            tracing::warn!(error = %e, "cannot create the sessions directory");
+        }
         let scope = std::fs::canonicalize(&scope)
             .unwrap_or(scope)
             .display()

@@ -22,6 +22,12 @@ pub enum Step {
     /// The reply one event (token) at a time with `delay` between events; not streamed, the
     /// whole reply after `delay`.
     Slow { reply: Reply, delay: Duration },
+    /// The reply once the test releases `gate` (one permit per gated request): a turn that
+    /// is provably still running while the test acts.
+    Gated {
+        reply: Reply,
+        gate: std::sync::Arc<tokio::sync::Semaphore>,
+    },
     /// A 200 whose body (or, streamed, whose second event) is not JSON.
     Malformed,
     /// A 200 without an answer: no `choices` (chat), no content blocks (Messages), no output
@@ -38,6 +44,18 @@ pub enum Step {
 }
 
 impl Step {
+    /// A reply held until a permit is added to the returned gate.
+    pub fn gated(text: impl Into<String>) -> (Step, std::sync::Arc<tokio::sync::Semaphore>) {
+        let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+        (
+            Step::Gated {
+                reply: Reply::text(text),
+                gate: gate.clone(),
+            },
+            gate,
+        )
+    }
+
     pub fn text(text: impl Into<String>) -> Step {
         Step::Reply(Reply::text(text))
     }

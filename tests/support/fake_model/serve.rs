@@ -144,6 +144,17 @@ async fn respond(
             sse(shared, [frames.body, frames.end].concat(), None, false)
         }
         Step::Reply(reply) => json(200, reply_json(format, &reply, &model)),
+        Step::Gated { reply, gate } => {
+            if let Ok(permit) = gate.acquire().await {
+                permit.forget();
+            }
+            if stream {
+                let frames = frames(&reply);
+                sse(shared, [frames.body, frames.end].concat(), None, false)
+            } else {
+                json(200, reply_json(format, &reply, &model))
+            }
+        }
         Step::Slow { reply, delay } if stream => {
             let frames = frames(&reply);
             sse(

@@ -82,6 +82,9 @@ pub async fn serve_admin(
         .local_addr()
         .map_err(|source| AdminError::Bind { addr, source })?;
     tracing::info!(addr = %bound, "admin API listening");
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = axum::serve(listener, router(state))
         .with_graceful_shutdown(async move { shutdown.cancelled().await });
     Ok((bound, tokio::spawn(async move { server.await })))

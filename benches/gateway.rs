@@ -1,0 +1,249 @@
+//! Gateway benchmark, through the real binary's HTTP API with a fake model that answers
+//! instantly (every turn persisted to state.db): turns/s at concurrency 1, 16 and 64; the
+//! gateway's added latency (end-to-end minus a direct call to the same fake model); RSS idle
+//! and with 10,000 sessions in the routing index; time from spawn to `/ready`. Prints one
+//! JSON report (also written to `target/bench-gateway.json`). `-- --quick` is the CI size.
+
+#[path = "../tests/support/fake_model.rs"]
+mod fake_model;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_model::FakeModel;
+use serde_json::{Value, json};
+
+const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
+const KEY: &str = "bench-api-key-0123456789abcdef";
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn percentiles(mut samples: Vec<f64>) -> Value {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let pick = |p: f64| samples[((samples.len() as f64 * p) as usize).min(samples.len() - 1)];
+    json!({"p50_ms": round(pick(0.5)), "p99_ms": round(pick(0.99)), "n": samples.len()})
+}
+
+fn round(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
+}
+
+struct Daemon {
+    child: Child,
+    api: String,
+    admin: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+fn ports(home: &std::path::Path) -> (u16, u16) {
+    // Fixed ports for the whole run: chosen free now, by binding 127.0.0.1:0.
+    let _ = home;
+    let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
+}
+
+/// Spawns the daemon and returns it with the time until `/ready` answered 200.
+async fn spawn(home: &std::path::Path, model: &FakeModel) -> (Daemon, Duration) {
+    let (api_port, admin_port) = ports(home);
+    let started = Instant::now();
+    let child = Command::new(HERMESD)
+        .arg("run")
+        .env_clear()
+        .env("HOME", home.join("user"))
+        .env("HERMES_HOME", home)
+        .env("HERMES_TEST_ISOLATION", "1")
+        .env("RUST_LOG", "warn")
+        .env("API_SERVER_KEY", KEY)
+        .env("API_SERVER_PORT", api_port.to_string())
+        .env("HERMES__ADMIN__PORT", admin_port.to_string())
+        .env("OPENAI_BASE_URL", model.base_url())
+        .env("OPENAI_API_KEY", "sk-bench")
+        .env("HERMES__MODEL__PROVIDER", "openai")
+        .env("HERMES__MODEL__DEFAULT", "fake-model")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn hermesd");
+    let daemon = Daemon {
+        child,
+        api: format!("http://127.0.0.1:{api_port}"),
+        admin: format!("http://127.0.0.1:{admin_port}"),
+    };
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(r) = client.get(format!("{}/ready", daemon.admin)).send().await
+            && r.status().is_success()
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "daemon never became ready");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    (daemon, started.elapsed())
+}
+
+/// `clients` concurrent clients, each in its own session, `per_client` turns each.
+async fn throughput(daemon: &Daemon, clients: usize, per_client: usize) -> Value {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .tcp_nodelay(true)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let http = http.clone();
+        let url = format!("{}/v1/chat/completions", daemon.api);
+        let session = format!("bench-{clients}-{c}-{}", rand::random::<u32>());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(per_client);
+            for i in 0..per_client {
+                let body = json!({"model": "hermes-agent",
+                    "messages": [{"role": "user", "content": format!("turn {i}")}]});
+                let t = Instant::now();
+                let response = http
+                    .post(&url)
+                    .bearer_auth(KEY)
+                    .header("X-Hermes-Session-Id", &session)
+                    .json(&body)
+                    .send()
+                    .await
+                    .expect("request");
+                assert!(response.status().is_success(), "{}", response.status());
+                let _ = response.bytes().await;
+                latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            latencies
+        }));
+    }
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let turns = latencies.len();
+    json!({"concurrency": clients, "turns": turns,
+           "turns_per_s": (turns as f64 / elapsed).round(),
+           "latency": percentiles(latencies)})
+}
+
+/// The fake model's own round trip, measured the way the gateway calls it.
+async fn direct_model(model: &FakeModel, calls: usize) -> Vec<f64> {
+    let http = reqwest::Client::builder().tcp_nodelay(true).build().unwrap();
+    let url = format!("{}/chat/completions", model.base_url());
+    let mut samples = Vec::with_capacity(calls);
+    for i in 0..calls {
+        let body = json!({"model": "fake-model", "stream": true,
+            "messages": [{"role": "user", "content": format!("direct {i}")}]});
+        let t = Instant::now();
+        let response = http.post(&url).json(&body).send().await.unwrap();
+        let _ = response.bytes().await;
+        samples.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    samples
+}
+
+/// Writes `count` routing entries for `home` (as a long-running gateway accumulates them).
+async fn seed_routes(home: &std::path::Path, count: usize) {
+    let store = hermesd::state::Store::open(&home.join("state.db")).unwrap();
+    store.ensure_gateway_schema().await.unwrap();
+    let sessions = home.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let scope = std::fs::canonicalize(&sessions).unwrap().display().to_string();
+    let entries: Vec<(String, String)> = (0..count)
+        .map(|i| {
+            let key = format!("agent:main:telegram:dm:{i}");
+            let entry = json!({"session_key": key, "session_id": format!("20261129_000000_{i:08x}"),
+                "created_at": "2026-11-29T00:00:00.000000", "updated_at": "2026-11-29T00:00:00.000000",
+                "origin": {"platform": "telegram", "chat_id": i.to_string(), "chat_type": "dm",
+                           "user_id": i.to_string()},
+                "platform": "telegram", "chat_type": "dm"});
+            (key, entry.to_string())
+        })
+        .collect();
+    store.replace_routing(&scope, entries).await.unwrap();
+    store.close().await;
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let report = runtime.block_on(async {
+        let model = FakeModel::start_in_background();
+        let home = tempfile::tempdir().unwrap();
+        let (daemon, ready) = spawn(home.path(), &model).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let idle_rss = rss_kib(daemon.child.id());
+        let scale = if quick { 1 } else { 4 };
+        let mut runs = Vec::new();
+        // Warm-up: connections, caches, the first session rows.
+        throughput(&daemon, 4, 10).await;
+        for (clients, per_client) in [(1, 200 * scale), (16, 40 * scale), (64, 12 * scale)] {
+            runs.push(throughput(&daemon, clients, per_client).await);
+        }
+        let busy_rss = rss_kib(daemon.child.id());
+        let direct = direct_model(&model, 200).await;
+        let direct_summary = percentiles(direct.clone());
+        drop(daemon);
+
+        let home2 = tempfile::tempdir().unwrap();
+        seed_routes(home2.path(), 10_000).await;
+        let (daemon2, ready_10k) = spawn(home2.path(), &model).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let rss_10k = rss_kib(daemon2.child.id());
+        drop(daemon2);
+
+        let model_p50 = direct_summary["p50_ms"].as_f64().unwrap_or(0.0);
+        let added: Vec<Value> = runs
+            .iter()
+            .map(|run| {
+                let lat = &run["latency"];
+                json!({"concurrency": run["concurrency"],
+                       "added_p50_ms": round(lat["p50_ms"].as_f64().unwrap() - model_p50),
+                       "added_p99_ms": round(lat["p99_ms"].as_f64().unwrap() - model_p50)})
+            })
+            .collect();
+        json!({
+            "bench": "gateway",
+            "quick": quick,
+            "throughput": runs,
+            "direct_model_call": direct_summary,
+            "added_latency": added,
+            "rss_idle_kib": idle_rss,
+            "rss_after_load_kib": busy_rss,
+            "rss_10k_routes_kib": rss_10k,
+            "ready_ms": ready.as_millis(),
+            "ready_10k_routes_ms": ready_10k.as_millis(),
+            "targets": {"turns_per_s": 800, "added_p99_ms_at_16": 5, "rss_idle_mb": 25,
+                        "rss_10k_mb": 60, "ready_ms": 150}
+        })
+    });
+    let text = report.to_string();
+    println!("{text}");
+    let _ = std::fs::write(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench-gateway.json"),
+        &text,
+    );
+}

@@ -57,7 +57,10 @@ fn ports(home: &std::path::Path) -> (u16, u16) {
     let _ = home;
     let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
+    (
+        a.local_addr().unwrap().port(),
+        b.local_addr().unwrap().port(),
+    )
 }
 
 /// Spawns the daemon and returns it with the time until `/ready` answered 200.
@@ -148,7 +151,10 @@ async fn throughput(daemon: &Daemon, clients: usize, per_client: usize) -> Value
 
 /// The fake model's own round trip, measured the way the gateway calls it.
 async fn direct_model(model: &FakeModel, calls: usize) -> Vec<f64> {
-    let http = reqwest::Client::builder().tcp_nodelay(true).build().unwrap();
+    let http = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .unwrap();
     let url = format!("{}/chat/completions", model.base_url());
     let mut samples = Vec::with_capacity(calls);
     for i in 0..calls {
@@ -168,7 +174,10 @@ async fn seed_routes(home: &std::path::Path, count: usize) {
     store.ensure_gateway_schema().await.unwrap();
     let sessions = home.join("sessions");
     std::fs::create_dir_all(&sessions).unwrap();
-    let scope = std::fs::canonicalize(&sessions).unwrap().display().to_string();
+    let scope = std::fs::canonicalize(&sessions)
+        .unwrap()
+        .display()
+        .to_string();
     let entries: Vec<(String, String)> = (0..count)
         .map(|i| {
             let key = format!("agent:main:telegram:dm:{i}");

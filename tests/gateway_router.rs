@@ -80,7 +80,7 @@ impl Rig {
                 adapters: vec![self.platform.clone()],
                 client: Some(client),
                 retry: RetryPolicy::seeded(7),
-                drain_timeout: Duration::from_secs(5),
+                drain_timeout: Duration::from_secs(1),
                 ..RunnerOptions::default()
             },
         )
@@ -334,6 +334,29 @@ async fn held_turn(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_cut_by_shutdown_is_finished_once_after_the_restart() {
+    let mut rig = Rig::start("", ALLOW).await;
+    let _gate = held_turn(&rig, "k1", "42", "never shown").await;
+    let old_platform = rig.platform.clone();
+    rig.restart(None).await;
+    let texts = rig.platform.wait_texts("42", 1).await;
+    assert_eq!(texts, ["echo: start a long task"]);
+    assert!(old_platform.texts_to("42").is_empty());
+    let event = rig
+        .store
+        .get_inbound("telegram", "k1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(event.state, InboundState::Answered);
+    // The resumed turn did not store the user's message a second time.
+    let session = rig.session_of("agent:main:telegram:dm:42").await;
+    let messages = rig.store.get_messages(&session).await.unwrap();
+    let roles: Vec<&str> = messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupt_mode_acks_stops_the_turn_and_answers_the_new_message() {
     let rig = Rig::start("", ALLOW).await;
     let _gate = held_turn(&rig, "i1", "42", "never shown").await;
@@ -441,11 +464,13 @@ async fn a_plain_yes_approves_a_dangerous_command_mid_turn() {
     )));
     rig.model.push(Step::text("deleted it"));
     rig.platform.inject(dm("a1", "42", "clean up")).await;
-    let texts = rig.platform.wait_texts("42", 1).await;
-    let prompt = texts
-        .iter()
-        .find(|t| t.contains("Command Approval Required"));
-    assert!(prompt.is_some(), "{texts:?}");
+    rig.platform
+        .wait_until("42", |texts| {
+            texts
+                .iter()
+                .any(|t| t.contains("Command Approval Required"))
+        })
+        .await;
     let buttons = rig.platform.sent().into_iter().find_map(|o| match o.kind {
         hermes_adapter::OutboundKind::Prompt { buttons, .. } => Some(buttons),
         _ => None,

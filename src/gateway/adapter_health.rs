@@ -39,14 +39,50 @@ pub struct AdapterStatus {
     pub restarts: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct AdapterHealth {
     adapters: RwLock<BTreeMap<String, AdapterStatus>>,
+    /// Bumped on every change, so watchers wait for events instead of polling.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for AdapterHealth {
+    fn default() -> Self {
+        Self {
+            adapters: RwLock::new(BTreeMap::new()),
+            changes: tokio::sync::watch::channel(0).0,
+        }
+    }
 }
 
 impl AdapterHealth {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Waits until `done` holds for the registry or `timeout` passes; returns whether it held.
+    pub async fn wait_until(
+        &self,
+        timeout: std::time::Duration,
+        done: impl Fn(&BTreeMap<String, AdapterStatus>) -> bool,
+    ) -> bool {
+        let mut changes = self.changes.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if done(&self.snapshot()) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                return done(&self.snapshot());
+            }
+        }
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
     }
 
     /// Adds an enabled adapter in `Starting`; readiness waits for every registered adapter.
@@ -58,6 +94,7 @@ impl AdapterHealth {
                 last_error: None,
                 restarts: 0,
             });
+        self.changed();
     }
 
     /// Sets the state; an error replaces the last one, going `Live` keeps it for diagnosis.
@@ -72,6 +109,8 @@ impl AdapterHealth {
         if let Some(error) = error {
             entry.last_error = Some(error.to_owned());
         }
+        drop(adapters);
+        self.changed();
     }
 
     /// Maps the contract's progress reading onto `Live`/`Degraded`.
@@ -89,6 +128,7 @@ impl AdapterHealth {
         if let Some(entry) = self.write().get_mut(name) {
             entry.restarts += 1;
         }
+        self.changed();
     }
 
     pub fn snapshot(&self) -> BTreeMap<String, AdapterStatus> {

@@ -12,7 +12,6 @@ use super::commands::{self, Command};
 use super::slot::{Job, QUEUE_CAP, Slot, SlotState};
 use super::{API_PLATFORM, Router};
 use crate::config::BusyInputMode;
-use crate::gateway::metrics::GatewayMetrics;
 use crate::tools::approval::ApprovalDecision;
 
 /// At most one busy acknowledgement per session in this window (`_BUSY_ACK_COOLDOWN`).
@@ -86,13 +85,13 @@ impl Router {
             return;
         }
         if state.running.is_none() && state.queue.is_empty() {
-            state.queue.push_back(job);
+            state.enqueue(job, &self.metrics.router_queue_depth);
             self.ensure_worker(&slot, &mut state);
             return;
         }
         if command.is_some() {
             // A command that waits for the turn boundary keeps its place in the queue.
-            state.queue.push_back(job);
+            state.enqueue(job, &self.metrics.router_queue_depth);
             self.ensure_worker(&slot, &mut state);
             return;
         }
@@ -141,8 +140,7 @@ impl Router {
             }
             BusyAction::Queued | BusyAction::Interrupted => {
                 let source = job.event.source.clone();
-                state.queue.push_back(job);
-                GatewayMetrics::incr(&self.metrics.router_queue_depth);
+                state.enqueue(job, &self.metrics.router_queue_depth);
                 drop(state);
                 if ack_due {
                     let router = self.arc();
@@ -187,7 +185,7 @@ impl Router {
         loop {
             let job = {
                 let mut state = slot.lock();
-                match state.queue.pop_front() {
+                match state.dequeue(&self.metrics.router_queue_depth) {
                     Some(job) => job,
                     None => {
                         state.worker = false;

@@ -194,7 +194,7 @@ impl Router {
             running.cancel.cancel();
             state.approval.take();
             state.clarify.take();
-            state.queue.drain(..).collect()
+            state.discard_queue(&self.metrics.router_queue_depth)
         };
         if !discarded.is_empty() {
             let router = self.arc();
@@ -251,11 +251,14 @@ impl Router {
         event.text = text.to_owned();
         let mut state = slot.lock();
         let busy = state.running.is_some();
-        state.queue.push_back(Job {
-            event,
-            resumed: false,
-            api: None,
-        });
+        state.enqueue(
+            Job {
+                event,
+                resumed: false,
+                api: None,
+            },
+            &self.metrics.router_queue_depth,
+        );
         let depth = state.queue.len();
         self.ensure_worker(slot, &mut state);
         drop(state);

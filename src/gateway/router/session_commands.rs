@@ -74,7 +74,7 @@ impl Router {
             running.stopped = true;
             running.cancel.cancel();
         }
-        let discarded: Vec<_> = state.queue.drain(..).collect();
+        let discarded = state.discard_queue(&self.metrics.router_queue_depth);
         drop(state);
         let count = discarded.len();
         let router = self.arc();

@@ -87,6 +87,28 @@ pub struct SlotState {
     pub last_active: Option<Instant>,
 }
 
+impl SlotState {
+    /// Queues `job`, counting it in the router's queue-depth gauge.
+    pub fn enqueue(&mut self, job: Job, depth: &std::sync::atomic::AtomicU64) {
+        self.queue.push_back(job);
+        depth.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Takes the next job, uncounting it.
+    pub fn dequeue(&mut self, depth: &std::sync::atomic::AtomicU64) -> Option<Job> {
+        let job = self.queue.pop_front()?;
+        depth.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        Some(job)
+    }
+
+    /// Empties the queue (`/stop`, `/new`), uncounting every job.
+    pub fn discard_queue(&mut self, depth: &std::sync::atomic::AtomicU64) -> Vec<Job> {
+        let jobs: Vec<Job> = self.queue.drain(..).collect();
+        depth.fetch_sub(jobs.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        jobs
+    }
+}
+
 #[derive(Debug)]
 pub struct Slot {
     pub key: String,

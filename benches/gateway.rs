@@ -178,7 +178,7 @@ async fn seed_routes(home: &std::path::Path, count: usize) {
         .unwrap()
         .display()
         .to_string();
-    let entries: Vec<(String, String)> = (0..count)
+    let entries: std::collections::BTreeMap<String, Value> = (0..count)
         .map(|i| {
             let key = format!("agent:main:telegram:dm:{i}");
             let entry = json!({"session_key": key, "session_id": format!("20261129_000000_{i:08x}"),
@@ -186,10 +186,10 @@ async fn seed_routes(home: &std::path::Path, count: usize) {
                 "origin": {"platform": "telegram", "chat_id": i.to_string(), "chat_type": "dm",
                            "user_id": i.to_string()},
                 "platform": "telegram", "chat_type": "dm"});
-            (key, entry.to_string())
+            (key, entry)
         })
         .collect();
-    store.replace_routing(&scope, entries).await.unwrap();
+    store.replace_routing(&scope, &entries).await.unwrap();
     store.close().await;
 }
 

@@ -95,7 +95,12 @@ fn tls_connector() -> Connector {
 
 fn with_query(url: &str) -> String {
     if url.contains('?') {
-        url.to_owned()
+        return url.to_owned();
+    }
+    // `wss://gateway.discord.gg` has no path; `ws://127.0.0.1:1/gw` has one to keep.
+    let has_path = url.splitn(4, '/').nth(3).is_some_and(|p| !p.is_empty());
+    if has_path {
+        format!("{url}?v=10&encoding=json")
     } else {
         format!("{}/?v=10&encoding=json", url.trim_end_matches('/'))
     }
@@ -246,6 +251,22 @@ pub async fn run(params: ConnectParams<'_>, resume: &mut Option<ResumeState>) ->
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_gateway_query_keeps_the_path() {
+        assert_eq!(
+            super::with_query("wss://gateway.discord.gg"),
+            "wss://gateway.discord.gg/?v=10&encoding=json"
+        );
+        assert_eq!(
+            super::with_query("ws://127.0.0.1:9/gw"),
+            "ws://127.0.0.1:9/gw?v=10&encoding=json"
+        );
+        assert_eq!(super::with_query("wss://x/?v=10"), "wss://x/?v=10");
     }
 }
 

@@ -29,6 +29,8 @@ pub struct Harness {
     pub cache: tempfile::TempDir,
     /// Answers the next deliveries with `Failed` while > 0.
     pub fail_next: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Every event id the adapter delivered, duplicates included, in order.
+    pub delivered: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// Settings pointing at the fake, with test-friendly timings; `extra` and `env` add to them.
@@ -70,6 +72,11 @@ impl Harness {
         let cache = tempfile::tempdir().expect("cache dir");
         let mut settings = settings(&fake, extra, env, cache.path());
         tweak(&mut settings);
+        Self::from_parts(fake, settings, cache)
+    }
+
+    /// Runs an adapter with `settings` against `fake`.
+    pub fn from_parts(fake: FakeDiscord, settings: Settings, cache: tempfile::TempDir) -> Self {
         let adapter = DiscordAdapter::new(settings);
         let mut harness = Self {
             fake,
@@ -80,6 +87,7 @@ impl Harness {
             task: None,
             cache,
             fail_next: Default::default(),
+            delivered: Default::default(),
         };
         harness.run();
         harness
@@ -92,9 +100,11 @@ impl Harness {
         self.events = events_rx;
         self.shutdown = CancellationToken::new();
         let fail_next = self.fail_next.clone();
+        let delivered = self.delivered.clone();
         tokio::spawn(async move {
             let mut seen = HashSet::new();
             while let Some(Inbound { event, recorded }) = inbound_rx.recv().await {
+                delivered.lock().unwrap().push(event.event_id.clone());
                 let failing = fail_next
                     .fetch_update(
                         std::sync::atomic::Ordering::SeqCst,
@@ -136,6 +146,17 @@ impl Harness {
             .await
             .expect("timed out waiting for an event")
             .expect("event channel closed")
+    }
+
+    /// How many times the adapter delivered `event_id` (the core would dedupe; the adapter
+    /// should not need it to).
+    pub fn deliveries_of(&self, event_id: &str) -> usize {
+        self.delivered
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|id| *id == event_id)
+            .count()
     }
 
     /// Stops `run` and returns its result.

@@ -356,6 +356,8 @@ impl FakeDiscord {
                 "data": {"custom_id": custom_id, "component_type": 2},
             });
             Self::add_invoker(s, &mut interaction, channel_id, user);
+            s.interactions
+                .insert(id.clone(), (channel_id.to_owned(), message_id.to_owned()));
             s.dispatch("INTERACTION_CREATE", interaction);
             id
         })

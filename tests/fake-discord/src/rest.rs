@@ -246,7 +246,20 @@ fn respond(
         ("POST", ["channels", id, "messages", message_id, "threads"]) => {
             start_thread(state, id, message_id, body)
         }
-        ("POST", ["interactions", _, _, "callback"]) => no_content(),
+        ("POST", ["interactions", id, _, "callback"]) => {
+            // UPDATE_MESSAGE edits the message the component was on.
+            if body["type"] == 7
+                && let Some((channel_id, message_id)) = state.interactions.get(*id).cloned()
+                && let Some(message) = state.find_message_mut(&channel_id, &message_id)
+            {
+                for field in ["content", "components"] {
+                    if let Some(value) = body["data"].get(field) {
+                        message[field] = value.clone();
+                    }
+                }
+            }
+            no_content()
+        }
         ("DELETE", ["webhooks", _, _, "messages", "@original"]) => no_content(),
         ("PUT", ["applications", _, "commands"]) => {
             state.commands = body.as_array().cloned().unwrap_or_default();

@@ -122,6 +122,8 @@ pub struct State {
     pub history: HashMap<String, Vec<Value>>,
     pub attachments: HashMap<String, Vec<u8>>,
     pub commands: Vec<Value>,
+    /// Interaction id → (channel id, message id) of the clicked message.
+    pub interactions: HashMap<String, (String, String)>,
     pub calls: Vec<RestCall>,
     pub frames: Vec<GatewayFrame>,
     pub faults: HashMap<String, VecDeque<Fault>>,
@@ -152,6 +154,7 @@ impl State {
             history: HashMap::new(),
             attachments: HashMap::new(),
             commands: Vec::new(),
+            interactions: HashMap::new(),
             calls: Vec::new(),
             frames: Vec::new(),
             faults: HashMap::new(),

@@ -4,7 +4,9 @@
 //! after every new session). The gateway keeps heartbeating while the event loop waits on
 //! the core.
 
+use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use hermes_adapter::{
@@ -12,6 +14,7 @@ use hermes_adapter::{
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::directory::ChannelInfo;
 use crate::gateway::{Dispatch, session};
@@ -94,12 +97,31 @@ impl DiscordAdapter {
     }
 }
 
+/// How long the backfill waits for the GUILD_CREATEs announced in READY (it needs the
+/// channels they carry) before it runs with what it has.
+const GUILDS_WAIT: Duration = Duration::from_secs(10);
+
 async fn event_loop(inner: &Inner, ctx: &AdapterContext, mut dispatches: mpsc::Receiver<Dispatch>) {
     let mut commands_registered = false;
-    while let Some(Dispatch { name, data }) = dispatches.recv().await {
+    // Guild ids still expected after READY; the backfill runs when none is left.
+    let mut awaiting_guilds: Option<HashSet<String>> = None;
+    let mut guilds_deadline = Instant::now();
+    loop {
+        let dispatch = tokio::select! {
+            dispatch = dispatches.recv() => match dispatch {
+                Some(dispatch) => dispatch,
+                None => return,
+            },
+            () = tokio::time::sleep_until(guilds_deadline), if awaiting_guilds.is_some() => {
+                awaiting_guilds = None;
+                backfill::run(inner, ctx).await;
+                continue;
+            }
+        };
         if ctx.shutdown.is_cancelled() {
             return;
         }
+        let Dispatch { name, data } = dispatch;
         match name.as_str() {
             "READY" => {
                 let Ok(ready) = serde_json::from_value::<Ready>(data) else {
@@ -111,7 +133,8 @@ async fn event_loop(inner: &Inner, ctx: &AdapterContext, mut dispatches: mpsc::R
                     register_commands(inner).await;
                 }
                 // A new session: whatever was sent meanwhile was not replayed.
-                backfill::run(inner, ctx).await;
+                awaiting_guilds = Some(ready.guilds.into_iter().map(|g| g.id).collect());
+                guilds_deadline = Instant::now() + GUILDS_WAIT;
             }
             "GUILD_CREATE" => {
                 if let Ok(guild) = serde_json::from_value::<Guild>(data) {
@@ -123,6 +146,9 @@ async fn event_loop(inner: &Inner, ctx: &AdapterContext, mut dispatches: mpsc::R
                             d.upsert(ChannelInfo::from_channel(channel, Some(&guild.id)));
                         }
                     });
+                    if let Some(waiting) = awaiting_guilds.as_mut() {
+                        waiting.remove(&guild.id);
+                    }
                 }
             }
             "CHANNEL_CREATE" | "CHANNEL_UPDATE" | "THREAD_CREATE" | "THREAD_UPDATE" => {
@@ -150,6 +176,10 @@ async fn event_loop(inner: &Inner, ctx: &AdapterContext, mut dispatches: mpsc::R
                 }
             },
             _ => {}
+        }
+        if awaiting_guilds.as_ref().is_some_and(HashSet::is_empty) {
+            awaiting_guilds = None;
+            backfill::run(inner, ctx).await;
         }
     }
 }

@@ -141,6 +141,14 @@ pub struct Ready {
     pub resume_gateway_url: Option<String>,
     #[serde(default)]
     pub application: Option<Application>,
+    /// The guilds whose GUILD_CREATE follows.
+    #[serde(default)]
+    pub guilds: Vec<UnavailableGuild>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct UnavailableGuild {
+    pub id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]

@@ -22,6 +22,8 @@ pub const WAIT: Duration = Duration::from_secs(30);
 pub struct Harness {
     pub fake: FakeDiscord,
     pub adapter: DiscordAdapter,
+    /// The adapter's settings, to build a fresh adapter (a process restart).
+    pub settings: Settings,
     pub events: mpsc::UnboundedReceiver<MessageEvent>,
     pub progress: Progress,
     pub shutdown: CancellationToken,
@@ -77,10 +79,11 @@ impl Harness {
 
     /// Runs an adapter with `settings` against `fake`.
     pub fn from_parts(fake: FakeDiscord, settings: Settings, cache: tempfile::TempDir) -> Self {
-        let adapter = DiscordAdapter::new(settings);
+        let adapter = DiscordAdapter::new(settings.clone());
         let mut harness = Self {
             fake,
             adapter,
+            settings,
             events: mpsc::unbounded_channel().1,
             progress: Progress::new(),
             shutdown: CancellationToken::new(),

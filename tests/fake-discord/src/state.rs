@@ -221,9 +221,10 @@ impl State {
             .as_str()
             .unwrap_or_default()
             .to_owned();
+        let key = |m: &Value| m["id"].as_str().and_then(|s| s.parse::<u64>().ok());
         let list = self.history.entry(channel_id).or_default();
-        list.push(message);
-        list.sort_by_key(|m| m["id"].as_str().and_then(|s| s.parse::<u64>().ok()));
+        let position = list.partition_point(|m| key(m) < key(&message));
+        list.insert(position, message);
     }
 
     pub fn find_message_mut(&mut self, channel_id: &str, message_id: &str) -> Option<&mut Value> {

@@ -254,22 +254,6 @@ pub async fn run(params: ConnectParams<'_>, resume: &mut Option<ResumeState>) ->
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_gateway_query_keeps_the_path() {
-        assert_eq!(
-            super::with_query("wss://gateway.discord.gg"),
-            "wss://gateway.discord.gg/?v=10&encoding=json"
-        );
-        assert_eq!(
-            super::with_query("ws://127.0.0.1:9/gw"),
-            "ws://127.0.0.1:9/gw?v=10&encoding=json"
-        );
-        assert_eq!(super::with_query("wss://x/?v=10"), "wss://x/?v=10");
-    }
-}
-
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -296,5 +280,21 @@ async fn next_json(socket: &mut Socket) -> Result<Value, ConnectionEnd> {
             Some(Err(e)) => return Err(ConnectionEnd::Io(format!("gateway read failed: {e}"))),
             None => return Err(ConnectionEnd::Closed { code: None }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_gateway_query_keeps_the_path() {
+        assert_eq!(
+            super::with_query("wss://gateway.discord.gg"),
+            "wss://gateway.discord.gg/?v=10&encoding=json"
+        );
+        assert_eq!(
+            super::with_query("ws://127.0.0.1:9/gw"),
+            "ws://127.0.0.1:9/gw?v=10&encoding=json"
+        );
+        assert_eq!(super::with_query("wss://x/?v=10"), "wss://x/?v=10");
     }
 }

@@ -191,3 +191,27 @@ fn mention_token_len(s: &str) -> usize {
         0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_mentions_cover_both_forms_and_skip_roles_and_junk() {
+        let ids = raw_mentions("<@1> <@!22> <@&333> <@x> <@4");
+        assert_eq!(ids, BTreeSet::from(["1", "22"]));
+    }
+
+    #[test]
+    fn thread_names_drop_mentions_and_stay_short() {
+        assert_eq!(
+            auto_thread_name("<@1> plan <#2> the   <@&3>launch"),
+            "plan the launch"
+        );
+        assert_eq!(auto_thread_name("<@1>"), "Hermes");
+        assert_eq!(auto_thread_name("a < b"), "a < b");
+        let long = auto_thread_name(&"word ".repeat(40));
+        assert_eq!(long.chars().count(), 80);
+        assert!(long.ends_with("..."));
+    }
+}

@@ -162,17 +162,19 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message) -> bo
         }
     }
     let conversation = chat.id.clone();
-    match ctx.deliver(event).await {
+    let outcome = ctx.deliver(event).await;
+    inner.with_directory(|d| {
+        // Remembered whatever the outcome, so a later backfill scan looks here.
+        if place.is_dm || chat.is_thread() {
+            d.known_conversations.insert(conversation.clone());
+        }
+        if chat.is_thread() {
+            d.bot_threads.insert(conversation);
+        }
+    });
+    match outcome {
         RecordOutcome::Recorded | RecordOutcome::Duplicate => {
-            inner.with_directory(|d| {
-                d.handed_over.insert(&message.id);
-                if place.is_dm || chat.is_thread() {
-                    d.known_conversations.insert(conversation.clone());
-                }
-                if chat.is_thread() {
-                    d.bot_threads.insert(conversation);
-                }
-            });
+            inner.with_directory(|d| d.handed_over.insert(&message.id));
             true
         }
         RecordOutcome::Failed => {

@@ -489,5 +489,14 @@ mod tests {
             &json!({"retry_after": 1.5}),
         );
         assert_eq!(limited.retry_after, Some(Duration::from_millis(1500)));
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("retry-after", "3".parse().unwrap());
+        let from_header = classify(
+            "r".into(),
+            StatusCode::TOO_MANY_REQUESTS,
+            &headers,
+            &Value::Null,
+        );
+        assert_eq!(from_header.retry_after, Some(Duration::from_secs(3)));
     }
 }

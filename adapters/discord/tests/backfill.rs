@@ -129,3 +129,31 @@ async fn backfill_can_be_switched_off() {
     assert!(h.fake.calls_to("GET /channels/{id}/messages").is_empty());
     h.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_message_the_core_could_not_record_is_offered_again_by_the_next_backfill() {
+    let mut h = Harness::start(json!({}), &[]).await;
+    h.ready(1).await;
+    let alice = h.fake.new_user("alice", false, &[]);
+    let dm = h.fake.add_dm_channel(&alice);
+    h.fail_next.store(1, std::sync::atomic::Ordering::SeqCst);
+    let lost = h
+        .fake
+        .push_message(Incoming::new(&dm, &alice, "storage was down"));
+    let next = h.fake.push_message(Incoming::new(&dm, &alice, "next"));
+    assert_eq!(h.next_event().await.event_id, next);
+    assert_eq!(h.deliveries_of(&lost), 1, "offered once, refused");
+
+    // A new session (Discord does not replay it) runs the backfill.
+    h.fake.invalidate_session();
+    h.ready(2).await;
+    assert_eq!(h.next_event().await.event_id, lost);
+    let live = h.fake.push_message(Incoming::new(&dm, &alice, "live"));
+    assert_eq!(h.next_event().await.event_id, live);
+    assert_eq!(
+        h.deliveries_of(&next),
+        1,
+        "recorded messages are not offered again"
+    );
+    h.stop().await.unwrap();
+}

@@ -265,7 +265,10 @@ fn respond(
             state.commands = body.as_array().cloned().unwrap_or_default();
             ok(Value::Array(state.commands.clone()))
         }
-        _ => error(StatusCode::NOT_FOUND, 0, "404: Not Found"),
+        _ => {
+            state.unrouted.push(route.to_owned());
+            error(StatusCode::NOT_FOUND, 0, "404: Not Found")
+        }
     }
 }
 

@@ -125,6 +125,8 @@ pub struct State {
     /// Interaction id → (channel id, message id) of the clicked message.
     pub interactions: HashMap<String, (String, String)>,
     pub calls: Vec<RestCall>,
+    /// Calls no route of the fake serves (a test should fail on any).
+    pub unrouted: Vec<String>,
     pub frames: Vec<GatewayFrame>,
     pub faults: HashMap<String, VecDeque<Fault>>,
     pub gateway_lookup_status: Option<u16>,
@@ -156,6 +158,7 @@ impl State {
             commands: Vec::new(),
             interactions: HashMap::new(),
             calls: Vec::new(),
+            unrouted: Vec::new(),
             frames: Vec::new(),
             faults: HashMap::new(),
             gateway_lookup_status: None,

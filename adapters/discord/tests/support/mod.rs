@@ -164,6 +164,11 @@ impl Harness {
 
     /// Stops `run` and returns its result.
     pub async fn stop(&mut self) -> Result<(), AdapterError> {
+        let unrouted = self.fake.read(|s| s.unrouted.clone());
+        assert!(
+            unrouted.is_empty(),
+            "calls the fake does not serve: {unrouted:?}"
+        );
         self.shutdown.cancel();
         let task = self.task.take().expect("running");
         tokio::time::timeout(WAIT, task)

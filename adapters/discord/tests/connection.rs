@@ -225,3 +225,33 @@ async fn the_token_never_appears_in_debug_output_or_errors() {
         assert!(!text.contains(TOKEN), "token leaked: {text}");
     }
 }
+
+#[tokio::test]
+async fn heartbeats_continue_while_the_core_is_slow_and_nothing_is_lost() {
+    let mut h = Harness::start_with(Duration::from_millis(200), json!({}), &[], |_| {}).await;
+    h.ready(1).await;
+    let alice = h.fake.new_user("alice", false, &[]);
+    let dm = h.fake.add_dm_channel(&alice);
+    h.paused.send_replace(true);
+    // More than the adapter buffers: the gateway reader has to wait for the event loop.
+    let ids: Vec<String> = (0..1500)
+        .map(|i| {
+            h.fake
+                .push_message(Incoming::new(&dm, &alice, &format!("m{i}")))
+        })
+        .collect();
+    let before = h.fake.frames_with_op(1).len();
+    h.fake
+        .wait_for("three heartbeats while the core is stalled", |s| {
+            (s.frames.iter().filter(|f| f.op == 1).count() >= before + 3).then_some(())
+        })
+        .await;
+    h.paused.send_replace(false);
+    for id in &ids {
+        assert_eq!(&h.next_event().await.event_id, id);
+    }
+    for id in &ids {
+        assert_eq!(h.deliveries_of(id), 1);
+    }
+    h.stop().await.unwrap();
+}

@@ -223,8 +223,25 @@ pub async fn run(params: ConnectParams<'_>, resume: &mut Option<ResumeState>) ->
                                 resume_url: data["resume_gateway_url"].as_str().map(str::to_owned),
                             });
                         }
-                        if params.dispatches.send(Dispatch { name, data }).await.is_err() {
-                            return outcome(ConnectionEnd::ConsumerGone);
+                        // While the event loop is behind (the core is slow), keep heartbeating so
+                        // Discord keeps the session; ACKs are read once reading resumes, so no
+                        // zombie verdict is taken meanwhile.
+                        let permit = loop {
+                            tokio::select! {
+                                permit = params.dispatches.reserve() => break permit,
+                                _ = heartbeat.tick() => {
+                                    let seq = resume.as_ref().map(|r| json!(r.seq)).unwrap_or(Value::Null);
+                                    if let Err(e) = socket.send(WsMessage::Text(json!({"op": 1, "d": seq}).to_string().into())).await {
+                                        return outcome(ConnectionEnd::Io(format!("heartbeat failed: {e}")));
+                                    }
+                                    awaiting_ack = true;
+                                }
+                                _ = params.shutdown.cancelled() => return outcome(ConnectionEnd::Shutdown),
+                            }
+                        };
+                        match permit {
+                            Ok(permit) => permit.send(Dispatch { name, data }),
+                            Err(_) => return outcome(ConnectionEnd::ConsumerGone),
                         }
                     }
                     Some(1) => {

@@ -31,6 +31,8 @@ pub struct Harness {
     pub cache: tempfile::TempDir,
     /// Answers the next deliveries with `Failed` while > 0.
     pub fail_next: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// While true, the recording context stops answering (a slow core).
+    pub paused: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
     /// Every event id the adapter delivered, duplicates included, in order.
     pub delivered: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
@@ -90,6 +92,7 @@ impl Harness {
             task: None,
             cache,
             fail_next: Default::default(),
+            paused: std::sync::Arc::new(tokio::sync::watch::channel(false).0),
             delivered: Default::default(),
         };
         harness.run();
@@ -104,9 +107,11 @@ impl Harness {
         self.shutdown = CancellationToken::new();
         let fail_next = self.fail_next.clone();
         let delivered = self.delivered.clone();
+        let mut paused = self.paused.subscribe();
         tokio::spawn(async move {
             let mut seen = HashSet::new();
             while let Some(Inbound { event, recorded }) = inbound_rx.recv().await {
+                let _ = paused.wait_for(|p| !*p).await;
                 delivered.lock().unwrap().push(event.event_id.clone());
                 let failing = fail_next
                     .fetch_update(

@@ -24,6 +24,12 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, interaction: Interactio
     let Some(channel_id) = interaction.channel_id.clone() else {
         return;
     };
+    // A RESUME replay or duplicate dispatch must not answer the interaction twice.
+    let key = format!("interaction:{}", interaction.id);
+    if inner.already_handed_over(&key) {
+        return;
+    }
+    inner.with_directory(|d| d.handed_over.insert(&key));
     let (event_id, text) = match interaction.kind {
         interaction_kind::MESSAGE_COMPONENT => {
             let Some(custom_id) = interaction.data.custom_id.clone() else {

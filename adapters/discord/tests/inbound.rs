@@ -54,6 +54,11 @@ async fn a_dm_becomes_a_dm_event_keyed_by_the_message_id() {
         (command, MessageType::Command)
     );
     assert!(h.progress.reports() > 0);
+    let identify = &h.fake.frames_with_op(2)[0];
+    assert_eq!(
+        identify.d["intents"], 37_377,
+        "GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT"
+    );
     h.stop().await.unwrap();
 }
 

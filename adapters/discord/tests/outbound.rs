@@ -209,6 +209,7 @@ async fn a_button_click_becomes_a_command_and_the_buttons_disappear() {
     assert_eq!(row["components"][1]["custom_id"], "/approve session");
     assert_eq!(row["components"][2]["label"], "Deny");
 
+    h.fake.duplicate_next_dispatches(1);
     let interaction = h
         .fake
         .push_button_click(&dm, &prompt_id, &alice, "/approve session");
@@ -222,11 +223,14 @@ async fn a_button_click_becomes_a_command_and_the_buttons_disappear() {
         event.reply_to_message_id.as_deref(),
         Some(prompt_id.as_str())
     );
-    let callback = h
-        .fake
-        .calls_to("POST /interactions/{id}/{token}/callback")
-        .pop()
-        .unwrap();
+    // Everything dispatched before this message has been handled once it arrives.
+    h.fake
+        .push_message(Incoming::new(&dm, &alice, "after the click"));
+    assert_eq!(h.next_event().await.text, "after the click");
+    let callbacks = h.fake.calls_to("POST /interactions/{id}/{token}/callback");
+    assert_eq!(callbacks.len(), 1, "a duplicated click is answered once");
+    assert_eq!(h.deliveries_of(&event.event_id), 1);
+    let callback = &callbacks[0];
     assert_eq!(
         callback.body,
         json!({"type": 7, "data": {"components": []}})

@@ -255,3 +255,23 @@ async fn heartbeats_continue_while_the_core_is_slow_and_nothing_is_lost() {
     }
     h.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_unreachable_gateway_is_given_up_after_the_configured_attempts() {
+    let fake = FakeDiscord::start(TOKEN, Duration::from_secs(30)).await;
+    let cache = tempfile::tempdir().unwrap();
+    // Port 1 on loopback refuses connections.
+    let mut config = settings(
+        &fake,
+        json!({"gateway_url": "ws://127.0.0.1:1/gw"}),
+        &[],
+        cache.path(),
+    );
+    config.max_connect_failures = 3;
+    let mut h = Harness::from_parts(fake, config, cache);
+    let error = h.run_result().await.unwrap_err();
+    assert!(
+        matches!(error, AdapterError::Retryable(ref m) if m.contains("3 times")),
+        "{error:?}"
+    );
+}

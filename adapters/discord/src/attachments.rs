@@ -1,0 +1,92 @@
+//! Inbound attachments: downloaded into `cache_dir` (Discord CDN URLs expire) under the
+//! per-attachment size cap, named `<attachment id>_<sanitised file name>`.
+
+use std::path::PathBuf;
+
+use hermes_adapter::MessageType;
+
+use crate::model::Attachment;
+use crate::rest::RestClient;
+use crate::settings::Settings;
+
+/// The event type an attachment makes (reference: the first attachment decides).
+pub fn message_type_of(attachment: &Attachment) -> MessageType {
+    match attachment.content_type.as_deref() {
+        Some(t) if t.starts_with("image/") => MessageType::Photo,
+        Some(t) if t.starts_with("video/") => MessageType::Video,
+        Some(t) if t.starts_with("audio/") => MessageType::Audio,
+        _ => MessageType::Document,
+    }
+}
+
+fn sanitise(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let cleaned = cleaned.trim_start_matches('.');
+    if cleaned.is_empty() {
+        "attachment".into()
+    } else {
+        cleaned.chars().take(100).collect()
+    }
+}
+
+/// Downloads one attachment; `None` (logged) when it is over the cap or fails.
+pub async fn cache(
+    rest: &RestClient,
+    settings: &Settings,
+    attachment: &Attachment,
+) -> Option<(String, String)> {
+    let cap = settings.max_attachment_bytes;
+    if cap > 0 && attachment.size > cap {
+        tracing::warn!(
+            platform = "discord",
+            size = attachment.size,
+            cap,
+            "attachment over the size cap, skipped"
+        );
+        return None;
+    }
+    let bytes = match rest.download(&attachment.url, cap).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            tracing::warn!(platform = "discord", %error, "attachment download failed");
+            return None;
+        }
+    };
+    let path: PathBuf = settings.cache_dir.join(format!(
+        "{}_{}",
+        attachment.id,
+        sanitise(&attachment.filename)
+    ));
+    if let Err(error) = tokio::fs::create_dir_all(&settings.cache_dir).await {
+        tracing::warn!(platform = "discord", %error, "cannot create the attachment cache");
+        return None;
+    }
+    if let Err(error) = tokio::fs::write(&path, &bytes).await {
+        tracing::warn!(platform = "discord", %error, "cannot write a cached attachment");
+        return None;
+    }
+    let mime = attachment
+        .content_type
+        .clone()
+        .unwrap_or_else(|| "application/octet-stream".into());
+    Some((path.to_string_lossy().into_owned(), mime))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn file_names_cannot_escape_the_cache() {
+        assert_eq!(super::sanitise("../../etc/passwd"), "_.._etc_passwd");
+        assert_eq!(super::sanitise("report 1.pdf"), "report_1.pdf");
+        assert_eq!(super::sanitise(""), "attachment");
+    }
+}

@@ -1,0 +1,348 @@
+//! The REST client: one HTTP attempt per call against `api_base_url` (a REST proxy shared
+//! by several processes or a test fake may stand in for Discord), with Discord's error
+//! bodies classified into the core's [`SendErrorKind`]s. Errors never carry the token or
+//! request URLs (interaction tokens travel in URLs).
+
+use std::time::Duration;
+
+use hermes_adapter::SendErrorKind;
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::model::{Channel, Message, User};
+
+mod errors;
+
+use crate::settings::Token;
+use errors::{classify, route_of, transport_error};
+
+/// A failed REST call, classified.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{route}: {message}")]
+pub struct RestError {
+    pub route: String,
+    pub status: Option<u16>,
+    /// Discord's JSON error code (10008 Unknown Message, 50035 Invalid Form Body, ...).
+    pub code: Option<u64>,
+    pub message: String,
+    pub kind: SendErrorKind,
+    pub retry_after: Option<Duration>,
+}
+
+impl RestError {
+    pub fn is_unauthorized(&self) -> bool {
+        self.status == Some(401)
+    }
+}
+
+#[derive(Clone)]
+pub struct RestClient {
+    http: reqwest::Client,
+    base: String,
+    token: Token,
+}
+
+impl std::fmt::Debug for RestClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestClient")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A file to upload as a multipart attachment.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub file_name: String,
+    pub bytes: Vec<u8>,
+}
+
+impl RestClient {
+    pub fn new(base: &str, token: Token, timeout: Duration) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .tcp_nodelay(true)
+            .user_agent("DiscordBot (https://github.com/hermesd, 0.1) hermesd")
+            .build()
+            .unwrap_or_default();
+        Self {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+        }
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<T, RestError> {
+        let value = self.call_raw(method, path, body, None).await?;
+        serde_json::from_value(value).map_err(|e| RestError {
+            route: path.to_owned(),
+            status: None,
+            code: None,
+            message: format!("unexpected response shape: {e}"),
+            kind: SendErrorKind::Unknown,
+            retry_after: None,
+        })
+    }
+
+    async fn call_raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        files: Option<&[Upload]>,
+    ) -> Result<Value, RestError> {
+        let route = format!("{method} {}", route_of(path));
+        let mut request = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base))
+            .header("authorization", format!("Bot {}", self.token.expose()));
+        match (body, files) {
+            (body, Some(files)) => {
+                let mut form = reqwest::multipart::Form::new();
+                if let Some(body) = body {
+                    form = form.text("payload_json", body.to_string());
+                }
+                for (index, file) in files.iter().enumerate() {
+                    let part = reqwest::multipart::Part::bytes(file.bytes.clone())
+                        .file_name(file.file_name.clone());
+                    form = form.part(format!("files[{index}]"), part);
+                }
+                request = request.multipart(form);
+            }
+            (Some(body), None) => request = request.json(body),
+            (None, None) => {}
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| transport_error(&route, &method, e))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| transport_error(&route, &method, e))?;
+        let json: Value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
+        if status.is_success() {
+            return Ok(json);
+        }
+        Err(classify(route, status, &headers, &json))
+    }
+
+    pub async fn get_me(&self) -> Result<User, RestError> {
+        self.call(Method::GET, "/users/@me", None).await
+    }
+
+    /// `GET /gateway/bot` → the gateway URL.
+    pub async fn gateway_url(&self) -> Result<String, RestError> {
+        let value: Value = self.call(Method::GET, "/gateway/bot", None).await?;
+        value["url"]
+            .as_str()
+            .filter(|url| !url.is_empty())
+            .map(str::to_owned)
+            .ok_or_else(|| RestError {
+                route: "GET /gateway/bot".into(),
+                status: None,
+                code: None,
+                message: "the answer has no url".into(),
+                kind: SendErrorKind::Unknown,
+                retry_after: None,
+            })
+    }
+
+    pub async fn create_message(
+        &self,
+        channel_id: &str,
+        body: &Value,
+        files: &[Upload],
+    ) -> Result<Message, RestError> {
+        let path = format!("/channels/{channel_id}/messages");
+        let value = if files.is_empty() {
+            self.call_raw(Method::POST, &path, Some(body), None).await?
+        } else {
+            self.call_raw(Method::POST, &path, Some(body), Some(files))
+                .await?
+        };
+        decode(&path, value)
+    }
+
+    pub async fn edit_message(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        body: &Value,
+    ) -> Result<Message, RestError> {
+        let path = format!("/channels/{channel_id}/messages/{message_id}");
+        self.call(Method::PATCH, &path, Some(body)).await
+    }
+
+    pub async fn delete_message(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+    ) -> Result<(), RestError> {
+        let path = format!("/channels/{channel_id}/messages/{message_id}");
+        self.call_raw(Method::DELETE, &path, None, None)
+            .await
+            .map(drop)
+    }
+
+    pub async fn trigger_typing(&self, channel_id: &str) -> Result<(), RestError> {
+        let path = format!("/channels/{channel_id}/typing");
+        self.call_raw(Method::POST, &path, None, None)
+            .await
+            .map(drop)
+    }
+
+    /// Starts a public thread from a message (the thread gets the message's id).
+    pub async fn start_thread(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        name: &str,
+    ) -> Result<Channel, RestError> {
+        let path = format!("/channels/{channel_id}/messages/{message_id}/threads");
+        let body = serde_json::json!({"name": name, "auto_archive_duration": 1440});
+        self.call(Method::POST, &path, Some(&body)).await
+    }
+
+    pub async fn get_channel(&self, channel_id: &str) -> Result<Channel, RestError> {
+        self.call(Method::GET, &format!("/channels/{channel_id}"), None)
+            .await
+    }
+
+    pub async fn modify_channel(
+        &self,
+        channel_id: &str,
+        body: &Value,
+    ) -> Result<Channel, RestError> {
+        self.call(
+            Method::PATCH,
+            &format!("/channels/{channel_id}"),
+            Some(body),
+        )
+        .await
+    }
+
+    /// Up to `limit` (≤ 100) messages; with `after`, the oldest ones after that id.
+    pub async fn list_messages(
+        &self,
+        channel_id: &str,
+        limit: usize,
+        after: Option<u64>,
+    ) -> Result<Vec<Message>, RestError> {
+        let mut path = format!(
+            "/channels/{channel_id}/messages?limit={}",
+            limit.clamp(1, 100)
+        );
+        if let Some(after) = after {
+            path.push_str(&format!("&after={after}"));
+        }
+        let value = self.call_raw(Method::GET, &path, None, None).await?;
+        // Skip (rather than fail on) a message the decoder cannot read.
+        Ok(value
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|m| serde_json::from_value(m.clone()).ok())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    pub async fn interaction_callback(
+        &self,
+        interaction_id: &str,
+        token: &str,
+        body: &Value,
+    ) -> Result<(), RestError> {
+        let path = format!("/interactions/{interaction_id}/{token}/callback");
+        self.call_raw(Method::POST, &path, Some(body), None)
+            .await
+            .map(drop)
+    }
+
+    pub async fn delete_original_response(
+        &self,
+        application_id: &str,
+        token: &str,
+    ) -> Result<(), RestError> {
+        let path = format!("/webhooks/{application_id}/{token}/messages/@original");
+        self.call_raw(Method::DELETE, &path, None, None)
+            .await
+            .map(drop)
+    }
+
+    pub async fn bulk_overwrite_commands(
+        &self,
+        application_id: &str,
+        commands: &Value,
+    ) -> Result<(), RestError> {
+        let path = format!("/applications/{application_id}/commands");
+        self.call_raw(Method::PUT, &path, Some(commands), None)
+            .await
+            .map(drop)
+    }
+
+    /// Downloads an attachment (no Authorization header: CDN URLs need none, and the
+    /// token must never go to another host), refusing more than `cap` bytes (0 = no cap).
+    pub async fn download(&self, url: &str, cap: u64) -> Result<Vec<u8>, RestError> {
+        let route = "GET attachment".to_owned();
+        let mut response = self
+            .http
+            .get(url)
+            .send()
+            .await
+            .map_err(|e| transport_error(&route, &Method::GET, e))?;
+        if !response.status().is_success() {
+            return Err(classify(
+                route,
+                response.status(),
+                response.headers(),
+                &Value::Null,
+            ));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| transport_error(&route, &Method::GET, e))?
+        {
+            bytes.extend_from_slice(&chunk);
+            if cap > 0 && bytes.len() as u64 > cap {
+                return Err(RestError {
+                    route,
+                    status: None,
+                    code: None,
+                    message: format!("attachment larger than the {cap}-byte cap"),
+                    kind: SendErrorKind::TooLong,
+                    retry_after: None,
+                });
+            }
+        }
+        Ok(bytes)
+    }
+}
+
+fn decode<T: DeserializeOwned>(path: &str, value: Value) -> Result<T, RestError> {
+    serde_json::from_value(value).map_err(|e| RestError {
+        route: path.to_owned(),
+        status: None,
+        code: None,
+        message: format!("unexpected response shape: {e}"),
+        kind: SendErrorKind::Unknown,
+        retry_after: None,
+    })
+}

@@ -1,0 +1,159 @@
+//! Backfill after a restart: messages addressed to the bot while it was away are handed
+//! over once; answered ones, ones not addressed to it and ones older than the window are
+//! not.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use fake_discord::Incoming;
+use hermes_adapter::{Adapter, ChatType, Outbound, OutboundKind};
+use hermes_discord::DiscordAdapter;
+use serde_json::json;
+use support::Harness;
+
+async fn reply(adapter: &DiscordAdapter, chat_id: &str, reply_to: Option<&str>, text: &str) {
+    let result = adapter
+        .send(Outbound {
+            chat_id: chat_id.into(),
+            thread_id: None,
+            kind: OutboundKind::Text {
+                text: text.into(),
+                reply_to: reply_to.map(Into::into),
+                plain: false,
+            },
+        })
+        .await;
+    assert!(result.is_ok(), "{result:?}");
+}
+
+#[tokio::test]
+async fn a_restart_backfills_only_unanswered_messages_addressed_to_the_bot() {
+    let mut h = Harness::start(json!({}), &[("DISCORD_ALLOWED_CHANNELS", "general")]).await;
+    h.ready(1).await;
+    let bot = h.fake.bot_user();
+    let general = h.fake.add_text_channel("general");
+    let alice = h.fake.new_user("alice", false, &[]);
+    let dm = h.fake.add_dm_channel(&alice);
+    let mention = format!("<@{}>", bot.id);
+
+    // Before the restart: a DM and an auto-threaded conversation, both answered.
+    let first = h.fake.push_message(Incoming::new(&dm, &alice, "first"));
+    assert_eq!(h.next_event().await.event_id, first);
+    reply(&h.adapter, &dm, Some(&first), "answer to first").await;
+    let thread = h.fake.push_message(
+        Incoming::new(&general, &alice, &format!("{mention} start")).mentioning(&bot),
+    );
+    assert_eq!(h.next_event().await.source.chat_id, thread);
+    reply(&h.adapter, &thread, None, "answer in the thread").await;
+    h.stop().await.unwrap();
+
+    // While the bot is away.
+    let unanswered = h.fake.add_history_message(
+        Incoming::new(&general, &alice, &format!("{mention} still there?")).mentioning(&bot),
+    );
+    let answered = h.fake.add_history_message(
+        Incoming::new(&general, &alice, &format!("{mention} answered")).mentioning(&bot),
+    );
+    h.fake
+        .add_history_message(Incoming::new(&general, &bot, "here you go").replying_to(&answered));
+    h.fake.add_history_message(Incoming::new(
+        &general,
+        &alice,
+        "chit chat, not for the bot",
+    ));
+    h.fake.add_history_message(
+        Incoming::new(&general, &alice, &format!("{mention} too old"))
+            .mentioning(&bot)
+            .aged(Duration::from_secs(7 * 3600)),
+    );
+    let in_dm = h
+        .fake
+        .add_history_message(Incoming::new(&dm, &alice, "dm while down"));
+    let in_thread =
+        h.fake
+            .add_history_message(Incoming::new(&thread, &alice, "follow-up in the thread"));
+
+    // A new process: a fresh adapter, told by the core which conversations exist.
+    h.adapter = DiscordAdapter::new(h.settings.clone());
+    h.adapter.remember_conversations([dm.clone()]);
+    h.run();
+    h.ready(2).await;
+    let mut handed_over = BTreeSet::new();
+    for _ in 0..3 {
+        let event = h.next_event().await;
+        if event.event_id == unanswered {
+            assert_eq!(
+                event.source.chat_type,
+                ChatType::Thread,
+                "auto-thread applies to backfilled mentions"
+            );
+        }
+        handed_over.insert(event.event_id);
+    }
+    assert_eq!(handed_over, BTreeSet::from([unanswered, in_dm, in_thread]));
+
+    let sentinel = h
+        .fake
+        .push_message(Incoming::new(&dm, &alice, "live again"));
+    assert_eq!(
+        h.next_event().await.event_id,
+        sentinel,
+        "nothing else was backfilled"
+    );
+    assert_eq!(h.deliveries_of(&answered), 0);
+    assert_eq!(
+        h.deliveries_of(&first),
+        1,
+        "answered before the restart: not handed over again"
+    );
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn backfill_can_be_switched_off() {
+    let mut h = Harness::start(json!({"missed_message_backfill": {"enabled": false}}), &[]).await;
+    h.ready(1).await;
+    let alice = h.fake.new_user("alice", false, &[]);
+    let dm = h.fake.add_dm_channel(&alice);
+    h.stop().await.unwrap();
+    h.fake
+        .add_history_message(Incoming::new(&dm, &alice, "while down"));
+    h.adapter = DiscordAdapter::new(h.settings.clone());
+    h.adapter.remember_conversations([dm.clone()]);
+    h.run();
+    h.ready(2).await;
+    let live = h.fake.push_message(Incoming::new(&dm, &alice, "live"));
+    assert_eq!(h.next_event().await.event_id, live);
+    assert!(h.fake.calls_to("GET /channels/{id}/messages").is_empty());
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_message_the_core_could_not_record_is_offered_again_by_the_next_backfill() {
+    let mut h = Harness::start(json!({}), &[]).await;
+    h.ready(1).await;
+    let alice = h.fake.new_user("alice", false, &[]);
+    let dm = h.fake.add_dm_channel(&alice);
+    h.fail_next.store(1, std::sync::atomic::Ordering::SeqCst);
+    let lost = h
+        .fake
+        .push_message(Incoming::new(&dm, &alice, "storage was down"));
+    let next = h.fake.push_message(Incoming::new(&dm, &alice, "next"));
+    assert_eq!(h.next_event().await.event_id, next);
+    assert_eq!(h.deliveries_of(&lost), 1, "offered once, refused");
+
+    // A new session (Discord does not replay it) runs the backfill.
+    h.fake.invalidate_session();
+    h.ready(2).await;
+    assert_eq!(h.next_event().await.event_id, lost);
+    let live = h.fake.push_message(Incoming::new(&dm, &alice, "live"));
+    assert_eq!(h.next_event().await.event_id, live);
+    assert_eq!(
+        h.deliveries_of(&next),
+        1,
+        "recorded messages are not offered again"
+    );
+    h.stop().await.unwrap();
+}

@@ -146,8 +146,8 @@ impl Lifecycle {
 }
 
 async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Lifecycle) -> i32 {
-    let adapters = match platforms::build_adapters(home, &loaded) {
-        Ok(adapters) => adapters,
+    let built = match platforms::build_adapters(home, &loaded) {
+        Ok(built) => built,
         Err(errors) => {
             for error in &errors {
                 eprintln!("config error: {error}");
@@ -171,6 +171,10 @@ async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Life
             return EXIT_FAILURE;
         }
     };
+    if let Some(discord) = &built.discord {
+        platforms::remember_discord_conversations(home, &store, discord).await;
+    }
+    let adapters = built.adapters;
     // Handlers are installed before "started" is announced: a SIGTERM that arrives the moment
     // a supervisor sees us up must still shut down cleanly.
     let shutdown = ShutdownSignals::install();

@@ -1,22 +1,71 @@
-//! Building the enabled chat platforms' adapters from the configuration.
+//! Building the enabled chat platforms' adapters from the configuration: each adapter crate
+//! reads its own `extra` keys and env vars; the core adds what only it knows (the home's
+//! cache directory, the command menu, conversations to watch for missed messages).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use hermes_adapter::Adapter;
+use serde_json::{Map, Value};
 
-use crate::config::LoadedConfig;
+use crate::config::{LoadedConfig, PlatformConfig};
+use crate::gateway::router::commands::COMMANDS;
 use crate::home::HermesHome;
+use crate::state::Store;
+
+/// The enabled adapters, plus the concrete handles the core talks to directly.
+#[derive(Default)]
+pub struct Built {
+    pub adapters: Vec<Arc<dyn Adapter>>,
+    pub discord: Option<hermes_discord::DiscordAdapter>,
+}
+
+impl std::fmt::Debug for Built {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.adapters.iter().map(|a| a.platform()).collect();
+        f.debug_struct("Built").field("adapters", &names).finish()
+    }
+}
+
+fn extra_map(platform: &PlatformConfig) -> Map<String, Value> {
+    platform
+        .extra
+        .0
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn token(name: &str, platform: &PlatformConfig) -> Result<String, Vec<String>> {
+    platform
+        .token
+        .as_ref()
+        .map(|t| t.expose().to_owned())
+        .ok_or_else(|| vec![format!("{name}: enabled but no bot token is set")])
+}
+
+/// The home's attachment cache for `platform`.
+pub fn cache_dir(home: &HermesHome, platform: &str) -> std::path::PathBuf {
+    home.path().join("cache").join(platform)
+}
 
 /// The adapters of every enabled chat platform, or every reason one cannot be built.
-pub fn build_adapters(
-    _home: &HermesHome,
-    loaded: &LoadedConfig,
-) -> Result<Vec<Arc<dyn Adapter>>, Vec<String>> {
+pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built, Vec<String>> {
     let platforms = &loaded.config.platforms;
+    let env: &BTreeMap<String, String> = &loaded.env;
+    let mut built = Built::default();
     let mut errors = Vec::new();
+    if platforms.discord.enabled {
+        match discord(home, &platforms.discord, env) {
+            Ok(adapter) => {
+                built.adapters.push(Arc::new(adapter.clone()));
+                built.discord = Some(adapter);
+            }
+            Err(e) => errors.extend(e),
+        }
+    }
     for (name, enabled) in [
         ("telegram", platforms.telegram.enabled),
-        ("discord", platforms.discord.enabled),
         ("slack", platforms.slack.enabled),
     ] {
         if enabled {
@@ -24,8 +73,54 @@ pub fn build_adapters(
         }
     }
     if errors.is_empty() {
-        Ok(Vec::new())
+        Ok(built)
     } else {
         Err(errors)
     }
+}
+
+fn discord(
+    home: &HermesHome,
+    config: &PlatformConfig,
+    env: &BTreeMap<String, String>,
+) -> Result<hermes_discord::DiscordAdapter, Vec<String>> {
+    let token = token("discord", config)?;
+    let extra = extra_map(config);
+    let mut settings = hermes_discord::Settings::from_config(&token, &extra, env)?;
+    if !extra.contains_key("cache_dir") {
+        settings.cache_dir = cache_dir(home, "discord");
+    }
+    settings.slash_commands = COMMANDS
+        .iter()
+        .map(|(name, description)| hermes_discord::SlashCommand {
+            name: (*name).to_owned(),
+            description: (*description).to_owned(),
+            takes_args: true,
+        })
+        .collect();
+    Ok(hermes_discord::DiscordAdapter::new(settings))
+}
+
+/// Tells the Discord adapter which DMs and threads hold conversations, so messages sent
+/// there while hermesd was down are backfilled after a restart.
+pub async fn remember_discord_conversations(
+    home: &HermesHome,
+    store: &Store,
+    discord: &hermes_discord::DiscordAdapter,
+) {
+    let scope = home.path().join("sessions");
+    let scope = std::fs::canonicalize(&scope).unwrap_or(scope);
+    let Ok(routes) = store.load_routing(&scope.display().to_string()).await else {
+        return;
+    };
+    let channels = routes.values().filter_map(|entry| {
+        let origin = entry.get("origin")?;
+        if origin.get("platform")?.as_str()? != "discord" {
+            return None;
+        }
+        let thread = origin.get("thread_id").and_then(Value::as_str);
+        let chat = origin.get("chat_id").and_then(Value::as_str);
+        thread.or(chat).map(str::to_owned)
+    });
+    discord.remember_conversations(channels.collect::<Vec<_>>());
 }

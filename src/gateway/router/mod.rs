@@ -5,7 +5,7 @@
 //! delivery obligations before they are sent.
 
 mod busy;
-mod commands;
+pub mod commands;
 mod platforms;
 mod prompts;
 mod recovery;

@@ -149,7 +149,7 @@ mod tests {
     fn accepts_escaped_text_and_entities() {
         assert_eq!(visible_utf16_len(r"a\.b"), Ok(3));
         assert_eq!(visible_utf16_len("*bold* _it_ __u__ ~s~ ||sp||"), Ok(14));
-        assert_eq!(visible_utf16_len("`a.b` ```rust\nfn x() {}\n```"), Ok(15));
+        assert_eq!(visible_utf16_len("`a.b` ```rust\nfn x() {}\n```"), Ok(14));
         assert_eq!(visible_utf16_len(r"[a\.b](http://x.y/\(z\))"), Ok(3));
         assert_eq!(visible_utf16_len("> quote"), Ok(6));
         assert_eq!(visible_utf16_len("😀中"), Ok(3));

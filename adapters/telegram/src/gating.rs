@@ -172,16 +172,22 @@ pub fn mentioned_bot_usernames(message: &Message) -> BTreeSet<String> {
 }
 
 /// Removes `@botname` (and trailing `,:-` and spaces) from a group message, as the reference
-/// does before handing the text on; keeps the original when nothing would remain.
+/// does before handing the text on; keeps the original when nothing would remain. A leading
+/// `/cmd@botname` only loses the suffix, so its arguments stay separated (the reference's
+/// single regex would glue `/new@bot title` into `/newtitle`).
 pub fn clean_trigger_text(text: &str, bot: &BotIdentity) -> String {
     if bot.username.is_empty() {
         return text.to_owned();
     }
-    let pattern = format!(r"(?i)@{}\b[,:\-]*\s*", regex::escape(&bot.username));
-    let Ok(re) = Regex::new(&pattern) else {
+    let name = regex::escape(&bot.username);
+    let (Ok(command), Ok(mention)) = (
+        Regex::new(&format!(r"(?i)^(/[A-Za-z0-9_]+)@{name}\b")),
+        Regex::new(&format!(r"(?i)@{name}\b[,:\-]*\s*")),
+    ) else {
         return text.to_owned();
     };
-    let cleaned = re.replace_all(text, "").trim().to_owned();
+    let text_owned = command.replace(text, "$1");
+    let cleaned = mention.replace_all(&text_owned, "").trim().to_owned();
     if cleaned.is_empty() {
         text.to_owned()
     } else {

@@ -201,17 +201,20 @@ async fn get_updates(shared: &Shared, params: &Map<String, Value>, duplicate: bo
         .max(0) as u64;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
     let mut shutdown = shared.shutdown.subscribe();
+    {
+        // Telegram confirms (forgets) everything below the offset when the request arrives.
+        let mut inner = shared.lock();
+        if offset > inner.confirmed_offset {
+            inner.confirmed_offset = offset;
+        }
+        inner
+            .queue
+            .retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
+    }
     loop {
         let changed = shared.updates_changed.notified();
         {
-            let mut inner = shared.lock();
-            if offset > inner.confirmed_offset {
-                inner.confirmed_offset = offset;
-            }
-            let confirmed = inner.confirmed_offset;
-            inner
-                .queue
-                .retain(|u| u["update_id"].as_i64().unwrap_or(0) >= confirmed);
+            let inner = shared.lock();
             let ready: Vec<Value> = inner
                 .queue
                 .iter()

@@ -130,17 +130,12 @@ impl Running {
     }
 }
 
+/// Starts the adapter with `core`'s channel and its own shutdown token (so a core can
+/// outlive one adapter run and serve the next, as across a restart).
 pub fn start(settings: Settings, core: &TestCore) -> Running {
-    let adapter = Arc::new(TelegramAdapter::new(settings));
-    let runner = adapter.clone();
-    let ctx = core.ctx.clone();
-    let shutdown = ctx.shutdown.clone();
-    let task = tokio::spawn(async move { runner.run(ctx).await });
-    Running {
-        adapter,
-        task,
-        shutdown,
-    }
+    let mut ctx = core.ctx.clone();
+    ctx.shutdown = CancellationToken::new();
+    start_with_ctx(settings, ctx)
 }
 
 /// Waits until a getUpdates offset has confirmed `update_id` (the adapter is done with it).
@@ -190,4 +185,41 @@ pub async fn send_prompt(
         .expect("message id")
         .parse()
         .expect("numeric id")
+}
+
+/// A core whose answers the test gives by hand, one inbound event at a time.
+pub struct ManualCore {
+    pub ctx: AdapterContext,
+    inbound: mpsc::Receiver<Inbound>,
+}
+
+impl ManualCore {
+    pub fn new() -> Self {
+        let (inbound_tx, inbound) = mpsc::channel::<Inbound>(64);
+        let ctx = AdapterContext {
+            inbound: inbound_tx,
+            progress: Progress::new(),
+            shutdown: CancellationToken::new(),
+        };
+        Self { ctx, inbound }
+    }
+
+    pub async fn next(&mut self) -> Inbound {
+        tokio::time::timeout(WAIT, self.inbound.recv())
+            .await
+            .expect("an event within 30 s")
+            .expect("core channel open")
+    }
+}
+
+pub fn start_with_ctx(settings: Settings, ctx: AdapterContext) -> Running {
+    let adapter = Arc::new(TelegramAdapter::new(settings));
+    let runner = adapter.clone();
+    let shutdown = ctx.shutdown.clone();
+    let task = tokio::spawn(async move { runner.run(ctx).await });
+    Running {
+        adapter,
+        task,
+        shutdown,
+    }
 }

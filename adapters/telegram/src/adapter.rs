@@ -126,13 +126,14 @@ impl TelegramAdapter {
             Some(webhook) => {
                 let params = json!({"url": webhook.url, "secret_token": webhook.secret.expose(),
                     "allowed_updates": ["message", "channel_post", "callback_query"]});
+                // Ready before Telegram is told: it may POST the moment setWebhook returns.
+                self.webhook_slot.install(intake, ctx.progress.clone());
                 match self
                     .api
                     .call("setWebhook", &params, self.settings.request_timeout)
                     .await
                 {
                     Ok(_) => {
-                        self.webhook_slot.install(intake, ctx.progress.clone());
                         ctx.progress.report();
                         self.watch_webhook(&ctx).await
                     }

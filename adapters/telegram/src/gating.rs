@@ -115,26 +115,18 @@ pub fn mentions_bot(message: &Message, bot: &BotIdentity) -> bool {
     for (text, entities) in message.sources() {
         for entity in entities {
             let span = || utf16_slice(text, entity.offset, entity.length).unwrap_or_default();
-            match entity.kind.as_str() {
-                "mention" if !bot.username.is_empty() => {
-                    if span().trim().to_lowercase() == expected {
-                        return true;
-                    }
-                }
-                "text_mention" => {
-                    if entity.user.as_ref().is_some_and(|u| u.id == bot.id) {
-                        return true;
-                    }
-                }
+            let addressed = match entity.kind.as_str() {
+                "mention" => !bot.username.is_empty() && span().trim().to_lowercase() == expected,
+                "text_mention" => entity.user.as_ref().is_some_and(|u| u.id == bot.id),
                 "bot_command" if !bot.username.is_empty() => {
                     let span = span();
-                    if let Some(at) = span.find('@')
-                        && span[at..].trim().to_lowercase() == expected
-                    {
-                        return true;
-                    }
+                    span.find('@')
+                        .is_some_and(|at| span[at..].trim().to_lowercase() == expected)
                 }
-                _ => {}
+                _ => false,
+            };
+            if addressed {
+                return true;
             }
         }
     }

@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::time::Duration;
-
 use fake_telegram::{Chat, FakeTelegram, Fault, User};
 use hermes_adapter::{AdapterError, RecordOutcome};
 use hermes_telegram::{Settings, TelegramAdapter};

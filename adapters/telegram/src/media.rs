@@ -77,7 +77,9 @@ impl MediaError {
     /// A failure worth retrying later (the update is then not acknowledged).
     pub fn is_transient(&self) -> bool {
         match self {
-            MediaError::Api(ApiError::Unreachable(_) | ApiError::NoAnswer(_)) => true,
+            MediaError::Api(
+                ApiError::Unreachable(_) | ApiError::NoAnswer(_) | ApiError::TimedOut(_),
+            ) => true,
             MediaError::Api(e) => e.status().is_some_and(|s| s == 429 || s >= 500),
             _ => false,
         }
@@ -103,13 +105,13 @@ pub async fn download(
         )
         .await?,
     )
-    .map_err(|e| ApiError::NoAnswer(format!("getFile answer: {e}")))?;
+    .map_err(|e| malformed(format!("getFile answer not understood: {e}")))?;
     if let Some(size) = file.file_size.filter(|s| *s > cap) {
         return Err(MediaError::TooLarge { size, cap });
     }
     let file_path = file
         .file_path
-        .ok_or_else(|| ApiError::NoAnswer("getFile gave no file_path".into()))?;
+        .ok_or_else(|| malformed("getFile gave no file_path".into()))?;
     let dir = settings.cache_dir.join(attachment.subdir);
     tokio::fs::create_dir_all(&dir)
         .await
@@ -123,6 +125,15 @@ pub async fn download(
         Ok(_) => Ok(dest),
         Err(ApiError::Api { status: 413, .. }) => Err(MediaError::TooLarge { size: cap + 1, cap }),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// A getFile answer that cannot be used; retrying would not change it.
+fn malformed(description: String) -> ApiError {
+    ApiError::Api {
+        status: 200,
+        description,
+        retry_after: None,
     }
 }
 

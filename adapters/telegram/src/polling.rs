@@ -93,23 +93,31 @@ impl Poller<'_> {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel();
         let mut offsets = Offsets::default();
         let mut failures = 0u32;
+        let mut refused_records = 0u32;
         let mut conflicts = 0u32;
         let mut last_poll_had_new = false;
+        let mut carried_retry = false;
         loop {
-            let mut retry_pending = false;
+            let mut retry_pending = std::mem::take(&mut carried_retry);
             while let Ok((id, disposition)) = done_rx.try_recv() {
                 retry_pending |= disposition == Disposition::Retry;
                 offsets.resolve(id, disposition);
             }
             if retry_pending {
                 // The core could not record: give it a moment rather than hammering it.
-                failures += 1;
-                if !self.pause(backoff(failures)).await {
+                refused_records += 1;
+                if !self.pause(backoff(refused_records)).await {
                     return Ok(());
                 }
-            } else if offsets.has_in_flight() && !last_poll_had_new {
+            } else if !offsets.has_in_flight() {
+                refused_records = 0;
+            }
+            if !retry_pending && offsets.has_in_flight() && !last_poll_had_new {
                 tokio::select! {
-                    Some((id, disposition)) = done_rx.recv() => offsets.resolve(id, disposition),
+                    Some((id, disposition)) = done_rx.recv() => {
+                        carried_retry = disposition == Disposition::Retry;
+                        offsets.resolve(id, disposition);
+                    }
                     _ = tokio::time::sleep(IN_FLIGHT_PACE) => {}
                     _ = self.ctx.shutdown.cancelled() => return Ok(()),
                 }
@@ -133,7 +141,7 @@ impl Poller<'_> {
                             "getUpdates works again after the 409 Conflict"
                         );
                     }
-                    (failures, conflicts) = (if retry_pending { failures } else { 0 }, 0);
+                    (failures, conflicts) = (0, 0);
                     last_poll_had_new = false;
                     for (id, update) in updates {
                         if !offsets.accept(id) {
@@ -169,7 +177,7 @@ impl Poller<'_> {
                 }
                 Err(e) => {
                     failures += 1;
-                    if matches!(e, ApiError::NoAnswer(_)) {
+                    if matches!(e, ApiError::TimedOut(_)) {
                         tracing::warn!(platform = "telegram", error = %e, window_s = (wait + self.settings.poll_margin).as_secs_f64(), "getUpdates did not complete within its window; abandoning it and polling again");
                     } else {
                         tracing::warn!(platform = "telegram", error = %e, "getUpdates failed");
@@ -179,7 +187,15 @@ impl Poller<'_> {
                             "telegram: getUpdates failed {failures} times in a row: {e}"
                         )));
                     }
-                    if !self.pause(backoff(failures)).await {
+                    // Flood control on getUpdates itself: wait at least what Telegram asks.
+                    let asked = match &e {
+                        ApiError::Api {
+                            retry_after: Some(seconds),
+                            ..
+                        } => Duration::from_secs(*seconds),
+                        _ => Duration::ZERO,
+                    };
+                    if !self.pause(backoff(failures).max(asked)).await {
                         return Ok(());
                     }
                 }

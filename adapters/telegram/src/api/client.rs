@@ -112,15 +112,14 @@ impl BotApi {
         let timed_out = error.is_timeout();
         let source = std::error::Error::source(&error).map(|s| self.token.redact(&s.to_string()));
         let message = self.token.redact(&error.without_url().to_string());
-        let mut detail = match source {
+        let detail = match source {
             Some(source) => format!("{message}: {source}"),
             None => message,
         };
-        if timed_out && !detail.contains("timed out") {
-            detail.push_str(" (timed out)");
-        }
         if unreachable {
             ApiError::Unreachable(detail)
+        } else if timed_out {
+            ApiError::TimedOut(detail)
         } else {
             ApiError::NoAnswer(detail)
         }

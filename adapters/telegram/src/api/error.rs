@@ -21,6 +21,9 @@ pub enum ApiError {
     /// connection): Telegram may or may not have acted on it.
     #[error("no answer from the Bot API: {0}")]
     NoAnswer(String),
+    /// Like `NoAnswer`, because the request's time window ran out.
+    #[error("the Bot API did not answer in time: {0}")]
+    TimedOut(String),
 }
 
 impl ApiError {
@@ -34,7 +37,7 @@ impl ApiError {
     pub fn description(&self) -> &str {
         match self {
             ApiError::Api { description, .. } => description,
-            ApiError::Unreachable(m) | ApiError::NoAnswer(m) => m,
+            ApiError::Unreachable(m) | ApiError::NoAnswer(m) | ApiError::TimedOut(m) => m,
         }
     }
 
@@ -72,7 +75,7 @@ impl ApiError {
     fn kind(&self) -> SendErrorKind {
         match self {
             ApiError::Unreachable(_) => SendErrorKind::Transient,
-            ApiError::NoAnswer(_) => SendErrorKind::Ambiguous,
+            ApiError::NoAnswer(_) | ApiError::TimedOut(_) => SendErrorKind::Ambiguous,
             ApiError::Api { status, .. } => match status {
                 429 => SendErrorKind::RateLimited,
                 401 | 403 => SendErrorKind::Forbidden,

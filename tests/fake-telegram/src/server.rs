@@ -67,22 +67,40 @@ async fn api_call(
     } else {
         None
     };
-    shared.record(Call {
+    let index = shared.record(Call {
         method: method.clone(),
         params: parsed.params.clone(),
         files: parsed.files,
         fault: fault.clone(),
+        status: None,
     });
+    let response = answer(&shared, &method, &parsed.params, authorized, fault).await;
+    if !matches!(
+        &shared.lock().calls[index].fault,
+        Some(Fault::DropConnection | Fault::Stall)
+    ) {
+        shared.answered(index, response.status().as_u16());
+    }
+    response
+}
+
+async fn answer(
+    shared: &Shared,
+    method: &str,
+    params: &Map<String, Value>,
+    authorized: bool,
+    fault: Option<Fault>,
+) -> Response {
     if !authorized {
-        return fault_response(&shared, Fault::Unauthorized).await;
+        return fault_response(shared, Fault::Unauthorized).await;
     }
     let duplicate = matches!(fault, Some(Fault::DuplicateUpdates));
     if let Some(fault) = fault
         && !duplicate
     {
-        return fault_response(&shared, fault).await;
+        return fault_response(shared, fault).await;
     }
-    match dispatch(&shared, &method, &parsed.params, duplicate).await {
+    match dispatch(shared, method, params, duplicate).await {
         Ok(result) => axum::Json(json!({"ok": true, "result": result})).into_response(),
         Err(failure) => failure.into_response(),
     }

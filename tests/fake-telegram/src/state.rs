@@ -52,6 +52,8 @@ pub struct Call {
     pub files: Vec<UploadedFile>,
     /// The fault injected into this call, if any.
     pub fault: Option<Fault>,
+    /// The HTTP status answered (`None` while unanswered, or for a dropped/stalled call).
+    pub status: Option<u16>,
 }
 
 impl Call {
@@ -154,13 +156,21 @@ impl Shared {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn record(&self, call: Call) {
+    /// Records a call; returns its index for `answered`.
+    pub fn record(&self, call: Call) -> usize {
         let count = {
             let mut inner = self.lock();
             inner.calls.push(call);
             inner.calls.len()
         };
         self.calls_seen.send_replace(count);
+        count - 1
+    }
+
+    pub fn answered(&self, index: usize, status: u16) {
+        if let Some(call) = self.lock().calls.get_mut(index) {
+            call.status = Some(status);
+        }
     }
 
     pub async fn until_shutdown(&self) {

@@ -354,3 +354,29 @@ async fn a_button_click_becomes_a_command_answered_and_its_buttons_removed() {
     );
     running.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_click_whose_record_failed_keeps_its_buttons_and_comes_back() {
+    let fake = FakeTelegram::start().await;
+    let mut core = TestCore::new();
+    let running = start(settings(&fake, json!({})), &core);
+    let sent = support::send_prompt(&running.adapter, "42", "Allow?", &[("Deny", "/deny")]).await;
+    core.answer_next(hermes_adapter::RecordOutcome::Failed, 1);
+    let update_id = fake.push_callback(Chat::private(42), User::new(42, "Alice"), sent, "/deny");
+
+    let (first, outcome) = core.next().await;
+    assert_eq!(outcome, hermes_adapter::RecordOutcome::Failed);
+    let (again, outcome) = core.next().await;
+    assert_eq!(
+        (again.event_id, outcome),
+        (first.event_id, hermes_adapter::RecordOutcome::Recorded)
+    );
+    wait_confirmed(&fake, update_id).await;
+    let removals = fake.calls_of("editMessageReplyMarkup");
+    assert_eq!(
+        removals.len(),
+        1,
+        "buttons removed once, after the successful record"
+    );
+    running.stop().await.unwrap();
+}

@@ -255,6 +255,17 @@ async fn edits_deletes_and_typing() {
         "not modified counts as success"
     );
 
+    fake.fail_next("editMessageText", Fault::CantParseEntities, 1);
+    assert!(
+        send(&adapter, edit("**final** v2")).await.is_ok(),
+        "a rejected edit is redone as plain text"
+    );
+    let redo = fake.calls_of("editMessageText").pop().unwrap();
+    assert_eq!(
+        (redo.str("text").as_deref(), redo.str("parse_mode")),
+        (Some("final v2"), None)
+    );
+
     let missing = Outbound {
         kind: OutboundKind::Edit {
             message_id: "5".into(),

@@ -175,6 +175,16 @@ async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Life
         platforms::remember_discord_conversations(home, &store, discord).await;
     }
     let adapters = built.adapters;
+    let webhooks_stop = tokio_util::sync::CancellationToken::new();
+    match platforms::serve_webhooks(built.webhooks, webhooks_stop.clone()).await {
+        Ok(bound) if !bound.is_empty() => tracing::info!(addrs = ?bound, "webhook endpoint listening"),
+        Ok(_) => {}
+        Err(e) => {
+            eprintln!("error: cannot serve the webhook endpoint: {e}");
+            store.close().await;
+            return EXIT_FAILURE;
+        }
+    }
     // Handlers are installed before "started" is announced: a SIGTERM that arrives the moment
     // a supervisor sees us up must still shut down cleanly.
     let shutdown = ShutdownSignals::install();
@@ -213,6 +223,7 @@ async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Life
     tracing::info!(reason, "shutting down");
     lifecycle.set_state(GatewayState::Draining, None);
     let restart = runner.router.restart_requested();
+    webhooks_stop.cancel();
     runner.shutdown().await;
     store.close().await;
     if let Some(watchdog) = watchdog {

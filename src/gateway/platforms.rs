@@ -18,6 +18,8 @@ use crate::state::Store;
 pub struct Built {
     pub adapters: Vec<Arc<dyn Adapter>>,
     pub discord: Option<hermes_discord::DiscordAdapter>,
+    /// HTTP routes platforms push events to (Telegram webhook mode), with where to serve them.
+    pub webhooks: Vec<(std::net::SocketAddr, axum::Router)>,
 }
 
 impl std::fmt::Debug for Built {
@@ -64,10 +66,21 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
             Err(e) => errors.extend(e),
         }
     }
-    for (name, enabled) in [
-        ("telegram", platforms.telegram.enabled),
-        ("slack", platforms.slack.enabled),
-    ] {
+    if platforms.telegram.enabled {
+        match telegram(home, &platforms.telegram, env) {
+            Ok(adapter) => {
+                if let Some(router) = adapter.webhook_router() {
+                    match webhook_addr(env) {
+                        Ok(addr) => built.webhooks.push((addr, router)),
+                        Err(e) => errors.push(e),
+                    }
+                }
+                built.adapters.push(Arc::new(adapter));
+            }
+            Err(e) => errors.extend(e),
+        }
+    }
+    for (name, enabled) in [("slack", platforms.slack.enabled)] {
         if enabled {
             errors.push(format!("{name}: this build has no {name} adapter yet"));
         }
@@ -99,6 +112,71 @@ fn discord(
         })
         .collect();
     Ok(hermes_discord::DiscordAdapter::new(settings))
+}
+
+fn telegram(
+    home: &HermesHome,
+    config: &PlatformConfig,
+    env: &BTreeMap<String, String>,
+) -> Result<hermes_telegram::TelegramAdapter, Vec<String>> {
+    let token = token("telegram", config)?;
+    let extra = extra_map(config);
+    let mut settings = hermes_telegram::Settings::from_config(&token, &extra, env)?;
+    if !extra.contains_key("cache_dir") {
+        settings.cache_dir = cache_dir(home, "telegram");
+    }
+    settings.commands = COMMANDS
+        .iter()
+        .map(|(name, description)| ((*name).to_owned(), (*description).to_owned()))
+        .collect();
+    Ok(hermes_telegram::TelegramAdapter::new(settings))
+}
+
+/// Where Telegram's webhook is served: `TELEGRAM_WEBHOOK_HOST` (default `0.0.0.0`, as the
+/// reference listens) and `TELEGRAM_WEBHOOK_PORT` (default 8443).
+fn webhook_addr(env: &BTreeMap<String, String>) -> Result<std::net::SocketAddr, String> {
+    let host = env
+        .get("TELEGRAM_WEBHOOK_HOST")
+        .map(|h| h.trim())
+        .filter(|h| !h.is_empty())
+        .unwrap_or("0.0.0.0");
+    let port = env
+        .get("TELEGRAM_WEBHOOK_PORT")
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .unwrap_or("8443");
+    let ip: std::net::IpAddr = host
+        .parse()
+        .map_err(|_| format!("TELEGRAM_WEBHOOK_HOST: {host:?} is not an IP address"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("TELEGRAM_WEBHOOK_PORT: {port:?} is not a port number"))?;
+    Ok(std::net::SocketAddr::new(ip, port))
+}
+
+/// Serves the platforms' webhook routes until `stop` fires (TCP_NODELAY on).
+pub async fn serve_webhooks(
+    webhooks: Vec<(std::net::SocketAddr, axum::Router)>,
+    stop: tokio_util::sync::CancellationToken,
+) -> std::io::Result<Vec<std::net::SocketAddr>> {
+    let mut bound = Vec::new();
+    for (addr, router) in webhooks {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        bound.push(listener.local_addr()?);
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let served = axum::serve(listener, router)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "webhook server failed");
+            }
+        });
+    }
+    Ok(bound)
 }
 
 /// Tells the Discord adapter which DMs and threads hold conversations, so messages sent

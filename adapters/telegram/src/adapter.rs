@@ -1,0 +1,268 @@
+//! `TelegramAdapter`: start-up (getMe, command menu, webhook or polling), the run loop, and
+//! `send`. One instance per bot token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use hermes_adapter::{
+    Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, Outbound, SendResult,
+};
+use serde_json::json;
+
+use crate::api::types::Me;
+use crate::api::{ApiError, BotApi};
+use crate::commands;
+use crate::gating::BotIdentity;
+use crate::inbound::PLATFORM;
+use crate::intake::Intake;
+use crate::outbound::Sender;
+use crate::polling::Poller;
+use crate::settings::Settings;
+use crate::webhook::{self, WebhookSlot};
+
+/// Telegram's text limit, in UTF-16 code units.
+pub const MESSAGE_LIMIT: usize = 4096;
+/// How often webhook mode confirms the Bot API still answers (getWebhookInfo).
+const WEBHOOK_CHECK_INTERVAL: Duration = Duration::from_secs(30);
+
+pub struct TelegramAdapter {
+    settings: Arc<Settings>,
+    api: BotApi,
+    webhook_slot: WebhookSlot,
+}
+
+impl std::fmt::Debug for TelegramAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelegramAdapter")
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+impl TelegramAdapter {
+    pub fn new(settings: Settings) -> Self {
+        let api = BotApi::new(
+            &settings.base_url,
+            &settings.base_file_url,
+            settings.token.clone(),
+        );
+        Self {
+            settings: Arc::new(settings),
+            api,
+            webhook_slot: WebhookSlot::default(),
+        }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// In webhook mode, the router the core mounts in its HTTP server: it serves `POST` on
+    /// the path of `TELEGRAM_WEBHOOK_URL` (e.g. `/telegram/webhook`). `None` when polling.
+    pub fn webhook_router(&self) -> Option<axum::Router> {
+        let webhook = self.settings.webhook.as_ref()?;
+        let path = webhook_path(&webhook.url);
+        Some(webhook::router(
+            &path,
+            webhook.secret.clone(),
+            self.webhook_slot.clone(),
+        ))
+    }
+
+    /// The window within which a healthy adapter reports progress.
+    pub fn liveness_window(&self) -> Duration {
+        self.settings.liveness_window()
+    }
+
+    async fn start(&self) -> Result<BotIdentity, AdapterError> {
+        let me = self
+            .api
+            .call("getMe", &json!({}), self.settings.request_timeout)
+            .await
+            .map_err(|e| {
+                if e.is_unauthorized() {
+                    AdapterError::Fatal(format!(
+                        "telegram: the bot token was rejected (getMe): {e}"
+                    ))
+                } else {
+                    AdapterError::Retryable(format!("telegram: getMe failed: {e}"))
+                }
+            })?;
+        let me: Me = serde_json::from_value(me).map_err(|e| {
+            AdapterError::Retryable(format!("telegram: getMe answer not understood: {e}"))
+        })?;
+        let bot = BotIdentity {
+            id: me.id,
+            username: me.username.unwrap_or_default().to_lowercase(),
+        };
+        if !self.settings.commands.is_empty() {
+            let menu = commands::menu(&self.settings.commands);
+            if let Err(e) = self
+                .api
+                .call(
+                    "setMyCommands",
+                    &json!({"commands": menu}),
+                    self.settings.request_timeout,
+                )
+                .await
+            {
+                tracing::warn!(platform = PLATFORM, error = %e, "setMyCommands failed; the command menu is unchanged");
+            }
+        }
+        tracing::info!(platform = PLATFORM, bot = %bot.username, "connected to the Bot API");
+        Ok(bot)
+    }
+
+    async fn run_inner(&self, ctx: AdapterContext) -> Result<(), AdapterError> {
+        let bot = tokio::select! {
+            bot = self.start() => bot?,
+            _ = ctx.shutdown.cancelled() => return Ok(()),
+        };
+        let (intake, intake_task) =
+            Intake::spawn(self.api.clone(), self.settings.clone(), bot, ctx.clone());
+        let result = match &self.settings.webhook {
+            Some(webhook) => {
+                let params = json!({"url": webhook.url, "secret_token": webhook.secret.expose(),
+                    "allowed_updates": ["message", "channel_post", "callback_query"]});
+                // Ready before Telegram is told: it may POST the moment setWebhook returns.
+                self.webhook_slot.install(intake, ctx.progress.clone());
+                match self
+                    .api
+                    .call("setWebhook", &params, self.settings.request_timeout)
+                    .await
+                {
+                    Ok(_) => {
+                        ctx.progress.report();
+                        self.watch_webhook(&ctx).await
+                    }
+                    Err(e) => Err(start_error("setWebhook", &e)),
+                }
+            }
+            None => match self
+                .api
+                .call(
+                    "deleteWebhook",
+                    &json!({"drop_pending_updates": false}),
+                    self.settings.request_timeout,
+                )
+                .await
+            {
+                Ok(_) => {
+                    Poller {
+                        api: &self.api,
+                        settings: &self.settings,
+                        intake,
+                        ctx: &ctx,
+                    }
+                    .run()
+                    .await
+                }
+                Err(e) => Err(start_error("deleteWebhook", &e)),
+            },
+        };
+        self.webhook_slot.clear();
+        intake_task.abort();
+        result
+    }
+
+    /// Webhook mode has nothing to poll: confirm the Bot API answers now and then.
+    async fn watch_webhook(&self, ctx: &AdapterContext) -> Result<(), AdapterError> {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(WEBHOOK_CHECK_INTERVAL) => {}
+                _ = ctx.shutdown.cancelled() => return Ok(()),
+            }
+            match self
+                .api
+                .call("getWebhookInfo", &json!({}), self.settings.request_timeout)
+                .await
+            {
+                Ok(_) => ctx.progress.report(),
+                Err(e) if e.is_unauthorized() => {
+                    return Err(AdapterError::Fatal(format!(
+                        "telegram: the bot token was rejected: {e}"
+                    )));
+                }
+                Err(e) => tracing::warn!(platform = PLATFORM, error = %e, "getWebhookInfo failed"),
+            }
+        }
+    }
+}
+
+fn start_error(method: &str, e: &ApiError) -> AdapterError {
+    if e.is_unauthorized() {
+        AdapterError::Fatal(format!(
+            "telegram: the bot token was rejected ({method}): {e}"
+        ))
+    } else {
+        AdapterError::Retryable(format!("telegram: {method} failed: {e}"))
+    }
+}
+
+/// The path part of the public webhook URL (`/` when it has none).
+fn webhook_path(url: &str) -> String {
+    let without_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    match without_scheme.find('/') {
+        Some(i) => without_scheme[i..]
+            .split(['?', '#'])
+            .next()
+            .unwrap_or("/")
+            .to_owned(),
+        None => "/".to_owned(),
+    }
+}
+
+impl Adapter for TelegramAdapter {
+    fn platform(&self) -> &'static str {
+        PLATFORM
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            message_limit: MESSAGE_LIMIT,
+            length_unit: LengthUnit::Utf16,
+            edits: true,
+            typing: true,
+            buttons: true,
+            threads: true,
+            command_prefix: '/',
+        }
+    }
+
+    fn run(&self, ctx: AdapterContext) -> BoxFuture<'_, Result<(), AdapterError>> {
+        self.run_inner(ctx).boxed()
+    }
+
+    fn send(&self, outbound: Outbound) -> BoxFuture<'_, SendResult> {
+        async move {
+            let sender = Sender {
+                api: &self.api,
+                settings: &self.settings,
+            };
+            sender
+                .send(
+                    &outbound.chat_id,
+                    outbound.thread_id.as_deref(),
+                    outbound.kind,
+                )
+                .await
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn webhook_paths() {
+        assert_eq!(
+            webhook_path("https://example.com/telegram/hook?x=1"),
+            "/telegram/hook"
+        );
+        assert_eq!(webhook_path("https://example.com"), "/");
+    }
+}

@@ -1,0 +1,368 @@
+//! The intake: every update (from polling or the webhook) passes through here on its way to
+//! the core. It gates messages, downloads attachments, merges Telegram's split pastes and
+//! albums into one event, answers button clicks, and tells the submitter whether the update
+//! may be acknowledged (`Disposition`) only once the event carrying it is recorded.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hermes_adapter::{AdapterContext, MessageEvent, RecordOutcome};
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::api::BotApi;
+use crate::api::types::{CallbackQuery, Message, Update};
+use crate::gating::{self, BotIdentity};
+use crate::inbound;
+use crate::media;
+use crate::settings::Settings;
+
+/// Telegram clients split pastes at 4096; a last part this long almost surely continues.
+const SPLIT_THRESHOLD: usize = 4000;
+const FAST_LEN: usize = 320;
+const FAST_DELAY: Duration = Duration::from_millis(180);
+const SHORT_LEN: usize = 1024;
+const SHORT_DELAY: Duration = Duration::from_millis(240);
+
+/// What the submitter may do with an update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// Recorded, a duplicate, or deliberately ignored: move the offset past it / answer 200.
+    Acknowledge,
+    /// Not recorded: keep it unacknowledged so Telegram delivers it again.
+    Retry,
+}
+
+/// Tells the submitter what became of one update. Dropped without an answer (the intake
+/// stopped, a pending batch was discarded) it answers `Retry`.
+#[derive(Debug)]
+pub struct Completion {
+    update_id: i64,
+    target: Option<CompletionTarget>,
+}
+
+#[derive(Debug)]
+enum CompletionTarget {
+    Oneshot(oneshot::Sender<Disposition>),
+    Channel(mpsc::UnboundedSender<(i64, Disposition)>),
+}
+
+impl Completion {
+    pub fn oneshot(update_id: i64) -> (Self, oneshot::Receiver<Disposition>) {
+        let (tx, rx) = oneshot::channel();
+        (
+            Self {
+                update_id,
+                target: Some(CompletionTarget::Oneshot(tx)),
+            },
+            rx,
+        )
+    }
+
+    pub fn channel(update_id: i64, tx: mpsc::UnboundedSender<(i64, Disposition)>) -> Self {
+        Self {
+            update_id,
+            target: Some(CompletionTarget::Channel(tx)),
+        }
+    }
+
+    pub fn send(mut self, disposition: Disposition) {
+        self.finish(disposition);
+    }
+
+    fn finish(&mut self, disposition: Disposition) {
+        match self.target.take() {
+            Some(CompletionTarget::Oneshot(tx)) => {
+                let _ = tx.send(disposition);
+            }
+            Some(CompletionTarget::Channel(tx)) => {
+                let _ = tx.send((self.update_id, disposition));
+            }
+            None => {}
+        }
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        self.finish(Disposition::Retry);
+    }
+}
+
+pub struct Submission {
+    pub update: Update,
+    pub done: Completion,
+}
+
+/// The sending side, shared by the poller and the webhook handler.
+#[derive(Debug, Clone)]
+pub struct IntakeHandle {
+    tx: mpsc::Sender<Submission>,
+}
+
+impl IntakeHandle {
+    /// Submits `update`; `done` is answered once it may be acknowledged (or not). If the
+    /// intake is gone the submission is dropped and `done` answers `Retry`.
+    pub async fn submit(&self, update: Update, done: Completion) {
+        let _ = self.tx.send(Submission { update, done }).await;
+    }
+}
+
+/// Events waiting for their quiet period, with every update they carry.
+struct Batch {
+    event: MessageEvent,
+    waiters: Vec<Completion>,
+    last_part_chars: usize,
+    deadline: Instant,
+}
+
+pub struct Intake {
+    api: BotApi,
+    settings: Arc<Settings>,
+    bot: BotIdentity,
+    ctx: AdapterContext,
+    batches: HashMap<String, Batch>,
+}
+
+impl Intake {
+    /// Starts the intake task; it stops when every handle is dropped or on shutdown.
+    pub fn spawn(
+        api: BotApi,
+        settings: Arc<Settings>,
+        bot: BotIdentity,
+        ctx: AdapterContext,
+    ) -> (IntakeHandle, tokio::task::JoinHandle<()>) {
+        let (tx, rx) = mpsc::channel(256);
+        let intake = Intake {
+            api,
+            settings,
+            bot,
+            ctx,
+            batches: HashMap::new(),
+        };
+        let task = tokio::spawn(intake.run(rx));
+        (IntakeHandle { tx }, task)
+    }
+
+    async fn run(mut self, mut rx: mpsc::Receiver<Submission>) {
+        let shutdown = self.ctx.shutdown.clone();
+        loop {
+            let next_deadline = self.batches.values().map(|b| b.deadline).min();
+            tokio::select! {
+                submission = rx.recv() => match submission {
+                    Some(submission) => self.accept(submission).await,
+                    None => break,
+                },
+                _ = sleep_until_opt(next_deadline) => self.flush_due().await,
+                _ = shutdown.cancelled() => break,
+            }
+        }
+        // Pending batches are dropped unrecorded: their waiters see Retry, so the updates
+        // stay unacknowledged and come back after a restart.
+    }
+
+    async fn accept(&mut self, Submission { update, done }: Submission) {
+        let update_id = update.update_id;
+        if let Some(query) = update.callback_query {
+            let disposition = self.click(&query).await;
+            done.send(disposition);
+            return;
+        }
+        let Some(message) = update.message.or(update.channel_post) else {
+            done.send(Disposition::Acknowledge);
+            return;
+        };
+        if !gating::should_process(&message, &self.bot, &self.settings) {
+            done.send(Disposition::Acknowledge);
+            return;
+        }
+        let mut event = inbound::message_event(update_id, &message, &self.bot);
+        if let Some(attachment) = media::attachment(&message) {
+            match media::download(&self.api, &self.settings, update_id, &attachment).await {
+                Ok(path) => {
+                    event.media_paths.push(path.to_string_lossy().into_owned());
+                    event.media_types.push(attachment.mime_type.clone());
+                }
+                Err(e) if e.is_transient() => {
+                    tracing::warn!(platform = "telegram", update_id, error = %e, "attachment download failed; the update will be fetched again");
+                    done.send(Disposition::Retry);
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(platform = "telegram", update_id, error = %e, "attachment not saved");
+                    let note = format!("[The attached file was not saved: {e}]");
+                    event.text = if event.text.is_empty() {
+                        note
+                    } else {
+                        format!("{}\n{note}", event.text)
+                    };
+                }
+            }
+        }
+        if let Some(group) = &message.media_group_id {
+            let key = format!("album:{}:{group}", message.chat.id);
+            self.enqueue(key, event, done, self.settings.media_group_delay);
+        } else if is_batchable_text(&message, &event) {
+            let key = format!(
+                "text:{}:{}:{}",
+                event.source.chat_id,
+                event.source.thread_id.as_deref().unwrap_or(""),
+                event.source.user_id.as_deref().unwrap_or("")
+            );
+            self.enqueue_text(key, event, done);
+        } else {
+            let disposition = self.deliver(event).await;
+            done.send(disposition);
+        }
+    }
+
+    /// Adds an album part; the album flushes after the quiet period.
+    fn enqueue(&mut self, key: String, event: MessageEvent, done: Completion, delay: Duration) {
+        let deadline = Instant::now() + delay;
+        match self.batches.get_mut(&key) {
+            Some(batch) => {
+                batch.event.media_paths.extend(event.media_paths);
+                batch.event.media_types.extend(event.media_types);
+                if !event.text.is_empty() && !batch.event.text.lines().any(|l| l == event.text) {
+                    batch.event.text = join_lines(&batch.event.text, &event.text);
+                }
+                batch.waiters.push(done);
+                batch.deadline = deadline;
+            }
+            None => {
+                self.batches.insert(
+                    key,
+                    Batch {
+                        event,
+                        waiters: vec![done],
+                        last_part_chars: 0,
+                        deadline,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Adds a text part; the quiet period depends on the reference's tiers.
+    fn enqueue_text(&mut self, key: String, event: MessageEvent, done: Completion) {
+        let part_chars = event.text.chars().count();
+        let batch = match self.batches.remove(&key) {
+            Some(mut batch) => {
+                batch.event.text = join_lines(&batch.event.text, &event.text);
+                batch.waiters.push(done);
+                batch.last_part_chars = part_chars;
+                batch
+            }
+            None => Batch {
+                event,
+                waiters: vec![done],
+                last_part_chars: part_chars,
+                deadline: Instant::now(),
+            },
+        };
+        let delay = self.text_delay(batch.last_part_chars, batch.event.text.chars().count());
+        self.batches.insert(
+            key,
+            Batch {
+                deadline: Instant::now() + delay,
+                ..batch
+            },
+        );
+    }
+
+    fn text_delay(&self, last_part_chars: usize, total_chars: usize) -> Duration {
+        let configured = self.settings.text_batch_delay;
+        if last_part_chars >= SPLIT_THRESHOLD {
+            self.settings.text_batch_split_delay
+        } else if total_chars <= FAST_LEN {
+            configured.min(FAST_DELAY)
+        } else if total_chars <= SHORT_LEN {
+            configured.min(SHORT_DELAY)
+        } else {
+            configured
+        }
+    }
+
+    async fn flush_due(&mut self) {
+        let now = Instant::now();
+        let due: Vec<String> = self
+            .batches
+            .iter()
+            .filter(|(_, b)| b.deadline <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in due {
+            if let Some(batch) = self.batches.remove(&key) {
+                let disposition = self.deliver(batch.event).await;
+                for waiter in batch.waiters {
+                    waiter.send(disposition);
+                }
+            }
+        }
+    }
+
+    async fn deliver(&self, event: MessageEvent) -> Disposition {
+        match self.ctx.deliver(event).await {
+            RecordOutcome::Recorded | RecordOutcome::Duplicate => Disposition::Acknowledge,
+            RecordOutcome::Failed => Disposition::Retry,
+        }
+    }
+
+    /// A button click: answer it at once, hand the command to the core, then take the
+    /// buttons off the prompt so it cannot be answered twice.
+    async fn click(&self, query: &CallbackQuery) -> Disposition {
+        let timeout = self.settings.request_timeout;
+        if let Err(e) = self
+            .api
+            .call(
+                "answerCallbackQuery",
+                &json!({"callback_query_id": query.id}),
+                timeout,
+            )
+            .await
+        {
+            tracing::debug!(platform = "telegram", error = %e, "answerCallbackQuery failed");
+        }
+        let Some(event) = inbound::callback_event(query) else {
+            return Disposition::Acknowledge;
+        };
+        let disposition = self.deliver(event).await;
+        if disposition == Disposition::Acknowledge
+            && let Some(message) = &query.message
+        {
+            let params = json!({"chat_id": message.chat.id, "message_id": message.message_id, "reply_markup": {"inline_keyboard": []}});
+            if let Err(e) = self
+                .api
+                .call("editMessageReplyMarkup", &params, timeout)
+                .await
+            {
+                tracing::debug!(platform = "telegram", error = %e, "removing the prompt's buttons failed");
+            }
+        }
+        disposition
+    }
+}
+
+/// Plain text (not a command, no attachment) is what Telegram splits and we merge.
+fn is_batchable_text(message: &Message, event: &MessageEvent) -> bool {
+    !message.has_media()
+        && event.message_type == hermes_adapter::MessageType::Text
+        && !event.text.is_empty()
+}
+
+fn join_lines(first: &str, second: &str) -> String {
+    match (first.is_empty(), second.is_empty()) {
+        (true, _) => second.to_owned(),
+        (_, true) => first.to_owned(),
+        _ => format!("{first}\n{second}"),
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}

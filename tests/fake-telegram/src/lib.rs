@@ -1,0 +1,374 @@
+//! A wire-level fake of the Telegram Bot API for tests and benchmarks.
+//!
+//! It is a real HTTP server on `127.0.0.1:0` speaking the Bot API protocol
+//! (`/bot<token>/<method>` with case-insensitive methods, JSON, form and multipart bodies,
+//! `{"ok":..}` envelopes, `/file/bot<token>/<path>` downloads). It keeps queued updates until a
+//! `getUpdates` offset confirms them, as Telegram does, records every call, enforces
+//! Telegram's text rules (MarkdownV2 well-formedness, 4096 UTF-16 units, reply and thread
+//! targets) and injects faults on demand ([`Fault`]).
+#![forbid(unsafe_code)]
+
+mod markdown_v2;
+mod objects;
+mod params;
+mod server;
+mod state;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::serve::ListenerExt;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, watch};
+
+pub use markdown_v2::visible_utf16_len;
+pub use objects::{Attachment, Chat, MessageSpec, User, compute_entities};
+pub use state::{Call, Fault, StoredMessage, UploadedFile};
+use state::{Inner, Shared};
+
+/// The token the fake accepts unless told otherwise.
+pub const TOKEN: &str = "123456:TEST-fake-token-DO-NOT-LOG";
+pub const BOT_ID: i64 = 777_000;
+pub const BOT_USERNAME: &str = "hermes_test_bot";
+
+/// A text message the bot sent (from the recorded `sendMessage` calls that succeeded).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentMessage {
+    pub chat_id: i64,
+    pub text: String,
+    pub parse_mode: Option<String>,
+    pub thread_id: Option<i64>,
+    pub reply_to: Option<i64>,
+    pub reply_markup: Option<Value>,
+}
+
+/// A running fake Bot API server; stops when dropped.
+#[derive(Debug)]
+pub struct FakeTelegram {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeTelegram {
+    fn drop(&mut self) {
+        self.shared.shutdown.send_replace(true);
+        self.server.abort();
+    }
+}
+
+impl FakeTelegram {
+    /// Starts a fake accepting [`TOKEN`], bot `@hermes_test_bot`.
+    pub async fn start() -> Self {
+        Self::start_with_token(TOKEN).await
+    }
+
+    pub async fn start_with_token(token: &str) -> Self {
+        let shared = Arc::new(Shared {
+            token: token.to_owned(),
+            bot_id: BOT_ID,
+            bot_username: BOT_USERNAME.to_owned(),
+            inner: std::sync::Mutex::new(Inner {
+                next_update_id: 1000,
+                next_message_id: 100,
+                ..Inner::default()
+            }),
+            updates_changed: Notify::new(),
+            calls_seen: watch::channel(0).0,
+            shutdown: watch::channel(false).0,
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let app = server::router(shared.clone());
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            shared,
+            addr,
+            server,
+        }
+    }
+
+    /// The base URL (`http://127.0.0.1:PORT`), to pass as the adapter's `base_url`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn token(&self) -> &str {
+        &self.shared.token
+    }
+
+    // --- pushing updates -------------------------------------------------------------
+
+    /// Queues a text message from `user` in `chat`; returns its update id.
+    pub fn push_text(&self, chat: Chat, user: User, text: &str) -> i64 {
+        self.push_message(MessageSpec::text(chat, user, text)).0
+    }
+
+    /// Queues a message; returns (update id, message id).
+    pub fn push_message(&self, spec: MessageSpec) -> (i64, i64) {
+        let mut inner = self.shared.lock();
+        let message_id = inner.next_message_id();
+        let message = self.message_json(&mut inner, &spec, message_id);
+        inner.messages.insert(
+            (spec.chat.id, message_id),
+            StoredMessage {
+                chat_id: spec.chat.id,
+                message_id,
+                text: spec.text.clone(),
+                reply_markup: None,
+                from_bot: spec.from.is_bot,
+            },
+        );
+        inner.chats.insert(spec.chat.id, spec.chat.to_json());
+        drop(inner);
+        (self.push_update(json!({"message": message})), message_id)
+    }
+
+    /// Queues a callback query (a button click) on `message_id`; returns its update id.
+    pub fn push_callback(&self, chat: Chat, user: User, message_id: i64, data: &str) -> i64 {
+        let query_id = format!("cq{}", self.shared.lock().next_update_id + 1);
+        let message = json!({"message_id": message_id, "date": 1_700_000_000, "chat": chat.to_json(),
+            "from": {"id": BOT_ID, "is_bot": true, "first_name": "Hermes", "username": BOT_USERNAME},
+            "text": "prompt"});
+        self.push_update(
+            json!({"callback_query": {"id": query_id, "from": user.to_json(),
+            "chat_instance": "ci1", "message": message, "data": data}}),
+        )
+    }
+
+    /// Queues a raw update (its `update_id` is assigned); returns the id.
+    pub fn push_update(&self, mut update: Value) -> i64 {
+        let id = {
+            let mut inner = self.shared.lock();
+            inner.next_update_id += 1;
+            let id = inner.next_update_id;
+            update["update_id"] = json!(id);
+            inner.history.insert(id, update.clone());
+            inner.queue.push_back(update);
+            id
+        };
+        self.shared.updates_changed.notify_waiters();
+        id
+    }
+
+    /// Queues an already confirmed update again (Telegram sometimes redelivers).
+    pub fn redeliver(&self, update_id: i64) {
+        {
+            let mut inner = self.shared.lock();
+            let update = inner
+                .history
+                .get(&update_id)
+                .cloned()
+                .expect("known update id");
+            inner.queue.push_back(update);
+            inner.confirmed_offset = inner.confirmed_offset.min(update_id);
+        }
+        self.shared.updates_changed.notify_waiters();
+    }
+
+    /// Stores a downloadable file; returns its file id.
+    pub fn add_file(&self, path: &str, bytes: Vec<u8>) -> String {
+        let mut inner = self.shared.lock();
+        let file_id = format!("file{}", inner.files.len() + 1);
+        inner
+            .files
+            .insert(file_id.clone(), (path.to_owned(), bytes));
+        file_id
+    }
+
+    /// Makes `sendMessage` into this forum topic fail with "message thread not found".
+    pub fn close_thread(&self, chat_id: i64, thread_id: i64) {
+        self.shared
+            .lock()
+            .closed_threads
+            .insert((chat_id, thread_id));
+    }
+
+    // --- faults ----------------------------------------------------------------------
+
+    /// Injects `fault` into the next `n` calls of `method` (case-insensitive).
+    pub fn fail_next(&self, method: &str, fault: Fault, n: usize) {
+        let mut inner = self.shared.lock();
+        let queue = inner.faults.entry(method.to_ascii_lowercase()).or_default();
+        queue.extend(std::iter::repeat_n(fault, n));
+    }
+
+    // --- reading what happened --------------------------------------------------------
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.shared.lock().calls.clone()
+    }
+
+    pub fn calls_of(&self, method: &str) -> Vec<Call> {
+        let method = method.to_ascii_lowercase();
+        self.calls()
+            .into_iter()
+            .filter(|c| c.method == method)
+            .collect()
+    }
+
+    /// Waits until `method` has been called at least `n` times; returns those calls.
+    pub async fn wait_for_calls(
+        &self,
+        method: &str,
+        n: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Call>, String> {
+        let mut seen = self.shared.calls_seen.subscribe();
+        let wait = async {
+            loop {
+                let calls = self.calls_of(method);
+                if calls.len() >= n {
+                    return calls;
+                }
+                if seen.changed().await.is_err() {
+                    return calls;
+                }
+            }
+        };
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(calls) if calls.len() >= n => Ok(calls),
+            _ => Err(format!(
+                "{method} called {} times, wanted {n}",
+                self.calls_of(method).len()
+            )),
+        }
+    }
+
+    /// Text messages the fake accepted (answered 200), in order.
+    pub fn sent_messages(&self) -> Vec<SentMessage> {
+        self.calls_of("sendMessage")
+            .into_iter()
+            .filter(|c| c.status == Some(200))
+            .map(|c| SentMessage {
+                chat_id: c.i64("chat_id").unwrap_or(0),
+                text: c.str("text").unwrap_or_default(),
+                parse_mode: c.str("parse_mode"),
+                thread_id: c.i64("message_thread_id"),
+                reply_to: c
+                    .json("reply_parameters")
+                    .and_then(|r| r["message_id"].as_i64()),
+                reply_markup: c.json("reply_markup"),
+            })
+            .collect()
+    }
+
+    pub fn message(&self, chat_id: i64, message_id: i64) -> Option<StoredMessage> {
+        self.shared
+            .lock()
+            .messages
+            .get(&(chat_id, message_id))
+            .cloned()
+    }
+
+    /// Updates still queued (not yet confirmed by an offset).
+    pub fn pending_updates(&self) -> usize {
+        self.shared.lock().queue.len()
+    }
+
+    /// The highest offset a `getUpdates` call has confirmed.
+    pub fn confirmed_offset(&self) -> i64 {
+        self.shared.lock().confirmed_offset
+    }
+
+    pub fn commands(&self) -> Vec<Value> {
+        self.shared.lock().commands.clone()
+    }
+
+    /// The webhook URL and secret last set by `setWebhook`.
+    pub fn webhook(&self) -> (String, Option<String>) {
+        let inner = self.shared.lock();
+        (inner.webhook_url.clone(), inner.webhook_secret.clone())
+    }
+
+    fn message_json(&self, inner: &mut Inner, spec: &MessageSpec, message_id: i64) -> Value {
+        let mut message = json!({"message_id": message_id, "date": 1_700_000_000 + message_id,
+            "chat": spec.chat.to_json(), "from": spec.from.to_json()});
+        let text_key = if spec.attachment.is_some() {
+            "caption"
+        } else {
+            "text"
+        };
+        let entities_key = if spec.attachment.is_some() {
+            "caption_entities"
+        } else {
+            "entities"
+        };
+        if !spec.text.is_empty() {
+            message[text_key] = json!(spec.text);
+            let entities = spec
+                .entities
+                .clone()
+                .unwrap_or_else(|| json!(compute_entities(&spec.text)));
+            if entities.as_array().is_some_and(|e| !e.is_empty()) {
+                message[entities_key] = entities;
+            }
+        }
+        if let Some(thread_id) = spec.thread_id {
+            message["message_thread_id"] = json!(thread_id);
+        }
+        if spec.is_topic_message {
+            message["is_topic_message"] = json!(true);
+        }
+        if let Some((reply_id, author)) = &spec.reply_to {
+            let text = inner
+                .messages
+                .get(&(spec.chat.id, *reply_id))
+                .map(|m| m.text.clone())
+                .unwrap_or_default();
+            message["reply_to_message"] = json!({"message_id": reply_id, "date": 1_700_000_000,
+                "chat": spec.chat.to_json(), "from": author.to_json(), "text": text});
+        }
+        if let Some(group) = &spec.media_group_id {
+            message["media_group_id"] = json!(group);
+        }
+        if let Some(attachment) = &spec.attachment {
+            let n = inner.files.len() + 1;
+            let mut store = |path: String, bytes: Vec<u8>| {
+                let file_id = format!("file{}", inner.files.len() + 1);
+                let size = spec.declared_size.unwrap_or(bytes.len() as u64);
+                inner.files.insert(file_id.clone(), (path, bytes));
+                (file_id, size)
+            };
+            match attachment {
+                Attachment::Photo { bytes } => {
+                    let (small_id, small_size) =
+                        store(format!("photos/file_{n}_s.jpg"), vec![0u8; 8]);
+                    let (big_id, big_size) = store(format!("photos/file_{n}.jpg"), bytes.clone());
+                    message["photo"] = json!([
+                        {"file_id": small_id, "file_unique_id": format!("u{small_id}"), "width": 90, "height": 90, "file_size": small_size.min(8)},
+                        {"file_id": big_id, "file_unique_id": format!("u{big_id}"), "width": 1280, "height": 960, "file_size": big_size},
+                    ]);
+                }
+                Attachment::Document {
+                    bytes,
+                    file_name,
+                    mime_type,
+                } => {
+                    let (id, size) = store(format!("documents/file_{n}"), bytes.clone());
+                    message["document"] = json!({"file_id": id, "file_unique_id": format!("u{id}"),
+                        "file_name": file_name, "mime_type": mime_type, "file_size": size});
+                }
+                Attachment::Voice { bytes } => {
+                    let (id, size) = store(format!("voice/file_{n}.oga"), bytes.clone());
+                    message["voice"] = json!({"file_id": id, "file_unique_id": format!("u{id}"),
+                        "duration": 3, "mime_type": "audio/ogg", "file_size": size});
+                }
+                Attachment::Audio { bytes, mime_type } => {
+                    let (id, size) = store(format!("music/file_{n}.mp3"), bytes.clone());
+                    message["audio"] = json!({"file_id": id, "file_unique_id": format!("u{id}"),
+                        "duration": 3, "mime_type": mime_type, "file_size": size});
+                }
+            }
+        }
+        message
+    }
+}

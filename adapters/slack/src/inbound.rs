@@ -1,0 +1,272 @@
+//! Socket Mode envelopes → what to hand the core: `events_api` messages and mentions go
+//! through the gates and become `MessageEvent`s (mention stripped, `!cmd` rewritten,
+//! thread session ids, attachments cached); `slash_commands` become command events;
+//! `interactive` clicks are handled in [`crate::interactive`].
+
+use hermes_adapter::{ChatType, MessageEvent, MessageType, SessionSource};
+use serde_json::Value;
+
+use crate::api::WebApi;
+use crate::commands::rewrite_bang_command;
+use crate::files;
+use crate::gating::{BotIdentity, Facts, Gates, Verdict};
+use crate::interactive;
+use crate::memory::{Reacting, SharedMemory, key};
+use crate::settings::Settings;
+
+/// What to do with one envelope.
+#[derive(Debug)]
+pub enum Handling {
+    /// Hand `event` to the core; acknowledge only once it is recorded, then apply `after`.
+    Deliver {
+        event: Box<MessageEvent>,
+        after: AfterRecord,
+    },
+    /// Acknowledge at once; nothing starts.
+    Ack(&'static str),
+}
+
+/// Memory updates that take effect only once the core recorded the event, so a refused
+/// event leaves no trace and its redelivery is judged afresh.
+#[derive(Debug, Default)]
+pub struct AfterRecord {
+    pub handed_over: Option<String>,
+    pub mentioned_thread: Option<String>,
+    pub reacting: Option<(String, Reacting)>,
+    /// A prompt whose buttons are removed now that the click is recorded.
+    pub answered_prompt: Option<interactive::AnsweredPrompt>,
+}
+
+/// Everything translation reads.
+#[derive(Debug)]
+pub struct Translator<'a> {
+    pub settings: &'a Settings,
+    pub gates: &'a Gates,
+    pub me: &'a BotIdentity,
+    pub memory: &'a SharedMemory,
+    pub api: &'a WebApi,
+}
+
+fn str_field<'v>(value: &'v Value, field: &str) -> Option<&'v str> {
+    value
+        .get(field)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// The `thread_id` of the session a message belongs to (reference session scoping).
+fn session_thread(facts: &Facts<'_>, settings: &Settings) -> Option<String> {
+    let ts = facts.ts.to_owned();
+    if facts.is_dm() {
+        return match facts.thread_ts {
+            Some(thread) => Some(thread.to_owned()),
+            None if settings.dm_top_level_threads_as_sessions => Some(ts),
+            None => None,
+        };
+    }
+    if facts.is_thread_reply() {
+        facts.thread_ts.map(str::to_owned)
+    } else if settings.reply_in_thread {
+        Some(ts)
+    } else {
+        None
+    }
+}
+
+impl Translator<'_> {
+    /// Handles one envelope by type.
+    pub async fn translate(&self, kind: &str, envelope_id: &str, payload: &Value) -> Handling {
+        match kind {
+            "events_api" => self.event(envelope_id, payload).await,
+            "slash_commands" => slash_command(payload),
+            "interactive" => interactive::click(payload, self.memory),
+            _ => Handling::Ack("unhandled envelope type"),
+        }
+    }
+
+    async fn event(&self, envelope_id: &str, payload: &Value) -> Handling {
+        let Some(event) = payload.get("event") else {
+            return Handling::Ack("envelope without event");
+        };
+        let event_type = str_field(event, "type").unwrap_or("");
+        if event_type != "message" && event_type != "app_mention" {
+            return Handling::Ack("event type not handled");
+        }
+        let channel_id = str_field(event, "channel").unwrap_or("");
+        let ts = str_field(event, "ts").unwrap_or("");
+        let dedupe_key = key(channel_id, ts);
+        if self.lock().handed_over.contains(&dedupe_key) {
+            // Slack sends `message` and `app_mention` for one mention, and redelivers.
+            return Handling::Ack("message already handed over");
+        }
+        let typed = rewrite_bang_command(str_field(event, "text").unwrap_or(""));
+        let facts = Facts {
+            channel_id,
+            channel_type: str_field(event, "channel_type").unwrap_or(""),
+            user: str_field(event, "user"),
+            bot_id: str_field(event, "bot_id"),
+            subtype: str_field(event, "subtype"),
+            text: &typed,
+            ts,
+            thread_ts: str_field(event, "thread_ts"),
+        };
+        let verdict = self
+            .gates
+            .decide(&facts, self.settings, self.me, &self.lock());
+        let Verdict::Accept { mentioned } = verdict else {
+            let Verdict::Ignore(reason) = verdict else {
+                unreachable!()
+            };
+            return Handling::Ack(reason);
+        };
+        let mut after = AfterRecord {
+            handed_over: Some(dedupe_key),
+            ..AfterRecord::default()
+        };
+        let mut text = typed.clone();
+        if mentioned {
+            text = text
+                .replace(&format!("<@{}>", self.me.user_id), "")
+                .trim()
+                .to_owned();
+            text = rewrite_bang_command(&text);
+            if let Some(thread) = facts.thread_ts
+                && !self.settings.strict_mention
+            {
+                after.mentioned_thread = Some(thread.to_owned());
+            }
+        }
+        let thread_id = session_thread(&facts, self.settings);
+        if self.settings.reactions && (facts.is_one_to_one_dm() || mentioned) {
+            let thread_key = key(channel_id, thread_id.as_deref().unwrap_or(""));
+            let reacting = Reacting {
+                channel: channel_id.to_owned(),
+                ts: ts.to_owned(),
+                eyes_added: false,
+            };
+            after.reacting = Some((thread_key, reacting));
+        }
+        let (media_paths, media_types, notices) = self.attachments(event).await;
+        if !notices.is_empty() {
+            let notice = format!("[Slack attachment notice]\n- {}", notices.join("\n- "));
+            text = if text.is_empty() {
+                notice
+            } else {
+                format!("{notice}\n\n{text}")
+            };
+        }
+        if text.is_empty() && media_paths.is_empty() {
+            return Handling::Ack("empty message");
+        }
+        let message_type = message_type(&text, &media_types);
+        let source = SessionSource {
+            platform: "slack".into(),
+            chat_id: channel_id.to_owned(),
+            chat_name: Some(channel_id.to_owned()),
+            chat_type: if facts.is_dm() {
+                ChatType::Dm
+            } else {
+                ChatType::Group
+            },
+            user_id: facts.user.map(str::to_owned),
+            user_name: None,
+            thread_id: thread_id.clone(),
+            chat_topic: None,
+            user_id_alt: None,
+            is_bot: facts.is_bot(),
+            scope_id: str_field(payload, "team_id")
+                .or_else(|| str_field(event, "team"))
+                .map(str::to_owned),
+            role_authorized: false,
+        };
+        let event_id = str_field(payload, "event_id").unwrap_or(envelope_id);
+        let mut message = MessageEvent::text(event_id, source, &text);
+        message.message_type = message_type;
+        message.message_id = Some(ts.to_owned());
+        message.media_paths = media_paths;
+        message.media_types = media_types;
+        message.reply_to_message_id = thread_id.filter(|t| t != ts);
+        message.timestamp = ts.parse().unwrap_or(0.0);
+        Handling::Deliver {
+            event: Box::new(message),
+            after,
+        }
+    }
+
+    /// Downloads every shared file; failures become notices the agent sees.
+    async fn attachments(&self, event: &Value) -> (Vec<String>, Vec<String>, Vec<String>) {
+        let (mut paths, mut types, mut notices) = (Vec::new(), Vec::new(), Vec::new());
+        let Some(shared) = event.get("files").and_then(Value::as_array) else {
+            return (paths, types, notices);
+        };
+        for file in shared {
+            match files::download(
+                self.api,
+                file,
+                &self.settings.cache_dir,
+                self.settings.max_attachment_bytes,
+            )
+            .await
+            {
+                Ok(cached) => {
+                    paths.push(cached.path);
+                    types.push(cached.mime_type);
+                }
+                Err(notice) => {
+                    tracing::warn!(platform = "slack", error = %notice, "attachment not cached");
+                    notices.push(notice);
+                }
+            }
+        }
+        (paths, types, notices)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, crate::memory::Memory> {
+        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn message_type(text: &str, media_types: &[String]) -> MessageType {
+    if text.starts_with('/') {
+        return MessageType::Command;
+    }
+    let any = |prefix: &str| media_types.iter().any(|m| m.starts_with(prefix));
+    if media_types.is_empty() {
+        MessageType::Text
+    } else if any("image/") {
+        MessageType::Photo
+    } else if any("video/") {
+        MessageType::Video
+    } else if any("audio/") {
+        MessageType::Voice
+    } else {
+        MessageType::Document
+    }
+}
+
+/// A native slash command (`/new title`) → a command event in the channel's session.
+fn slash_command(payload: &Value) -> Handling {
+    let (Some(command), Some(channel), Some(user)) = (
+        str_field(payload, "command"),
+        str_field(payload, "channel_id"),
+        str_field(payload, "user_id"),
+    ) else {
+        return Handling::Ack("slash command without command, channel or user");
+    };
+    let trigger = str_field(payload, "trigger_id").unwrap_or(command);
+    let text = format!("{command} {}", str_field(payload, "text").unwrap_or(""))
+        .trim()
+        .to_owned();
+    let mut source = SessionSource::dm("slack", channel, user);
+    if !channel.starts_with('D') {
+        source.chat_type = ChatType::Group;
+    }
+    source.user_name = str_field(payload, "user_name").map(str::to_owned);
+    source.scope_id = str_field(payload, "team_id").map(str::to_owned);
+    let mut event = MessageEvent::text(&format!("slash:{trigger}"), source, &text);
+    event.message_type = MessageType::Command;
+    Handling::Deliver {
+        event: Box::new(event),
+        after: AfterRecord::default(),
+    }
+}

@@ -239,7 +239,7 @@ async fn handle_envelope(
         memory: &shared.memory,
         api: &shared.api,
     };
-    let (event, after) = match translator.translate(kind, envelope_id, payload).await {
+    let (event, mut after) = match translator.translate(kind, envelope_id, payload).await {
         Handling::Ack(reason) => {
             tracing::trace!(platform = "slack", %envelope_id, reason, "acknowledged without a turn");
             ack(conn, envelope_id);
@@ -248,10 +248,16 @@ async fn handle_envelope(
         Handling::Deliver { event, after } => (event, after),
     };
     let event_id = event.event_id.clone();
+    // The core may send typing for this event before this task runs again, so the
+    // reaction target is known before the hand-over (a refused event's entry is harmless:
+    // its redelivery overwrites it).
+    if let Some((thread_key, reacting)) = after.reacting.take() {
+        shared.memory().remember_reacting(thread_key, reacting);
+    }
     match ctx.deliver(*event).await {
         RecordOutcome::Recorded | RecordOutcome::Duplicate => {
-            ack(conn, envelope_id);
             remember(shared, after);
+            ack(conn, envelope_id);
         }
         RecordOutcome::Failed => {
             tracing::warn!(platform = "slack", %envelope_id, %event_id, "core could not record the event; leaving it unacknowledged for redelivery");

@@ -14,7 +14,10 @@ async fn a_dm_becomes_an_event_with_its_own_thread_session() {
     let (pushed, ts) = h.push_dm("hello there");
     let event = h.record().await;
     assert_eq!(event.text, "hello there");
-    assert_eq!(event.event_id, pushed.event_id, "Slack's event_id is the event id");
+    assert_eq!(
+        event.event_id, pushed.event_id,
+        "Slack's event_id is the event id"
+    );
     assert_eq!(event.message_type, MessageType::Text);
     assert_eq!(event.message_id.as_deref(), Some(ts.as_str()));
     assert_eq!(event.source.platform, "slack");
@@ -64,7 +67,13 @@ fn group_dm_plain(ts: &str) -> serde_json::Value {
     event
 }
 fn edit(ts: &str) -> serde_json::Value {
-    events::edit(CHANNEL, USER, "1.0", &format!("<@{BOT_USER_ID}> edited"), ts)
+    events::edit(
+        CHANNEL,
+        USER,
+        "1.0",
+        &format!("<@{BOT_USER_ID}> edited"),
+        ts,
+    )
 }
 fn delete(ts: &str) -> serde_json::Value {
     events::delete(CHANNEL, "1.0", ts)
@@ -73,22 +82,118 @@ fn delete(ts: &str) -> serde_json::Value {
 #[tokio::test]
 async fn channel_gating_table() {
     let cases = [
-        Case { name: "mention required, mentioned", extra: json!({}), env: &[], event: mention, accepted: true },
-        Case { name: "mention required, not mentioned", extra: json!({}), env: &[], event: plain, accepted: false },
-        Case { name: "require_mention false", extra: json!({"require_mention": false}), env: &[], event: plain, accepted: true },
-        Case { name: "env SLACK_REQUIRE_MENTION=false wins", extra: json!({"require_mention": true}), env: &[("SLACK_REQUIRE_MENTION", "false")], event: plain, accepted: true },
-        Case { name: "free-response channel", extra: json!({"free_response_channels": [CHANNEL]}), env: &[], event: plain, accepted: true },
-        Case { name: "allowed channels exclude this one, even mentioned", extra: json!({"allowed_channels": "C999"}), env: &[], event: mention, accepted: false },
-        Case { name: "allowed channels include this one", extra: json!({"allowed_channels": [CHANNEL]}), env: &[], event: mention, accepted: true },
-        Case { name: "mention pattern counts as a mention", extra: json!({"mention_patterns": ["^hermes\\b"]}), env: &[], event: wake_word, accepted: true },
-        Case { name: "bots ignored by default", extra: json!({"require_mention": false}), env: &[], event: other_bot, accepted: false },
-        Case { name: "bots: mentions, not mentioned", extra: json!({"allow_bots": "mentions"}), env: &[], event: other_bot, accepted: false },
-        Case { name: "bots: mentions, mentioned", extra: json!({"allow_bots": "mentions"}), env: &[], event: other_bot_mentioning, accepted: true },
-        Case { name: "bots: all", extra: json!({"require_mention": false}), env: &[("SLACK_ALLOW_BOTS", "all")], event: other_bot, accepted: true },
-        Case { name: "own messages always ignored", extra: json!({"allow_bots": "all", "require_mention": false}), env: &[], event: own, accepted: false },
-        Case { name: "group DM obeys channel gates", extra: json!({}), env: &[], event: group_dm_plain, accepted: false },
-        Case { name: "edits never start turns", extra: json!({"require_mention": false}), env: &[], event: edit, accepted: false },
-        Case { name: "deletions never start turns", extra: json!({"require_mention": false}), env: &[], event: delete, accepted: false },
+        Case {
+            name: "mention required, mentioned",
+            extra: json!({}),
+            env: &[],
+            event: mention,
+            accepted: true,
+        },
+        Case {
+            name: "mention required, not mentioned",
+            extra: json!({}),
+            env: &[],
+            event: plain,
+            accepted: false,
+        },
+        Case {
+            name: "require_mention false",
+            extra: json!({"require_mention": false}),
+            env: &[],
+            event: plain,
+            accepted: true,
+        },
+        Case {
+            name: "env SLACK_REQUIRE_MENTION=false wins",
+            extra: json!({"require_mention": true}),
+            env: &[("SLACK_REQUIRE_MENTION", "false")],
+            event: plain,
+            accepted: true,
+        },
+        Case {
+            name: "free-response channel",
+            extra: json!({"free_response_channels": [CHANNEL]}),
+            env: &[],
+            event: plain,
+            accepted: true,
+        },
+        Case {
+            name: "allowed channels exclude this one, even mentioned",
+            extra: json!({"allowed_channels": "C999"}),
+            env: &[],
+            event: mention,
+            accepted: false,
+        },
+        Case {
+            name: "allowed channels include this one",
+            extra: json!({"allowed_channels": [CHANNEL]}),
+            env: &[],
+            event: mention,
+            accepted: true,
+        },
+        Case {
+            name: "mention pattern counts as a mention",
+            extra: json!({"mention_patterns": ["^hermes\\b"]}),
+            env: &[],
+            event: wake_word,
+            accepted: true,
+        },
+        Case {
+            name: "bots ignored by default",
+            extra: json!({"require_mention": false}),
+            env: &[],
+            event: other_bot,
+            accepted: false,
+        },
+        Case {
+            name: "bots: mentions, not mentioned",
+            extra: json!({"allow_bots": "mentions"}),
+            env: &[],
+            event: other_bot,
+            accepted: false,
+        },
+        Case {
+            name: "bots: mentions, mentioned",
+            extra: json!({"allow_bots": "mentions"}),
+            env: &[],
+            event: other_bot_mentioning,
+            accepted: true,
+        },
+        Case {
+            name: "bots: all",
+            extra: json!({"require_mention": false}),
+            env: &[("SLACK_ALLOW_BOTS", "all")],
+            event: other_bot,
+            accepted: true,
+        },
+        Case {
+            name: "own messages always ignored",
+            extra: json!({"allow_bots": "all", "require_mention": false}),
+            env: &[],
+            event: own,
+            accepted: false,
+        },
+        Case {
+            name: "group DM obeys channel gates",
+            extra: json!({}),
+            env: &[],
+            event: group_dm_plain,
+            accepted: false,
+        },
+        Case {
+            name: "edits never start turns",
+            extra: json!({"require_mention": false}),
+            env: &[],
+            event: edit,
+            accepted: false,
+        },
+        Case {
+            name: "deletions never start turns",
+            extra: json!({"require_mention": false}),
+            env: &[],
+            event: delete,
+            accepted: false,
+        },
     ];
     for case in cases {
         let mut h = Harness::start_with(case.extra.clone(), case.env, Default::default()).await;
@@ -97,7 +202,11 @@ async fn channel_gating_table() {
         if case.accepted {
             let event = h.record().await;
             assert_eq!(event.event_id, pushed.event_id, "{}", case.name);
-            assert!(!event.text.contains(BOT_USER_ID), "{}: mention not stripped", case.name);
+            assert!(
+                !event.text.contains(BOT_USER_ID),
+                "{}: mention not stripped",
+                case.name
+            );
         } else {
             h.expect_only_marker(&format!("after {}", case.name)).await;
         }
@@ -111,8 +220,12 @@ async fn message_and_app_mention_for_one_message_yield_one_event() {
     let mut h = Harness::start(json!({})).await;
     let ts = h.fake.next_ts();
     let text = format!("<@{BOT_USER_ID}> summarize this");
-    let first = h.fake.push_event(events::channel_message(CHANNEL, USER, &text, &ts));
-    let second = h.fake.push_event(events::app_mention(CHANNEL, USER, &text, &ts));
+    let first = h
+        .fake
+        .push_event(events::channel_message(CHANNEL, USER, &text, &ts));
+    let second = h
+        .fake
+        .push_event(events::app_mention(CHANNEL, USER, &text, &ts));
     let event = h.record().await;
     assert_eq!(event.text, "summarize this");
     assert_eq!(event.event_id, first.event_id);
@@ -127,22 +240,48 @@ async fn thread_ids_follow_the_reference() {
     let mut h = Harness::start(json!({})).await;
     // A top-level mention starts a thread keyed by its own ts.
     let root = h.fake.next_ts();
-    h.fake.push_event(events::channel_message(CHANNEL, USER, &format!("<@{BOT_USER_ID}> start"), &root));
+    h.fake.push_event(events::channel_message(
+        CHANNEL,
+        USER,
+        &format!("<@{BOT_USER_ID}> start"),
+        &root,
+    ));
     let event = h.record().await;
     assert_eq!(event.source.thread_id.as_deref(), Some(root.as_str()));
     assert_eq!(event.reply_to_message_id, None);
     // A reply in a thread where the bot was mentioned continues without a mention.
     let thread = h.fake.next_ts();
-    h.fake.push_event(events::thread_reply(CHANNEL, USER, &format!("<@{BOT_USER_ID}> in thread"), &h.fake.next_ts(), &thread));
+    h.fake.push_event(events::thread_reply(
+        CHANNEL,
+        USER,
+        &format!("<@{BOT_USER_ID}> in thread"),
+        &h.fake.next_ts(),
+        &thread,
+    ));
     let mentioned = h.record().await;
     assert_eq!(mentioned.source.thread_id.as_deref(), Some(thread.as_str()));
-    assert_eq!(mentioned.reply_to_message_id.as_deref(), Some(thread.as_str()));
-    h.fake.push_event(events::thread_reply(CHANNEL, USER, "follow-up", &h.fake.next_ts(), &thread));
+    assert_eq!(
+        mentioned.reply_to_message_id.as_deref(),
+        Some(thread.as_str())
+    );
+    h.fake.push_event(events::thread_reply(
+        CHANNEL,
+        USER,
+        "follow-up",
+        &h.fake.next_ts(),
+        &thread,
+    ));
     let follow_up = h.record().await;
     assert_eq!(follow_up.text, "follow-up");
     assert_eq!(follow_up.source.thread_id.as_deref(), Some(thread.as_str()));
     // A reply in an unrelated thread is gated.
-    h.fake.push_event(events::thread_reply(CHANNEL, USER, "elsewhere", &h.fake.next_ts(), "1.5"));
+    h.fake.push_event(events::thread_reply(
+        CHANNEL,
+        USER,
+        "elsewhere",
+        &h.fake.next_ts(),
+        "1.5",
+    ));
     h.expect_only_marker("after the unrelated thread").await;
     h.stop().await.unwrap();
 }
@@ -151,19 +290,34 @@ async fn thread_ids_follow_the_reference() {
 async fn replies_in_threads_the_bot_posted_in_continue_without_mention() {
     let mut h = Harness::start(json!({})).await;
     let root = h.fake.next_ts();
-    h.fake.push_event(events::channel_message(CHANNEL, USER, &format!("<@{BOT_USER_ID}> q"), &root));
+    h.fake.push_event(events::channel_message(
+        CHANNEL,
+        USER,
+        &format!("<@{BOT_USER_ID}> q"),
+        &root,
+    ));
     let event = h.record().await;
     let sent = hermes_adapter::Adapter::send(
         &h.adapter,
         hermes_adapter::Outbound {
             chat_id: CHANNEL.into(),
             thread_id: event.source.thread_id.clone(),
-            kind: hermes_adapter::OutboundKind::Text { text: "answer".into(), reply_to: None, plain: false },
+            kind: hermes_adapter::OutboundKind::Text {
+                text: "answer".into(),
+                reply_to: None,
+                plain: false,
+            },
         },
     )
     .await;
     assert!(sent.is_ok(), "{sent:?}");
-    h.fake.push_event(events::thread_reply(CHANNEL, USER, "thanks, and?", &h.fake.next_ts(), &root));
+    h.fake.push_event(events::thread_reply(
+        CHANNEL,
+        USER,
+        "thanks, and?",
+        &h.fake.next_ts(),
+        &root,
+    ));
     let follow_up = h.record().await;
     assert_eq!(follow_up.text, "thanks, and?");
     h.stop().await.unwrap();
@@ -172,7 +326,12 @@ async fn replies_in_threads_the_bot_posted_in_continue_without_mention() {
 #[tokio::test]
 async fn reply_in_thread_false_keys_one_session_per_channel() {
     let mut h = Harness::start(json!({"reply_in_thread": false, "require_mention": false})).await;
-    h.fake.push_event(events::channel_message(CHANNEL, USER, "top level", &h.fake.next_ts()));
+    h.fake.push_event(events::channel_message(
+        CHANNEL,
+        USER,
+        "top level",
+        &h.fake.next_ts(),
+    ));
     let event = h.record().await;
     assert_eq!(event.source.thread_id, None);
     h.stop().await.unwrap();
@@ -189,7 +348,12 @@ async fn bang_commands_become_slash_commands() {
     h.push_dm("!nice work");
     assert_eq!(h.record().await.text, "!nice work");
     // After the mention is stripped, too.
-    h.fake.push_event(events::channel_message(CHANNEL, USER, &format!("<@{BOT_USER_ID}> !status"), &h.fake.next_ts()));
+    h.fake.push_event(events::channel_message(
+        CHANNEL,
+        USER,
+        &format!("<@{BOT_USER_ID}> !status"),
+        &h.fake.next_ts(),
+    ));
     let event = h.record().await;
     assert_eq!(event.text, "/status");
     assert_eq!(event.message_type, MessageType::Command);
@@ -199,8 +363,12 @@ async fn bang_commands_become_slash_commands() {
 #[tokio::test]
 async fn shared_files_are_downloaded_with_the_bot_token_and_capped() {
     let mut h = Harness::start(json!({"max_attachment_bytes": 1024})).await;
-    let small = h.fake.add_file("notes.txt", "text/plain", b"remember the milk".to_vec());
-    let big = h.fake.add_file("big.bin", "application/octet-stream", vec![7u8; 4096]);
+    let small = h
+        .fake
+        .add_file("notes.txt", "text/plain", b"remember the milk".to_vec());
+    let big = h
+        .fake
+        .add_file("big.bin", "application/octet-stream", vec![7u8; 4096]);
     let mut event = events::dm(DM, USER, "see attached", &h.fake.next_ts());
     event["files"] = json!([small, big]);
     h.fake.push_event(event);
@@ -211,9 +379,16 @@ async fn shared_files_are_downloaded_with_the_bot_token_and_capped() {
     let saved = std::fs::read(&event.media_paths[0]).unwrap();
     assert_eq!(saved, b"remember the milk");
     assert_eq!(event.message_type, MessageType::Document);
-    assert!(event.text.contains("over the 1024-byte limit"), "{}", event.text);
+    assert!(
+        event.text.contains("over the 1024-byte limit"),
+        "{}",
+        event.text
+    );
     let download = &h.fake.calls("file.download")[0];
-    assert_eq!(download.token.as_deref(), Some(h.fake.tokens().bot.as_str()));
+    assert_eq!(
+        download.token.as_deref(),
+        Some(h.fake.tokens().bot.as_str())
+    );
     h.stop().await.unwrap();
 }
 

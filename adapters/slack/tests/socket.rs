@@ -19,7 +19,11 @@ async fn envelopes_are_acked_only_after_the_core_recorded_them() {
     let inbound = h.next_inbound().await;
     // The adapter is waiting for our answer: nothing may have been acked yet.
     assert!(
-        h.fake.records().acks.iter().all(|a| a.envelope_id != pushed.envelope_id),
+        h.fake
+            .records()
+            .acks
+            .iter()
+            .all(|a| a.envelope_id != pushed.envelope_id),
         "acked before the core recorded the event"
     );
     inbound.recorded.send(RecordOutcome::Recorded).unwrap();
@@ -39,19 +43,34 @@ async fn a_failed_record_is_not_acked_and_the_redelivery_is_handed_over_again() 
     let marker_event = h.record().await;
     assert_eq!(marker_event.text, "marker");
     h.fake.wait_for_ack(&marker.envelope_id).await;
-    assert!(h.fake.records().acks.iter().all(|a| a.envelope_id != pushed.envelope_id));
+    assert!(
+        h.fake
+            .records()
+            .acks
+            .iter()
+            .all(|a| a.envelope_id != pushed.envelope_id)
+    );
 
     assert_eq!(h.fake.redeliver_unacked("timeout"), 1);
     let again = h.record().await;
     assert_eq!(again.text, "keep me");
-    assert_eq!(again.event_id, pushed.event_id, "a redelivery keeps Slack's event id");
+    assert_eq!(
+        again.event_id, pushed.event_id,
+        "a redelivery keeps Slack's event id"
+    );
     let acked = h
         .fake
         .wait_for("the redelivered envelope's ack", |r| {
-            r.acks.iter().find(|a| a.envelope_id != marker.envelope_id).cloned()
+            r.acks
+                .iter()
+                .find(|a| a.envelope_id != marker.envelope_id)
+                .cloned()
         })
         .await;
-    assert_ne!(acked.envelope_id, pushed.envelope_id, "the retry came in a new envelope");
+    assert_ne!(
+        acked.envelope_id, pushed.envelope_id,
+        "the retry came in a new envelope"
+    );
     h.stop().await.unwrap();
 }
 
@@ -84,7 +103,9 @@ async fn a_disconnect_frame_opens_the_new_socket_before_closing_the_old() {
     h.fake.wait_for_ack(&during.envelope_id).await;
     h.fake
         .wait_for("the old socket closed by the client", |r| {
-            r.position(&SocketEvent::ClosedByClient { connection: first_connection(r) })
+            r.position(&SocketEvent::ClosedByClient {
+                connection: first_connection(r),
+            })
         })
         .await;
     let records = h.fake.records();
@@ -94,8 +115,14 @@ async fn a_disconnect_frame_opens_the_new_socket_before_closing_the_old() {
         .iter()
         .position(|e| matches!(e, SocketEvent::Hello { connection } if *connection != old))
         .expect("a second socket said hello");
-    let old_closed = records.position(&SocketEvent::ClosedByClient { connection: old }).unwrap();
-    assert!(new_hello < old_closed, "old socket closed before the new one was ready: {:?}", records.timeline);
+    let old_closed = records
+        .position(&SocketEvent::ClosedByClient { connection: old })
+        .unwrap();
+    assert!(
+        new_hello < old_closed,
+        "old socket closed before the new one was ready: {:?}",
+        records.timeline
+    );
     let (after, _) = h.push_dm("after handover");
     assert_eq!(h.record().await.text, "after handover");
     let ack = h.fake.wait_for_ack(&after.envelope_id).await;
@@ -185,7 +212,10 @@ async fn a_plain_ws_url_to_a_remote_host_is_refused() {
     let cache = tempfile::tempdir().unwrap();
     let adapter = SlackAdapter::new(settings(&fake, json!({}), &[], cache.path()));
     let error = run_until_done(adapter).await.unwrap_err();
-    assert!(matches!(&error, AdapterError::Fatal(m) if m.contains("non-loopback")), "{error:?}");
+    assert!(
+        matches!(&error, AdapterError::Fatal(m) if m.contains("non-loopback")),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
@@ -199,7 +229,8 @@ async fn repeated_open_failures_give_up_with_a_retryable_error() {
         max_open_failures: 3,
         ..Tunables::default()
     };
-    let adapter = SlackAdapter::with_tunables(settings(&fake, json!({}), &[], cache.path()), tunables);
+    let adapter =
+        SlackAdapter::with_tunables(settings(&fake, json!({}), &[], cache.path()), tunables);
     let error = run_until_done(adapter).await.unwrap_err();
     assert!(matches!(error, AdapterError::Retryable(_)), "{error:?}");
     assert_eq!(fake.calls("apps.connections.open").len(), 3);
@@ -211,11 +242,19 @@ async fn shutdown_returns_ok_and_closes_the_socket() {
     assert_eq!(h.fake.records().hellos(), 1);
     let progress = h.progress.clone();
     let result = {
-        let Harness { fake, shutdown, run, .. } = h;
+        let Harness {
+            fake,
+            shutdown,
+            run,
+            ..
+        } = h;
         shutdown.cancel();
         let result = tokio::time::timeout(BOUND, run).await.unwrap().unwrap();
         fake.wait_for("the socket closed", |r| {
-            r.timeline.iter().any(|e| matches!(e, SocketEvent::ClosedByClient { .. })).then_some(())
+            r.timeline
+                .iter()
+                .any(|e| matches!(e, SocketEvent::ClosedByClient { .. }))
+                .then_some(())
         })
         .await;
         result

@@ -31,7 +31,12 @@ pub struct Harness {
 }
 
 /// Settings pointing at the fake, with `extra` keys and `env` vars on top.
-pub fn settings(fake: &FakeSlack, extra: Value, env: &[(&str, &str)], cache: &std::path::Path) -> Settings {
+pub fn settings(
+    fake: &FakeSlack,
+    extra: Value,
+    env: &[(&str, &str)],
+    cache: &std::path::Path,
+) -> Settings {
     let mut extra = extra.as_object().cloned().unwrap_or_default();
     extra.insert("api_base_url".into(), json!(fake.api_base_url()));
     extra.insert("cache_dir".into(), json!(cache.to_string_lossy()));
@@ -62,7 +67,8 @@ impl Harness {
     pub async fn start_with(extra: Value, env: &[(&str, &str)], tunables: Tunables) -> Self {
         let fake = FakeSlack::start().await;
         let cache = tempfile::tempdir().expect("cache dir");
-        let adapter = SlackAdapter::with_tunables(settings(&fake, extra, env, cache.path()), tunables);
+        let adapter =
+            SlackAdapter::with_tunables(settings(&fake, extra, env, cache.path()), tunables);
         let (ctx, inbound) = context();
         let progress = ctx.progress.clone();
         let shutdown = ctx.shutdown.clone();
@@ -101,7 +107,10 @@ impl Harness {
         let ts = self.fake.next_ts();
         self.fake.push_event(events::dm(DM, USER, marker, &ts));
         let event = self.record().await;
-        assert_eq!(event.text, marker, "an ignored message was handed over: {event:?}");
+        assert_eq!(
+            event.text, marker,
+            "an ignored message was handed over: {event:?}"
+        );
         event
     }
 

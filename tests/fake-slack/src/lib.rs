@@ -237,6 +237,11 @@ impl FakeSlack {
         self.shared.peek().records.clone()
     }
 
+    /// When an envelope was written to a socket.
+    pub fn sent_at(&self, envelope_id: &str) -> Option<std::time::Instant> {
+        self.shared.peek().records.sent_at.get(envelope_id).copied()
+    }
+
     /// The recorded calls of one Web API method.
     pub fn calls(&self, method: &str) -> Vec<ApiCall> {
         self.shared

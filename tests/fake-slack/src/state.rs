@@ -3,7 +3,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
@@ -31,12 +31,14 @@ impl ApiCall {
 }
 
 /// An acknowledgement the client sent on a socket.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Ack {
     pub connection: u64,
     pub envelope_id: String,
     /// Everything the ack frame carried (payload for slash commands, if any).
     pub frame: Value,
+    /// When the fake read it (benchmarks measure envelope-to-ack latency with it).
+    pub at: Instant,
 }
 
 /// Socket lifecycle, in the order it happened.
@@ -93,6 +95,8 @@ pub struct Records {
     pub uploads: HashMap<String, Vec<u8>>,
     /// Bodies posted to interaction `response_url`s.
     pub responses: Vec<Value>,
+    /// When each envelope was written to a socket.
+    pub sent_at: HashMap<String, Instant>,
 }
 
 impl Records {
@@ -207,9 +211,12 @@ impl Inner {
         };
         let (id, commands) = (conn.id, conn.commands.clone());
         while let Some((envelope_id, frame)) = self.queued.pop_front() {
+            // Stamped before the socket task can possibly write it.
+            let sent_at = Instant::now();
             if commands.send(ConnCommand::Send(frame)).is_err() {
                 return;
             }
+            self.records.sent_at.insert(envelope_id.clone(), sent_at);
             self.records.timeline.push(SocketEvent::EnvelopeSent {
                 connection: id,
                 envelope_id,
@@ -257,6 +264,7 @@ impl Inner {
             connection,
             envelope_id: envelope_id.to_owned(),
             frame: frame.clone(),
+            at: Instant::now(),
         });
     }
 }

@@ -17,13 +17,17 @@ use crate::settings::Settings;
 /// What to do with one envelope.
 #[derive(Debug)]
 pub enum Handling {
-    /// Hand `event` to the core; acknowledge only once it is recorded, then apply `after`.
-    Deliver {
-        event: Box<MessageEvent>,
-        after: AfterRecord,
-    },
+    /// Hand the event to the core; acknowledge only once it is recorded.
+    Deliver(Box<Delivery>),
     /// Acknowledge at once; nothing starts.
     Ack(&'static str),
+}
+
+/// An event for the core and what to remember once it is recorded.
+#[derive(Debug)]
+pub struct Delivery {
+    pub event: MessageEvent,
+    pub after: AfterRecord,
 }
 
 /// Memory updates that take effect only once the core recorded the event, so a refused
@@ -113,11 +117,9 @@ impl Translator<'_> {
         let verdict = self
             .gates
             .decide(&facts, self.settings, self.me, &self.lock());
-        let Verdict::Accept { mentioned } = verdict else {
-            let Verdict::Ignore(reason) = verdict else {
-                unreachable!()
-            };
-            return Handling::Ack(reason);
+        let mentioned = match verdict {
+            Verdict::Accept { mentioned } => mentioned,
+            Verdict::Ignore(reason) => return Handling::Ack(reason),
         };
         let mut after = AfterRecord {
             handed_over: Some(dedupe_key),
@@ -187,10 +189,10 @@ impl Translator<'_> {
         message.media_types = media_types;
         message.reply_to_message_id = thread_id.filter(|t| t != ts);
         message.timestamp = ts.parse().unwrap_or(0.0);
-        Handling::Deliver {
-            event: Box::new(message),
+        Handling::Deliver(Box::new(Delivery {
+            event: message,
             after,
-        }
+        }))
     }
 
     /// Downloads every shared file; failures become notices the agent sees.
@@ -265,8 +267,8 @@ fn slash_command(payload: &Value) -> Handling {
     source.scope_id = str_field(payload, "team_id").map(str::to_owned);
     let mut event = MessageEvent::text(&format!("slash:{trigger}"), source, &text);
     event.message_type = MessageType::Command;
-    Handling::Deliver {
-        event: Box::new(event),
+    Handling::Deliver(Box::new(Delivery {
+        event,
         after: AfterRecord::default(),
-    }
+    }))
 }

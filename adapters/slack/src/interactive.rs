@@ -6,7 +6,7 @@
 use hermes_adapter::{Button, ChatType, MessageEvent, MessageType, SessionSource};
 use serde_json::{Value, json};
 
-use crate::inbound::{AfterRecord, Handling};
+use crate::inbound::{AfterRecord, Delivery, Handling};
 use crate::memory::{SharedMemory, key};
 
 /// Slack caps a section block's text at 3000 characters.
@@ -153,13 +153,13 @@ pub fn click(payload: &Value, memory: &SharedMemory) -> Handling {
         prompt_text: prompt_text(&message),
         decision: format!("*{label}* — chosen by <@{user}>"),
     };
-    Handling::Deliver {
-        event: Box::new(event),
+    Handling::Deliver(Box::new(Delivery {
+        event,
         after: AfterRecord {
             answered_prompt: Some(answered),
             ..AfterRecord::default()
         },
-    }
+    }))
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use crate::adapter::Shared;
 use crate::api::Token;
 use crate::connection::{self, ConnDeps, ConnEvent, ConnHandle, OpenError};
 use crate::gating::BotIdentity;
-use crate::inbound::{AfterRecord, Handling, Translator};
+use crate::inbound::{AfterRecord, Delivery, Handling, Translator};
 
 /// Frames buffered between the connection tasks and this loop.
 const EVENT_BUFFER: usize = 256;
@@ -245,7 +245,10 @@ async fn handle_envelope(
             ack(conn, envelope_id);
             return;
         }
-        Handling::Deliver { event, after } => (event, after),
+        Handling::Deliver(delivery) => {
+            let Delivery { event, after } = *delivery;
+            (event, after)
+        }
     };
     let event_id = event.event_id.clone();
     // The core may send typing for this event before this task runs again, so the
@@ -254,7 +257,7 @@ async fn handle_envelope(
     if let Some((thread_key, reacting)) = after.reacting.take() {
         shared.memory().remember_reacting(thread_key, reacting);
     }
-    match ctx.deliver(*event).await {
+    match ctx.deliver(event).await {
         RecordOutcome::Recorded | RecordOutcome::Duplicate => {
             remember(shared, after);
             ack(conn, envelope_id);

@@ -171,7 +171,10 @@ impl Translator<'_> {
                 ChatType::Group
             },
             user_id: facts.user.map(str::to_owned),
-            user_name: None,
+            user_name: match facts.user {
+                Some(user) => Some(self.user_name(user).await),
+                None => None,
+            },
             thread_id: thread_id.clone(),
             chat_topic: None,
             user_id_alt: None,
@@ -221,6 +224,41 @@ impl Translator<'_> {
             }
         }
         (paths, types, notices)
+    }
+
+    /// The user's display name, looked up once (`users.info`); the id when Slack cannot
+    /// say, cached too so a failing lookup is not repeated for every message.
+    async fn user_name(&self, user: &str) -> String {
+        if let Some(name) = self.lock().user_names.get(user) {
+            return name.clone();
+        }
+        let name = match self
+            .api
+            .call_form("users.info", &[("user", user.to_owned())])
+            .await
+        {
+            Ok(answer) => [
+                "/user/profile/display_name",
+                "/user/profile/real_name",
+                "/user/real_name",
+                "/user/name",
+            ]
+            .iter()
+            .find_map(|p| {
+                answer
+                    .pointer(p)
+                    .and_then(Value::as_str)
+                    .filter(|n| !n.is_empty())
+            })
+            .unwrap_or(user)
+            .to_owned(),
+            Err(e) => {
+                tracing::debug!(platform = "slack", user, error = %e, "users.info failed");
+                user.to_owned()
+            }
+        };
+        self.lock().remember_user_name(user, &name);
+        name
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, crate::memory::Memory> {

@@ -67,6 +67,8 @@ pub struct Memory {
     pub answered_prompts: BoundedSet,
     /// `channel:thread_ts` where an assistant status is showing.
     pub status_threads: BoundedSet,
+    /// Display names by user id (`users.info`, reference `_resolve_user_name`).
+    pub user_names: HashMap<String, String>,
     /// `channel:thread` → the addressed message that gets the progress reactions.
     pub reacting: HashMap<String, Reacting>,
 }
@@ -79,6 +81,7 @@ impl Default for Memory {
             handed_over: BoundedSet::new(MEMORY_CAP),
             answered_prompts: BoundedSet::new(MEMORY_CAP),
             status_threads: BoundedSet::new(MEMORY_CAP),
+            user_names: HashMap::new(),
             reacting: HashMap::new(),
         }
     }
@@ -101,6 +104,15 @@ impl Memory {
             self.reacting.clear();
         }
         self.reacting.insert(thread_key, reacting);
+    }
+}
+
+impl Memory {
+    pub fn remember_user_name(&mut self, user_id: &str, name: &str) {
+        if self.user_names.len() >= MEMORY_CAP {
+            self.user_names.clear();
+        }
+        self.user_names.insert(user_id.to_owned(), name.to_owned());
     }
 }
 

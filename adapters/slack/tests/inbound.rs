@@ -25,6 +25,7 @@ async fn a_dm_becomes_an_event_with_its_own_thread_session() {
     assert_eq!(event.source.chat_type, ChatType::Dm);
     assert_eq!(event.source.user_id.as_deref(), Some(USER));
     assert_eq!(event.source.scope_id.as_deref(), Some(fake_slack::TEAM_ID));
+    assert_eq!(event.source.user_name.as_deref(), Some("User U100"));
     // dm_top_level_threads_as_sessions (default): the message's ts keys its session.
     assert_eq!(event.source.thread_id.as_deref(), Some(ts.as_str()));
     assert_eq!(event.reply_to_message_id, None);
@@ -213,6 +214,18 @@ async fn channel_gating_table() {
         h.fake.wait_for_ack(&pushed.envelope_id).await;
         h.stop().await.unwrap();
     }
+}
+
+#[tokio::test]
+async fn user_names_are_looked_up_once_and_prefer_the_display_name() {
+    let mut h = Harness::start(json!({})).await;
+    h.fake.set_display_name(USER, "ada");
+    h.push_dm("one");
+    assert_eq!(h.record().await.source.user_name.as_deref(), Some("ada"));
+    h.push_dm("two");
+    assert_eq!(h.record().await.source.user_name.as_deref(), Some("ada"));
+    assert_eq!(h.fake.calls("users.info").len(), 1, "the name is cached");
+    h.stop().await.unwrap();
 }
 
 #[tokio::test]

@@ -166,6 +166,19 @@ fn answer(shared: &Shared, call: &ApiCall) -> Response {
             "channel": call.str("channel"), "ts": call.str("ts"), "text": call.str("text"),
         })),
         "reactions.add" | "reactions.remove" | "assistant.threads.setStatus" => ok(json!({})),
+        "users.info" => {
+            let id = call.str("user").unwrap_or("").to_owned();
+            let display = shared
+                .peek()
+                .user_names
+                .get(&id)
+                .cloned()
+                .unwrap_or_default();
+            ok(
+                json!({"user": {"id": id, "name": id.to_lowercase(), "real_name": format!("User {id}"),
+                "profile": {"display_name": display, "real_name": format!("User {id}")}}}),
+            )
+        }
         "files.getUploadURLExternal" => {
             let id = format!("F{:04}", shared.lock().next_id());
             ok(json!({

@@ -128,6 +128,15 @@ impl FakeSlack {
         self.shared.lock().refuse_connections = error.map(str::to_owned);
     }
 
+    /// Sets the display name `users.info` reports for `user` (default: none, so the
+    /// `real_name` "User <id>" is used).
+    pub fn set_display_name(&self, user: &str, name: &str) {
+        self.shared
+            .lock()
+            .user_names
+            .insert(user.to_owned(), name.to_owned());
+    }
+
     /// Registers a file users can share; returns the Slack file object to put in `files`.
     pub fn add_file(&self, name: &str, mimetype: &str, bytes: Vec<u8>) -> Value {
         let mut inner = self.shared.lock();

@@ -152,6 +152,8 @@ pub(crate) struct Inner {
     pub socket_url_override: Option<String>,
     pub refuse_connections: Option<String>,
     pub stored_files: HashMap<String, (String, Vec<u8>)>,
+    /// Display names `users.info` reports, by user id.
+    pub user_names: HashMap<String, String>,
     pub live: Vec<LiveConnection>,
     pub envelopes: HashMap<String, SentEnvelope>,
     /// Envelope ids in send order (redelivery keeps that order).
@@ -318,6 +320,7 @@ impl Shared {
                 socket_url_override: None,
                 refuse_connections: None,
                 stored_files: HashMap::new(),
+                user_names: HashMap::new(),
                 live: Vec::new(),
                 envelopes: HashMap::new(),
                 envelope_order: Vec::new(),

@@ -12,6 +12,7 @@ use crate::files;
 use crate::gating::{BotIdentity, Facts, Gates, Verdict};
 use crate::interactive;
 use crate::memory::{Reacting, SharedMemory, key};
+use crate::rich_text;
 use crate::settings::Settings;
 
 /// What to do with one envelope.
@@ -125,7 +126,7 @@ impl Translator<'_> {
             handed_over: Some(dedupe_key),
             ..AfterRecord::default()
         };
-        let mut text = typed.clone();
+        let mut text = rich_text::full_text(&typed, event);
         if mentioned {
             text = text
                 .replace(&format!("<@{}>", self.me.user_id), "")

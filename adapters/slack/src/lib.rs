@@ -20,6 +20,7 @@ mod interactive;
 mod memory;
 pub mod mrkdwn;
 mod outbound;
+mod rich_text;
 mod secret;
 mod settings;
 mod socket_mode;

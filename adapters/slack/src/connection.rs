@@ -22,6 +22,9 @@ use tokio_util::sync::CancellationToken;
 use crate::api::{Token, WebApi};
 use crate::settings::is_loopback_host;
 
+/// How long a close handshake may take before the socket is simply dropped.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Timings of the socket; tests and benchmarks shorten them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tunables {
@@ -226,7 +229,8 @@ async fn run(
         tokio::select! {
             biased;
             _ = stop.cancelled() => {
-                let _ = socket.close(None).await;
+                // A peer that stopped reading must not keep this task alive.
+                let _ = tokio::time::timeout(CLOSE_TIMEOUT, socket.close(None)).await;
                 return;
             }
             // Acks first, so a flood of envelopes never delays them.

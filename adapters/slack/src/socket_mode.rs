@@ -188,7 +188,12 @@ pub(crate) async fn run(shared: Arc<Shared>, ctx: AdapterContext) -> Result<(), 
                     tracing::debug!(platform = "slack", %envelope_id, retry_attempt, "redelivered envelope");
                 }
                 let handle = conns.all.get(&conn);
-                handle_envelope(&shared, &ctx, &me, handle, &envelope_id, &kind, &payload).await;
+                // Shutdown may abandon a hand-over in progress: the envelope stays
+                // unacknowledged and Slack redelivers it to the next process.
+                tokio::select! {
+                    _ = ctx.shutdown.cancelled() => return Ok(()),
+                    _ = handle_envelope(&shared, &ctx, &me, handle, &envelope_id, &kind, &payload) => {}
+                }
             }
             ConnEvent::Disconnect { conn, reason } => {
                 tracing::info!(platform = "slack", conn, %reason, "Slack asked to reconnect; opening the replacement first");

@@ -262,3 +262,26 @@ async fn shutdown_returns_ok_and_closes_the_socket() {
     assert!(result.is_ok());
     assert!(progress.reports() > 0, "hello must count as progress");
 }
+
+#[tokio::test]
+async fn shutdown_during_a_hand_over_returns_ok_without_acking() {
+    let mut h = Harness::start(json!({})).await;
+    let (pushed, _) = h.push_dm("in flight");
+    let inbound = h.next_inbound().await; // held: the core never answers
+    let Harness {
+        fake,
+        shutdown,
+        run,
+        ..
+    } = h;
+    shutdown.cancel();
+    let result = tokio::time::timeout(BOUND, run).await.unwrap().unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    drop(inbound);
+    assert!(
+        fake.records()
+            .acks
+            .iter()
+            .all(|a| a.envelope_id != pushed.envelope_id)
+    );
+}

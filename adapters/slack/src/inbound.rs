@@ -192,6 +192,12 @@ impl Translator<'_> {
         message.media_paths = media_paths;
         message.media_types = media_types;
         message.reply_to_message_id = thread_id.filter(|t| t != ts);
+        if let Some(thread) = facts.thread_ts.filter(|_| facts.is_thread_reply())
+            && let Some((parent, own)) = self.thread_parent(channel_id, thread).await
+        {
+            message.reply_to_text = Some(parent);
+            message.reply_to_is_own_message = own;
+        }
         message.timestamp = ts.parse().unwrap_or(0.0);
         Handling::Deliver(Box::new(Delivery {
             event: message,
@@ -225,6 +231,44 @@ impl Translator<'_> {
             }
         }
         (paths, types, notices)
+    }
+
+    /// The thread parent's text (bot mention stripped) and whether the bot wrote it, so the
+    /// core can show what a reply answers (reference `_fetch_thread_parent_text`). One
+    /// `conversations.replies` call per thread; `None` when Slack cannot say.
+    async fn thread_parent(&self, channel: &str, thread: &str) -> Option<(String, bool)> {
+        let cache_key = key(channel, thread);
+        if let Some(found) = self.lock().thread_parents.get(&cache_key) {
+            return Some(found.clone());
+        }
+        let fields = [
+            ("channel", channel.to_owned()),
+            ("ts", thread.to_owned()),
+            ("limit", "1".to_owned()),
+            ("inclusive", "true".to_owned()),
+        ];
+        let answer = match self.api.call_form("conversations.replies", &fields).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::debug!(platform = "slack", channel, thread, error = %e, "thread parent unavailable");
+                return None;
+            }
+        };
+        let parent = answer.pointer("/messages/0")?;
+        if str_field(parent, "ts") != Some(thread) {
+            return None;
+        }
+        let text = str_field(parent, "text")
+            .unwrap_or("")
+            .replace(&format!("<@{}>", self.me.user_id), "")
+            .trim()
+            .to_owned();
+        let own = str_field(parent, "user") == Some(self.me.user_id.as_str())
+            || (str_field(parent, "bot_id").is_some()
+                && str_field(parent, "bot_id") == self.me.bot_id.as_deref());
+        self.lock()
+            .remember_thread_parent(cache_key, text.clone(), own);
+        Some((text, own))
     }
 
     /// The user's display name, looked up once (`users.info`); the id when Slack cannot

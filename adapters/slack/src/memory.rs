@@ -67,6 +67,8 @@ pub struct Memory {
     pub answered_prompts: BoundedSet,
     /// `channel:thread_ts` where an assistant status is showing.
     pub status_threads: BoundedSet,
+    /// Thread parents by `channel:thread_ts`: their text and whether the bot wrote them.
+    pub thread_parents: HashMap<String, (String, bool)>,
     /// Display names by user id (`users.info`, reference `_resolve_user_name`).
     pub user_names: HashMap<String, String>,
     /// `channel:thread` → the addressed message that gets the progress reactions.
@@ -82,6 +84,7 @@ impl Default for Memory {
             answered_prompts: BoundedSet::new(MEMORY_CAP),
             status_threads: BoundedSet::new(MEMORY_CAP),
             user_names: HashMap::new(),
+            thread_parents: HashMap::new(),
             reacting: HashMap::new(),
         }
     }
@@ -108,6 +111,13 @@ impl Memory {
 }
 
 impl Memory {
+    pub fn remember_thread_parent(&mut self, key: String, text: String, own: bool) {
+        if self.thread_parents.len() >= MEMORY_CAP {
+            self.thread_parents.clear();
+        }
+        self.thread_parents.insert(key, (text, own));
+    }
+
     pub fn remember_user_name(&mut self, user_id: &str, name: &str) {
         if self.user_names.len() >= MEMORY_CAP {
             self.user_names.clear();

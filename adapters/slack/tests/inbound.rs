@@ -333,6 +333,13 @@ async fn replies_in_threads_the_bot_posted_in_continue_without_mention() {
     ));
     let follow_up = h.record().await;
     assert_eq!(follow_up.text, "thanks, and?");
+    // The reply carries the thread parent (the user's question) for context.
+    assert_eq!(follow_up.reply_to_text.as_deref(), Some("q"));
+    assert!(!follow_up.reply_to_is_own_message);
+    assert_eq!(
+        follow_up.reply_to_message_id.as_deref(),
+        Some(root.as_str())
+    );
     h.stop().await.unwrap();
 }
 

@@ -154,18 +154,34 @@ fn answer(shared: &Shared, call: &ApiCall) -> Response {
             if text.is_empty() && call.body.get("blocks").is_none() {
                 return slack_error("no_text");
             }
-            let ts = shared.lock().next_ts();
+            let mut inner = shared.lock();
+            let ts = inner.next_ts();
             let mut message = json!({"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID,
                 "text": text, "ts": ts});
             if let Some(thread_ts) = call.str("thread_ts") {
                 message["thread_ts"] = json!(thread_ts);
             }
+            inner
+                .messages
+                .insert(format!("{channel}:{ts}"), message.clone());
+            drop(inner);
             ok(json!({"channel": channel, "ts": ts, "message": message}))
         }
         "chat.update" | "chat.delete" => ok(json!({
             "channel": call.str("channel"), "ts": call.str("ts"), "text": call.str("text"),
         })),
         "reactions.add" | "reactions.remove" | "assistant.threads.setStatus" => ok(json!({})),
+        "conversations.replies" => {
+            let key = format!(
+                "{}:{}",
+                call.str("channel").unwrap_or(""),
+                call.str("ts").unwrap_or("")
+            );
+            match shared.peek().messages.get(&key).cloned() {
+                Some(parent) => ok(json!({"messages": [parent], "has_more": false})),
+                None => slack_error("thread_not_found"),
+            }
+        }
         "users.info" => {
             let id = call.str("user").unwrap_or("").to_owned();
             let display = shared

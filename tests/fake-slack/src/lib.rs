@@ -161,6 +161,15 @@ impl FakeSlack {
     /// socket, or queues it until a socket says hello.
     pub fn push_event(&self, event: Value) -> Pushed {
         let mut inner = self.shared.lock();
+        if let (Some(channel), Some(ts)) = (
+            event.get("channel").and_then(Value::as_str),
+            event.get("ts").and_then(Value::as_str),
+        ) && event.get("subtype").is_none_or(|s| s == "bot_message")
+        {
+            inner
+                .messages
+                .insert(format!("{channel}:{ts}"), event.clone());
+        }
         let event_id = format!("Ev{:08}", inner.next_id());
         let payload = json!({
             "token": "verification-token", "team_id": TEAM_ID, "api_app_id": "A0001",

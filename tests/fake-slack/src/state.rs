@@ -152,6 +152,8 @@ pub(crate) struct Inner {
     pub socket_url_override: Option<String>,
     pub refuse_connections: Option<String>,
     pub stored_files: HashMap<String, (String, Vec<u8>)>,
+    /// Messages by `channel:ts` (pushed events and bot posts), for `conversations.replies`.
+    pub messages: HashMap<String, Value>,
     /// Display names `users.info` reports, by user id.
     pub user_names: HashMap<String, String>,
     pub live: Vec<LiveConnection>,
@@ -321,6 +323,7 @@ impl Shared {
                 refuse_connections: None,
                 stored_files: HashMap::new(),
                 user_names: HashMap::new(),
+                messages: HashMap::new(),
                 live: Vec::new(),
                 envelopes: HashMap::new(),
                 envelope_order: Vec::new(),

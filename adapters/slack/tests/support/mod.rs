@@ -122,7 +122,10 @@ impl Harness {
     /// Stops the adapter; a strict fake fails the test on any call it does not know.
     pub async fn stop(self) -> Result<(), AdapterError> {
         let unexpected = self.fake.records().unexpected;
-        assert!(unexpected.is_empty(), "unexpected calls to the fake: {unexpected:?}");
+        assert!(
+            unexpected.is_empty(),
+            "unexpected calls to the fake: {unexpected:?}"
+        );
         self.shutdown.cancel();
         tokio::time::timeout(BOUND, self.run)
             .await

@@ -15,6 +15,116 @@ use crate::api::{ApiError, Token, WebApi};
 pub struct CachedFile {
     pub path: String,
     pub mime_type: String,
+    /// `[Content of name]:` + the text, for small text files the agent should read inline
+    /// (reference: UTF-8, ≤ 100 KiB, a text extension or `text/*`).
+    pub inline_text: Option<String>,
+}
+
+/// The reference's `MAX_TEXT_INJECT_BYTES`.
+const MAX_INLINE_TEXT_BYTES: usize = 100 * 1024;
+
+/// The reference's `_TEXT_INJECT_EXTENSIONS`: formats safe to inline as text.
+const TEXT_EXTENSIONS: &[&str] = &[
+    "txt",
+    "md",
+    "markdown",
+    "csv",
+    "tsv",
+    "log",
+    "json",
+    "jsonl",
+    "ndjson",
+    "xml",
+    "yaml",
+    "yml",
+    "toml",
+    "ini",
+    "cfg",
+    "conf",
+    "env",
+    "properties",
+    "html",
+    "htm",
+    "css",
+    "scss",
+    "sass",
+    "less",
+    "py",
+    "pyi",
+    "js",
+    "mjs",
+    "cjs",
+    "ts",
+    "tsx",
+    "jsx",
+    "sh",
+    "bash",
+    "zsh",
+    "fish",
+    "ps1",
+    "bat",
+    "c",
+    "h",
+    "cpp",
+    "cc",
+    "hpp",
+    "cs",
+    "java",
+    "kt",
+    "go",
+    "rs",
+    "rb",
+    "php",
+    "pl",
+    "lua",
+    "r",
+    "jl",
+    "swift",
+    "m",
+    "scala",
+    "clj",
+    "ex",
+    "exs",
+    "erl",
+    "sql",
+    "graphql",
+    "proto",
+    "tf",
+    "hcl",
+    "dockerfile",
+    "makefile",
+    "cmake",
+    "gradle",
+    "rst",
+    "tex",
+    "srt",
+    "vtt",
+    "diff",
+    "patch",
+];
+
+/// The inline text of a small text file, `None` for anything else.
+fn inline_text(name: &str, mime_type: &str, bytes: &[u8]) -> Option<String> {
+    let ext = Path::new(name)
+        .extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let textual = TEXT_EXTENSIONS.contains(&ext.as_str()) || mime_type.starts_with("text/");
+    if !textual || bytes.len() > MAX_INLINE_TEXT_BYTES {
+        return None;
+    }
+    let content = std::str::from_utf8(bytes).ok()?;
+    let display: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '_' | '.' | '-' | ' ') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Some(format!("[Content of {display}]:\n{content}"))
 }
 
 /// Keeps letters, digits, `.`, `-` and `_` so a Slack file name cannot escape the cache.
@@ -102,9 +212,16 @@ pub async fn download(
         .filter(|m| !m.is_empty())
         .unwrap_or("application/octet-stream")
         .to_owned();
+    let media = ["image/", "audio/", "video/"];
+    let inline_text = if media.iter().any(|m| mime_type.starts_with(m)) {
+        None
+    } else {
+        inline_text(name, &mime_type, &bytes)
+    };
     Ok(CachedFile {
         path: path.to_string_lossy().into_owned(),
         mime_type,
+        inline_text,
     })
 }
 
@@ -181,6 +298,21 @@ pub async fn upload(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_small_utf8_text_files_are_inlined() {
+        assert_eq!(
+            inline_text("a b/c.json", "application/json", b"{}").as_deref(),
+            Some("[Content of a b_c.json]:\n{}")
+        );
+        assert!(inline_text("notes", "text/plain", b"hi").is_some());
+        assert_eq!(inline_text("x.pdf", "application/pdf", b"%PDF"), None);
+        assert_eq!(inline_text("x.txt", "text/plain", &[0xff, 0xfe]), None);
+        assert_eq!(
+            inline_text("x.txt", "text/plain", &vec![b'a'; 100 * 1024 + 1]),
+            None
+        );
+    }
 
     #[test]
     fn file_names_cannot_escape_the_cache() {

@@ -149,7 +149,16 @@ impl Translator<'_> {
             };
             after.reacting = Some((thread_key, reacting));
         }
-        let (media_paths, media_types, notices) = self.attachments(event).await;
+        let (cached, notices) = self.attachments(event).await;
+        for inline in cached.iter().filter_map(|f| f.inline_text.as_ref()) {
+            text = if text.is_empty() {
+                inline.clone()
+            } else {
+                format!("{inline}\n\n{text}")
+            };
+        }
+        let media_paths: Vec<String> = cached.iter().map(|f| f.path.clone()).collect();
+        let media_types: Vec<String> = cached.iter().map(|f| f.mime_type.clone()).collect();
         if !notices.is_empty() {
             let notice = format!("[Slack attachment notice]\n- {}", notices.join("\n- "));
             text = if text.is_empty() {
@@ -206,10 +215,10 @@ impl Translator<'_> {
     }
 
     /// Downloads every shared file; failures become notices the agent sees.
-    async fn attachments(&self, event: &Value) -> (Vec<String>, Vec<String>, Vec<String>) {
-        let (mut paths, mut types, mut notices) = (Vec::new(), Vec::new(), Vec::new());
+    async fn attachments(&self, event: &Value) -> (Vec<files::CachedFile>, Vec<String>) {
+        let (mut cached, mut notices) = (Vec::new(), Vec::new());
         let Some(shared) = event.get("files").and_then(Value::as_array) else {
-            return (paths, types, notices);
+            return (cached, notices);
         };
         for file in shared {
             match files::download(
@@ -220,17 +229,14 @@ impl Translator<'_> {
             )
             .await
             {
-                Ok(cached) => {
-                    paths.push(cached.path);
-                    types.push(cached.mime_type);
-                }
+                Ok(file) => cached.push(file),
                 Err(notice) => {
                     tracing::warn!(platform = "slack", error = %notice, "attachment not cached");
                     notices.push(notice);
                 }
             }
         }
-        (paths, types, notices)
+        (cached, notices)
     }
 
     /// The thread parent's text (bot mention stripped) and whether the bot wrote it, so the

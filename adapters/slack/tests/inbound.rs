@@ -404,6 +404,13 @@ async fn shared_files_are_downloaded_with_the_bot_token_and_capped() {
         "{}",
         event.text
     );
+    assert!(
+        event
+            .text
+            .contains("[Content of notes.txt]:\nremember the milk\n\nsee attached"),
+        "small text files are inlined: {}",
+        event.text
+    );
     let download = &h.fake.calls("file.download")[0];
     assert_eq!(
         download.token.as_deref(),

@@ -221,6 +221,28 @@ impl Translator<'_> {
             return (cached, notices);
         };
         for file in shared {
+            let full;
+            let file = if file.get("file_access").and_then(Value::as_str) == Some("check_file_info")
+            {
+                // Slack Connect sends a stub; the real object (with URLs) needs files.info.
+                let id = str_field(file, "id").unwrap_or("").to_owned();
+                match self
+                    .api
+                    .call_form("files.info", &[("file", id.clone())])
+                    .await
+                {
+                    Ok(answer) if answer.get("file").is_some() => {
+                        full = answer["file"].clone();
+                        &full
+                    }
+                    Ok(_) | Err(_) => {
+                        notices.push(format!("file {id} could not be looked up (files.info)"));
+                        continue;
+                    }
+                }
+            } else {
+                file
+            };
             match files::download(
                 self.api,
                 file,

@@ -390,7 +390,8 @@ async fn shared_files_are_downloaded_with_the_bot_token_and_capped() {
         .fake
         .add_file("big.bin", "application/octet-stream", vec![7u8; 4096]);
     let mut event = events::dm(DM, USER, "see attached", &h.fake.next_ts());
-    event["files"] = json!([small, big]);
+    // The small file arrives as a Slack Connect stub: files.info supplies the object.
+    event["files"] = json!([fake_slack::FakeSlack::connect_stub(&small), big]);
     h.fake.push_event(event);
     let event = h.record().await;
     assert_eq!(event.media_paths.len(), 1, "{event:?}");
@@ -411,6 +412,7 @@ async fn shared_files_are_downloaded_with_the_bot_token_and_capped() {
         "small text files are inlined: {}",
         event.text
     );
+    assert_eq!(h.fake.calls("files.info").len(), 1);
     let download = &h.fake.calls("file.download")[0];
     assert_eq!(
         download.token.as_deref(),

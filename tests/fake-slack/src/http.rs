@@ -182,6 +182,13 @@ fn answer(shared: &Shared, call: &ApiCall) -> Response {
                 None => slack_error("thread_not_found"),
             }
         }
+        "files.info" => {
+            let id = call.str("file").unwrap_or("");
+            match shared.peek().file_objects.get(id).cloned() {
+                Some(file) => ok(json!({"file": file})),
+                None => slack_error("file_not_found"),
+            }
+        }
         "users.info" => {
             let id = call.str("user").unwrap_or("").to_owned();
             let display = shared

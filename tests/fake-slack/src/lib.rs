@@ -146,10 +146,18 @@ impl FakeSlack {
         inner
             .stored_files
             .insert(id.clone(), (mimetype.to_owned(), bytes));
-        json!({
+        let file = json!({
             "id": id, "name": name, "title": name, "mimetype": mimetype, "size": size,
             "url_private": url, "url_private_download": format!("{url}?download=1"),
-        })
+        });
+        inner.file_objects.insert(id, file.clone());
+        file
+    }
+
+    /// The stub Slack Connect channels send instead of a file object: only the id, with
+    /// `file_access: check_file_info` (the client must call `files.info`).
+    pub fn connect_stub(file: &Value) -> Value {
+        json!({"id": file["id"], "file_access": "check_file_info"})
     }
 
     /// A fresh message timestamp (`1700000000.000123`), increasing.

@@ -152,6 +152,8 @@ pub(crate) struct Inner {
     pub socket_url_override: Option<String>,
     pub refuse_connections: Option<String>,
     pub stored_files: HashMap<String, (String, Vec<u8>)>,
+    /// Full file objects by id, for `files.info`.
+    pub file_objects: HashMap<String, Value>,
     /// Messages by `channel:ts` (pushed events and bot posts), for `conversations.replies`.
     pub messages: HashMap<String, Value>,
     /// Display names `users.info` reports, by user id.
@@ -322,6 +324,7 @@ impl Shared {
                 socket_url_override: None,
                 refuse_connections: None,
                 stored_files: HashMap::new(),
+                file_objects: HashMap::new(),
                 user_names: HashMap::new(),
                 messages: HashMap::new(),
                 live: Vec::new(),

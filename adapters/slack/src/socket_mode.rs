@@ -131,7 +131,10 @@ fn backoff(tunables: &connection::Tunables, failures: u32) -> Duration {
 }
 
 pub(crate) async fn run(shared: Arc<Shared>, ctx: AdapterContext) -> Result<(), AdapterError> {
-    let me = identify(&shared).await?;
+    let me = tokio::select! {
+        _ = ctx.shutdown.cancelled() => return Ok(()),
+        me = identify(&shared) => me?,
+    };
     ctx.progress.report();
     tracing::info!(platform = "slack", bot_user_id = %me.user_id, "authenticated");
     *shared.me.write().unwrap_or_else(|e| e.into_inner()) = me.clone();

@@ -101,11 +101,14 @@ pub struct ConnHandle {
 }
 
 impl ConnHandle {
-    /// Queues an ack for the envelope; false when the connection is gone.
-    pub fn ack(&self, envelope_id: &str) -> bool {
-        self.outgoing
-            .send(json!({ "envelope_id": envelope_id }).to_string())
-            .is_ok()
+    /// Queues an ack for the envelope, with a response `payload` where Slack shows one
+    /// (slash commands); false when the connection is gone.
+    pub fn ack(&self, envelope_id: &str, payload: Option<&Value>) -> bool {
+        let mut frame = json!({ "envelope_id": envelope_id });
+        if let Some(payload) = payload {
+            frame["payload"] = payload.clone();
+        }
+        self.outgoing.send(frame.to_string()).is_ok()
     }
 
     /// Closes the connection (a close frame, then the task ends).

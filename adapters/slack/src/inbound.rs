@@ -40,6 +40,8 @@ pub struct AfterRecord {
     pub reacting: Option<(String, Reacting)>,
     /// A prompt whose buttons are removed now that the click is recorded.
     pub answered_prompt: Option<interactive::AnsweredPrompt>,
+    /// What the ack carries back to the user (the slash command's "Running `/cmd`…").
+    pub ack_payload: Option<Value>,
 }
 
 /// Everything translation reads.
@@ -378,8 +380,16 @@ fn slash_command(payload: &Value) -> Handling {
     source.scope_id = str_field(payload, "team_id").map(str::to_owned);
     let mut event = MessageEvent::text(&format!("slash:{trigger}"), source, &text);
     event.message_type = MessageType::Command;
+    // The reference acknowledges a slash command with an ephemeral note.
+    let ack_payload = serde_json::json!({
+        "response_type": "ephemeral",
+        "text": format!("Running `{command}`…"),
+    });
     Handling::Deliver(Box::new(Delivery {
         event,
-        after: AfterRecord::default(),
+        after: AfterRecord {
+            ack_payload: Some(ack_payload),
+            ..AfterRecord::default()
+        },
     }))
 }

@@ -250,7 +250,7 @@ async fn handle_envelope(
     let (event, mut after) = match translator.translate(kind, envelope_id, payload).await {
         Handling::Ack(reason) => {
             tracing::trace!(platform = "slack", %envelope_id, reason, "acknowledged without a turn");
-            ack(conn, envelope_id);
+            ack(conn, envelope_id, None);
             return;
         }
         Handling::Deliver(delivery) => {
@@ -267,8 +267,9 @@ async fn handle_envelope(
     }
     match ctx.deliver(event).await {
         RecordOutcome::Recorded | RecordOutcome::Duplicate => {
+            let payload = after.ack_payload.take();
             remember(shared, after);
-            ack(conn, envelope_id);
+            ack(conn, envelope_id, payload.as_ref());
         }
         RecordOutcome::Failed => {
             tracing::warn!(platform = "slack", %envelope_id, %event_id, "core could not record the event; leaving it unacknowledged for redelivery");
@@ -276,8 +277,8 @@ async fn handle_envelope(
     }
 }
 
-fn ack(conn: Option<&ConnHandle>, envelope_id: &str) {
-    let acked = conn.is_some_and(|c| c.ack(envelope_id));
+fn ack(conn: Option<&ConnHandle>, envelope_id: &str, payload: Option<&Value>) {
+    let acked = conn.is_some_and(|c| c.ack(envelope_id, payload));
     if !acked {
         tracing::debug!(platform = "slack", %envelope_id, "socket gone before the ack; Slack will redeliver");
     }
@@ -290,6 +291,7 @@ fn remember(shared: &Arc<Shared>, after: AfterRecord) {
         mentioned_thread,
         reacting,
         answered_prompt,
+        ack_payload: _,
     } = after;
     {
         let mut memory = shared.memory();

@@ -430,6 +430,10 @@ async fn native_slash_commands_become_command_events() {
     assert_eq!(event.message_type, MessageType::Command);
     assert_eq!(event.event_id, format!("slash:{}", pushed.event_id));
     assert_eq!(event.source.chat_type, ChatType::Group);
-    h.fake.wait_for_ack(&pushed.envelope_id).await;
+    let ack = h.fake.wait_for_ack(&pushed.envelope_id).await;
+    assert_eq!(
+        ack.frame["payload"],
+        json!({"response_type": "ephemeral", "text": "Running `/status`…"})
+    );
     h.stop().await.unwrap();
 }

@@ -64,6 +64,11 @@ pub struct BotIdentity {
     pub bot_id: Option<String>,
 }
 
+/// The reason given when only a mention (or the bot's thread memory) could admit a
+/// message; the caller may still admit a thread reply whose parent proves the bot's
+/// involvement (see `inbound`).
+pub const MENTION_REQUIRED: &str = "mention required";
+
 /// The gates' answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -98,7 +103,7 @@ impl Gates {
         }
     }
 
-    fn matches_pattern(&self, text: &str) -> bool {
+    pub fn matches_pattern(&self, text: &str) -> bool {
         !text.is_empty()
             && self
                 .mention_patterns
@@ -157,7 +162,7 @@ impl Gates {
         if continues_bot_thread || in_mentioned_thread {
             Verdict::Accept { mentioned }
         } else {
-            Verdict::Ignore("mention required")
+            Verdict::Ignore(MENTION_REQUIRED)
         }
     }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::api::WebApi;
 use crate::commands::rewrite_bang_command;
 use crate::files;
-use crate::gating::{BotIdentity, Facts, Gates, Verdict};
+use crate::gating::{BotIdentity, Facts, Gates, MENTION_REQUIRED, Verdict};
 use crate::interactive;
 use crate::memory::{Reacting, SharedMemory, key};
 use crate::rich_text;
@@ -37,6 +37,8 @@ pub struct Delivery {
 pub struct AfterRecord {
     pub handed_over: Option<String>,
     pub mentioned_thread: Option<String>,
+    /// A thread recognised as the bot's from its parent (after a restart emptied memory).
+    pub bot_thread: Option<String>,
     pub reacting: Option<(String, Reacting)>,
     /// A prompt whose buttons are removed now that the click is recorded.
     pub answered_prompt: Option<interactive::AnsweredPrompt>,
@@ -120,13 +122,17 @@ impl Translator<'_> {
         let verdict = self
             .gates
             .decide(&facts, self.settings, self.me, &self.lock());
-        let mentioned = match verdict {
-            Verdict::Accept { mentioned } => mentioned,
-            Verdict::Ignore(reason) => return Handling::Ack(reason),
-        };
         let mut after = AfterRecord {
             handed_over: Some(dedupe_key),
             ..AfterRecord::default()
+        };
+        let mentioned = match verdict {
+            Verdict::Accept { mentioned } => mentioned,
+            Verdict::Ignore(MENTION_REQUIRED) if self.parent_involves_bot(&facts).await => {
+                after.bot_thread = facts.thread_ts.map(str::to_owned);
+                false
+            }
+            Verdict::Ignore(reason) => return Handling::Ack(reason),
         };
         let mut text = rich_text::full_text(&typed, event);
         if mentioned {
@@ -263,6 +269,32 @@ impl Translator<'_> {
         (cached, notices)
     }
 
+    /// Whether an unmentioned thread reply belongs to a conversation with the bot although
+    /// memory does not say so (a restart cleared it): the thread's parent was written by the
+    /// bot or mentioned it. The reference answers this from its session store; this is the
+    /// adapter-local equivalent, one cached `conversations.replies` call per thread. Only
+    /// with `reply_in_thread` (otherwise the bot never answered in the thread) and never in
+    /// strict mode.
+    async fn parent_involves_bot(&self, facts: &Facts<'_>) -> bool {
+        if !facts.is_thread_reply()
+            || !self.settings.reply_in_thread
+            || self.settings.strict_mention
+        {
+            return false;
+        }
+        let Some(thread) = facts.thread_ts else {
+            return false;
+        };
+        match self.thread_parent(facts.channel_id, thread).await {
+            Some((_, true)) => true,
+            Some((_, false)) => self
+                .lock()
+                .mentioned_parents
+                .contains(&key(facts.channel_id, thread)),
+            None => false,
+        }
+    }
+
     /// The thread parent's text (bot mention stripped) and whether the bot wrote it, so the
     /// core can show what a reply answers (reference `_fetch_thread_parent_text`). One
     /// `conversations.replies` call per thread; `None` when Slack cannot say.
@@ -293,6 +325,10 @@ impl Translator<'_> {
             .replace(&format!("<@{}>", self.me.user_id), "")
             .trim()
             .to_owned();
+        let raw = str_field(parent, "text").unwrap_or("");
+        if raw.contains(&format!("<@{}>", self.me.user_id)) || self.gates.matches_pattern(raw) {
+            self.lock().mentioned_parents.insert(&cache_key);
+        }
         let own = str_field(parent, "user") == Some(self.me.user_id.as_str())
             || (str_field(parent, "bot_id").is_some()
                 && str_field(parent, "bot_id") == self.me.bot_id.as_deref());

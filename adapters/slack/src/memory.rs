@@ -67,6 +67,8 @@ pub struct Memory {
     pub answered_prompts: BoundedSet,
     /// `channel:thread_ts` where an assistant status is showing.
     pub status_threads: BoundedSet,
+    /// `channel:thread_ts` of thread parents that mentioned the bot.
+    pub mentioned_parents: BoundedSet,
     /// Thread parents by `channel:thread_ts`: their text and whether the bot wrote them.
     pub thread_parents: HashMap<String, (String, bool)>,
     /// Display names by user id (`users.info`, reference `_resolve_user_name`).
@@ -85,6 +87,7 @@ impl Default for Memory {
             status_threads: BoundedSet::new(MEMORY_CAP),
             user_names: HashMap::new(),
             thread_parents: HashMap::new(),
+            mentioned_parents: BoundedSet::new(MEMORY_CAP),
             reacting: HashMap::new(),
         }
     }

@@ -289,6 +289,7 @@ fn remember(shared: &Arc<Shared>, after: AfterRecord) {
     let AfterRecord {
         handed_over,
         mentioned_thread,
+        bot_thread,
         reacting,
         answered_prompt,
         ack_payload: _,
@@ -300,6 +301,9 @@ fn remember(shared: &Arc<Shared>, after: AfterRecord) {
         }
         if let Some(thread) = mentioned_thread {
             memory.mentioned_threads.insert(&thread);
+        }
+        if let Some(thread) = bot_thread {
+            memory.bot_threads.insert(&thread);
         }
         if let Some((thread_key, reacting)) = reacting {
             memory.remember_reacting(thread_key, reacting);

@@ -344,6 +344,49 @@ async fn replies_in_threads_the_bot_posted_in_continue_without_mention() {
 }
 
 #[tokio::test]
+async fn after_a_restart_threads_the_bot_was_in_continue_without_mention() {
+    let mut h = Harness::start(json!({})).await;
+    // Before the restart a user mentioned the bot at top level; the bot answered in the
+    // thread. This process has no memory of it.
+    let root = h.fake.next_ts();
+    let question = format!("<@{BOT_USER_ID}> question");
+    h.fake
+        .store_message(events::channel_message(CHANNEL, USER, &question, &root));
+    h.fake.push_event(events::thread_reply(
+        CHANNEL,
+        USER,
+        "and also",
+        &h.fake.next_ts(),
+        &root,
+    ));
+    let event = h.record().await;
+    assert_eq!(event.text, "and also");
+    assert_eq!(event.reply_to_text.as_deref(), Some("question"));
+    // A thread the bot was never part of stays gated.
+    let other = h.fake.next_ts();
+    h.fake.store_message(events::channel_message(
+        CHANNEL,
+        USER,
+        "team chatter",
+        &other,
+    ));
+    h.fake.push_event(events::thread_reply(
+        CHANNEL,
+        USER,
+        "reply",
+        &h.fake.next_ts(),
+        &other,
+    ));
+    h.expect_only_marker("after the unrelated thread").await;
+    assert_eq!(
+        h.fake.calls("conversations.replies").len(),
+        2,
+        "one lookup per thread, cached"
+    );
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn reply_in_thread_false_keys_one_session_per_channel() {
     let mut h = Harness::start(json!({"reply_in_thread": false, "require_mention": false})).await;
     h.fake.push_event(events::channel_message(

@@ -160,6 +160,17 @@ impl FakeSlack {
         json!({"id": file["id"], "file_access": "check_file_info"})
     }
 
+    /// Stores a message as already in the workspace (e.g. posted while the adapter was
+    /// down) without delivering it: `conversations.replies` returns it.
+    pub fn store_message(&self, message: Value) {
+        let channel = message["channel"].as_str().unwrap_or("").to_owned();
+        let ts = message["ts"].as_str().unwrap_or("").to_owned();
+        self.shared
+            .lock()
+            .messages
+            .insert(format!("{channel}:{ts}"), message);
+    }
+
     /// A fresh message timestamp (`1700000000.000123`), increasing.
     pub fn next_ts(&self) -> String {
         self.shared.lock().next_ts()

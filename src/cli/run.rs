@@ -177,7 +177,9 @@ async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Life
     let adapters = built.adapters;
     let webhooks_stop = tokio_util::sync::CancellationToken::new();
     match platforms::serve_webhooks(built.webhooks, webhooks_stop.clone()).await {
-        Ok(bound) if !bound.is_empty() => tracing::info!(addrs = ?bound, "webhook endpoint listening"),
+        Ok(bound) if !bound.is_empty() => {
+            tracing::info!(addrs = ?bound, "webhook endpoint listening")
+        }
         Ok(_) => {}
         Err(e) => {
             eprintln!("error: cannot serve the webhook endpoint: {e}");

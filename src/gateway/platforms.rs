@@ -80,9 +80,10 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
             Err(e) => errors.extend(e),
         }
     }
-    for (name, enabled) in [("slack", platforms.slack.enabled)] {
-        if enabled {
-            errors.push(format!("{name}: this build has no {name} adapter yet"));
+    if platforms.slack.enabled {
+        match slack(home, &platforms.slack, env) {
+            Ok(adapter) => built.adapters.push(Arc::new(adapter)),
+            Err(e) => errors.extend(e),
         }
     }
     if errors.is_empty() {
@@ -130,6 +131,27 @@ fn telegram(
         .map(|(name, description)| ((*name).to_owned(), (*description).to_owned()))
         .collect();
     Ok(hermes_telegram::TelegramAdapter::new(settings))
+}
+
+fn slack(
+    home: &HermesHome,
+    config: &PlatformConfig,
+    env: &BTreeMap<String, String>,
+) -> Result<hermes_slack::SlackAdapter, Vec<String>> {
+    let token = token("slack", config)?;
+    let app_token = config
+        .app_token
+        .as_ref()
+        .map(|t| t.expose().to_owned())
+        .ok_or_else(|| {
+            vec!["slack: enabled but SLACK_APP_TOKEN (Socket Mode) is not set".to_owned()]
+        })?;
+    let extra = extra_map(config);
+    let mut settings = hermes_slack::Settings::from_config(&token, &app_token, &extra, env)?;
+    if !extra.contains_key("cache_dir") {
+        settings.cache_dir = cache_dir(home, "slack");
+    }
+    Ok(hermes_slack::SlackAdapter::new(settings))
 }
 
 /// Where Telegram's webhook is served: `TELEGRAM_WEBHOOK_HOST` (default `0.0.0.0`, as the

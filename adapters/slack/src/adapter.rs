@@ -1,0 +1,105 @@
+//! `SlackAdapter`: the `hermes_adapter::Adapter` implementation tying the socket loop
+//! (inbound) and the Web API sends (outbound) to one shared state.
+
+use std::sync::{Arc, RwLock};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use hermes_adapter::{
+    Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, Outbound, SendResult,
+};
+
+use crate::api::WebApi;
+use crate::connection::Tunables;
+use crate::gating::{BotIdentity, Gates};
+use crate::memory::{Memory, SharedMemory};
+use crate::settings::Settings;
+
+/// The reference's `MAX_MESSAGE_LENGTH`: Slack allows 40,000 characters; leave a margin.
+pub const MESSAGE_LIMIT: usize = 39_000;
+
+/// State shared by `run` and `send`.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub settings: Settings,
+    pub api: WebApi,
+    pub gates: Gates,
+    pub tunables: Tunables,
+    /// Learned from `auth.test` when `run` starts.
+    pub me: RwLock<BotIdentity>,
+    pub memory: SharedMemory,
+}
+
+impl Shared {
+    pub fn me(&self) -> BotIdentity {
+        self.me.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
+        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Slack over Socket Mode (inbound) and the Web API (outbound).
+#[derive(Debug, Clone)]
+pub struct SlackAdapter {
+    shared: Arc<Shared>,
+}
+
+impl SlackAdapter {
+    pub fn new(settings: Settings) -> Self {
+        Self::with_tunables(settings, Tunables::default())
+    }
+
+    /// As [`SlackAdapter::new`] with socket timings changed (tests, benchmarks).
+    pub fn with_tunables(settings: Settings, tunables: Tunables) -> Self {
+        let api = WebApi::new(
+            &settings.api_base_url,
+            settings.bot_token.clone(),
+            settings.app_token.clone(),
+        );
+        let gates = Gates::new(&settings);
+        Self {
+            shared: Arc::new(Shared {
+                settings,
+                api,
+                gates,
+                tunables,
+                me: RwLock::new(BotIdentity::default()),
+                memory: SharedMemory::default(),
+            }),
+        }
+    }
+
+    /// The bot's user id once `run` has called `auth.test` (empty before).
+    pub fn bot_user_id(&self) -> String {
+        self.shared.me().user_id
+    }
+}
+
+impl Adapter for SlackAdapter {
+    fn platform(&self) -> &'static str {
+        "slack"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            message_limit: MESSAGE_LIMIT,
+            length_unit: LengthUnit::Chars,
+            edits: true,
+            // Slack's equivalent is the assistant thread status ("is thinking...").
+            typing: true,
+            buttons: true,
+            threads: true,
+            command_prefix: '!',
+        }
+    }
+
+    fn run(&self, ctx: AdapterContext) -> BoxFuture<'_, Result<(), AdapterError>> {
+        crate::socket_mode::run(self.shared.clone(), ctx).boxed()
+    }
+
+    fn send(&self, outbound: Outbound) -> BoxFuture<'_, SendResult> {
+        crate::outbound::send(&self.shared, outbound).boxed()
+    }
+}

@@ -1,0 +1,331 @@
+//! One Socket Mode connection as its own task: `apps.connections.open` → WebSocket (wss, or
+//! ws to a loopback host only) → frames forwarded to the socket loop as [`ConnEvent`]s,
+//! acks written back, pings sent every interval. A socket that shows no sign of life
+//! (no frame, no pong) for the silence window reports itself [`ConnEvent::Silent`] and ends.
+//!
+//! Liveness is judged here, next to the socket, so a busy socket loop never makes a
+//! healthy connection look dead: frames are read before each silence check (`biased`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use hermes_adapter::Progress;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::{Connector, connect_async_tls_with_config};
+use tokio_util::sync::CancellationToken;
+
+use crate::api::{Token, WebApi};
+use crate::settings::is_loopback_host;
+
+/// How long a close handshake may take before the socket is simply dropped.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Timings of the socket; tests and benchmarks shorten them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tunables {
+    /// How often a ping is sent (and silence checked).
+    pub ping_interval: Duration,
+    /// How long without any frame or pong before the socket is declared dead.
+    pub silence_window: Duration,
+    /// Bound on `apps.connections.open` plus the WebSocket handshake.
+    pub open_timeout: Duration,
+    /// First reconnect delay after a failed open; doubles up to `reconnect_max`.
+    pub reconnect_base: Duration,
+    pub reconnect_max: Duration,
+    /// Consecutive failed opens before `run` gives up with a retryable error.
+    pub max_open_failures: u32,
+}
+
+impl Default for Tunables {
+    fn default() -> Self {
+        Self {
+            ping_interval: Duration::from_secs(10),
+            silence_window: Duration::from_secs(30),
+            open_timeout: Duration::from_secs(30),
+            reconnect_base: Duration::from_secs(1),
+            reconnect_max: Duration::from_secs(30),
+            max_open_failures: 6,
+        }
+    }
+}
+
+/// Why a connection could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenError {
+    /// Retrying cannot help (bad app token, a plain-text socket URL to a remote host).
+    Fatal(String),
+    Retryable(String),
+}
+
+/// What a connection tells the socket loop.
+#[derive(Debug)]
+pub enum ConnEvent {
+    Hello {
+        conn: u64,
+    },
+    Envelope {
+        conn: u64,
+        envelope_id: String,
+        kind: String,
+        payload: Value,
+        retry_attempt: u64,
+    },
+    /// Slack asked us to reconnect (`warning`, `refresh_requested`, …).
+    Disconnect {
+        conn: u64,
+        reason: String,
+    },
+    Closed {
+        conn: u64,
+        why: String,
+    },
+    Silent {
+        conn: u64,
+    },
+    OpenFailed {
+        conn: u64,
+        error: OpenError,
+    },
+}
+
+/// The socket loop's handle on a connection task.
+#[derive(Debug)]
+pub struct ConnHandle {
+    outgoing: mpsc::UnboundedSender<String>,
+    stop: CancellationToken,
+}
+
+impl ConnHandle {
+    /// Queues an ack for the envelope, with a response `payload` where Slack shows one
+    /// (slash commands); false when the connection is gone.
+    pub fn ack(&self, envelope_id: &str, payload: Option<&Value>) -> bool {
+        let mut frame = json!({ "envelope_id": envelope_id });
+        if let Some(payload) = payload {
+            frame["payload"] = payload.clone();
+        }
+        self.outgoing.send(frame.to_string()).is_ok()
+    }
+
+    /// Closes the connection (a close frame, then the task ends).
+    pub fn close(&self) {
+        self.stop.cancel();
+    }
+}
+
+/// Everything a connection task needs.
+#[derive(Debug, Clone)]
+pub struct ConnDeps {
+    pub api: WebApi,
+    pub tunables: Tunables,
+    pub progress: Progress,
+    pub events: mpsc::Sender<ConnEvent>,
+}
+
+pub fn spawn(id: u64, deps: ConnDeps) -> ConnHandle {
+    let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
+    let stop = CancellationToken::new();
+    tokio::spawn(run(id, deps, outgoing_rx, stop.clone()));
+    ConnHandle { outgoing, stop }
+}
+
+/// Refuses a socket URL that would carry events in plain text over a network.
+pub fn check_socket_url(url: &str) -> Result<(), OpenError> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| OpenError::Retryable(format!("socket URL is not a URL: {e}")))?;
+    match parsed.scheme() {
+        "wss" => Ok(()),
+        "ws" if parsed.host_str().is_some_and(is_loopback_host) => Ok(()),
+        "ws" => Err(OpenError::Fatal(
+            "refusing a plain ws:// Socket Mode URL to a non-loopback host".into(),
+        )),
+        other => Err(OpenError::Fatal(format!(
+            "unsupported Socket Mode URL scheme {other:?}"
+        ))),
+    }
+}
+
+fn tls_connector() -> Connector {
+    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("ring supports the default TLS versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Connector::Rustls(Arc::new(config))
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn open(api: &WebApi) -> Result<Socket, OpenError> {
+    let answer = api
+        .call("apps.connections.open", Token::App, &json!({}))
+        .await
+        .map_err(|e| {
+            if e.is_auth_failure() {
+                OpenError::Fatal(format!(
+                    "apps.connections.open: {e} (check SLACK_APP_TOKEN)"
+                ))
+            } else {
+                OpenError::Retryable(format!("apps.connections.open: {e}"))
+            }
+        })?;
+    let url = answer
+        .get("url")
+        .and_then(Value::as_str)
+        .ok_or_else(|| OpenError::Retryable("apps.connections.open returned no url".into()))?;
+    check_socket_url(url)?;
+    let (socket, _) = connect_async_tls_with_config(
+        url,
+        Some(WebSocketConfig::default()),
+        true,
+        Some(tls_connector()),
+    )
+    .await
+    // The URL carries a one-time ticket: keep it out of the message.
+    .map_err(|e| OpenError::Retryable(format!("Socket Mode handshake failed: {e}")))?;
+    Ok(socket)
+}
+
+async fn run(
+    id: u64,
+    deps: ConnDeps,
+    mut outgoing: mpsc::UnboundedReceiver<String>,
+    stop: CancellationToken,
+) {
+    let opened = tokio::select! {
+        _ = stop.cancelled() => return,
+        opened = tokio::time::timeout(deps.tunables.open_timeout, open(&deps.api)) => opened,
+    };
+    let mut socket = match opened {
+        Ok(Ok(socket)) => socket,
+        Ok(Err(error)) => {
+            let _ = deps
+                .events
+                .send(ConnEvent::OpenFailed { conn: id, error })
+                .await;
+            return;
+        }
+        Err(_) => {
+            let error = OpenError::Retryable("opening the Socket Mode connection timed out".into());
+            let _ = deps
+                .events
+                .send(ConnEvent::OpenFailed { conn: id, error })
+                .await;
+            return;
+        }
+    };
+    let mut last_sign_of_life = Instant::now();
+    let mut ticks = tokio::time::interval_at(
+        Instant::now() + deps.tunables.ping_interval,
+        deps.tunables.ping_interval,
+    );
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let end = loop {
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => {
+                // A peer that stopped reading must not keep this task alive.
+                let _ = tokio::time::timeout(CLOSE_TIMEOUT, socket.close(None)).await;
+                return;
+            }
+            // Acks first, so a flood of envelopes never delays them.
+            Some(text) = outgoing.recv() => {
+                if let Err(e) = socket.send(Message::Text(text.into())).await {
+                    break ConnEvent::Closed { conn: id, why: e.to_string() };
+                }
+            }
+            frame = socket.next() => {
+                let frame = match frame {
+                    Some(Ok(frame)) => frame,
+                    Some(Err(e)) => break ConnEvent::Closed { conn: id, why: e.to_string() },
+                    None => break ConnEvent::Closed { conn: id, why: "socket ended".into() },
+                };
+                last_sign_of_life = Instant::now();
+                match frame {
+                    Message::Text(text) => {
+                        if let Some(event) = parse_frame(id, &text) {
+                            deps.progress.report();
+                            if deps.events.send(event).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Message::Pong(_) | Message::Ping(_) => deps.progress.report(),
+                    Message::Close(frame) => {
+                        let why = frame.map(|f| f.reason.to_string()).unwrap_or_default();
+                        break ConnEvent::Closed { conn: id, why: format!("closed by Slack: {why}") };
+                    }
+                    Message::Binary(_) | Message::Frame(_) => {}
+                }
+            }
+            _ = ticks.tick() => {
+                if last_sign_of_life.elapsed() > deps.tunables.silence_window {
+                    break ConnEvent::Silent { conn: id };
+                }
+                if let Err(e) = socket.send(Message::Ping(Vec::new().into())).await {
+                    break ConnEvent::Closed { conn: id, why: e.to_string() };
+                }
+            }
+        }
+    };
+    let _ = deps.events.send(end).await;
+}
+
+/// A text frame → an event for the loop; `None` for frames we ignore.
+fn parse_frame(conn: u64, text: &str) -> Option<ConnEvent> {
+    let frame: Value = serde_json::from_str(text).ok()?;
+    let kind = frame.get("type").and_then(Value::as_str).unwrap_or("");
+    match kind {
+        "hello" => Some(ConnEvent::Hello { conn }),
+        "disconnect" => Some(ConnEvent::Disconnect {
+            conn,
+            reason: frame
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+        }),
+        _ => {
+            let envelope_id = frame.get("envelope_id").and_then(Value::as_str)?;
+            Some(ConnEvent::Envelope {
+                conn,
+                envelope_id: envelope_id.to_owned(),
+                kind: kind.to_owned(),
+                payload: frame.get("payload").cloned().unwrap_or(Value::Null),
+                retry_attempt: frame
+                    .get("retry_attempt")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_sockets_only_to_loopback() {
+        assert!(check_socket_url("wss://wss-primary.slack.com/link/?ticket=1").is_ok());
+        assert!(check_socket_url("ws://127.0.0.1:9/link/").is_ok());
+        assert!(check_socket_url("ws://[::1]:9/link/").is_ok());
+        assert!(check_socket_url("ws://localhost:9/link/").is_ok());
+        assert!(matches!(
+            check_socket_url("ws://wss-primary.slack.com/link/"),
+            Err(OpenError::Fatal(_))
+        ));
+        assert!(matches!(
+            check_socket_url("http://127.0.0.1/"),
+            Err(OpenError::Fatal(_))
+        ));
+    }
+}

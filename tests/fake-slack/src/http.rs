@@ -1,0 +1,281 @@
+//! The fake's HTTP side: Web API methods (`POST /api/<method>`), file downloads, upload
+//! URLs and interaction `response_url`s, with Bearer token checks and queued faults.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State, WebSocketUpgrade};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use axum::serve::ListenerExt;
+use serde_json::{Map, Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::state::{ApiCall, Fault, Shared};
+use crate::{BOT_ID, BOT_USER_ID, TEAM_ID};
+
+/// Slack's documented ceiling for `chat.postMessage` text.
+const SLACK_TEXT_LIMIT: usize = 40_000;
+
+pub(crate) fn spawn_server(listener: TcpListener, shared: Arc<Shared>, stop: CancellationToken) {
+    let app = Router::new()
+        .route("/api/{method}", any(api))
+        .route("/link/", get(socket_upgrade))
+        .route("/files/{id}/{name}", get(download))
+        .route("/upload/{id}", post(upload))
+        .route("/response/{id}", post(response_url))
+        .fallback(unexpected)
+        .with_state(shared);
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(stop.cancelled_owned())
+            .await;
+    });
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    value.strip_prefix("Bearer ").map(str::to_owned)
+}
+
+fn parse_body(content_type: &str, body: &Bytes, query: HashMap<String, String>) -> Value {
+    let mut fields: Map<String, Value> = query
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    if content_type.starts_with("application/json") {
+        if let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(body) {
+            fields.extend(map);
+        }
+    } else {
+        for (k, v) in form_urlencoded::parse(body) {
+            fields.insert(k.into_owned(), Value::String(v.into_owned()));
+        }
+    }
+    Value::Object(fields)
+}
+
+fn slack_error(error: &str) -> Response {
+    axum::Json(json!({"ok": false, "error": error})).into_response()
+}
+
+async fn api(
+    State(shared): State<Arc<Shared>>,
+    Path(method): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let call = ApiCall {
+        method: method.clone(),
+        token: bearer(&headers),
+        body: parse_body(&content_type, &body, query),
+        content_type,
+    };
+    let fault = {
+        let mut inner = shared.lock();
+        inner.records.calls.push(call.clone());
+        inner.faults.get_mut(&method).and_then(|q| q.pop_front())
+    };
+    match fault {
+        Some(Fault::RateLimited { retry_after_secs }) => {
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, retry_after_secs.to_string())],
+                axum::Json(json!({"ok": false, "error": "ratelimited"})),
+            )
+                .into_response();
+        }
+        Some(Fault::Error(error)) => return slack_error(&error),
+        Some(Fault::Status(status)) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return (status, "fake failure").into_response();
+        }
+        Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
+        None => {}
+    }
+    let expected = if method == "apps.connections.open" {
+        &shared.tokens.app
+    } else {
+        &shared.tokens.bot
+    };
+    match &call.token {
+        None => return slack_error("not_authed"),
+        Some(token) if token != expected => return slack_error("invalid_auth"),
+        Some(_) => {}
+    }
+    answer(&shared, &call)
+}
+
+fn answer(shared: &Shared, call: &ApiCall) -> Response {
+    let ok = |extra: Value| {
+        let mut body = json!({"ok": true});
+        if let (Value::Object(body), Value::Object(extra)) = (&mut body, extra) {
+            body.extend(extra);
+        }
+        axum::Json(body).into_response()
+    };
+    match call.method.as_str() {
+        "auth.test" => ok(json!({
+            "url": "https://fake.slack.com/", "team": "Fake", "user": "hermes",
+            "team_id": TEAM_ID, "user_id": BOT_USER_ID, "bot_id": BOT_ID,
+        })),
+        "apps.connections.open" => {
+            let mut inner = shared.lock();
+            if let Some(error) = inner.refuse_connections.clone() {
+                return slack_error(&error);
+            }
+            let url = match inner.socket_url_override.clone() {
+                Some(url) => url,
+                None => format!("ws://{}/link/?ticket={}", shared.addr, inner.next_id()),
+            };
+            ok(json!({"url": url}))
+        }
+        "chat.postMessage" => {
+            let Some(channel) = call.str("channel").map(str::to_owned) else {
+                return slack_error("channel_not_found");
+            };
+            let text = call.str("text").unwrap_or("");
+            if text.chars().count() > SLACK_TEXT_LIMIT {
+                return slack_error("msg_too_long");
+            }
+            if text.is_empty() && call.body.get("blocks").is_none() {
+                return slack_error("no_text");
+            }
+            let mut inner = shared.lock();
+            let ts = inner.next_ts();
+            let mut message = json!({"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID,
+                "text": text, "ts": ts});
+            if let Some(thread_ts) = call.str("thread_ts") {
+                message["thread_ts"] = json!(thread_ts);
+            }
+            inner
+                .messages
+                .insert(format!("{channel}:{ts}"), message.clone());
+            drop(inner);
+            ok(json!({"channel": channel, "ts": ts, "message": message}))
+        }
+        "chat.update" | "chat.delete" => ok(json!({
+            "channel": call.str("channel"), "ts": call.str("ts"), "text": call.str("text"),
+        })),
+        "reactions.add" | "reactions.remove" | "assistant.threads.setStatus" => ok(json!({})),
+        "conversations.replies" => {
+            let key = format!(
+                "{}:{}",
+                call.str("channel").unwrap_or(""),
+                call.str("ts").unwrap_or("")
+            );
+            match shared.peek().messages.get(&key).cloned() {
+                Some(parent) => ok(json!({"messages": [parent], "has_more": false})),
+                None => slack_error("thread_not_found"),
+            }
+        }
+        "files.info" => {
+            let id = call.str("file").unwrap_or("");
+            match shared.peek().file_objects.get(id).cloned() {
+                Some(file) => ok(json!({"file": file})),
+                None => slack_error("file_not_found"),
+            }
+        }
+        "users.info" => {
+            let id = call.str("user").unwrap_or("").to_owned();
+            let display = shared
+                .peek()
+                .user_names
+                .get(&id)
+                .cloned()
+                .unwrap_or_default();
+            ok(
+                json!({"user": {"id": id, "name": id.to_lowercase(), "real_name": format!("User {id}"),
+                "profile": {"display_name": display, "real_name": format!("User {id}")}}}),
+            )
+        }
+        "files.getUploadURLExternal" => {
+            let id = format!("F{:04}", shared.lock().next_id());
+            ok(json!({
+                "upload_url": format!("http://{}/upload/{id}", shared.addr), "file_id": id,
+            }))
+        }
+        "files.completeUploadExternal" => {
+            let files = call.body.get("files").cloned().unwrap_or(Value::Null);
+            // The form encoding carries `files` as a JSON string.
+            let files = match files {
+                Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::Null),
+                other => other,
+            };
+            ok(json!({"files": files}))
+        }
+        other => {
+            shared
+                .lock()
+                .records
+                .unexpected
+                .push(format!("api {other}"));
+            slack_error("unknown_method")
+        }
+    }
+}
+
+async fn socket_upgrade(State(shared): State<Arc<Shared>>, upgrade: WebSocketUpgrade) -> Response {
+    upgrade.on_upgrade(move |socket| crate::socket::serve(shared, socket))
+}
+
+async fn download(
+    State(shared): State<Arc<Shared>>,
+    Path((id, _name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let token = bearer(&headers);
+    shared.lock().records.calls.push(ApiCall {
+        method: "file.download".into(),
+        token: token.clone(),
+        body: json!({"id": id}),
+        content_type: String::new(),
+    });
+    if token.as_deref() != Some(shared.tokens.bot.as_str()) {
+        // Slack answers an unauthenticated file fetch with its sign-in page.
+        return (
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            "<html>sign in</html>",
+        )
+            .into_response();
+    }
+    let file = shared.peek().stored_files.get(&id).cloned();
+    match file {
+        Some((mimetype, bytes)) => ([(header::CONTENT_TYPE, mimetype)], bytes).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn upload(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let len = body.len();
+    shared.lock().records.uploads.insert(id, body.to_vec());
+    format!("OK - {len}").into_response()
+}
+
+async fn response_url(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    shared.lock().records.responses.push(value);
+    axum::Json(json!({"ok": true})).into_response()
+}
+
+async fn unexpected(State(shared): State<Arc<Shared>>, uri: axum::http::Uri) -> Response {
+    shared.lock().records.unexpected.push(format!("path {uri}"));
+    StatusCode::NOT_FOUND.into_response()
+}

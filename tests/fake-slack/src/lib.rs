@@ -1,0 +1,351 @@
+//! A wire-level fake Slack for tests and benchmarks: the Web API methods hermesd's Slack
+//! adapter calls and a Socket Mode WebSocket, both real servers on `127.0.0.1:0`.
+//!
+//! Why a fake at the wire level: the adapter's hardest behaviour (ack only after the core
+//! recorded an event, reconnect-before-close, silent-socket replacement, error mapping) lives
+//! in how it reacts to real frames and real HTTP responses, so the fake speaks exactly that
+//! and records every call and frame. Fault switches reproduce what Slack does in production:
+//! unacked envelopes redelivered with `retry_attempt`/`retry_reason`, `disconnect` frames,
+//! sockets that stop answering, 429 with `Retry-After`, `ok:false` errors, bad tokens.
+//!
+//! Everything is driven through [`FakeSlack`]; waiting is done on recorded state
+//! ([`FakeSlack::wait_for`]) with a generous bound, never by sleeping.
+#![forbid(unsafe_code)]
+
+pub mod events;
+mod http;
+mod socket;
+mod state;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+pub use state::{Ack, ApiCall, Fault, Records, SocketEvent};
+
+use state::{ConnCommand, Shared};
+
+/// How long [`FakeSlack::wait_for`] waits before failing the test.
+pub const WAIT_BOUND: Duration = Duration::from_secs(30);
+
+/// The bot user the fake's `auth.test` reports.
+pub const BOT_USER_ID: &str = "UBOT";
+/// The bot id (for `bot_message` events) of our own bot.
+pub const BOT_ID: &str = "BBOT";
+/// The workspace id used in every payload.
+pub const TEAM_ID: &str = "T0001";
+
+/// The tokens the fake accepts.
+#[derive(Clone)]
+pub struct FakeTokens {
+    pub bot: String,
+    pub app: String,
+}
+
+impl std::fmt::Debug for FakeTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FakeTokens(***)")
+    }
+}
+
+impl Default for FakeTokens {
+    fn default() -> Self {
+        Self {
+            bot: "xoxb-fake-bot-token".into(),
+            app: "xapp-fake-app-token".into(),
+        }
+    }
+}
+
+/// What a push returned: the ids a test asserts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pushed {
+    pub envelope_id: String,
+    /// Slack's `event_id` (events_api) or `trigger_id` (interactive).
+    pub event_id: String,
+}
+
+/// A running fake Slack. Dropping it stops the servers.
+#[derive(Debug)]
+pub struct FakeSlack {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl Drop for FakeSlack {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl FakeSlack {
+    /// Starts the fake with the default tokens.
+    pub async fn start() -> Self {
+        Self::start_with(FakeTokens::default()).await
+    }
+
+    pub async fn start_with(tokens: FakeTokens) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind fake slack");
+        let addr = listener.local_addr().expect("fake slack address");
+        let stop = CancellationToken::new();
+        let shared = Arc::new(Shared::new(tokens, addr, stop.clone()));
+        http::spawn_server(listener, shared.clone(), stop.clone());
+        Self { shared, addr, stop }
+    }
+
+    /// The Web API base to configure as `slack.extra.api_base_url`.
+    pub fn api_base_url(&self) -> String {
+        format!("http://{}/api", self.addr)
+    }
+
+    pub fn tokens(&self) -> FakeTokens {
+        self.shared.tokens.clone()
+    }
+
+    /// Makes `apps.connections.open` return this URL instead of the fake's own socket.
+    pub fn set_socket_url(&self, url: Option<String>) {
+        self.shared.lock().socket_url_override = url;
+    }
+
+    /// Queues a fault for the next call of `method` (e.g. `chat.postMessage`).
+    pub fn fail_next(&self, method: &str, fault: Fault) {
+        self.shared
+            .lock()
+            .faults
+            .entry(method.to_owned())
+            .or_default()
+            .push_back(fault);
+    }
+
+    /// Makes `apps.connections.open` answer `ok:false` with this error until cleared.
+    pub fn refuse_connections(&self, error: Option<&str>) {
+        self.shared.lock().refuse_connections = error.map(str::to_owned);
+    }
+
+    /// Sets the display name `users.info` reports for `user` (default: none, so the
+    /// `real_name` "User <id>" is used).
+    pub fn set_display_name(&self, user: &str, name: &str) {
+        self.shared
+            .lock()
+            .user_names
+            .insert(user.to_owned(), name.to_owned());
+    }
+
+    /// Registers a file users can share; returns the Slack file object to put in `files`.
+    pub fn add_file(&self, name: &str, mimetype: &str, bytes: Vec<u8>) -> Value {
+        let mut inner = self.shared.lock();
+        let id = format!("F{:04}", inner.next_id());
+        let url = format!("http://{}/files/{id}/{name}", self.addr);
+        let size = bytes.len();
+        inner
+            .stored_files
+            .insert(id.clone(), (mimetype.to_owned(), bytes));
+        let file = json!({
+            "id": id, "name": name, "title": name, "mimetype": mimetype, "size": size,
+            "url_private": url, "url_private_download": format!("{url}?download=1"),
+        });
+        inner.file_objects.insert(id, file.clone());
+        file
+    }
+
+    /// The stub Slack Connect channels send instead of a file object: only the id, with
+    /// `file_access: check_file_info` (the client must call `files.info`).
+    pub fn connect_stub(file: &Value) -> Value {
+        json!({"id": file["id"], "file_access": "check_file_info"})
+    }
+
+    /// Stores a message as already in the workspace (e.g. posted while the adapter was
+    /// down) without delivering it: `conversations.replies` returns it.
+    pub fn store_message(&self, message: Value) {
+        let channel = message["channel"].as_str().unwrap_or("").to_owned();
+        let ts = message["ts"].as_str().unwrap_or("").to_owned();
+        self.shared
+            .lock()
+            .messages
+            .insert(format!("{channel}:{ts}"), message);
+    }
+
+    /// A fresh message timestamp (`1700000000.000123`), increasing.
+    pub fn next_ts(&self) -> String {
+        self.shared.lock().next_ts()
+    }
+
+    /// Sends an `events_api` envelope carrying `event` (see [`events`]) to the newest open
+    /// socket, or queues it until a socket says hello.
+    pub fn push_event(&self, event: Value) -> Pushed {
+        let mut inner = self.shared.lock();
+        if let (Some(channel), Some(ts)) = (
+            event.get("channel").and_then(Value::as_str),
+            event.get("ts").and_then(Value::as_str),
+        ) && event.get("subtype").is_none_or(|s| s == "bot_message")
+        {
+            inner
+                .messages
+                .insert(format!("{channel}:{ts}"), event.clone());
+        }
+        let event_id = format!("Ev{:08}", inner.next_id());
+        let payload = json!({
+            "token": "verification-token", "team_id": TEAM_ID, "api_app_id": "A0001",
+            "event": event, "type": "event_callback", "event_id": event_id,
+            "event_time": 1_700_000_000u64,
+            "authorizations": [{"team_id": TEAM_ID, "user_id": BOT_USER_ID, "is_bot": true}],
+        });
+        let envelope_id = inner.send_envelope("events_api", payload, 0, "");
+        Pushed {
+            envelope_id,
+            event_id,
+        }
+    }
+
+    /// Sends an `interactive` `block_actions` envelope: `user` clicked the button
+    /// `action_id`/`value` on the prompt message `message_ts` in `channel`.
+    pub fn push_block_actions(&self, click: events::Click<'_>) -> Pushed {
+        let mut inner = self.shared.lock();
+        let trigger_id = format!("{}.trigger", inner.next_id());
+        let payload = events::block_actions(
+            &click,
+            &trigger_id,
+            &format!("http://{}/response/{trigger_id}", self.addr),
+        );
+        let envelope_id = inner.send_envelope("interactive", payload, 0, "");
+        Pushed {
+            envelope_id,
+            event_id: trigger_id,
+        }
+    }
+
+    /// Sends a `slash_commands` envelope (`/new args` typed in `channel`).
+    pub fn push_slash_command(
+        &self,
+        channel: &str,
+        user: &str,
+        command: &str,
+        text: &str,
+    ) -> Pushed {
+        let mut inner = self.shared.lock();
+        let trigger_id = format!("{}.slash", inner.next_id());
+        let payload = json!({
+            "token": "verification-token", "team_id": TEAM_ID, "channel_id": channel,
+            "user_id": user, "user_name": user, "command": command, "text": text,
+            "trigger_id": trigger_id, "response_url": format!("http://{}/response/{trigger_id}", self.addr),
+        });
+        let envelope_id = inner.send_envelope("slash_commands", payload, 0, "");
+        Pushed {
+            envelope_id,
+            event_id: trigger_id,
+        }
+    }
+
+    /// Redelivers every envelope not acked yet, as Slack does, with `retry_attempt` + 1 and
+    /// `retry_reason`, under a new envelope id. Returns how many were redelivered.
+    pub fn redeliver_unacked(&self, reason: &str) -> usize {
+        self.shared.lock().redeliver_unacked(reason)
+    }
+
+    /// Sends a `disconnect` frame (`warning`, `refresh_requested`, …) on the newest socket.
+    /// The fake keeps that socket open until the client closes it.
+    pub fn send_disconnect(&self, reason: &str) {
+        let frame = json!({"type": "disconnect", "reason": reason,
+            "debug_info": {"host": "fake-slack"}});
+        self.shared
+            .lock()
+            .command_newest(ConnCommand::Send(frame.to_string()));
+    }
+
+    /// Makes the newest socket silent: it stops reading (so pings go unanswered) and stops
+    /// sending, while the TCP connection stays open.
+    pub fn go_silent(&self) {
+        self.shared.lock().command_newest(ConnCommand::GoSilent);
+    }
+
+    /// Closes the newest socket abruptly (no close frame).
+    pub fn drop_socket(&self) {
+        self.shared.lock().command_newest(ConnCommand::Drop);
+    }
+
+    /// A copy of everything recorded so far.
+    pub fn records(&self) -> Records {
+        self.shared.peek().records.clone()
+    }
+
+    /// When an envelope was written to a socket.
+    pub fn sent_at(&self, envelope_id: &str) -> Option<std::time::Instant> {
+        self.shared.peek().records.sent_at.get(envelope_id).copied()
+    }
+
+    /// The recorded calls of one Web API method.
+    pub fn calls(&self, method: &str) -> Vec<ApiCall> {
+        self.shared
+            .peek()
+            .records
+            .calls
+            .iter()
+            .filter(|c| c.method == method)
+            .cloned()
+            .collect()
+    }
+
+    /// Waits until `check` returns `Some` on the records (re-checked on every change), or
+    /// panics naming `what` after [`WAIT_BOUND`].
+    pub async fn wait_for<T>(&self, what: &str, mut check: impl FnMut(&Records) -> Option<T>) -> T {
+        let mut changes = self.shared.changes.subscribe();
+        let waited = tokio::time::timeout(WAIT_BOUND, async {
+            loop {
+                changes.borrow_and_update();
+                if let Some(found) = check(&self.shared.peek().records) {
+                    return found;
+                }
+                if changes.changed().await.is_err() {
+                    panic!("fake slack stopped while waiting for {what}");
+                }
+            }
+        })
+        .await;
+        match waited {
+            Ok(found) => found,
+            Err(_) => panic!(
+                "timed out waiting for {what}; records: {:#?}",
+                self.shared.peek().records.summary()
+            ),
+        }
+    }
+
+    /// Waits until `count` sockets have received `hello`.
+    pub async fn wait_for_hellos(&self, count: usize) {
+        self.wait_for(&format!("{count} socket hello(s)"), |r| {
+            (r.hellos() >= count).then_some(())
+        })
+        .await;
+    }
+
+    /// Waits for the ack of `envelope_id` and returns it.
+    pub async fn wait_for_ack(&self, envelope_id: &str) -> Ack {
+        self.wait_for(&format!("ack of {envelope_id}"), |r| {
+            r.acks
+                .iter()
+                .find(|a| a.envelope_id == envelope_id)
+                .cloned()
+        })
+        .await
+    }
+
+    /// Waits until `method` was called at least `count` times; returns those calls.
+    pub async fn wait_for_calls(&self, method: &str, count: usize) -> Vec<ApiCall> {
+        self.wait_for(&format!("{count} call(s) of {method}"), |r| {
+            let calls: Vec<ApiCall> = r
+                .calls
+                .iter()
+                .filter(|c| c.method == method)
+                .cloned()
+                .collect();
+            (calls.len() >= count).then_some(calls)
+        })
+        .await
+    }
+}

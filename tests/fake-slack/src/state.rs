@@ -1,0 +1,353 @@
+//! The fake's shared state: recorded calls and frames, queued faults, live sockets.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::FakeTokens;
+
+/// One recorded Web API call.
+#[derive(Debug, Clone)]
+pub struct ApiCall {
+    pub method: String,
+    /// `Some(token)` from `Authorization: Bearer`.
+    pub token: Option<String>,
+    /// The JSON body, or the form/query fields as a JSON object of strings.
+    pub body: Value,
+    /// The content type the client sent.
+    pub content_type: String,
+}
+
+impl ApiCall {
+    /// A string field of the body.
+    pub fn str(&self, field: &str) -> Option<&str> {
+        self.body.get(field).and_then(Value::as_str)
+    }
+}
+
+/// An acknowledgement the client sent on a socket.
+#[derive(Debug, Clone)]
+pub struct Ack {
+    pub connection: u64,
+    pub envelope_id: String,
+    /// Everything the ack frame carried (payload for slash commands, if any).
+    pub frame: Value,
+    /// When the fake read it (benchmarks measure envelope-to-ack latency with it).
+    pub at: Instant,
+}
+
+/// Socket lifecycle, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SocketEvent {
+    Opened {
+        connection: u64,
+    },
+    Hello {
+        connection: u64,
+    },
+    EnvelopeSent {
+        connection: u64,
+        envelope_id: String,
+    },
+    /// The client closed the socket (close frame or EOF).
+    ClosedByClient {
+        connection: u64,
+    },
+    /// The fake dropped the socket on purpose.
+    Dropped {
+        connection: u64,
+    },
+    Silenced {
+        connection: u64,
+    },
+    Ping {
+        connection: u64,
+    },
+}
+
+/// A fault served instead of the normal answer on the next call of a method.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// HTTP 429 with `Retry-After: secs`.
+    RateLimited { retry_after_secs: u64 },
+    /// HTTP 200 `{"ok":false,"error":...}`.
+    Error(String),
+    /// A bare HTTP status (5xx).
+    Status(u16),
+    /// Holds the request for this long before answering normally (timeouts).
+    Delay(Duration),
+}
+
+/// Everything the fake recorded.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    pub calls: Vec<ApiCall>,
+    /// Calls of unknown methods or paths: a strict fake fails tests on them.
+    pub unexpected: Vec<String>,
+    pub acks: Vec<Ack>,
+    pub timeline: Vec<SocketEvent>,
+    /// Bytes uploaded through `files.getUploadURLExternal` URLs, by file id.
+    pub uploads: HashMap<String, Vec<u8>>,
+    /// Bodies posted to interaction `response_url`s.
+    pub responses: Vec<Value>,
+    /// When each envelope was written to a socket.
+    pub sent_at: HashMap<String, Instant>,
+}
+
+impl Records {
+    pub fn hellos(&self) -> usize {
+        self.timeline
+            .iter()
+            .filter(|e| matches!(e, SocketEvent::Hello { .. }))
+            .count()
+    }
+
+    /// The position of an event in the timeline.
+    pub fn position(&self, event: &SocketEvent) -> Option<usize> {
+        self.timeline.iter().position(|e| e == event)
+    }
+
+    pub(crate) fn summary(&self) -> Value {
+        json!({
+            "calls": self.calls.iter().map(|c| c.method.clone()).collect::<Vec<_>>(),
+            "unexpected": self.unexpected,
+            "acks": self.acks.iter().map(|a| a.envelope_id.clone()).collect::<Vec<_>>(),
+            "timeline": format!("{:?}", self.timeline),
+        })
+    }
+}
+
+/// What the fake tells one socket task to do.
+#[derive(Debug)]
+pub(crate) enum ConnCommand {
+    Send(String),
+    GoSilent,
+    Drop,
+}
+
+#[derive(Debug)]
+pub(crate) struct LiveConnection {
+    pub id: u64,
+    pub commands: mpsc::UnboundedSender<ConnCommand>,
+    pub hello_sent: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct SentEnvelope {
+    pub kind: String,
+    pub payload: Value,
+    pub retry_attempt: u64,
+    pub acked: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub records: Records,
+    pub faults: HashMap<String, VecDeque<Fault>>,
+    pub socket_url_override: Option<String>,
+    pub refuse_connections: Option<String>,
+    pub stored_files: HashMap<String, (String, Vec<u8>)>,
+    /// Full file objects by id, for `files.info`.
+    pub file_objects: HashMap<String, Value>,
+    /// Messages by `channel:ts` (pushed events and bot posts), for `conversations.replies`.
+    pub messages: HashMap<String, Value>,
+    /// Display names `users.info` reports, by user id.
+    pub user_names: HashMap<String, String>,
+    pub live: Vec<LiveConnection>,
+    pub envelopes: HashMap<String, SentEnvelope>,
+    /// Envelope ids in send order (redelivery keeps that order).
+    pub envelope_order: Vec<String>,
+    /// Frames waiting for a socket to say hello.
+    pub queued: VecDeque<(String, String)>,
+    counter: u64,
+    ts_counter: u64,
+}
+
+impl Inner {
+    pub fn next_id(&mut self) -> u64 {
+        self.counter += 1;
+        self.counter
+    }
+
+    pub fn next_ts(&mut self) -> String {
+        self.ts_counter += 1;
+        let n = self.ts_counter;
+        format!("{}.{:06}", 1_700_000_000 + n / 1_000_000, n % 1_000_000)
+    }
+
+    /// Builds an envelope and sends it (or queues it until a socket is ready).
+    pub fn send_envelope(
+        &mut self,
+        kind: &str,
+        payload: Value,
+        retry_attempt: u64,
+        retry_reason: &str,
+    ) -> String {
+        let envelope_id = format!("env-{:08}", self.next_id());
+        let frame = json!({
+            "envelope_id": envelope_id, "type": kind, "payload": payload,
+            "accepts_response_payload": kind != "events_api",
+            "retry_attempt": retry_attempt, "retry_reason": retry_reason,
+        });
+        self.envelopes.insert(
+            envelope_id.clone(),
+            SentEnvelope {
+                kind: kind.to_owned(),
+                payload,
+                retry_attempt,
+                acked: false,
+            },
+        );
+        self.envelope_order.push(envelope_id.clone());
+        self.queued
+            .push_back((envelope_id.clone(), frame.to_string()));
+        self.flush_queue();
+        envelope_id
+    }
+
+    /// Sends queued frames on the newest socket that said hello.
+    pub fn flush_queue(&mut self) {
+        let Some(conn) = self.live.iter().rev().find(|c| c.hello_sent) else {
+            return;
+        };
+        let (id, commands) = (conn.id, conn.commands.clone());
+        while let Some((envelope_id, frame)) = self.queued.pop_front() {
+            // Stamped before the socket task can possibly write it.
+            let sent_at = Instant::now();
+            if commands.send(ConnCommand::Send(frame)).is_err() {
+                return;
+            }
+            self.records.sent_at.insert(envelope_id.clone(), sent_at);
+            self.records.timeline.push(SocketEvent::EnvelopeSent {
+                connection: id,
+                envelope_id,
+            });
+        }
+    }
+
+    pub fn redeliver_unacked(&mut self, reason: &str) -> usize {
+        let mut pending = Vec::new();
+        for id in &self.envelope_order {
+            if let Some(envelope) = self.envelopes.get_mut(id)
+                && !envelope.acked
+            {
+                // The retried copy supersedes this one: acking the old id later changes
+                // nothing, as with Slack.
+                envelope.acked = true;
+                pending.push(envelope.clone());
+            }
+        }
+        for envelope in &pending {
+            self.send_envelope(
+                &envelope.kind,
+                envelope.payload.clone(),
+                envelope.retry_attempt + 1,
+                reason,
+            );
+        }
+        pending.len()
+    }
+
+    pub fn command_newest(&mut self, command: ConnCommand) {
+        if let Some(conn) = self.live.last() {
+            let _ = conn.commands.send(command);
+        }
+    }
+
+    pub fn record_ack(&mut self, connection: u64, frame: Value) {
+        let Some(envelope_id) = frame.get("envelope_id").and_then(Value::as_str) else {
+            return;
+        };
+        if let Some(envelope) = self.envelopes.get_mut(envelope_id) {
+            envelope.acked = true;
+        }
+        self.records.acks.push(Ack {
+            connection,
+            envelope_id: envelope_id.to_owned(),
+            frame: frame.clone(),
+            at: Instant::now(),
+        });
+    }
+}
+
+/// State shared by the HTTP handlers, the socket tasks and the test handle.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub tokens: FakeTokens,
+    pub addr: SocketAddr,
+    /// Cancelled when the fake is dropped: socket tasks end with it.
+    pub stop: CancellationToken,
+    inner: Mutex<Inner>,
+    pub changes: watch::Sender<u64>,
+}
+
+/// A lock guard that tells waiters about the change when it is released.
+pub(crate) struct Changed<'a> {
+    guard: Option<MutexGuard<'a, Inner>>,
+    changes: &'a watch::Sender<u64>,
+}
+
+impl std::ops::Deref for Changed<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        self.guard.as_ref().expect("guard held")
+    }
+}
+
+impl std::ops::DerefMut for Changed<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        self.guard.as_mut().expect("guard held")
+    }
+}
+
+impl Drop for Changed<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        self.changes.send_modify(|v| *v += 1);
+    }
+}
+
+impl Shared {
+    pub fn new(tokens: FakeTokens, addr: SocketAddr, stop: CancellationToken) -> Self {
+        Self {
+            tokens,
+            addr,
+            stop,
+            inner: Mutex::new(Inner {
+                records: Records::default(),
+                faults: HashMap::new(),
+                socket_url_override: None,
+                refuse_connections: None,
+                stored_files: HashMap::new(),
+                file_objects: HashMap::new(),
+                user_names: HashMap::new(),
+                messages: HashMap::new(),
+                live: Vec::new(),
+                envelopes: HashMap::new(),
+                envelope_order: Vec::new(),
+                queued: VecDeque::new(),
+                counter: 0,
+                ts_counter: 0,
+            }),
+            changes: watch::channel(0).0,
+        }
+    }
+
+    /// Locks the state for reading only: waiters are not woken.
+    pub fn peek(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Locks the state; waiters re-check when the guard drops.
+    pub fn lock(&self) -> Changed<'_> {
+        Changed {
+            guard: Some(self.inner.lock().unwrap_or_else(|e| e.into_inner())),
+            changes: &self.changes,
+        }
+    }
+}

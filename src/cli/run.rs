@@ -159,6 +159,14 @@ async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Life
             return EXIT_CONFIG;
         }
     };
+    let _token_locks = match platforms::claim_tokens(home, &loaded) {
+        Ok(locks) => locks,
+        Err(e) => {
+            eprintln!("error: {e}");
+            lifecycle.set_state(GatewayState::Stopped, Some("credential in use"));
+            return EXIT_FAILURE;
+        }
+    };
     let options = StoreOptions {
         env: loaded.env.clone(),
         ..StoreOptions::default()

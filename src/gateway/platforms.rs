@@ -201,6 +201,47 @@ pub async fn serve_webhooks(
     Ok(bound)
 }
 
+/// Claims each enabled platform's credential for this home (the reference's scope names),
+/// so two gateways never drive one bot. Errors name the other gateway, never the token.
+pub fn claim_tokens(
+    home: &HermesHome,
+    loaded: &LoadedConfig,
+) -> Result<Vec<crate::gateway::token_lock::ScopedLock>, String> {
+    let platforms = &loaded.config.platforms;
+    let claims = [
+        (
+            "telegram-bot-token",
+            &platforms.telegram,
+            platforms.telegram.token.as_ref(),
+        ),
+        (
+            "discord-bot-token",
+            &platforms.discord,
+            platforms.discord.token.as_ref(),
+        ),
+        (
+            "slack-app-token",
+            &platforms.slack,
+            platforms.slack.app_token.as_ref(),
+        ),
+    ];
+    let mut locks = Vec::new();
+    for (scope, platform, token) in claims {
+        let (true, Some(token)) = (platform.enabled, token) else {
+            continue;
+        };
+        let lock = crate::gateway::token_lock::ScopedLock::acquire(
+            scope,
+            token.expose(),
+            home.path(),
+            &loaded.env,
+        )
+        .map_err(|e| format!("{scope}: {e}"))?;
+        locks.push(lock);
+    }
+    Ok(locks)
+}
+
 /// Tells the Discord adapter which DMs and threads hold conversations, so messages sent
 /// there while hermesd was down are backfilled after a restart.
 pub async fn remember_discord_conversations(

@@ -112,7 +112,7 @@ fn service_checks(config: &Config, args: &DoctorArgs) -> Vec<Check> {
             &mut probes,
             &platforms.telegram,
             "telegram",
-            |token| tokens::telegram(token),
+            tokens::telegram,
             |base, token| Probe::Telegram { base, token },
         );
     }
@@ -145,7 +145,7 @@ fn service_checks(config: &Config, args: &DoctorArgs) -> Vec<Check> {
             &mut probes,
             &platforms.discord,
             "discord",
-            |token| tokens::discord(token),
+            tokens::discord,
             |base, token| Probe::Discord { base, token },
         );
     }

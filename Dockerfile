@@ -10,8 +10,8 @@
 # checks that this file builds through that script and nothing else).
 #
 # Runtime needs, and why the runtime image is debian:bookworm-slim:
-#   - glibc (the binary is dynamically linked against Debian bookworm's glibc; build and
-#     runtime images share the release, so the versions match).
+#   - glibc and libgcc_s (the binary links libc, libm and libgcc_s dynamically, nothing else;
+#     build and runtime images are both Debian bookworm, so the versions match). ~14 MB.
 #   - CA certificates: hermesd's own HTTPS client carries the webpki root set, but the
 #     system trust store is installed for components that read it and so an operator can add
 #     a private CA (SSL_CERT_FILE / SSL_CERT_DIR). TLS is rustls with ring: no OpenSSL.

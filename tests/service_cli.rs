@@ -163,6 +163,7 @@ fn user_install_and_uninstall_use_systemctl_user() {
 fn a_profile_gets_its_own_unit_name() {
     let sandbox = sandbox(0);
     let root = sandbox.home.clone();
+    std::fs::create_dir_all(root.join("profiles").join("coder")).unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_hermesd"))
         .args(["-p", "coder", "service", "install", "--user"])
         .env_clear()
@@ -211,4 +212,19 @@ fn a_system_unit_refuses_to_run_as_root_unless_asked() {
     );
     let named = sandbox.hermesd(&["service", "install", "--dry-run", "--run-as", "hermes"]);
     assert!(text(&named.stdout).contains("\nUser=hermes\n"));
+}
+
+#[test]
+fn install_refuses_a_home_that_does_not_exist() {
+    let sandbox = sandbox(0);
+    std::fs::remove_dir(&sandbox.home).unwrap();
+    let output = sandbox.hermesd(&["service", "install", "--user"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("does not exist"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!sandbox.unit().exists());
+    assert!(sandbox.calls().is_empty());
 }

@@ -140,6 +140,14 @@ fn install(
         return Err("this hermesd binary was replaced on disk; run the new one".to_owned());
     }
     let home_path = absolute(home.path())?;
+    // ReadWritePaths= must name an existing directory, or the unit cannot start.
+    if !args.dry_run && !home_path.is_dir() {
+        return Err(format!(
+            "{} does not exist: create it first (mode 0700, owned by the account the service \
+             runs as)",
+            home_path.display()
+        ));
+    }
     let run_as = if args.user {
         None
     } else {

@@ -59,12 +59,6 @@ pub fn render(params: &UnitParams<'_>) -> Result<String, String> {
             )),
             Some("User") => params.run_as.map(|user| format!("User={user}")),
             Some("ProtectHome") if home_in_user_area => Some("ProtectHome=read-only".to_owned()),
-            // StateDirectory= creates /var/lib/hermes; an install elsewhere owns its home.
-            Some("StateDirectory" | "StateDirectoryMode")
-                if !home.starts_with("/var/lib/hermes") =>
-            {
-                continue;
-            }
             _ => None,
         };
         out.push_str(replaced.as_deref().unwrap_or(line));
@@ -126,7 +120,9 @@ mod tests {
         let unit = render(&params(false, Path::new("/home/alice/.hermes"))).unwrap();
         assert!(unit.contains("\nProtectHome=read-only\n"));
         assert!(unit.contains("\nReadWritePaths=/home/alice/.hermes\n"));
-        assert!(!unit.contains("StateDirectory"));
+        // The token locks stay in the writable state directory.
+        assert!(unit.contains("\nStateDirectory=hermes\n"));
+        assert!(unit.contains("\nEnvironment=XDG_STATE_HOME=%S\n"));
     }
 
     #[test]

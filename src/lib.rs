@@ -9,5 +9,6 @@ pub mod clock;
 pub mod config;
 pub mod gateway;
 pub mod home;
+pub mod logging;
 pub mod state;
 pub mod tools;

@@ -1,9 +1,12 @@
 //! The command line: global flags, subcommands, and dispatch to their implementations.
 
 mod chat;
+mod doctor;
 mod format;
+mod health;
 mod pairing;
 mod run;
+mod service;
 mod sessions;
 
 use std::collections::BTreeMap;
@@ -16,10 +19,18 @@ use crate::home::HermesHome;
 /// Exit code for a usage or runtime error that is not a configuration error.
 pub const EXIT_FAILURE: i32 = 1;
 
+/// `hermesd --version`: the crate version and the git revision it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (git ",
+    env!("HERMESD_GIT_REV"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "hermesd",
-    version,
+    version = VERSION,
     about = "Multi-platform messaging gateway for the Hermes agent"
 )]
 pub struct Cli {
@@ -29,6 +40,16 @@ pub struct Cli {
     /// Use the named profile: <root>/profiles/NAME.
     #[arg(short = 'p', long, global = true, value_name = "NAME")]
     pub profile: Option<String>,
+    /// Log format: text, JSON lines, or auto (JSON when stderr is not a terminal under
+    /// systemd or in a container). Filter with RUST_LOG.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t,
+        value_name = "FORMAT"
+    )]
+    pub log_format: crate::logging::LogFormat,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -54,6 +75,15 @@ pub enum Command {
         #[command(subcommand)]
         command: pairing::PairingCommand,
     },
+    /// Check config, permissions, state.db, tokens, the model endpoint and disk space.
+    Doctor(doctor::DoctorArgs),
+    /// Install or remove the systemd unit for this binary and home.
+    Service {
+        #[command(subcommand)]
+        command: service::ServiceCommand,
+    },
+    /// Ask the running daemon's admin API whether it is up (exit 0) or not (exit 1).
+    Health(health::HealthArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -75,6 +105,8 @@ impl Cli {
     pub fn default_log_level(&self) -> &'static str {
         match self.command {
             Some(Command::Chat(_)) => "off",
+            // Their report is the output; only problems should interleave with it.
+            Some(Command::Doctor(_) | Command::Health(_) | Command::Service { .. }) => "warn",
             _ => "info",
         }
     }
@@ -98,6 +130,9 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
         },
         Command::Sessions { command } => sessions::run(&home, &env, command),
         Command::Pairing { command } => pairing::run(&home, &env, command),
+        Command::Doctor(args) => doctor::run(&home, &env, &args),
+        Command::Service { command } => service::run(&home, &env, command),
+        Command::Health(args) => health::run(&home, &env, &args),
     }
 }
 

@@ -341,6 +341,7 @@ fn health_answers_for_the_real_admin_api() {
         metrics: Arc::new(GatewayMetrics::new()),
         adapters: Arc::new(AdapterHealth::new()),
         store: None,
+        log: None,
     };
     let (addr, server) = runtime
         .block_on(serve_admin(

@@ -66,6 +66,7 @@ async fn health_ready_and_metrics_over_http() {
         metrics: metrics.clone(),
         adapters: adapters.clone(),
         store: Some(store.clone()),
+        log: None,
     };
     let shutdown = CancellationToken::new();
     let (addr, server) = serve_admin(
@@ -141,6 +142,7 @@ async fn refuses_non_loopback_addresses() {
         metrics: Arc::new(GatewayMetrics::new()),
         adapters: Arc::new(AdapterHealth::new()),
         store: None,
+        log: None,
     };
     let err = serve_admin("0.0.0.0:0".parse().expect("addr"), state, shutdown)
         .await

@@ -321,3 +321,62 @@ print(json.dumps({"models": models, "plain": plain.choices[0].message.content,
     assert_eq!(result["denied"], "AuthenticationError");
     daemon.terminate();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_endpoint_serves_health_readiness_metrics_and_the_log_level() {
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(home.path(), &api_env(home.path(), &model.base_url()));
+    let admin = daemon.admin_url();
+    let http = client();
+    let ready = http.get(format!("{admin}/ready")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let body: Value = ready.json().await.unwrap();
+    assert_eq!(body["adapters"]["api_server"]["state"], "live");
+    chat(&daemon, user("count me"), None).await;
+    let metrics = http
+        .get(format!("{admin}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("hermesd_turns_completed_total 1"),
+        "{metrics}"
+    );
+    let level: Value = http
+        .get(format!("{admin}/log-level"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(level["filter"], "info");
+    let changed = http
+        .put(format!("{admin}/log-level"))
+        .body("debug")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 200);
+    let level: Value = http
+        .get(format!("{admin}/log-level"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(level["filter"], "debug");
+    let refused = http
+        .put(format!("{admin}/log-level"))
+        .body("hermesd=loud")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    daemon.terminate();
+}

@@ -604,3 +604,45 @@ async fn long_replies_arrive_whole_in_chunks_within_the_platform_limit() {
         "seed {seed}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_previews_are_edited_in_place_and_the_final_text_arrives_once() {
+    let rig = Rig::start(
+        "streaming:\n  enabled: true\n  edit_interval: 0.1\n  buffer_threshold: 5\n",
+        ALLOW,
+    )
+    .await;
+    let words: Vec<String> = (0..20).map(|i| format!("word{i}")).collect();
+    let reply = words.join(" ");
+    rig.model.push(Step::Slow {
+        reply: Reply::text(reply.clone()),
+        delay: Duration::from_millis(60),
+    });
+    rig.platform.inject(dm("st1", "42", "stream please")).await;
+    rig.platform
+        .wait_until("42", |texts| texts.iter().any(|t| t == &reply))
+        .await;
+    let sent = rig.platform.sent();
+    use hermes_adapter::OutboundKind;
+    let preview_at = sent
+        .iter()
+        .position(|o| matches!(&o.kind, OutboundKind::Text { plain: true, text, .. } if text.starts_with("word0")))
+        .expect("a preview was sent");
+    let edits = sent
+        .iter()
+        .filter(|o| matches!(o.kind, OutboundKind::Edit { .. }))
+        .count();
+    let deleted = sent
+        .iter()
+        .position(|o| matches!(o.kind, OutboundKind::Delete { .. }));
+    let finals: Vec<usize> = sent
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| matches!(&o.kind, OutboundKind::Text { text, .. } if text == &reply))
+        .map(|(i, _)| i)
+        .collect();
+    println!("preview at {preview_at}, {edits} edits, delete at {deleted:?}, final at {finals:?}");
+    assert_eq!(finals.len(), 1, "the final text exactly once");
+    let deleted = deleted.expect("the preview was removed");
+    assert!(preview_at < deleted && deleted < finals[0]);
+}

@@ -25,6 +25,8 @@ pub struct AdminState {
     pub adapters: Arc<AdapterHealth>,
     /// The store whose writer statistics `/metrics` reports, once it is open.
     pub store: Option<Store>,
+    /// The live log filter (`GET`/`PUT /log-level`), when logging was installed.
+    pub log: Option<crate::logging::LogControl>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +62,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(metrics))
+        .route("/log-level", get(log_level).put(set_log_level))
         .with_state(state)
 }
 
@@ -88,6 +91,50 @@ pub async fn serve_admin(
     let server = axum::serve(listener, router(state))
         .with_graceful_shutdown(async move { shutdown.cancelled().await });
     Ok((bound, tokio::spawn(async move { server.await })))
+}
+
+/// `GET /log-level`: the filter in effect.
+async fn log_level(State(state): State<AdminState>) -> impl IntoResponse {
+    match state.log.as_ref().map(|log| log.current()) {
+        Some(Ok(filter)) => (
+            StatusCode::OK,
+            Json(serde_json::json!({ "filter": filter })),
+        ),
+        Some(Err(e)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({ "error": e.to_string() })),
+        ),
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(serde_json::json!({ "error": "logging is not controllable in this process" })),
+        ),
+    }
+}
+
+/// `PUT /log-level` with a `RUST_LOG`-style body (`debug`, `hermesd=debug,hyper=warn`).
+async fn set_log_level(State(state): State<AdminState>, body: String) -> impl IntoResponse {
+    let Some(log) = state.log.as_ref() else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(serde_json::json!({ "error": "logging is not controllable in this process" })),
+        );
+    };
+    match log.set_filter(body.trim()) {
+        Ok(()) => {
+            tracing::info!(
+                filter = body.trim(),
+                "log filter changed through the admin API"
+            );
+            (
+                StatusCode::OK,
+                Json(serde_json::json!({ "filter": body.trim() })),
+            )
+        }
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            Json(serde_json::json!({ "error": e.to_string() })),
+        ),
+    }
 }
 
 async fn health() -> Json<serde_json::Value> {

@@ -206,6 +206,7 @@ impl GatewayRunner {
                     metrics: metrics.clone(),
                     adapters: health.clone(),
                     store: Some(store.clone()),
+                    log: crate::logging::installed().map(|l| l.control.clone()),
                 };
                 match serve_admin(addr, state, admin_stop.clone()).await {
                     Ok((bound, server)) => {

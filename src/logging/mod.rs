@@ -32,6 +32,13 @@ pub struct Logging {
     pub format: LogFormat,
 }
 
+static INSTALLED: std::sync::OnceLock<Logging> = std::sync::OnceLock::new();
+
+/// The process's logging controls, once [`install`] ran (the admin API uses them).
+pub fn installed() -> Option<&'static Logging> {
+    INSTALLED.get()
+}
+
 /// Installs the global subscriber writing to stderr. `default_filter` applies when
 /// `RUST_LOG` is unset or invalid (an invalid one is reported once, after installation).
 pub fn install(
@@ -68,11 +75,13 @@ pub fn install(
     if let Some(error) = invalid_rust_log {
         tracing::warn!("ignoring RUST_LOG: {error}; using '{default_filter}'");
     }
-    Logging {
+    let logging = Logging {
         control,
         redactor,
         format,
-    }
+    };
+    let _ = INSTALLED.set(logging.clone());
+    logging
 }
 
 fn fallback_filter(default_filter: &str) -> EnvFilter {

@@ -49,7 +49,17 @@ pub fn strip_ansi(line: &str) -> String {
     out
 }
 
+/// A field of a log line, text (`name=value`) or JSON (`"name":"value"`).
 fn field(line: &str, name: &str) -> Option<String> {
+    if line.trim_start().starts_with('{') {
+        let json: serde_json::Value = serde_json::from_str(line).ok()?;
+        return json
+            .get(name)
+            .or_else(|| json.get("fields").and_then(|f| f.get(name)))
+            .and_then(|v| v.as_str())
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned);
+    }
     let start = line.find(&format!(" {name}="))? + name.len() + 2;
     let value: String = line[start..]
         .chars()

@@ -193,6 +193,19 @@ async fn seed_routes(home: &std::path::Path, count: usize) {
     store.close().await;
 }
 
+/// The home: on tmpfs (`/dev/shm`) when present, so the figures measure the gateway and not
+/// this machine's erratic fsync; `HERMESD_BENCH_DIR` picks another filesystem.
+fn bench_dir() -> tempfile::TempDir {
+    let base = std::env::var("HERMESD_BENCH_DIR")
+        .ok()
+        .map(std::path::PathBuf::from)
+        .or_else(|| Some(std::path::PathBuf::from("/dev/shm")).filter(|p| p.is_dir()));
+    match base {
+        Some(dir) => tempfile::tempdir_in(dir).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -201,7 +214,7 @@ fn main() {
         .unwrap();
     let report = runtime.block_on(async {
         let model = FakeModel::start_in_background();
-        let home = tempfile::tempdir().unwrap();
+        let home = bench_dir();
         let (daemon, ready) = spawn(home.path(), &model).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let idle_rss = rss_kib(daemon.child.id());
@@ -217,7 +230,7 @@ fn main() {
         let direct_summary = percentiles(direct.clone());
         drop(daemon);
 
-        let home2 = tempfile::tempdir().unwrap();
+        let home2 = bench_dir();
         seed_routes(home2.path(), 10_000).await;
         let (daemon2, ready_10k) = spawn(home2.path(), &model).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -237,6 +250,7 @@ fn main() {
         json!({
             "bench": "gateway",
             "quick": quick,
+            "home_dir": std::env::var("HERMESD_BENCH_DIR").unwrap_or_else(|_| "/dev/shm".into()),
             "throughput": runs,
             "direct_model_call": direct_summary,
             "added_latency": added,

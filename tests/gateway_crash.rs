@@ -91,18 +91,6 @@ fn tally(telegram: &FakeTelegram, tokens: &[String]) -> BTreeMap<String, (usize,
     counts
 }
 
-fn counts_missing(
-    telegram: &FakeTelegram,
-    tokens: &[String],
-    chat: i64,
-    next: usize,
-    tag: u32,
-) -> bool {
-    let counts = tally(telegram, tokens);
-    let (plain, recovered) = counts[&token_of(chat, next - 1, tag)];
-    plain + recovered == 0
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_message_gets_exactly_one_reply_across_kill_9() {
     let seed: u64 = rand::random();
@@ -174,7 +162,7 @@ async fn every_message_gets_exactly_one_reply_across_kill_9() {
 
     // The users: each chat sends its next message once the previous one was answered.
     let mut next = vec![1usize; CHATS as usize + 1];
-    let mut calls = 0;
+    let mut calls;
     loop {
         // Counted before the tally: a reply arriving in between is then seen next round.
         calls = telegram.calls_of("sendMessage").len();

@@ -94,6 +94,9 @@ impl Drop for Completion {
 pub struct Submission {
     pub update: Update,
     pub done: Completion,
+    /// False for an update an earlier run may already have journaled (a poller's backlog):
+    /// it is handed over as its own event, never merged with another update.
+    pub mergeable: bool,
 }
 
 /// The sending side, shared by the poller and the webhook handler.
@@ -106,7 +109,26 @@ impl IntakeHandle {
     /// Submits `update`; `done` is answered once it may be acknowledged (or not). If the
     /// intake is gone the submission is dropped and `done` answers `Retry`.
     pub async fn submit(&self, update: Update, done: Completion) {
-        let _ = self.tx.send(Submission { update, done }).await;
+        self.send(update, done, true).await;
+    }
+
+    /// Like [`submit`](Self::submit), but the update becomes an event of its own even if it
+    /// is a part of a split paste or an album. For updates an earlier run may already have
+    /// recorded: merged with a newer update, the event would carry the recorded id and the
+    /// core would drop the newer update with it as a duplicate.
+    pub async fn submit_unmerged(&self, update: Update, done: Completion) {
+        self.send(update, done, false).await;
+    }
+
+    async fn send(&self, update: Update, done: Completion, mergeable: bool) {
+        let _ = self
+            .tx
+            .send(Submission {
+                update,
+                done,
+                mergeable,
+            })
+            .await;
     }
 }
 
@@ -163,7 +185,14 @@ impl Intake {
         // stay unacknowledged and come back after a restart.
     }
 
-    async fn accept(&mut self, Submission { update, done }: Submission) {
+    async fn accept(
+        &mut self,
+        Submission {
+            update,
+            done,
+            mergeable,
+        }: Submission,
+    ) {
         let update_id = update.update_id;
         if let Some(query) = update.callback_query {
             let disposition = self.click(&query).await;
@@ -201,7 +230,10 @@ impl Intake {
                 }
             }
         }
-        if let Some(group) = &message.media_group_id {
+        if !mergeable {
+            let disposition = self.deliver(event).await;
+            done.send(disposition);
+        } else if let Some(group) = &message.media_group_id {
             let key = format!("album:{}:{group}", message.chat.id);
             self.enqueue(key, event, done, self.settings.media_group_delay);
         } else if is_batchable_text(&message, &event) {

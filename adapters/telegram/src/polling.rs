@@ -4,6 +4,16 @@
 //! merge window or the core) are re-sent by Telegram on each poll and skipped here; an update
 //! whose record failed is submitted again on the next poll. Each completed poll reports
 //! progress; a poll that outlives `timeout + margin` is abandoned and restarted.
+//!
+//! The backlog a poller finds when it starts (everything Telegram still holds, fetched with
+//! non-blocking polls until a page comes back short) may already be journaled by an earlier
+//! run that was killed before its offset moved. A merged event carries its first update's id
+//! and the core dedupes by that id alone, so backlog updates are handed over one by one,
+//! never merged: merged with a newer update (say the user's next message, sent once the
+//! earlier run had answered), a journaled update would make the whole event a duplicate and
+//! the offset would move past the newer update without it ever being recorded.
+//! (Left open: a backlog update that an earlier run merged into another update's event is
+//! not known to the core by its own id, so it is recorded and answered again.)
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -23,6 +33,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Consecutive failed polls (not counting 409s) before giving the adapter back to the
 /// runner's supervisor.
 const GIVE_UP_AFTER: u32 = 20;
+/// Updates asked for per `getUpdates` (Telegram's maximum); a shorter page is the last one.
+const POLL_LIMIT: usize = 100;
 
 /// The offset bookkeeping, kept apart from I/O so it can be reasoned about (and tested).
 #[derive(Debug, Default)]
@@ -97,6 +109,8 @@ impl Poller<'_> {
         let mut conflicts = 0u32;
         let mut last_poll_had_new = false;
         let mut carried_retry = false;
+        // Still fetching what was pending before this poller started (see the module doc).
+        let mut backlog = true;
         loop {
             let mut retry_pending = std::mem::take(&mut carried_retry);
             while let Ok((id, disposition)) = done_rx.try_recv() {
@@ -123,7 +137,7 @@ impl Poller<'_> {
                 }
                 continue;
             }
-            let wait = if offsets.has_in_flight() {
+            let wait = if backlog || offsets.has_in_flight() {
                 Duration::ZERO
             } else {
                 self.settings.poll_timeout
@@ -143,6 +157,7 @@ impl Poller<'_> {
                     }
                     (failures, conflicts) = (0, 0);
                     last_poll_had_new = false;
+                    let page = updates.len();
                     for (id, update) in updates {
                         if !offsets.accept(id) {
                             continue;
@@ -150,12 +165,18 @@ impl Poller<'_> {
                         last_poll_had_new = true;
                         match update {
                             Some(update) => {
-                                self.intake
-                                    .submit(update, Completion::channel(id, done_tx.clone()))
-                                    .await
+                                let done = Completion::channel(id, done_tx.clone());
+                                if backlog {
+                                    self.intake.submit_unmerged(update, done).await
+                                } else {
+                                    self.intake.submit(update, done).await
+                                }
                             }
                             None => offsets.resolve(id, Disposition::Acknowledge),
                         }
+                    }
+                    if page < POLL_LIMIT {
+                        backlog = false;
                     }
                 }
                 Err(e) if e.is_unauthorized() => {
@@ -212,6 +233,7 @@ impl Poller<'_> {
         let params = json!({
             "offset": offset,
             "timeout": wait.as_secs(),
+            "limit": POLL_LIMIT,
             "allowed_updates": ["message", "channel_post", "callback_query"],
         });
         let window = wait + self.settings.poll_margin;

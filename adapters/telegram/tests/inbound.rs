@@ -6,7 +6,7 @@ mod support;
 use fake_telegram::{Attachment, BOT_ID, BOT_USERNAME, Chat, FakeTelegram, MessageSpec, User};
 use hermes_adapter::{ChatType, MessageType};
 use serde_json::json;
-use support::{TestCore, settings, start, wait_confirmed};
+use support::{TestCore, settings, start, wait_backlog_taken, wait_confirmed};
 
 #[tokio::test]
 async fn a_dm_becomes_an_event_with_every_field() {
@@ -269,6 +269,7 @@ async fn split_pastes_are_merged_and_acknowledged_together() {
         ),
         &core,
     );
+    wait_backlog_taken(&fake).await;
     let part1 = "a".repeat(4096);
     let part2 = "b".repeat(4096);
     let first = fake.push_text(Chat::private(42), User::new(42, "Alice"), &part1);
@@ -279,7 +280,7 @@ async fn split_pastes_are_merged_and_acknowledged_together() {
     assert_eq!(
         event.event_id,
         first.to_string(),
-        "the first part's update id makes redelivery idempotent"
+        "the first part's update id is the event's id"
     );
     assert_eq!(event.text, format!("{part1}\n{part2}\ntail"));
     wait_confirmed(&fake, last).await;
@@ -295,6 +296,7 @@ async fn albums_are_merged_by_media_group_id() {
     let cache = tempfile::tempdir().unwrap();
     let extra = json!({"cache_dir": cache.path(), "media_batch_delay_seconds": 2.0});
     let running = start(settings(&fake, extra), &core);
+    wait_backlog_taken(&fake).await;
     let user = || User::new(42, "Alice");
     for (n, caption) in [(1u8, "holiday"), (2, ""), (3, "")] {
         let spec = MessageSpec::text(Chat::private(42), user(), caption)

@@ -8,7 +8,9 @@ use fake_telegram::{Chat, FakeTelegram, Fault, User};
 use hermes_adapter::{AdapterError, RecordOutcome};
 use hermes_telegram::{Settings, TelegramAdapter};
 use serde_json::json;
-use support::{ManualCore, TestCore, WAIT, settings, start, start_with_ctx, wait_confirmed};
+use support::{
+    ManualCore, TestCore, WAIT, settings, start, start_with_ctx, wait_backlog_taken, wait_confirmed,
+};
 
 fn alice() -> User {
     User::new(42, "Alice")
@@ -55,6 +57,7 @@ async fn a_failed_merged_paste_is_retried_whole() {
         settings(&fake, json!({"text_batch_delay_seconds": 2.0})),
         core.ctx.clone(),
     );
+    wait_backlog_taken(&fake).await;
     let first = fake.push_text(Chat::private(42), alice(), "part one");
     let second = fake.push_text(Chat::private(42), alice(), "part two");
 
@@ -108,6 +111,41 @@ async fn an_update_redelivered_after_a_restart_keeps_its_event_id() {
     );
     wait_confirmed(&fake, update_id).await;
     second_run.stop().await.unwrap();
+}
+
+/// kill -9 between the journal and the offset: an earlier process recorded (and answered)
+/// `answered`, then died before a poll confirmed it; the user's next message `fresh` came in
+/// meanwhile. Both wait in the backlog. Merged into one event they would carry `answered`'s
+/// id, the core would call the whole event a duplicate, and `fresh` would be confirmed
+/// without ever being recorded.
+#[tokio::test]
+async fn a_backlog_update_already_journaled_never_swallows_the_next_message() {
+    let fake = FakeTelegram::start().await;
+    let answered = fake.push_text(Chat::private(42), alice(), "hello m0");
+    let fresh = fake.push_text(Chat::private(42), alice(), "hello m1");
+    let mut core = TestCore::with_journal(&[answered]);
+    let running = start(settings(&fake, json!({})), &core);
+
+    // Telegram forgets `fresh` once it is confirmed: by then it must be in the journal.
+    wait_confirmed(&fake, fresh).await;
+    let events = core.drain();
+    let texts: Vec<(String, String)> = events
+        .iter()
+        .map(|e| (e.event_id.clone(), e.text.clone()))
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.event_id == fresh.to_string() && e.text == "hello m1"),
+        "update {fresh} was confirmed but never recorded; the core saw {texts:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e.event_id != answered.to_string() || e.text == "hello m0"),
+        "the journaled update is handed over as it was: {texts:?}"
+    );
+    running.stop().await.unwrap();
 }
 
 #[tokio::test]

@@ -27,12 +27,19 @@ pub struct TestCore {
 
 impl TestCore {
     pub fn new() -> Self {
+        Self::with_journal(&[])
+    }
+
+    /// A core whose journal already holds `event_ids`, as recorded by an earlier process
+    /// that died before the adapter confirmed them to Telegram.
+    pub fn with_journal(event_ids: &[i64]) -> Self {
+        let journaled: HashSet<String> = event_ids.iter().map(|id| id.to_string()).collect();
         let (inbound_tx, mut inbound_rx) = mpsc::channel::<Inbound>(64);
         let (events_tx, events) = mpsc::unbounded_channel();
         let script: Arc<Mutex<VecDeque<RecordOutcome>>> = Arc::default();
         let answers = script.clone();
         tokio::spawn(async move {
-            let mut recorded = HashSet::new();
+            let mut recorded = journaled;
             while let Some(inbound) = inbound_rx.recv().await {
                 let scripted = answers.lock().unwrap().pop_front();
                 let outcome = match scripted {
@@ -136,6 +143,15 @@ pub fn start(settings: Settings, core: &TestCore) -> Running {
     let mut ctx = core.ctx.clone();
     ctx.shutdown = CancellationToken::new();
     start_with_ctx(settings, ctx)
+}
+
+/// Waits until the adapter has taken the backlog it found at start (its first poll answered,
+/// the next one sent). The backlog is handed over update by update; what is pushed from now on
+/// is new to it and may be merged (split pastes, albums).
+pub async fn wait_backlog_taken(fake: &FakeTelegram) {
+    fake.wait_for_calls("getUpdates", 2, WAIT)
+        .await
+        .expect("the adapter polls");
 }
 
 /// Waits until a getUpdates offset has confirmed `update_id` (the adapter is done with it).

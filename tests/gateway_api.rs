@@ -380,3 +380,38 @@ async fn the_admin_endpoint_serves_health_readiness_metrics_and_the_log_level() 
     assert_eq!(refused.status(), 400);
     daemon.terminate();
 }
+
+#[test]
+fn two_homes_cannot_drive_one_bot_token() {
+    let locks = tempfile::tempdir().unwrap();
+    let token = "123456:TEST-shared-token-never-printed";
+    let env_for = |home: &std::path::Path| {
+        let mut env = base_env(home);
+        env.extend(
+            [
+                ("TELEGRAM_BOT_TOKEN", token),
+                ("API_SERVER_ENABLED", "false"),
+                ("HERMES_GATEWAY_LOCK_DIR", locks.path().to_str().unwrap()),
+                // Nothing answers here: the adapter keeps retrying; the lock is what matters.
+                ("HERMES__TELEGRAM__EXTRA__BASE_URL", "http://127.0.0.1:9"),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned())),
+        );
+        env
+    };
+    let first_home = tempfile::tempdir().unwrap();
+    let first = Daemon::start(first_home.path(), &env_for(first_home.path()));
+    let second_home = tempfile::tempdir().unwrap();
+    let mut second = Daemon::spawn(second_home.path(), &env_for(second_home.path()), false);
+    let status = second.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(1));
+    let logs = second.logs().join("\n");
+    assert!(logs.contains("telegram-bot-token"), "{logs}");
+    assert!(
+        logs.contains(&first.pid().to_string()),
+        "names the holder: {logs}"
+    );
+    assert!(!logs.contains(token), "the token is never printed: {logs}");
+    let (status, _) = first.terminate();
+    assert_eq!(status.code(), Some(0));
+}

@@ -41,6 +41,7 @@ fn start(dir: &Path, home: &Path, args: &[&str], extra_env: &[(&str, &str)]) -> 
         .env("XDG_STATE_HOME", dir.join("state"))
         .env("HERMES_HOME", home)
         .env("HERMES_TEST_ISOLATION", "1")
+        .env("API_SERVER_PORT", "0")
         .env("RUST_LOG", "debug")
         .env("TELEGRAM_BOT_TOKEN", TELEGRAM)
         .env("MY_SERVICE_PASSWORD", PASSWORD)

@@ -57,10 +57,11 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) ->
         loaded.config.api_server.enabled = true;
         let api = &loaded.config.api_server;
         let has_provider = crate::agent::provider::ModelClient::from_config(&loaded.config).is_ok();
-        eprint!(
-            "{}",
-            first_run::instructions(&home.dotenv(), &api.host, api.port, has_provider)
-        );
+        // Logged (not printed) so JSON logs stay JSON and the redactor masks the home path.
+        let text = first_run::instructions(&home.dotenv(), &api.host, api.port, has_provider);
+        for line in text.lines() {
+            tracing::info!("{line}");
+        }
     }
     if let Err(e) = home.ensure_exists() {
         eprintln!(

@@ -215,6 +215,14 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// Resolves when a call is recorded or answered after this call (not after the first
+    /// poll), or to false when `timeout` passes first.
+    pub fn next_change(&self, timeout: Duration) -> impl Future<Output = bool> + use<> {
+        let mut seen = self.shared.calls_seen.subscribe();
+        seen.mark_unchanged();
+        async move { tokio::time::timeout(timeout, seen.changed()).await.is_ok() }
+    }
+
     /// Waits until `method` has been called at least `n` times; returns those calls.
     pub async fn wait_for_calls(
         &self,

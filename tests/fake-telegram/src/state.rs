@@ -171,6 +171,8 @@ impl Shared {
         if let Some(call) = self.lock().calls.get_mut(index) {
             call.status = Some(status);
         }
+        // Watchers re-check: a call's answer is news too (e.g. `sent_messages`).
+        self.calls_seen.send_modify(|_| {});
     }
 
     pub async fn until_shutdown(&self) {

@@ -346,38 +346,27 @@ async fn the_admin_endpoint_serves_health_readiness_metrics_and_the_log_level() 
         metrics.contains("hermesd_turns_completed_total 1"),
         "{metrics}"
     );
-    let level: Value = http
-        .get(format!("{admin}/log-level"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(level["filter"], "info");
-    let changed = http
-        .put(format!("{admin}/log-level"))
-        .body("debug")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(changed.status(), 200);
-    let level: Value = http
-        .get(format!("{admin}/log-level"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(level["filter"], "debug");
-    let refused = http
-        .put(format!("{admin}/log-level"))
-        .body("hermesd=loud")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status(), 400);
+    let filter = || async {
+        let level: Value = http
+            .get(format!("{admin}/log-level"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        level["filter"].clone()
+    };
+    let set = |directives: &'static str| {
+        http.put(format!("{admin}/log-level"))
+            .body(directives)
+            .send()
+    };
+    assert_eq!(filter().await, "info");
+    assert_eq!(set("debug").await.unwrap().status(), 200);
+    assert_eq!(filter().await, "debug");
+    assert_eq!(set("hermesd=loud").await.unwrap().status(), 400);
+    assert_eq!(filter().await, "debug", "a refused filter changes nothing");
     daemon.terminate();
 }
 

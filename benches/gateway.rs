@@ -6,36 +6,17 @@
 
 #[path = "../tests/support/fake_model.rs"]
 mod fake_model;
+mod support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fake_model::FakeModel;
 use serde_json::{Value, json};
+use support::{bench_dir, percentiles, round, rss_kib};
 
 const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
 const KEY: &str = "bench-api-key-0123456789abcdef";
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
-
-fn percentiles(mut samples: Vec<f64>) -> Value {
-    samples.sort_by(|a, b| a.total_cmp(b));
-    let pick = |p: f64| samples[((samples.len() as f64 * p) as usize).min(samples.len() - 1)];
-    json!({"p50_ms": round(pick(0.5)), "p99_ms": round(pick(0.99)), "n": samples.len()})
-}
-
-fn round(ms: f64) -> f64 {
-    (ms * 1000.0).round() / 1000.0
-}
 
 struct Daemon {
     child: Child,
@@ -191,19 +172,6 @@ async fn seed_routes(home: &std::path::Path, count: usize) {
         .collect();
     store.replace_routing(&scope, &entries).await.unwrap();
     store.close().await;
-}
-
-/// The home: on tmpfs (`/dev/shm`) when present, so the figures measure the gateway and not
-/// this machine's erratic fsync; `HERMESD_BENCH_DIR` picks another filesystem.
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var("HERMESD_BENCH_DIR")
-        .ok()
-        .map(std::path::PathBuf::from)
-        .or_else(|| Some(std::path::PathBuf::from("/dev/shm")).filter(|p| p.is_dir()));
-    match base {
-        Some(dir) => tempfile::tempdir_in(dir).unwrap(),
-        None => tempfile::tempdir().unwrap(),
-    }
 }
 
 fn main() {

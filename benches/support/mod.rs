@@ -1,0 +1,49 @@
+//! Helpers shared by the benchmarks that drive the real binary: process memory and
+//! descriptors from `/proc`, percentile summaries, and a home on tmpfs.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+
+/// Resident set size of `pid` in KiB (0 when the process is gone).
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Open file descriptors of `pid` (0 when the process is gone).
+pub fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| dir.count())
+        .unwrap_or(0)
+}
+
+/// p50/p99 (milliseconds, rounded to microseconds) and the sample count.
+pub fn percentiles(mut samples: Vec<f64>) -> Value {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let pick = |p: f64| samples[((samples.len() as f64 * p) as usize).min(samples.len() - 1)];
+    json!({"p50_ms": round(pick(0.5)), "p99_ms": round(pick(0.99)), "n": samples.len()})
+}
+
+/// Milliseconds rounded to three decimals.
+pub fn round(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
+}
+
+/// The home: on tmpfs (`/dev/shm`) when present, so the figures measure the gateway and not
+/// this machine's erratic fsync; `HERMESD_BENCH_DIR` picks another filesystem.
+pub fn bench_dir() -> tempfile::TempDir {
+    let base = std::env::var("HERMESD_BENCH_DIR")
+        .ok()
+        .map(std::path::PathBuf::from)
+        .or_else(|| Some(std::path::PathBuf::from("/dev/shm")).filter(|p| p.is_dir()));
+    match base {
+        Some(dir) => tempfile::tempdir_in(dir).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    }
+}

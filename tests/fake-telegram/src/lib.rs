@@ -24,7 +24,7 @@ use tokio::sync::{Notify, watch};
 
 pub use markdown_v2::visible_utf16_len;
 pub use objects::{Attachment, Chat, MessageSpec, User, compute_entities};
-pub use state::{Call, Fault, StoredMessage, UploadedFile};
+pub use state::{Call, Fault, SentRecord, StoredMessage, UploadedFile};
 use state::{Inner, Shared};
 
 /// The token the fake accepts unless told otherwise.
@@ -201,7 +201,53 @@ impl FakeTelegram {
         queue.extend(std::iter::repeat_n(fault, n));
     }
 
+    /// Disarms the faults still queued for `method` (e.g. ends an open-ended stall).
+    pub fn clear_faults(&self, method: &str) {
+        self.shared
+            .lock()
+            .faults
+            .remove(&method.to_ascii_lowercase());
+    }
+
     // --- reading what happened --------------------------------------------------------
+
+    /// Accepted `sendMessage` calls with their arrival times, from index `from` on.
+    pub fn sent_log_from(&self, from: usize) -> Vec<SentRecord> {
+        let inner = self.shared.lock();
+        inner.sent_log.get(from..).unwrap_or_default().to_vec()
+    }
+
+    /// How many `sendMessage` calls were accepted so far.
+    pub fn sent_count(&self) -> usize {
+        self.shared.lock().sent_log.len()
+    }
+
+    /// Waits until at least `n` `sendMessage` calls were accepted; false on timeout.
+    pub async fn wait_sent_count(&self, n: usize, timeout: Duration) -> bool {
+        let mut seen = self.shared.calls_seen.subscribe();
+        let wait = async {
+            while self.sent_count() < n {
+                if seen.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait).await.is_ok() && self.sent_count() >= n
+    }
+
+    /// The bot's messages still present in `chat` (sent and not deleted), oldest first.
+    pub fn bot_messages(&self, chat_id: i64) -> Vec<StoredMessage> {
+        let mut messages: Vec<StoredMessage> = self
+            .shared
+            .lock()
+            .messages
+            .values()
+            .filter(|m| m.chat_id == chat_id && m.from_bot)
+            .cloned()
+            .collect();
+        messages.sort_by_key(|m| m.message_id);
+        messages
+    }
 
     pub fn calls(&self) -> Vec<Call> {
         self.shared.lock().calls.clone()

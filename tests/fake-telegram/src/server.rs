@@ -309,6 +309,13 @@ fn send_message(shared: &Shared, params: &Map<String, Value>) -> Reply {
         return Err(bad_request("message to be replied not found"));
     }
     let message_id = inner.next_message_id();
+    inner.sent_log.push(crate::state::SentRecord {
+        at: std::time::Instant::now(),
+        chat_id,
+        message_id,
+        thread_id: params.get("message_thread_id").and_then(param_i64),
+        text: text.clone(),
+    });
     let reply_markup = params.get("reply_markup").and_then(param_json);
     inner.messages.insert(
         (chat_id, message_id),

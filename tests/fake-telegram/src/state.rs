@@ -120,6 +120,18 @@ pub(crate) struct Inner {
     pub chats: HashMap<i64, Value>,
     pub webhook_url: String,
     pub webhook_secret: Option<String>,
+    /// Every accepted `sendMessage`, with its arrival time (cheap to read under load).
+    pub sent_log: Vec<SentRecord>,
+}
+
+/// One accepted `sendMessage`: when it arrived, where it went, the id the fake gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentRecord {
+    pub at: std::time::Instant,
+    pub chat_id: i64,
+    pub message_id: i64,
+    pub thread_id: Option<i64>,
+    pub text: String,
 }
 
 impl Inner {

@@ -231,6 +231,12 @@ impl Adapter for TelegramAdapter {
         }
     }
 
+    /// The supervisor's silence limit: a poll's timeout plus twice its margin (without
+    /// this the contract's 90 s default applied and a stalled poll went unnoticed).
+    fn liveness_window(&self) -> Duration {
+        self.settings.liveness_window()
+    }
+
     fn run(&self, ctx: AdapterContext) -> BoxFuture<'_, Result<(), AdapterError>> {
         self.run_inner(ctx).boxed()
     }
@@ -264,5 +270,14 @@ mod tests {
             "/telegram/hook"
         );
         assert_eq!(webhook_path("https://example.com"), "/");
+    }
+
+    #[test]
+    fn the_supervisor_sees_the_configured_liveness_window() {
+        let extra = serde_json::json!({"poll_timeout_seconds": 1, "poll_margin_seconds": 1});
+        let settings =
+            Settings::from_config("1:x", extra.as_object().unwrap(), &Default::default()).unwrap();
+        let adapter: Arc<dyn Adapter> = Arc::new(TelegramAdapter::new(settings));
+        assert_eq!(adapter.liveness_window(), Duration::from_secs(3));
     }
 }

@@ -116,7 +116,8 @@ async fn run_once(
         progress: progress.clone(),
         shutdown: stop.clone(),
     };
-    health.set(name, AdapterState::Starting, None);
+    // No reset to `Starting` here: `register` set it for the first run, and a restarted
+    // adapter stays `Degraded` (visible on /ready) until it shows progress again.
     let window = adapter.liveness_window();
     let check_every = (window / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
     let mut run = adapter.run(ctx);

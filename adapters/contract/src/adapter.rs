@@ -13,6 +13,9 @@ pub enum RecordOutcome {
     Recorded,
     /// Already seen (a redelivery): acknowledge it, nothing else happens.
     Duplicate,
+    /// Not accepted: the sender may not talk to the agent. Acknowledge it; nothing happened,
+    /// so whatever it would have resolved (a prompt's buttons) must stay as it was.
+    Refused,
     /// Could not be recorded (storage failure): do NOT acknowledge; let the platform
     /// redeliver it.
     Failed,

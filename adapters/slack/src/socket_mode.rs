@@ -266,7 +266,7 @@ async fn handle_envelope(
         shared.memory().remember_reacting(thread_key, reacting);
     }
     match ctx.deliver(event).await {
-        RecordOutcome::Recorded | RecordOutcome::Duplicate => {
+        RecordOutcome::Recorded | RecordOutcome::Duplicate | RecordOutcome::Refused => {
             let payload = after.ack_payload.take();
             remember(shared, after);
             ack(conn, envelope_id, payload.as_ref());

@@ -337,13 +337,16 @@ impl Intake {
 
     async fn deliver(&self, event: MessageEvent) -> Disposition {
         match self.ctx.deliver(event).await {
-            RecordOutcome::Recorded | RecordOutcome::Duplicate => Disposition::Acknowledge,
+            RecordOutcome::Recorded | RecordOutcome::Duplicate | RecordOutcome::Refused => {
+                Disposition::Acknowledge
+            }
             RecordOutcome::Failed => Disposition::Retry,
         }
     }
 
     /// A button click: answer it at once, hand the command to the core, then take the
-    /// buttons off the prompt so it cannot be answered twice.
+    /// buttons off the prompt so it cannot be answered twice. A click the core refused (a
+    /// user who may not talk to the agent) leaves them for someone who may.
     async fn click(&self, query: &CallbackQuery) -> Disposition {
         let timeout = self.settings.request_timeout;
         if let Err(e) = self
@@ -360,8 +363,12 @@ impl Intake {
         let Some(event) = inbound::callback_event(query) else {
             return Disposition::Acknowledge;
         };
-        let disposition = self.deliver(event).await;
-        if disposition == Disposition::Acknowledge
+        let outcome = self.ctx.deliver(event).await;
+        let disposition = match outcome {
+            RecordOutcome::Failed => Disposition::Retry,
+            _ => Disposition::Acknowledge,
+        };
+        if matches!(outcome, RecordOutcome::Recorded | RecordOutcome::Duplicate)
             && let Some(message) = &query.message
         {
             let params = json!({"chat_id": message.chat.id, "message_id": message.message_id, "reply_markup": {"inline_keyboard": []}});

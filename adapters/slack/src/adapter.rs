@@ -47,8 +47,14 @@ pub struct SlackAdapter {
 }
 
 impl SlackAdapter {
+    /// The adapter with the socket timings the settings name (defaults otherwise).
     pub fn new(settings: Settings) -> Self {
-        Self::with_tunables(settings, Tunables::default())
+        let tunables = Tunables {
+            ping_interval: settings.socket_ping_interval,
+            silence_window: settings.socket_silence_window,
+            ..Tunables::default()
+        };
+        Self::with_tunables(settings, tunables)
     }
 
     /// As [`SlackAdapter::new`] with socket timings changed (tests, benchmarks).

@@ -117,6 +117,12 @@ fn socket_timings_come_from_extra_and_must_be_positive() {
     let bad = extra(json!({"socket_ping_interval_seconds": 0, "socket_silence_seconds": "soon"}));
     let errors = Settings::from_config(BOT, APP, &bad, &BTreeMap::new()).unwrap_err();
     assert_eq!(errors.len(), 2, "{errors:?}");
-    assert!(errors[0].contains("slack.extra.socket_ping_interval_seconds"), "{errors:?}");
-    assert!(errors[1].contains("slack.extra.socket_silence_seconds"), "{errors:?}");
+    assert!(
+        errors[0].contains("slack.extra.socket_ping_interval_seconds"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].contains("slack.extra.socket_silence_seconds"),
+        "{errors:?}"
+    );
 }

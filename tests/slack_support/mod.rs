@@ -180,6 +180,24 @@ impl SlackRun {
             .push_event(events::thread_reply(channel, user, text, &ts, thread_ts))
     }
 
+    /// Waits until the daemon's delivery ledger recorded the reply to `pushed` as
+    /// delivered (a `kill -9` after this resends nothing). Needs
+    /// `RUST_LOG=info,hermesd::gateway::router::respond=debug`.
+    pub async fn wait_until_delivered(&self, pushed: &Pushed) {
+        let event_id = pushed.event_id.clone();
+        let daemon = self.daemon();
+        let found = tokio::task::block_in_place(|| {
+            daemon.wait_for_line_where(
+                |l| l.contains("reply delivered") && l.contains(&event_id),
+                WAIT,
+            )
+        });
+        assert!(
+            found.is_some(),
+            "the reply to {event_id} was never marked delivered"
+        );
+    }
+
     /// Every model request so far.
     pub fn model_requests(&self) -> Vec<RecordedRequest> {
         self.model.requests()

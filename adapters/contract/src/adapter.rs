@@ -16,6 +16,9 @@ pub enum RecordOutcome {
     /// Could not be recorded (storage failure): do NOT acknowledge; let the platform
     /// redeliver it.
     Failed,
+    /// The sender is not authorized: acknowledge it, but nothing happened — a refused
+    /// button click did not answer its prompt, which keeps its buttons.
+    Refused,
 }
 
 /// An inbound event plus the channel on which the core confirms it was recorded. Adapters

@@ -173,7 +173,7 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message) -> bo
         }
     });
     match outcome {
-        RecordOutcome::Recorded | RecordOutcome::Duplicate => {
+        RecordOutcome::Recorded | RecordOutcome::Duplicate | RecordOutcome::Refused => {
             inner.with_directory(|d| d.handed_over.insert(&message.id));
             true
         }

@@ -284,6 +284,11 @@ async fn handle_envelope(
             remember(shared, after);
             ack(conn, envelope_id, payload.as_ref());
         }
+        RecordOutcome::Refused => {
+            // An unauthorized sender: nothing to remember, and a clicked prompt keeps its
+            // buttons for someone who may answer it.
+            ack(conn, envelope_id, None);
+        }
         RecordOutcome::Failed => {
             tracing::warn!(platform = "slack", %envelope_id, %event_id, "core could not record the event; leaving it unacknowledged for redelivery");
         }

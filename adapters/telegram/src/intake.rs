@@ -337,7 +337,9 @@ impl Intake {
 
     async fn deliver(&self, event: MessageEvent) -> Disposition {
         match self.ctx.deliver(event).await {
-            RecordOutcome::Recorded | RecordOutcome::Duplicate => Disposition::Acknowledge,
+            RecordOutcome::Recorded | RecordOutcome::Duplicate | RecordOutcome::Refused => {
+                Disposition::Acknowledge
+            }
             RecordOutcome::Failed => Disposition::Retry,
         }
     }

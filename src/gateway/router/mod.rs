@@ -202,7 +202,7 @@ impl Router {
         let source = &event.source;
         if !is_authorized(source, &self.auth, &self.pairing) {
             self.deny(&event).await;
-            return RecordOutcome::Recorded;
+            return RecordOutcome::Refused;
         }
         let key = self.session_key(&event);
         let payload = serde_json::to_value(&event).unwrap_or_default();

@@ -102,11 +102,12 @@ impl Rig {
 
     async fn say(&self, event_id: &str, user: &str, text: &str) -> Vec<String> {
         let before = self.platform.texts_to(user).len();
-        // Refused: an unknown user, answered with a pairing code.
-        assert!(matches!(
-            self.platform.inject(dm(event_id, user, text)).await,
-            RecordOutcome::Recorded | RecordOutcome::Refused
-        ));
+        // Refused: an unknown user's message is acknowledged but answered only by pairing.
+        let outcome = self.platform.inject(dm(event_id, user, text)).await;
+        assert!(
+            matches!(outcome, RecordOutcome::Recorded | RecordOutcome::Refused),
+            "{outcome:?}"
+        );
         self.platform.wait_texts(user, before + 1).await[before..].to_vec()
     }
 

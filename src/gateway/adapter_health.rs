@@ -113,6 +113,23 @@ impl AdapterHealth {
         self.changed();
     }
 
+    /// A (re)start: `Starting`, except that an adapter restarted after a failure stays
+    /// `Degraded` (with its error) until it is live again, so `/ready` never hides a failure
+    /// behind "starting" while the restarted adapter is still failing.
+    pub fn starting(&self, name: &str) {
+        if self.state(name) != Some(AdapterState::Degraded) {
+            self.set(name, AdapterState::Starting, None);
+        }
+    }
+
+    pub fn state(&self, name: &str) -> Option<AdapterState> {
+        self.adapters
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(name)
+            .map(|s| s.state)
+    }
+
     /// Maps the contract's progress reading onto `Live`/`Degraded`.
     pub fn observe(&self, name: &str, liveness: Liveness) {
         match liveness {
@@ -180,5 +197,23 @@ mod tests {
         );
         assert_eq!(health.snapshot()["telegram"].state, AdapterState::Degraded);
         assert!(!health.all_live());
+    }
+
+    #[test]
+    fn a_restart_after_a_failure_stays_degraded_until_live() {
+        let health = AdapterHealth::new();
+        health.register("slack");
+        health.starting("slack");
+        assert_eq!(health.state("slack"), Some(AdapterState::Starting));
+        health.set("slack", AdapterState::Degraded, Some("no progress for 5s"));
+        health.starting("slack");
+        assert_eq!(health.state("slack"), Some(AdapterState::Degraded));
+        assert_eq!(
+            health.snapshot()["slack"].last_error.as_deref(),
+            Some("no progress for 5s")
+        );
+        health.set("slack", AdapterState::Live, None);
+        health.starting("slack");
+        assert_eq!(health.state("slack"), Some(AdapterState::Starting));
     }
 }

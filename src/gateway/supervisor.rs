@@ -116,8 +116,7 @@ async fn run_once(
         progress: progress.clone(),
         shutdown: stop.clone(),
     };
-    // No reset to `Starting` here: `register` set it for the first run, and a restarted
-    // adapter stays `Degraded` (visible on /ready) until it shows progress again.
+    health.starting(name);
     let window = adapter.liveness_window();
     let check_every = (window / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
     let mut run = adapter.run(ctx);
@@ -134,7 +133,11 @@ async fn run_once(
             _ = ticks.tick() => {
                 match progress.liveness(window) {
                     Liveness::Live if progress.reports() > 0 => {
+                        let recovered = health.state(name) == Some(AdapterState::Degraded);
                         health.set(name, AdapterState::Live, None);
+                        if recovered {
+                            tracing::info!(adapter = name, "adapter live again");
+                        }
                     }
                     Liveness::Live => {}
                     Liveness::Silent { for_ } => {

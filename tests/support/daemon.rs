@@ -160,6 +160,23 @@ impl Daemon {
         }
     }
 
+    /// Waits until a log line satisfies `matches`; returns it.
+    pub fn wait_for_line_where(
+        &self,
+        matches: impl Fn(&str) -> bool,
+        timeout: Duration,
+    ) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        let mut lines = self.log.lines.lock().unwrap();
+        loop {
+            if let Some(line) = lines.iter().find(|l| matches(l)) {
+                return Some(line.clone());
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            lines = self.log.grew.wait_timeout(lines, left).unwrap().0;
+        }
+    }
+
     pub fn logs(&self) -> Vec<String> {
         self.log.lines.lock().unwrap().clone()
     }

@@ -13,12 +13,12 @@ pub enum RecordOutcome {
     Recorded,
     /// Already seen (a redelivery): acknowledge it, nothing else happens.
     Duplicate,
-    /// Not accepted: the sender may not talk to the agent. Acknowledge it; nothing happened,
-    /// so whatever it would have resolved (a prompt's buttons) must stay as it was.
-    Refused,
     /// Could not be recorded (storage failure): do NOT acknowledge; let the platform
     /// redeliver it.
     Failed,
+    /// The sender is not authorized: acknowledge it, but nothing happened — a refused
+    /// button click did not answer its prompt, which keeps its buttons.
+    Refused,
 }
 
 /// An inbound event plus the channel on which the core confirms it was recorded. Adapters

@@ -47,8 +47,14 @@ pub struct SlackAdapter {
 }
 
 impl SlackAdapter {
+    /// The adapter with the socket timings the settings name (defaults otherwise).
     pub fn new(settings: Settings) -> Self {
-        Self::with_tunables(settings, Tunables::default())
+        let tunables = Tunables {
+            ping_interval: settings.socket_ping_interval,
+            silence_window: settings.socket_silence_window,
+            ..Tunables::default()
+        };
+        Self::with_tunables(settings, tunables)
     }
 
     /// As [`SlackAdapter::new`] with socket timings changed (tests, benchmarks).
@@ -95,11 +101,49 @@ impl Adapter for SlackAdapter {
         }
     }
 
+    /// Twice the socket's own detection bound (silence window plus one ping interval): a
+    /// healthy socket reports a pong every ping interval and a silent one is replaced within
+    /// that bound, so only a run whose sockets cannot be reopened trips the supervisor
+    /// (without this the contract's 90 s default applied whatever the settings said).
+    fn liveness_window(&self) -> std::time::Duration {
+        let tunables = &self.shared.tunables;
+        2 * (tunables.silence_window + tunables.ping_interval)
+    }
+
     fn run(&self, ctx: AdapterContext) -> BoxFuture<'_, Result<(), AdapterError>> {
         crate::socket_mode::run(self.shared.clone(), ctx).boxed()
     }
 
     fn send(&self, outbound: Outbound) -> BoxFuture<'_, SendResult> {
         crate::outbound::send(&self.shared, outbound).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_supervisor_window_follows_the_socket_timings() {
+        let extra =
+            serde_json::json!({"socket_ping_interval_seconds": 0.5, "socket_silence_seconds": 2});
+        let settings = Settings::from_config(
+            "xoxb-t",
+            "xapp-t",
+            extra.as_object().unwrap(),
+            &BTreeMap::new(),
+        )
+        .unwrap();
+        let adapter: Arc<dyn Adapter> = Arc::new(SlackAdapter::new(settings));
+        assert_eq!(adapter.liveness_window(), Duration::from_secs(5));
+        let defaults =
+            Settings::from_config("xoxb-t", "xapp-t", &Default::default(), &BTreeMap::new())
+                .unwrap();
+        let adapter: Arc<dyn Adapter> = Arc::new(SlackAdapter::new(defaults));
+        assert_eq!(adapter.liveness_window(), Duration::from_secs(80));
     }
 }

@@ -87,6 +87,11 @@ pub enum ConnEvent {
     Silent {
         conn: u64,
     },
+    /// A retired connection has forwarded its last frame: everything it delivered is
+    /// ahead of this in the loop's queue, so once this arrives it may be closed.
+    Retired {
+        conn: u64,
+    },
     OpenFailed {
         conn: u64,
         error: OpenError,
@@ -98,6 +103,7 @@ pub enum ConnEvent {
 pub struct ConnHandle {
     outgoing: mpsc::UnboundedSender<String>,
     stop: CancellationToken,
+    retire: CancellationToken,
 }
 
 impl ConnHandle {
@@ -111,9 +117,16 @@ impl ConnHandle {
         self.outgoing.send(frame.to_string()).is_ok()
     }
 
-    /// Closes the connection (a close frame, then the task ends).
+    /// Closes the connection: acks already queued are written, then a close frame.
     pub fn close(&self) {
         self.stop.cancel();
+    }
+
+    /// Stops reading from the connection (a successor took over) and reports
+    /// [`ConnEvent::Retired`] behind the frames already forwarded, so the loop can handle
+    /// and ack those on this socket before closing it.
+    pub fn retire(&self) {
+        self.retire.cancel();
     }
 }
 
@@ -129,8 +142,13 @@ pub struct ConnDeps {
 pub fn spawn(id: u64, deps: ConnDeps) -> ConnHandle {
     let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
     let stop = CancellationToken::new();
-    tokio::spawn(run(id, deps, outgoing_rx, stop.clone()));
-    ConnHandle { outgoing, stop }
+    let retire = CancellationToken::new();
+    tokio::spawn(run(id, deps, outgoing_rx, stop.clone(), retire.clone()));
+    ConnHandle {
+        outgoing,
+        stop,
+        retire,
+    }
 }
 
 /// Refuses a socket URL that would carry events in plain text over a network.
@@ -199,6 +217,7 @@ async fn run(
     deps: ConnDeps,
     mut outgoing: mpsc::UnboundedReceiver<String>,
     stop: CancellationToken,
+    retire: CancellationToken,
 ) {
     let opened = tokio::select! {
         _ = stop.cancelled() => return,
@@ -228,13 +247,29 @@ async fn run(
         deps.tunables.ping_interval,
     );
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut retiring = false;
     let end = loop {
         tokio::select! {
             biased;
             _ = stop.cancelled() => {
                 // A peer that stopped reading must not keep this task alive.
-                let _ = tokio::time::timeout(CLOSE_TIMEOUT, socket.close(None)).await;
+                let _ = tokio::time::timeout(CLOSE_TIMEOUT, async {
+                    // Acks of envelopes this socket delivered go out on it before it closes.
+                    while let Ok(text) = outgoing.try_recv() {
+                        if socket.send(Message::Text(text.into())).await.is_err() {
+                            return;
+                        }
+                    }
+                    let _ = socket.close(None).await;
+                })
+                .await;
                 return;
+            }
+            _ = retire.cancelled(), if !retiring => {
+                retiring = true;
+                if deps.events.send(ConnEvent::Retired { conn: id }).await.is_err() {
+                    return;
+                }
             }
             // Acks first, so a flood of envelopes never delays them.
             Some(text) = outgoing.recv() => {
@@ -242,7 +277,7 @@ async fn run(
                     break ConnEvent::Closed { conn: id, why: e.to_string() };
                 }
             }
-            frame = socket.next() => {
+            frame = socket.next(), if !retiring => {
                 let frame = match frame {
                     Some(Ok(frame)) => frame,
                     Some(Err(e)) => break ConnEvent::Closed { conn: id, why: e.to_string() },
@@ -266,7 +301,7 @@ async fn run(
                     Message::Binary(_) | Message::Frame(_) => {}
                 }
             }
-            _ = ticks.tick() => {
+            _ = ticks.tick(), if !retiring => {
                 if last_sign_of_life.elapsed() > deps.tunables.silence_window {
                     break ConnEvent::Silent { conn: id };
                 }

@@ -6,9 +6,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::connection::Tunables;
 use crate::secret::Secret;
 
 /// The public Web API.
@@ -56,6 +58,11 @@ pub struct Settings {
     /// Where downloaded attachments are written.
     pub cache_dir: PathBuf,
     pub max_attachment_bytes: u64,
+    /// How often the socket is pinged (`slack.extra.socket_ping_interval_seconds`).
+    pub socket_ping_interval: Duration,
+    /// How long a socket may stay silent (no frame, no pong) before it is replaced
+    /// (`slack.extra.socket_silence_seconds`).
+    pub socket_silence_window: Duration,
 }
 
 fn env_value<'a>(env: &'a BTreeMap<String, String>, name: &str) -> Option<&'a str> {
@@ -297,6 +304,29 @@ fn max_bytes(raw: Option<Raw<'_>>, errors: &mut Vec<String>) -> u64 {
     }
 }
 
+/// A positive duration in seconds (fractions allowed), for the socket's liveness timings.
+fn seconds(raw: Option<Raw<'_>>, default: Duration, errors: &mut Vec<String>) -> Duration {
+    let Some(raw) = raw else { return default };
+    let parsed = match &raw {
+        Raw::Env(_, v) => v.parse::<f64>().ok(),
+        Raw::Extra(_, Value::Number(n)) => n.as_f64(),
+        Raw::Extra(_, Value::String(s)) => s.trim().parse::<f64>().ok(),
+        Raw::Extra(_, _) => None,
+    };
+    match parsed {
+        Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 3600.0 => {
+            Duration::from_secs_f64(secs)
+        }
+        _ => {
+            errors.push(format!(
+                "{} must be a positive number of seconds (at most 3600).",
+                raw.name()
+            ));
+            default
+        }
+    }
+}
+
 impl Settings {
     /// Reads and validates the settings; `token` is `SLACK_BOT_TOKEN` (xoxb), `app_token`
     /// `SLACK_APP_TOKEN` (xapp, Socket Mode). Every problem is returned, each naming its
@@ -367,6 +397,16 @@ impl Settings {
             cache_dir: cache_dir(r("cache_dir", None), env, &mut errors),
             max_attachment_bytes: max_bytes(
                 r("max_attachment_bytes", Some("SLACK_MAX_ATTACHMENT_BYTES")),
+                &mut errors,
+            ),
+            socket_ping_interval: seconds(
+                r("socket_ping_interval_seconds", None),
+                Tunables::default().ping_interval,
+                &mut errors,
+            ),
+            socket_silence_window: seconds(
+                r("socket_silence_seconds", None),
+                Tunables::default().silence_window,
                 &mut errors,
             ),
         };

@@ -104,3 +104,25 @@ fn debug_never_shows_tokens() {
     assert!(!shown.contains(BOT) && !shown.contains(APP), "{shown}");
     assert!(shown.contains("***"));
 }
+
+#[test]
+fn socket_timings_come_from_extra_and_must_be_positive() {
+    let s = Settings::from_config(BOT, APP, &Map::new(), &BTreeMap::new()).unwrap();
+    assert_eq!(s.socket_ping_interval, Duration::from_secs(10));
+    assert_eq!(s.socket_silence_window, Duration::from_secs(30));
+    let short = extra(json!({"socket_ping_interval_seconds": 0.5, "socket_silence_seconds": "2"}));
+    let s = Settings::from_config(BOT, APP, &short, &BTreeMap::new()).unwrap();
+    assert_eq!(s.socket_ping_interval, Duration::from_millis(500));
+    assert_eq!(s.socket_silence_window, Duration::from_secs(2));
+    let bad = extra(json!({"socket_ping_interval_seconds": 0, "socket_silence_seconds": "soon"}));
+    let errors = Settings::from_config(BOT, APP, &bad, &BTreeMap::new()).unwrap_err();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains("slack.extra.socket_ping_interval_seconds"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].contains("slack.extra.socket_silence_seconds"),
+        "{errors:?}"
+    );
+}

@@ -111,7 +111,8 @@ impl Connections {
         }
     }
 
-    /// The new connection said hello: it takes over and the previous one is closed.
+    /// The new connection said hello: it takes over, and the previous one is retired —
+    /// closed once the envelopes it already delivered are handled and acked on it.
     fn promote(&mut self, id: u64) {
         if self.pending == Some(id) {
             self.pending = None;
@@ -120,7 +121,10 @@ impl Connections {
             && old != id
         {
             tracing::debug!(platform = "slack", old, new = id, "socket handed over");
-            self.forget(old);
+            match self.all.get(&old) {
+                Some(conn) => conn.retire(),
+                None => self.forget(old),
+            }
         }
     }
 }
@@ -135,7 +139,8 @@ pub(crate) async fn run(shared: Arc<Shared>, ctx: AdapterContext) -> Result<(), 
         _ = ctx.shutdown.cancelled() => return Ok(()),
         me = identify(&shared) => me?,
     };
-    ctx.progress.report();
+    // Not progress: the Web API answering says nothing about the socket, and a run whose
+    // sockets keep failing to open must look stalled to the supervisor (`/ready`).
     tracing::info!(platform = "slack", bot_user_id = %me.user_id, "authenticated");
     *shared.me.write().unwrap_or_else(|e| e.into_inner()) = me.clone();
 
@@ -207,6 +212,14 @@ pub(crate) async fn run(shared: Arc<Shared>, ctx: AdapterContext) -> Result<(), 
                 conns.forget(conn);
                 conns.ensure_one();
             }
+            ConnEvent::Retired { conn } => {
+                tracing::debug!(
+                    platform = "slack",
+                    conn,
+                    "retired socket drained; closing it"
+                );
+                conns.forget(conn);
+            }
             ConnEvent::Silent { conn } => {
                 tracing::warn!(platform = "slack", conn, "socket silent; replacing it");
                 conns.forget(conn);
@@ -266,10 +279,15 @@ async fn handle_envelope(
         shared.memory().remember_reacting(thread_key, reacting);
     }
     match ctx.deliver(event).await {
-        RecordOutcome::Recorded | RecordOutcome::Duplicate | RecordOutcome::Refused => {
+        RecordOutcome::Recorded | RecordOutcome::Duplicate => {
             let payload = after.ack_payload.take();
             remember(shared, after);
             ack(conn, envelope_id, payload.as_ref());
+        }
+        RecordOutcome::Refused => {
+            // An unauthorized sender: nothing to remember, and a clicked prompt keeps its
+            // buttons for someone who may answer it.
+            ack(conn, envelope_id, None);
         }
         RecordOutcome::Failed => {
             tracing::warn!(platform = "slack", %envelope_id, %event_id, "core could not record the event; leaving it unacknowledged for redelivery");

@@ -75,10 +75,15 @@ impl Router {
                 self.metrics
                     .replies_out
                     .fetch_add(sent, std::sync::atomic::Ordering::Relaxed);
-                if !matches!(
+                if matches!(
                     report.outcome,
                     crate::gateway::delivery::DeliveryOutcome::Delivered
                 ) {
+                    // After the ledger says delivered: a crash from here on resends nothing.
+                    tracing::debug!(platform = %obligation.platform, obligation_id = id,
+                        event_id = event.map(|e| e.event_id.as_str()).unwrap_or(""),
+                        "reply delivered");
+                } else {
                     GatewayMetrics::incr(&self.metrics.send_failures);
                     tracing::warn!(platform = %obligation.platform, obligation_id = id, outcome = ?report.outcome, "reply not fully delivered");
                 }

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::state::{ApiCall, Fault, Shared};
+use crate::state::{ApiCall, Fault, Posted, Shared};
 use crate::{BOT_ID, BOT_USER_ID, TEAM_ID};
 
 /// Slack's documented ceiling for `chat.postMessage` text.
@@ -164,6 +164,14 @@ fn answer(shared: &Shared, call: &ApiCall) -> Response {
             inner
                 .messages
                 .insert(format!("{channel}:{ts}"), message.clone());
+            inner.records.posted.push(Posted {
+                channel: channel.clone(),
+                text: text.to_owned(),
+                thread_ts: call.str("thread_ts").map(str::to_owned),
+                ts: ts.clone(),
+                blocks: call.body.get("blocks").cloned(),
+                at: std::time::Instant::now(),
+            });
             drop(inner);
             ok(json!({"channel": channel, "ts": ts, "message": message}))
         }

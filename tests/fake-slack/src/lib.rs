@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-pub use state::{Ack, ApiCall, Fault, Records, SocketEvent};
+pub use state::{Ack, ApiCall, Fault, Posted, Records, SocketEvent};
 
 use state::{ConnCommand, Shared};
 
@@ -242,6 +242,31 @@ impl FakeSlack {
         }
     }
 
+    /// Delivers `envelope_id`'s payload again under a new envelope id with the next
+    /// `retry_attempt` and `retry_reason`, whether or not it was acked (Slack retries an event whose ack
+    /// it did not see in time, and sometimes simply delivers twice). `None` for an unknown id.
+    pub fn redeliver(&self, envelope_id: &str, reason: &str) -> Option<Pushed> {
+        let mut inner = self.shared.lock();
+        let event_id = inner
+            .envelopes
+            .get(envelope_id)?
+            .payload
+            .get("event_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let envelope_id = inner.redeliver(envelope_id, reason)?;
+        Some(Pushed {
+            envelope_id,
+            event_id,
+        })
+    }
+
+    /// The messages `chat.postMessage` accepted so far, in order.
+    pub fn posted(&self) -> Vec<Posted> {
+        self.shared.peek().records.posted.clone()
+    }
+
     /// Redelivers every envelope not acked yet, as Slack does, with `retry_attempt` + 1 and
     /// `retry_reason`, under a new envelope id. Returns how many were redelivered.
     pub fn redeliver_unacked(&self, reason: &str) -> usize {
@@ -293,9 +318,20 @@ impl FakeSlack {
 
     /// Waits until `check` returns `Some` on the records (re-checked on every change), or
     /// panics naming `what` after [`WAIT_BOUND`].
-    pub async fn wait_for<T>(&self, what: &str, mut check: impl FnMut(&Records) -> Option<T>) -> T {
+    pub async fn wait_for<T>(&self, what: &str, check: impl FnMut(&Records) -> Option<T>) -> T {
+        self.wait_within(WAIT_BOUND, what, check).await
+    }
+
+    /// As [`FakeSlack::wait_for`] with another bound (end-to-end tests through a debug
+    /// binary on a loaded machine wait longer).
+    pub async fn wait_within<T>(
+        &self,
+        bound: Duration,
+        what: &str,
+        mut check: impl FnMut(&Records) -> Option<T>,
+    ) -> T {
         let mut changes = self.shared.changes.subscribe();
-        let waited = tokio::time::timeout(WAIT_BOUND, async {
+        let waited = tokio::time::timeout(bound, async {
             loop {
                 changes.borrow_and_update();
                 if let Some(found) = check(&self.shared.peek().records) {

@@ -83,6 +83,19 @@ pub enum Fault {
     Delay(Duration),
 }
 
+/// A message `chat.postMessage` accepted (faulted calls are not here), as Slack stored it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Posted {
+    pub channel: String,
+    pub text: String,
+    pub thread_ts: Option<String>,
+    /// The ts Slack gave the message.
+    pub ts: String,
+    /// Block Kit blocks, when the message had any (prompts with buttons).
+    pub blocks: Option<Value>,
+    pub at: Instant,
+}
+
 /// Everything the fake recorded.
 #[derive(Debug, Clone, Default)]
 pub struct Records {
@@ -97,6 +110,8 @@ pub struct Records {
     pub responses: Vec<Value>,
     /// When each envelope was written to a socket.
     pub sent_at: HashMap<String, Instant>,
+    /// Messages `chat.postMessage` accepted, in order.
+    pub posted: Vec<Posted>,
 }
 
 impl Records {
@@ -228,6 +243,17 @@ impl Inner {
                 envelope_id,
             });
         }
+    }
+
+    /// Sends `envelope_id`'s payload again (acked or not) with `retry_attempt` + 1.
+    pub fn redeliver(&mut self, envelope_id: &str, reason: &str) -> Option<String> {
+        let envelope = self.envelopes.get(envelope_id)?.clone();
+        Some(self.send_envelope(
+            &envelope.kind,
+            envelope.payload,
+            envelope.retry_attempt + 1,
+            reason,
+        ))
     }
 
     pub fn redeliver_unacked(&mut self, reason: &str) -> usize {

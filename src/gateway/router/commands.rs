@@ -304,7 +304,7 @@ impl Router {
     }
 
     fn model_text(&self) -> String {
-        match &self.agent {
+        match &self.live().agent {
             Ok(deps) => format!(
                 "**Model:** `{}`\nChange it with `model.default` in config.yaml (or `hermesd config`) \
                  and restart.",

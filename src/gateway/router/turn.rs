@@ -56,7 +56,7 @@ pub fn turn_text(event: &MessageEvent) -> String {
 
 impl Router {
     pub(super) async fn run_turn(&self, slot: &Arc<Slot>, job: Job) {
-        let deps = match &self.agent {
+        let deps = match &self.live().agent {
             Ok(deps) => deps.clone(),
             Err(reason) => {
                 self.respond(&job, &no_provider_text(reason)).await;
@@ -206,7 +206,8 @@ impl Router {
             }));
         }
         let platform = job.event.source.platform.clone();
-        let display = &self.config.display;
+        let live = self.live();
+        let display = &live.config.display;
         let overrides = display.platforms.get(&platform);
         let mode = overrides
             .and_then(|p| p.tool_progress)
@@ -216,9 +217,9 @@ impl Router {
             .is_some_and(|l| l.adapter.capabilities().edits);
         let streaming = overrides
             .and_then(|p| p.streaming)
-            .unwrap_or(self.config.streaming.enabled)
+            .unwrap_or(live.config.streaming.enabled)
             && can_edit;
-        let mut preview = streaming.then(|| StreamPreview::new(&self.config.streaming));
+        let mut preview = streaming.then(|| StreamPreview::new(&live.config.streaming));
         let router = self.arc();
         let source = job.event.source.clone();
         Some(tokio::spawn(async move {

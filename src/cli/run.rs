@@ -6,6 +6,11 @@
 //! starts the [`GatewayRunner`] and serves until SIGTERM/SIGINT or `/restart` (exit 75),
 //! then shuts the runner down in phases and closes the store last. The lock is released
 //! after the store closes.
+//!
+//! While serving, SIGHUP reloads the configuration the way start-up loads it: an invalid
+//! one is reported and changes nothing; a valid one is applied at once where that is safe
+//! (see `gateway::reload`) and what needs a restart is named. The systemd watchdog is
+//! pinged from the same loop, after a health probe, never from a detached timer.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +22,7 @@ use crate::gateway::first_run;
 use crate::gateway::instance_lock::InstanceLock;
 use crate::gateway::platforms;
 use crate::gateway::process_info;
+use crate::gateway::reload;
 use crate::gateway::runner::{GatewayRunner, RunnerOptions};
 use crate::gateway::runtime_status::{GatewayState, RuntimeStatus};
 use crate::gateway::sd_notify::{self, Notifier};
@@ -32,6 +38,7 @@ pub struct RunArgs {
 }
 
 pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) -> i32 {
+    let mut forced_api = false;
     let mut loaded = match load_config(home, env) {
         Ok(loaded) => loaded,
         Err(code) => return code,
@@ -55,6 +62,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) ->
             Err(code) => return code,
         };
         loaded.config.api_server.enabled = true;
+        forced_api = true;
         let api = &loaded.config.api_server;
         let has_provider = crate::agent::provider::ModelClient::from_config(&loaded.config).is_ok();
         // Logged (not printed) so JSON logs stay JSON and the redactor masks the home path.
@@ -89,7 +97,14 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) ->
         }
     };
     let lifecycle = Lifecycle::start(home, &argv, env);
-    let code = runtime.block_on(serve(home, loaded, &lifecycle));
+    let reload = Reload {
+        home,
+        env,
+        forced_api,
+        current: loaded.clone(),
+        count: 0,
+    };
+    let code = runtime.block_on(serve(home, loaded, &lifecycle, reload));
     drop(instance);
     code
 }
@@ -130,23 +145,98 @@ impl Lifecycle {
         }
     }
 
-    /// Pets the systemd watchdog until dropped (`WatchdogSec=` in the unit).
-    fn spawn_watchdog(&self) -> Option<tokio::task::JoinHandle<()>> {
-        let interval = self.watchdog?;
-        let notifier = self.notifier.clone();
-        Some(tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(interval);
-            loop {
-                ticks.tick().await;
-                if let Err(e) = notifier.watchdog() {
-                    tracing::warn!(error = %e, "cannot send the watchdog ping");
-                }
-            }
-        }))
+    fn notify(&self, what: &str, sent: std::io::Result<()>) {
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "cannot notify the service manager ({what})");
+        }
+    }
+
+    /// The watchdog's timer (`WatchdogSec=` in the unit), polled by the serve loop.
+    fn watchdog_ticks(&self) -> Option<tokio::time::Interval> {
+        let mut ticks = tokio::time::interval(self.watchdog?);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Some(ticks)
+    }
+
+    /// Pings the watchdog only while the gateway is healthy: a wedged one stops pinging and
+    /// systemd restarts it.
+    fn pet_watchdog(&self, runner: &GatewayRunner) {
+        if runner.is_healthy() {
+            self.notify("watchdog", self.notifier.watchdog());
+        } else {
+            tracing::error!("the gateway is unhealthy; withholding the watchdog ping");
+        }
     }
 }
 
-async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Lifecycle) -> i32 {
+/// What a SIGHUP reload needs: where and how start-up loaded the configuration, and the
+/// configuration now in force.
+struct Reload<'a> {
+    home: &'a HermesHome,
+    env: &'a BTreeMap<String, String>,
+    /// A first run enabled the HTTP API itself; a reload keeps it so.
+    forced_api: bool,
+    current: config::LoadedConfig,
+    /// Reloads so far; each one's log lines carry its number (`reload #2`).
+    count: u64,
+}
+
+impl Reload<'_> {
+    /// Re-reads config.yaml, `.env` and the environment and applies the result, or keeps
+    /// everything as it is when it is invalid. New secrets are masked before anything is
+    /// logged.
+    fn run(&mut self, runner: &GatewayRunner, lifecycle: &Lifecycle) {
+        self.count += 1;
+        let n = self.count;
+        lifecycle.notify("reloading", lifecycle.notifier.reloading());
+        let result = config::load(self.home, self.env);
+        if let Some(logging) = crate::logging::installed() {
+            let secrets = crate::logging::reloaded_secrets(self.home, result.as_ref().ok());
+            logging.redactor.add_all(secrets);
+        }
+        match result {
+            Err(errors) => {
+                for error in &errors.0 {
+                    tracing::error!("reload #{n}: {error}");
+                }
+                tracing::error!(
+                    "reload #{n} rejected: the configuration is invalid; nothing changed, \
+                     still running with the previous settings"
+                );
+            }
+            Ok(mut new) => {
+                if self.forced_api {
+                    new.config.api_server.enabled = true;
+                }
+                for warning in &new.warnings {
+                    tracing::warn!("reload #{n}: {warning}");
+                }
+                let changes = reload::changes(&self.current, &new);
+                runner.router.apply_reload(&new);
+                self.current = new;
+                let applied = match changes.applied.is_empty() {
+                    true => "nothing that applies live changed".to_owned(),
+                    false => format!("changed {}", changes.applied.join(", ")),
+                };
+                tracing::info!("reload #{n} applied: {applied}");
+                if !changes.need_restart.is_empty() {
+                    tracing::warn!(
+                        "reload #{n}: restart hermesd to apply {} (read only at start; the old values stay in force)",
+                        changes.need_restart.join(", ")
+                    );
+                }
+            }
+        }
+        lifecycle.notify("ready", lifecycle.notifier.ready());
+    }
+}
+
+async fn serve(
+    home: &HermesHome,
+    loaded: config::LoadedConfig,
+    lifecycle: &Lifecycle,
+    mut reload: Reload<'_>,
+) -> i32 {
     let built = match platforms::build_adapters(home, &loaded) {
         Ok(built) => built,
         Err(errors) => {
@@ -199,6 +289,7 @@ async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Life
     // Handlers are installed before "started" is announced: a SIGTERM that arrives the moment
     // a supervisor sees us up must still shut down cleanly.
     let shutdown = ShutdownSignals::install();
+    let mut hangup = ReloadSignal::install();
     let runner_options = RunnerOptions {
         adapters,
         backoff: backoff_from_env(&loaded.env),
@@ -226,10 +317,16 @@ async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Life
         "hermesd started"
     );
     lifecycle.set_state(GatewayState::Running, None);
-    let watchdog = lifecycle.spawn_watchdog();
-    let reason = tokio::select! {
-        signal = shutdown.wait() => signal,
-        _ = runner.restart_requested() => "restart requested",
+    let mut watchdog = lifecycle.watchdog_ticks();
+    let stop = shutdown.wait();
+    tokio::pin!(stop);
+    let reason = loop {
+        tokio::select! {
+            signal = &mut stop => break signal,
+            _ = runner.restart_requested() => break "restart requested",
+            _ = hangup.recv() => reload.run(&runner, lifecycle),
+            _ = next_tick(&mut watchdog) => lifecycle.pet_watchdog(&runner),
+        }
     };
     tracing::info!(reason, "shutting down");
     lifecycle.set_state(GatewayState::Draining, None);
@@ -237,9 +334,6 @@ async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Life
     webhooks_stop.cancel();
     runner.shutdown().await;
     store.close().await;
-    if let Some(watchdog) = watchdog {
-        watchdog.abort();
-    }
     lifecycle.set_state(GatewayState::Stopped, Some(reason));
     tracing::info!("state.db closed; bye");
     if restart { EXIT_RESTART } else { 0 }
@@ -292,6 +386,51 @@ fn backoff_from_env(env: &BTreeMap<String, String>) -> Backoff {
             default.max.as_secs_f64(),
         ),
         ..default
+    }
+}
+
+/// The watchdog timer's next tick; never, without a watchdog.
+async fn next_tick(ticks: &mut Option<tokio::time::Interval>) {
+    match ticks {
+        Some(ticks) => {
+            ticks.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// The SIGHUP handler, installed with the shutdown handlers (before "started"), so a reload
+/// request never kills the daemon with the default action.
+struct ReloadSignal {
+    #[cfg(unix)]
+    hup: Option<tokio::signal::unix::Signal>,
+}
+
+impl ReloadSignal {
+    fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let hup = signal(SignalKind::hangup())
+                .inspect_err(|e| tracing::warn!(error = %e, "SIGHUP reload unavailable"))
+                .ok();
+            Self { hup }
+        }
+        #[cfg(not(unix))]
+        {
+            Self {}
+        }
+    }
+
+    /// Resolves on each SIGHUP; never without a handler.
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if let Some(hup) = self.hup.as_mut()
+            && hup.recv().await.is_some()
+        {
+            return;
+        }
+        std::future::pending::<()>().await
     }
 }
 

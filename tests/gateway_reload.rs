@@ -1,0 +1,234 @@
+//! SIGHUP reload through the real `hermesd run` binary, with the in-tree fake Telegram (an
+//! allowlist matters there) and the HTTP API enabled: an allowlist added to `.env` admits a
+//! user who was sent a pairing code; a new default model is used by new turns while a turn
+//! in flight finishes on the old one; an invalid configuration is refused whole, its error
+//! logged with the new secret masked, and the old settings keep serving; a changed token and
+//! port are named as needing a restart, and no token reaches the logs.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use fake_telegram::{Chat, FakeTelegram, TOKEN, User};
+use serde_json::json;
+use support::daemon::{API_KEY, Daemon, base_env};
+use support::fake_model::{FakeModel, RecordedRequest, Reply, Step};
+
+const WAIT: Duration = Duration::from_secs(60);
+const USER: i64 = 9001;
+/// A new bot token written to `.env` in the last step; read only at start.
+const NEW_TOKEN: &str = "424242:NEW-reloaded-token-value-0123";
+/// A new secret-named `.env` variable whose value an invalid config quotes in its error.
+const PROBE_SECRET: &str = "tok-reload-probe-0123456789";
+
+/// `config.yaml`: the fake Telegram, tool progress off (one message per reply), `model`.
+fn write_config(home: &Path, telegram: &FakeTelegram, model: &str) {
+    let text = format!(
+        "model:\n  provider: openai\n  default: {model}\n\
+         display:\n  tool_progress: \"off\"\n\
+         telegram:\n  enabled: true\n  extra:\n    base_url: {}\n    poll_timeout_seconds: 2\n",
+        telegram.url()
+    );
+    std::fs::write(home.join("config.yaml"), text).unwrap();
+}
+
+fn write_dotenv(home: &Path, lines: &[String]) {
+    std::fs::write(home.join(".env"), lines.join("\n") + "\n").unwrap();
+}
+
+fn sighup(daemon: &Daemon) {
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &daemon.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// SIGHUP, then the line that starts with `reload #n` + `outcome`.
+async fn reload(daemon: &std::sync::Arc<Daemon>, n: u32, outcome: &str) -> String {
+    sighup(daemon);
+    let needle = format!("reload #{n}{outcome}");
+    let d = daemon.clone();
+    tokio::task::spawn_blocking(move || d.wait_for_line(&needle, WAIT))
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("no 'reload #{n}{outcome}' line: {:#?}", daemon.logs()))
+}
+
+/// Waits until `chat` has received at least `n` messages; returns their texts.
+async fn texts_to(telegram: &FakeTelegram, chat: i64, n: usize) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let change =
+            telegram.next_change(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        let texts: Vec<String> = telegram
+            .sent_messages()
+            .into_iter()
+            .filter(|m| m.chat_id == chat)
+            .map(|m| m.text)
+            .collect();
+        if texts.len() >= n {
+            return texts;
+        }
+        assert!(
+            change.await,
+            "chat {chat} got {} of {n} messages: {texts:#?}",
+            texts.len()
+        );
+    }
+}
+
+/// The models of the requests that carried `text`.
+fn models_for(requests: &[RecordedRequest], text: &str) -> Vec<String> {
+    requests
+        .iter()
+        .filter(|r| r.body_text.contains(text))
+        .map(|r| r.model().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_applies_allowlists_and_model_refuses_invalid_config_and_names_restart_keys() {
+    let telegram = FakeTelegram::start().await;
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path();
+    write_config(dir, &telegram, "fake-model");
+    let mut dotenv = vec![
+        format!("TELEGRAM_BOT_TOKEN={TOKEN}"),
+        "API_SERVER_PORT=0".to_owned(),
+    ];
+    write_dotenv(dir, &dotenv);
+    let mut env: Vec<(String, String)> = base_env(dir)
+        .into_iter()
+        .filter(|(k, _)| k != "API_SERVER_PORT")
+        .collect();
+    env.extend(
+        [
+            ("API_SERVER_KEY", API_KEY.to_owned()),
+            ("OPENAI_BASE_URL", model.base_url()),
+            ("OPENAI_API_KEY", "sk-test-model-key".to_owned()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v)),
+    );
+    let (h, e) = (dir.to_path_buf(), env.clone());
+    let daemon = std::sync::Arc::new(
+        tokio::task::spawn_blocking(move || Daemon::start(&h, &e))
+            .await
+            .unwrap(),
+    );
+    assert!(daemon.api.is_some(), "the HTTP API is enabled too");
+    let (chat, user) = (Chat::private(USER), User::new(USER, "Ada"));
+
+    // Not allowed yet: a pairing code, and nothing reaches the model.
+    telegram.push_text(chat.clone(), user.clone(), "hi there");
+    let texts = texts_to(&telegram, USER, 1).await;
+    assert!(texts[0].contains("pairing code"), "{texts:?}");
+    assert!(model.requests().is_empty());
+
+    // 1. The allowlist in .env, then SIGHUP: the same user is answered.
+    dotenv.push(format!("TELEGRAM_ALLOWED_USERS={USER}"));
+    write_dotenv(dir, &dotenv);
+    let applied = reload(&daemon, 1, " applied").await;
+    assert!(applied.contains("auth.telegram.allowed_users"), "{applied}");
+    telegram.push_text(chat.clone(), user.clone(), "hello after reload");
+    let texts = texts_to(&telegram, USER, 2).await;
+    assert_eq!(texts[1], "echo: hello after reload");
+    assert_eq!(
+        models_for(&model.requests(), "hello after reload"),
+        ["fake-model"]
+    );
+
+    // 2. A new default model while a turn is in flight: that turn finishes on the old model
+    //    (its second call too), the next turn uses the new one.
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    model.push(Step::Gated {
+        reply: Reply::tool_call("no_such_tool", json!({})),
+        gate: gate.clone(),
+    });
+    telegram.push_text(chat.clone(), user.clone(), "turn in flight");
+    model.wait_for_requests(2, WAIT).await;
+    write_config(dir, &telegram, "fake-model-2");
+    let applied = reload(&daemon, 2, " applied").await;
+    assert!(applied.contains("model.default"), "{applied}");
+    gate.add_permits(1);
+    let texts = texts_to(&telegram, USER, 3).await;
+    assert_eq!(texts[2], "echo: turn in flight");
+    assert_eq!(
+        models_for(&model.requests(), "turn in flight"),
+        ["fake-model", "fake-model"]
+    );
+    telegram.push_text(chat.clone(), user.clone(), "first turn on the new model");
+    let texts = texts_to(&telegram, USER, 4).await;
+    assert_eq!(texts[3], "echo: first turn on the new model");
+    assert_eq!(
+        models_for(&model.requests(), "first turn on the new model"),
+        ["fake-model-2"]
+    );
+
+    // 3. An invalid config (quoting a new .env secret): refused whole, the error logged with
+    //    the secret masked, and the previous settings (allowlist, model) keep serving.
+    // The allowlist changes too: applied, it would lock the user out.
+    dotenv.retain(|line| !line.starts_with("TELEGRAM_ALLOWED_USERS="));
+    dotenv.push(format!("TELEGRAM_ALLOWED_USERS={}", USER + 1));
+    dotenv.push(format!("RELOAD_PROBE_TOKEN={PROBE_SECRET}"));
+    write_dotenv(dir, &dotenv);
+    let valid = std::fs::read_to_string(dir.join("config.yaml")).unwrap();
+    std::fs::write(
+        dir.join("config.yaml"),
+        format!("{valid}session_reset:\n  mode: ${{RELOAD_PROBE_TOKEN}}\n"),
+    )
+    .unwrap();
+    let rejected = reload(&daemon, 3, " rejected").await;
+    assert!(rejected.contains("previous settings"), "{rejected}");
+    let error = daemon
+        .wait_for_line("reload #3: config error: session_reset.mode", WAIT)
+        .unwrap_or_else(|| panic!("no error naming the key: {:#?}", daemon.logs()));
+    assert!(error.contains("***"), "{error}");
+    telegram.push_text(chat.clone(), user.clone(), "still served");
+    let texts = texts_to(&telegram, USER, 5).await;
+    assert_eq!(texts[4], "echo: still served");
+    assert_eq!(
+        models_for(&model.requests(), "still served"),
+        ["fake-model-2"]
+    );
+
+    // 4. A valid config again with a new token and port: named as needing a restart, the
+    //    old ones stay in force (the bot keeps polling with its token).
+    dotenv.retain(|line| !line.starts_with("TELEGRAM_ALLOWED_USERS="));
+    dotenv.push(format!("TELEGRAM_ALLOWED_USERS={USER}"));
+    for line in dotenv.iter_mut() {
+        if line.starts_with("TELEGRAM_BOT_TOKEN=") {
+            *line = format!("TELEGRAM_BOT_TOKEN={NEW_TOKEN}");
+        }
+        if line.starts_with("API_SERVER_PORT=") {
+            *line = "API_SERVER_PORT=18999".to_owned();
+        }
+    }
+    write_dotenv(dir, &dotenv);
+    std::fs::write(dir.join("config.yaml"), &valid).unwrap();
+    let applied = reload(&daemon, 4, " applied").await;
+    assert!(applied.contains("nothing that applies live changed"), "{applied}");
+    let restart = daemon
+        .wait_for_line("reload #4: restart hermesd to apply", WAIT)
+        .unwrap_or_else(|| panic!("no restart warning: {:#?}", daemon.logs()));
+    assert!(restart.contains("platforms.telegram.token"), "{restart}");
+    assert!(restart.contains("api_server.port"), "{restart}");
+    telegram.push_text(chat.clone(), user.clone(), "old token still polls");
+    let texts = texts_to(&telegram, USER, 6).await;
+    assert_eq!(texts[5], "echo: old token still polls");
+
+    let daemon = std::sync::Arc::into_inner(daemon).expect("one owner");
+    let (status, logs) = tokio::task::spawn_blocking(move || daemon.terminate())
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{logs:#?}");
+    // Exactly one reply per inbound message.
+    let texts = texts_to(&telegram, USER, 6).await;
+    assert_eq!(texts.len(), 6, "{texts:#?}");
+    let logs = logs.join("\n");
+    for secret in [TOKEN, NEW_TOKEN, PROBE_SECRET, API_KEY] {
+        assert!(!logs.contains(secret), "a secret reached the logs");
+    }
+}

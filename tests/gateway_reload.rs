@@ -185,7 +185,10 @@ async fn sighup_applies_allowlists_and_model_refuses_invalid_config_and_names_re
     let error = daemon
         .wait_for_line("reload #3: config error: session_reset.mode", WAIT)
         .unwrap_or_else(|| panic!("no error naming the key: {:#?}", daemon.logs()));
-    assert!(error.contains("***"), "{error}");
+    assert!(
+        error.contains("got '***'"),
+        "the new secret must be masked in the error line"
+    );
     telegram.push_text(chat.clone(), user.clone(), "still served");
     let texts = texts_to(&telegram, USER, 5).await;
     assert_eq!(texts[4], "echo: still served");
@@ -209,7 +212,10 @@ async fn sighup_applies_allowlists_and_model_refuses_invalid_config_and_names_re
     write_dotenv(dir, &dotenv);
     std::fs::write(dir.join("config.yaml"), &valid).unwrap();
     let applied = reload(&daemon, 4, " applied").await;
-    assert!(applied.contains("nothing that applies live changed"), "{applied}");
+    assert!(
+        applied.contains("nothing that applies live changed"),
+        "{applied}"
+    );
     let restart = daemon
         .wait_for_line("reload #4: restart hermesd to apply", WAIT)
         .unwrap_or_else(|| panic!("no restart warning: {:#?}", daemon.logs()));

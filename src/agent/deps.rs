@@ -177,7 +177,7 @@ impl AgentDeps {
             processes: Arc::clone(&self.processes),
             memory: Arc::clone(&self.memory),
             clarify: self.clarify.clone(),
-            delegation: self.delegation.clone(),
+            delegation: self.delegation,
             limits: self.limits,
             env: child_env(&self.home, &loaded.env),
             todos: Arc::clone(&self.todos),

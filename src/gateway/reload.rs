@@ -131,10 +131,22 @@ fn fingerprints(config: &Config) -> BTreeMap<String, String> {
     let secret = |out: &mut BTreeMap<String, String>, path: String, value: Option<&Secret>| {
         out.insert(path, value.map_or_else(String::new, |s| digest(s.expose())));
     };
-    secret(&mut out, "model.api_key".to_owned(), config.model.api_key.as_ref());
-    secret(&mut out, "api_server.key".to_owned(), config.api_server.key.as_ref());
+    secret(
+        &mut out,
+        "model.api_key".to_owned(),
+        config.model.api_key.as_ref(),
+    );
+    secret(
+        &mut out,
+        "api_server.key".to_owned(),
+        config.api_server.key.as_ref(),
+    );
     for (name, provider) in &config.providers {
-        secret(&mut out, format!("providers.{name}.api_key"), provider.api_key.as_ref());
+        secret(
+            &mut out,
+            format!("providers.{name}.api_key"),
+            provider.api_key.as_ref(),
+        );
     }
     let platforms = &config.platforms;
     for (name, platform) in [
@@ -142,7 +154,11 @@ fn fingerprints(config: &Config) -> BTreeMap<String, String> {
         ("discord", &platforms.discord),
         ("slack", &platforms.slack),
     ] {
-        secret(&mut out, format!("platforms.{name}.token"), platform.token.as_ref());
+        secret(
+            &mut out,
+            format!("platforms.{name}.token"),
+            platform.token.as_ref(),
+        );
         secret(
             &mut out,
             format!("platforms.{name}.app_token"),
@@ -163,7 +179,10 @@ fn fingerprints(config: &Config) -> BTreeMap<String, String> {
             format!("{f:?}{key:?}")
         })
         .collect();
-    out.insert("fallback_providers".to_owned(), digest(&fallbacks.join("\n")));
+    out.insert(
+        "fallback_providers".to_owned(),
+        digest(&fallbacks.join("\n")),
+    );
     out
 }
 

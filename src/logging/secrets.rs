@@ -87,7 +87,10 @@ pub fn secrets_for_home(
     let Ok(home) = HermesHome::resolve(explicit_home, profile, env) else {
         return secrets;
     };
-    secrets.extend(reloaded_secrets(&home, config::load(&home, env).as_ref().ok()));
+    secrets.extend(reloaded_secrets(
+        &home,
+        config::load(&home, env).as_ref().ok(),
+    ));
     secrets
 }
 
@@ -150,7 +153,11 @@ mod tests {
             reloaded_secrets(&home, None),
             vec!["999:new-token-from-dotenv".to_owned()]
         );
-        std::fs::write(home.config_yaml(), "model:\n  api_key: model-key-from-yaml\n").unwrap();
+        std::fs::write(
+            home.config_yaml(),
+            "model:\n  api_key: model-key-from-yaml\n",
+        )
+        .unwrap();
         let loaded = config::load(&home, &BTreeMap::new()).unwrap();
         let secrets = reloaded_secrets(&home, Some(&loaded));
         for expected in ["999:new-token-from-dotenv", "model-key-from-yaml"] {

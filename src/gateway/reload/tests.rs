@@ -139,7 +139,11 @@ fn tokens_ports_keys_switches_and_adapter_settings_need_a_restart() {
         ]
     );
     let shown = format!("{found:?}");
-    for secret in ["new-telegram-token", "new-api-server-key", "old-telegram-token"] {
+    for secret in [
+        "new-telegram-token",
+        "new-api-server-key",
+        "old-telegram-token",
+    ] {
         assert!(!shown.contains(secret), "{shown}");
     }
 }

@@ -3,7 +3,9 @@
 //! user who was sent a pairing code; a new default model is used by new turns while a turn
 //! in flight finishes on the old one; an invalid configuration is refused whole, its error
 //! logged with the new secret masked, and the old settings keep serving; a changed token and
-//! port are named as needing a restart, and no token reaches the logs.
+//! port are named as needing a restart, and no token reaches the logs. Around each reload
+//! systemd hears `RELOADING=1` (with `MONOTONIC_USEC`) then `READY=1`, and the watchdog
+//! keeps being pinged.
 
 mod support;
 
@@ -12,7 +14,7 @@ use std::time::Duration;
 
 use fake_telegram::{Chat, FakeTelegram, TOKEN, User};
 use serde_json::json;
-use support::daemon::{API_KEY, Daemon, base_env};
+use support::daemon::{API_KEY, Daemon, api_env, base_env};
 use support::fake_model::{FakeModel, RecordedRequest, Reply, Step};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -237,4 +239,70 @@ async fn sighup_applies_allowlists_and_model_refuses_invalid_config_and_names_re
     for secret in [TOKEN, NEW_TOKEN, PROBE_SECRET, API_KEY] {
         assert!(!logs.contains(secret), "a secret reached the logs");
     }
+}
+
+/// `CLOCK_MONOTONIC` in microseconds, the clock `MONOTONIC_USEC` is read from.
+fn monotonic_usec() -> u64 {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    now.tv_sec as u64 * 1_000_000 + now.tv_nsec as u64 / 1_000
+}
+
+#[test]
+fn systemd_hears_reloading_then_ready_and_the_watchdog_keeps_pinging() {
+    use std::os::unix::net::UnixDatagram;
+
+    let home = tempfile::tempdir().unwrap();
+    let socket = home.path().join("notify.sock");
+    let listener = UnixDatagram::bind(&socket).unwrap();
+    listener.set_read_timeout(Some(WAIT)).unwrap();
+    let mut env = api_env(home.path(), "http://127.0.0.1:9");
+    env.push(("NOTIFY_SOCKET".to_owned(), socket.display().to_string()));
+    env.push(("WATCHDOG_USEC".to_owned(), "300000".to_owned()));
+    let daemon = Daemon::start(home.path(), &env);
+    let receive = || {
+        let mut buf = [0u8; 256];
+        let n = listener.recv(&mut buf).expect("a notification");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    // The next message that is not a watchdog ping (pings keep coming: bounded by time).
+    let next_state = || {
+        let deadline = std::time::Instant::now() + WAIT;
+        while std::time::Instant::now() < deadline {
+            let message = receive();
+            if message != "WATCHDOG=1" {
+                return message;
+            }
+        }
+        panic!("only watchdog pings for {WAIT:?}");
+    };
+    assert_eq!(next_state(), "READY=1");
+
+    for (n, config) in [
+        (1, "display:\n  tool_progress: new\n"),
+        (2, "model: [unclosed\n"),
+    ] {
+        std::fs::write(home.path().join("config.yaml"), config).unwrap();
+        let before = monotonic_usec();
+        sighup(&daemon);
+        let reloading = next_state();
+        let usec: u64 = reloading
+            .strip_prefix("RELOADING=1\nMONOTONIC_USEC=")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("reload {n}: {reloading:?}"));
+        assert!(
+            before <= usec && usec <= monotonic_usec(),
+            "reload {n}: MONOTONIC_USEC {usec} is not the time of the reload"
+        );
+        assert_eq!(next_state(), "READY=1", "reload {n}");
+        let outcome = if n == 1 { "applied" } else { "rejected" };
+        daemon
+            .wait_for_line(&format!("reload #{n} {outcome}"), WAIT)
+            .unwrap_or_else(|| panic!("reload {n}: {:#?}", daemon.logs()));
+    }
+    // Still healthy after both: the main loop goes on pinging.
+    for _ in 0..2 {
+        assert_eq!(receive(), "WATCHDOG=1");
+    }
+    let (status, logs) = daemon.terminate();
+    assert_eq!(status.code(), Some(0), "{logs:#?}");
 }

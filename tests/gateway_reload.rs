@@ -306,3 +306,30 @@ fn systemd_hears_reloading_then_ready_and_the_watchdog_keeps_pinging() {
     let (status, logs) = daemon.terminate();
     assert_eq!(status.code(), Some(0), "{logs:#?}");
 }
+
+/// The start-up twin of the refused reload: configuration errors printed before the daemon
+/// runs mask `.env` secrets too, even though the configuration never loaded.
+#[test]
+fn invalid_config_at_start_masks_dotenv_secrets_in_its_errors() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join(".env"),
+        format!("RELOAD_PROBE_TOKEN={PROBE_SECRET}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "session_reset:\n  mode: ${RELOAD_PROBE_TOKEN}\n",
+    )
+    .unwrap();
+    let env = api_env(home.path(), "http://127.0.0.1:9");
+    let mut daemon = Daemon::spawn(home.path(), &env, false);
+    let status = daemon.wait(WAIT);
+    let logs = daemon.logs().join("\n");
+    assert_eq!(status.code(), Some(78), "{logs}");
+    assert!(
+        logs.contains("session_reset.mode") && logs.contains("got '***'"),
+        "{logs}"
+    );
+    assert!(!logs.contains(PROBE_SECRET), "the secret reached stderr");
+}

@@ -241,7 +241,7 @@ async fn serve(
         Ok(built) => built,
         Err(errors) => {
             for error in &errors {
-                eprintln!("config error: {error}");
+                eprintln!("{}", masked(&format!("config error: {error}")));
             }
             lifecycle.set_state(
                 GatewayState::Stopped,
@@ -354,10 +354,19 @@ fn load_config(
             Ok(loaded)
         }
         Err(errors) => {
-            eprintln!("{errors}");
+            eprintln!("{}", masked(&errors.to_string()));
             eprintln!("hermesd: invalid configuration; fix the errors above (exit {EXIT_CONFIG})");
             Err(EXIT_CONFIG)
         }
+    }
+}
+
+/// Errors printed straight to stderr (not through `tracing`) can quote a value, and that
+/// value can be a secret (`${TOKEN}` in the wrong key): mask them as log lines are.
+fn masked(text: &str) -> String {
+    match crate::logging::installed() {
+        Some(logging) => logging.redactor.redact(text),
+        None => text.to_owned(),
     }
 }
 

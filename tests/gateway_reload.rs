@@ -3,7 +3,8 @@
 //! user who was sent a pairing code; a new default model is used by new turns while a turn
 //! in flight finishes on the old one; an invalid configuration is refused whole, its error
 //! logged with the new secret masked, and the old settings keep serving; a changed token and
-//! port are named as needing a restart, and no token reaches the logs. Around each reload
+//! port are named as needing a restart, and no token reaches the logs. A first run without
+//! a model provider gets one from `.env` by a reload. Around each reload
 //! systemd hears `RELOADING=1` (with `MONOTONIC_USEC`) then `READY=1`, and the watchdog
 //! keeps being pinged.
 
@@ -332,4 +333,91 @@ fn invalid_config_at_start_masks_dotenv_secrets_in_its_errors() {
         "{logs}"
     );
     assert!(!logs.contains(PROBE_SECRET), "the secret reached stderr");
+}
+
+/// The first-run path: the HTTP API answers with setup instructions until the operator adds
+/// a provider to `.env` and reloads; then the same daemon answers through that provider.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_added_after_a_first_run_is_used_after_sighup() {
+    const MODEL_KEY: &str = "sk-added-by-the-operator-0123";
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().to_path_buf();
+    let env = base_env(&dir);
+    let daemon = std::sync::Arc::new(
+        tokio::task::spawn_blocking(move || Daemon::start(&dir, &env))
+            .await
+            .unwrap(),
+    );
+    let dotenv_path = home.path().join(".env");
+    let dotenv = std::fs::read_to_string(&dotenv_path).unwrap();
+    let key = dotenv
+        .lines()
+        .find_map(|l| l.strip_prefix("API_SERVER_KEY="))
+        .expect("a generated API key")
+        .to_owned();
+    let ask = |text: &str| {
+        let request = reqwest::Client::builder()
+            .timeout(WAIT)
+            .build()
+            .unwrap()
+            .post(format!("{}/v1/chat/completions", daemon.api_url()))
+            .bearer_auth(&key)
+            .json(
+                &json!({"model": "hermes-agent", "messages": [{"role": "user", "content": text}]}),
+            );
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            let body: serde_json::Value = response.json().await.unwrap();
+            body["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let text = ask("hello").await;
+    assert!(text.contains("no model provider is configured"), "{text}");
+    assert!(model.requests().is_empty());
+
+    std::fs::write(
+        &dotenv_path,
+        format!(
+            "{dotenv}OPENAI_API_KEY={MODEL_KEY}\nOPENAI_BASE_URL={}\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "model:\n  provider: openai\n  default: fake-model\n",
+    )
+    .unwrap();
+    let applied = reload(&daemon, 1, " applied").await;
+    for key in ["model.default", "providers.openai.api_key"] {
+        assert!(applied.contains(key), "{applied}");
+    }
+    assert_eq!(ask("hello again").await, "echo: hello again");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    assert_eq!(requests[0].model(), Some("fake-model"));
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {MODEL_KEY}").as_str())
+    );
+
+    let daemon = std::sync::Arc::into_inner(daemon).expect("one owner");
+    let (status, logs) = tokio::task::spawn_blocking(move || daemon.terminate())
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{logs:#?}");
+    let logs = logs.join("\n");
+    assert!(
+        !logs.contains("reload #1: restart"),
+        "nothing needs a restart after adding a provider: {logs}"
+    );
+    assert!(
+        !logs.contains(MODEL_KEY) && !logs.contains(&key),
+        "a key reached the logs"
+    );
 }

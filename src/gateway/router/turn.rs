@@ -23,7 +23,8 @@ pub fn no_provider_text(reason: &str) -> String {
     format!(
         "⚠️ I can't answer yet: no model provider is configured ({reason}).\n\
          Set OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY in $HERMES_HOME/.env \
-         (or model.provider / model.base_url / model.api_key in config.yaml) and restart hermesd."
+         (or model.provider / model.base_url / model.api_key in config.yaml), then reload hermesd \
+         (`systemctl reload hermesd` or SIGHUP)."
     )
 }
 

@@ -100,7 +100,8 @@ pub struct AgentDeps {
     pub delegation: DelegationLimits,
     pub limits: ToolLimits,
     pub env: BTreeMap<String, String>,
-    todos: Mutex<HashMap<String, Arc<TodoStore>>>,
+    /// Shared with [`AgentDeps::reconfigured`] copies, so a reload keeps the lists.
+    todos: Arc<Mutex<HashMap<String, Arc<TodoStore>>>>,
 }
 
 impl std::fmt::Debug for AgentDeps {
@@ -157,7 +158,29 @@ impl AgentDeps {
             delegation: DelegationLimits::default(),
             limits: ToolLimits::default(),
             env: child_env(home, &loaded.env),
-            todos: Mutex::new(HashMap::new()),
+            todos: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// A copy for a reloaded configuration (SIGHUP): a new model client, loop settings and
+    /// tool environment, sharing everything that holds state across turns (approvals,
+    /// background processes, memory, to-do lists) so nothing in flight is lost. Agents
+    /// holding the old copy finish their turn on the old model.
+    pub fn reconfigured(&self, loaded: &LoadedConfig, client: ModelClient) -> Self {
+        Self {
+            client,
+            registry: self.registry.clone(),
+            store: self.store.clone(),
+            settings: AgentSettings::from_config(&loaded.config, self.settings.cwd.clone()),
+            home: self.home.clone(),
+            approvals: Arc::clone(&self.approvals),
+            processes: Arc::clone(&self.processes),
+            memory: Arc::clone(&self.memory),
+            clarify: self.clarify.clone(),
+            delegation: self.delegation,
+            limits: self.limits,
+            env: child_env(&self.home, &loaded.env),
+            todos: Arc::clone(&self.todos),
         }
     }
 

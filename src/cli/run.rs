@@ -6,6 +6,13 @@
 //! starts the [`GatewayRunner`] and serves until SIGTERM/SIGINT or `/restart` (exit 75),
 //! then shuts the runner down in phases and closes the store last. The lock is released
 //! after the store closes.
+//!
+//! While serving, SIGHUP reloads the configuration the way start-up loads it: an invalid
+//! one is reported and changes nothing; a valid one is applied at once where that is safe
+//! (see `gateway::reload`) and what needs a restart is named. The systemd watchdog is
+//! pinged from the same loop, after a health probe, never from a detached timer.
+
+mod sighup;
 
 use std::collections::BTreeMap;
 
@@ -23,6 +30,7 @@ use crate::gateway::sd_notify::{self, Notifier};
 use crate::gateway::supervisor::Backoff;
 use crate::home::HermesHome;
 use crate::state::{Store, StoreOptions};
+use sighup::{Reload, ReloadSignal};
 
 #[derive(Debug, Default, clap::Args)]
 pub struct RunArgs {
@@ -32,6 +40,7 @@ pub struct RunArgs {
 }
 
 pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) -> i32 {
+    let mut forced_api = false;
     let mut loaded = match load_config(home, env) {
         Ok(loaded) => loaded,
         Err(code) => return code,
@@ -55,6 +64,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) ->
             Err(code) => return code,
         };
         loaded.config.api_server.enabled = true;
+        forced_api = true;
         let api = &loaded.config.api_server;
         let has_provider = crate::agent::provider::ModelClient::from_config(&loaded.config).is_ok();
         // Logged (not printed) so JSON logs stay JSON and the redactor masks the home path.
@@ -89,7 +99,14 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) ->
         }
     };
     let lifecycle = Lifecycle::start(home, &argv, env);
-    let code = runtime.block_on(serve(home, loaded, &lifecycle));
+    let reload = Reload {
+        home,
+        env,
+        forced_api,
+        current: loaded.clone(),
+        count: 0,
+    };
+    let code = runtime.block_on(serve(home, loaded, &lifecycle, reload));
     drop(instance);
     code
 }
@@ -130,28 +147,41 @@ impl Lifecycle {
         }
     }
 
-    /// Pets the systemd watchdog until dropped (`WatchdogSec=` in the unit).
-    fn spawn_watchdog(&self) -> Option<tokio::task::JoinHandle<()>> {
-        let interval = self.watchdog?;
-        let notifier = self.notifier.clone();
-        Some(tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(interval);
-            loop {
-                ticks.tick().await;
-                if let Err(e) = notifier.watchdog() {
-                    tracing::warn!(error = %e, "cannot send the watchdog ping");
-                }
-            }
-        }))
+    fn notify(&self, what: &str, sent: std::io::Result<()>) {
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "cannot notify the service manager ({what})");
+        }
+    }
+
+    /// The watchdog's timer (`WatchdogSec=` in the unit), polled by the serve loop.
+    fn watchdog_ticks(&self) -> Option<tokio::time::Interval> {
+        let mut ticks = tokio::time::interval(self.watchdog?);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Some(ticks)
+    }
+
+    /// Pings the watchdog only while the gateway is healthy: a wedged one stops pinging and
+    /// systemd restarts it.
+    fn pet_watchdog(&self, runner: &GatewayRunner) {
+        if runner.is_healthy() {
+            self.notify("watchdog", self.notifier.watchdog());
+        } else {
+            tracing::error!("the gateway is unhealthy; withholding the watchdog ping");
+        }
     }
 }
 
-async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Lifecycle) -> i32 {
+async fn serve(
+    home: &HermesHome,
+    loaded: config::LoadedConfig,
+    lifecycle: &Lifecycle,
+    mut reload: Reload<'_>,
+) -> i32 {
     let built = match platforms::build_adapters(home, &loaded) {
         Ok(built) => built,
         Err(errors) => {
             for error in &errors {
-                eprintln!("config error: {error}");
+                eprintln!("{}", masked(&format!("config error: {error}")));
             }
             lifecycle.set_state(
                 GatewayState::Stopped,
@@ -199,6 +229,7 @@ async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Life
     // Handlers are installed before "started" is announced: a SIGTERM that arrives the moment
     // a supervisor sees us up must still shut down cleanly.
     let shutdown = ShutdownSignals::install();
+    let mut hangup = ReloadSignal::install();
     let runner_options = RunnerOptions {
         adapters,
         backoff: backoff_from_env(&loaded.env),
@@ -226,10 +257,16 @@ async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Life
         "hermesd started"
     );
     lifecycle.set_state(GatewayState::Running, None);
-    let watchdog = lifecycle.spawn_watchdog();
-    let reason = tokio::select! {
-        signal = shutdown.wait() => signal,
-        _ = runner.restart_requested() => "restart requested",
+    let mut watchdog = lifecycle.watchdog_ticks();
+    let stop = shutdown.wait();
+    tokio::pin!(stop);
+    let reason = loop {
+        tokio::select! {
+            signal = &mut stop => break signal,
+            _ = runner.restart_requested() => break "restart requested",
+            _ = hangup.recv() => reload.run(&runner, lifecycle),
+            _ = next_tick(&mut watchdog) => lifecycle.pet_watchdog(&runner),
+        }
     };
     tracing::info!(reason, "shutting down");
     lifecycle.set_state(GatewayState::Draining, None);
@@ -237,9 +274,6 @@ async fn serve(home: &HermesHome, loaded: config::LoadedConfig, lifecycle: &Life
     webhooks_stop.cancel();
     runner.shutdown().await;
     store.close().await;
-    if let Some(watchdog) = watchdog {
-        watchdog.abort();
-    }
     lifecycle.set_state(GatewayState::Stopped, Some(reason));
     tracing::info!("state.db closed; bye");
     if restart { EXIT_RESTART } else { 0 }
@@ -260,10 +294,19 @@ fn load_config(
             Ok(loaded)
         }
         Err(errors) => {
-            eprintln!("{errors}");
+            eprintln!("{}", masked(&errors.to_string()));
             eprintln!("hermesd: invalid configuration; fix the errors above (exit {EXIT_CONFIG})");
             Err(EXIT_CONFIG)
         }
+    }
+}
+
+/// Errors printed straight to stderr (not through `tracing`) can quote a value, and that
+/// value can be a secret (`${TOKEN}` in the wrong key): mask them as log lines are.
+fn masked(text: &str) -> String {
+    match crate::logging::installed() {
+        Some(logging) => logging.redactor.redact(text),
+        None => text.to_owned(),
     }
 }
 
@@ -292,6 +335,16 @@ fn backoff_from_env(env: &BTreeMap<String, String>) -> Backoff {
             default.max.as_secs_f64(),
         ),
         ..default
+    }
+}
+
+/// The watchdog timer's next tick; never, without a watchdog.
+async fn next_tick(ticks: &mut Option<tokio::time::Interval>) {
+    match ticks {
+        Some(ticks) => {
+            ticks.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod pairing;
 pub mod platforms;
 pub mod process_info;
+pub mod reload;
 pub mod reset;
 pub mod router;
 pub mod routing;

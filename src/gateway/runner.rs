@@ -105,6 +105,8 @@ pub struct GatewayRunner {
     ingress: CancellationToken,
     admin_stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+    /// Runs for the gateway's whole life; its end means the runtime lost a vital task.
+    janitor: JoinHandle<()>,
     servers: Vec<JoinHandle<std::io::Result<()>>>,
     drain_timeout: Duration,
 }
@@ -224,7 +226,7 @@ impl GatewayRunner {
                 None
             }
         };
-        tasks.push(tokio::spawn(janitor(router.clone(), ingress.clone())));
+        let janitor = tokio::spawn(janitor(router.clone(), ingress.clone()));
         Ok(Self {
             router,
             health,
@@ -234,6 +236,7 @@ impl GatewayRunner {
             ingress,
             admin_stop,
             tasks,
+            janitor,
             servers,
             drain_timeout: options.drain_timeout,
         })
@@ -242,6 +245,15 @@ impl GatewayRunner {
     /// Resolves when a chat command asked the gateway to restart.
     pub async fn restart_requested(&self) {
         self.router.stop_requested.cancelled().await;
+    }
+
+    /// Whether the gateway still works, for the systemd watchdog: the janitor and the HTTP
+    /// servers are still running, and the router's session table can be locked (a
+    /// deadlock there blocks this call, and with it the watchdog ping). A chat adapter that
+    /// failed for good is not a reason to be restarted: `/health` reports it instead.
+    pub fn is_healthy(&self) -> bool {
+        let _ = self.router.running_turns();
+        !self.janitor.is_finished() && self.servers.iter().all(|s| !s.is_finished())
     }
 
     /// Stops in phases: ingress, drain (then interrupt), flush. The store stays open for the
@@ -264,6 +276,7 @@ impl GatewayRunner {
         for task in self.tasks {
             task.abort();
         }
+        self.janitor.abort();
         self.admin_stop.cancel();
         for server in self.servers {
             let _ = tokio::time::timeout(Duration::from_secs(5), server).await;

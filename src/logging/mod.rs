@@ -19,7 +19,9 @@ use tracing_subscriber::{EnvFilter, Registry, reload};
 pub use control::{LogControl, LogControlError, parse_filter};
 pub use format::{LogFormat, resolve_format};
 pub use redact::{MASK, MIN_SECRET_CHARS, RedactingMakeWriter, Redactor};
-pub use secrets::{config_secrets, env_secrets, looks_like_secret_name, secrets_for_home};
+pub use secrets::{
+    config_secrets, env_secrets, looks_like_secret_name, reloaded_secrets, secrets_for_home,
+};
 
 /// What the process keeps after installing logging: the runtime controls.
 #[derive(Debug, Clone)]

@@ -87,19 +87,32 @@ pub fn secrets_for_home(
     let Ok(home) = HermesHome::resolve(explicit_home, profile, env) else {
         return secrets;
     };
-    match config::load(&home, env) {
-        Ok(loaded) => {
-            secrets.extend(config_secrets(&loaded.config));
-            secrets.extend(env_secrets(&loaded.env));
-        }
-        Err(_) => {
-            if let Ok(entries) = dotenvy::from_path_iter(home.dotenv()) {
-                let dotenv: BTreeMap<String, String> = entries.flatten().collect();
-                secrets.extend(env_secrets(&dotenv));
-            }
-        }
-    }
+    secrets.extend(reloaded_secrets(
+        &home,
+        config::load(&home, env).as_ref().ok(),
+    ));
     secrets
+}
+
+/// The secrets a (re)load of `home` knows: the loaded configuration's credentials and
+/// secret-named variables, or — when it did not load (the caller reports why) — the
+/// secret-named variables of `.env` read directly, so its values are masked in the errors.
+/// A SIGHUP reload registers these before it logs anything.
+pub fn reloaded_secrets(home: &HermesHome, loaded: Option<&config::LoadedConfig>) -> Vec<String> {
+    match loaded {
+        Some(loaded) => {
+            let mut secrets = config_secrets(&loaded.config);
+            secrets.extend(env_secrets(&loaded.env));
+            secrets
+        }
+        None => match dotenvy::from_path_iter(home.dotenv()) {
+            Ok(entries) => {
+                let dotenv: BTreeMap<String, String> = entries.flatten().collect();
+                env_secrets(&dotenv)
+            }
+            Err(_) => Vec::new(),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -122,6 +135,35 @@ mod tests {
         for name in ["HOME", "PATH", "API_SERVER_PORT", "KEYBOARD", "HERMES_HOME"] {
             assert!(!looks_like_secret_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn reloaded_secrets_come_from_the_config_or_else_from_dotenv() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = HermesHome::resolve(Some(dir.path()), None, &BTreeMap::new()).unwrap();
+        std::fs::write(
+            home.dotenv(),
+            "TELEGRAM_BOT_TOKEN=999:new-token-from-dotenv\nTELEGRAM_ALLOWED_USERS=9001\n",
+        )
+        .unwrap();
+        std::fs::write(home.config_yaml(), "model: [unclosed\n").unwrap();
+        let failed = config::load(&home, &BTreeMap::new());
+        assert!(failed.is_err());
+        assert_eq!(
+            reloaded_secrets(&home, None),
+            vec!["999:new-token-from-dotenv".to_owned()]
+        );
+        std::fs::write(
+            home.config_yaml(),
+            "model:\n  api_key: model-key-from-yaml\n",
+        )
+        .unwrap();
+        let loaded = config::load(&home, &BTreeMap::new()).unwrap();
+        let secrets = reloaded_secrets(&home, Some(&loaded));
+        for expected in ["999:new-token-from-dotenv", "model-key-from-yaml"] {
+            assert!(secrets.iter().any(|s| s == expected), "{expected}");
+        }
+        assert!(!secrets.iter().any(|s| s == "9001"));
     }
 
     #[test]

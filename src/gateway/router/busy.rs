@@ -106,7 +106,7 @@ impl Router {
         let mode = if is_api {
             BusyInputMode::Queue
         } else {
-            self.config.display.busy_input_mode
+            self.live().config.display.busy_input_mode
         };
         let action = match (mode, state.running.as_ref()) {
             (BusyInputMode::Steer, Some(running)) => {
@@ -152,7 +152,8 @@ impl Router {
 
     /// ` (N min elapsed)` when `busy_ack_detail` is on for the platform.
     fn busy_detail(&self, state: &SlotState, event: &MessageEvent) -> String {
-        let display = &self.config.display;
+        let live = self.live();
+        let display = &live.config.display;
         let enabled = display
             .platforms
             .get(&event.source.platform)

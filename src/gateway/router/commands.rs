@@ -304,10 +304,10 @@ impl Router {
     }
 
     fn model_text(&self) -> String {
-        match &self.agent {
+        match &self.live().agent {
             Ok(deps) => format!(
-                "**Model:** `{}`\nChange it with `model.default` in config.yaml (or `hermesd config`) \
-                 and restart.",
+                "**Model:** `{}`\nChange it with `model.default` in config.yaml (or `hermesd config`), \
+                 then reload hermesd (`systemctl reload hermesd` or SIGHUP).",
                 deps.model_name()
             ),
             Err(reason) => format!("No model is configured: {reason}"),

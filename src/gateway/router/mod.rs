@@ -6,6 +6,7 @@
 
 mod busy;
 pub mod commands;
+mod live;
 mod platforms;
 mod prompts;
 mod recovery;
@@ -17,7 +18,7 @@ mod turn;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use hermes_adapter::{MessageEvent, RecordOutcome};
@@ -25,7 +26,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::AgentDeps;
-use crate::config::{Config, LoadedConfig};
+use crate::config::LoadedConfig;
 use crate::gateway::authorize::{AuthPolicy, is_authorized, unauthorized_reply};
 use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::pairing::PairingStore;
@@ -34,6 +35,7 @@ use crate::gateway::session_key::{KeyPolicy, build_session_key};
 use crate::home::HermesHome;
 use crate::state::{InboundRecord, Store};
 
+pub use live::Live;
 pub use platforms::PlatformLink;
 pub use recovery::Recovered;
 pub use slot::{ApiReply, ApiResponder};
@@ -61,14 +63,12 @@ pub struct RouterParts {
 /// The shared router (see the module docs).
 pub struct Router {
     home: HermesHome,
-    config: Config,
     store: Store,
-    auth: AuthPolicy,
+    /// What a reload may change (authorization, display, resets, the model): see `live.rs`.
+    live: RwLock<Arc<Live>>,
     pairing: PairingStore,
     key_policy: KeyPolicy,
     routing: RoutingIndex,
-    /// The agent's dependencies, or the one-line reason there is no model provider.
-    agent: Result<Arc<AgentDeps>, String>,
     platforms: HashMap<String, PlatformLink>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     turn_limit: Arc<Semaphore>,
@@ -136,13 +136,16 @@ impl Router {
             };
             Router {
                 home: home.clone(),
-                config: loaded.config.clone(),
                 store: store.clone(),
-                auth,
+                live: RwLock::new(Arc::new(Live {
+                    config: loaded.config.clone(),
+                    env: loaded.env.clone(),
+                    auth,
+                    agent,
+                })),
                 pairing,
                 key_policy,
                 routing,
-                agent,
                 platforms: platforms
                     .into_iter()
                     .map(|link| (link.name.clone(), link))
@@ -158,7 +161,7 @@ impl Router {
                 me: me.clone(),
             }
         });
-        if let Err(reason) = &router.agent {
+        if let Err(reason) = &router.live().agent {
             tracing::warn!("{reason}; messages will be answered with setup instructions");
         }
         Ok(router)
@@ -200,7 +203,7 @@ impl Router {
     pub async fn handle_inbound(&self, event: MessageEvent) -> RecordOutcome {
         GatewayMetrics::incr(&self.metrics.events_in);
         let source = &event.source;
-        if !is_authorized(source, &self.auth, &self.pairing) {
+        if !is_authorized(source, &self.live().auth, &self.pairing) {
             self.deny(&event).await;
             return RecordOutcome::Refused;
         }
@@ -258,7 +261,8 @@ impl Router {
     /// An unauthorized sender: a pairing code for a DM where the platform pairs, else nothing.
     async fn deny(&self, event: &MessageEvent) {
         let now = crate::state::now_epoch();
-        let reply = match unauthorized_reply(&event.source, &self.auth, &self.pairing, now) {
+        let auth = &self.live().auth;
+        let reply = match unauthorized_reply(&event.source, auth, &self.pairing, now) {
             Ok(reply) => reply,
             Err(e) => {
                 tracing::warn!(error = %e, "pairing store unavailable");

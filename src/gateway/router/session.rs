@@ -51,7 +51,8 @@ impl Router {
     ) -> StoreResult<(RouteEntry, Option<ResetReason>)> {
         let now = now_epoch();
         if let Some(mut entry) = self.routing.get(key) {
-            let policy = policy_for(&self.config, &source.platform, source.chat_type.as_str());
+            let live = self.live();
+            let policy = policy_for(&live.config, &source.platform, source.chat_type.as_str());
             let reason = allow_reset
                 .then(|| should_reset(policy, entry.updated_at, now))
                 .flatten();
@@ -123,7 +124,13 @@ impl Router {
         let (entry, reset) = self.route(&slot.key, source, !resumed).await?;
         let cached = slot.lock().agent.take();
         let agent = match cached {
-            Some(agent) if agent.session_id() == entry.session_id => agent,
+            // An agent built before a reload changed the model is reloaded from state.db.
+            Some(agent)
+                if agent.session_id() == entry.session_id
+                    && Arc::ptr_eq(agent.deps_arc(), deps) =>
+            {
+                agent
+            }
             _ => self.load_or_create(deps, &entry.session_id, source).await?,
         };
         Ok(Prepared {

@@ -44,7 +44,7 @@ impl Router {
             return "✨ Session reset! Starting fresh.".to_owned();
         }
         // The row must exist before it can carry a title.
-        let created = match &self.agent {
+        let created = match &self.live().agent {
             Ok(deps) => crate::agent::Agent::create(
                 deps.clone(),
                 session_id.clone(),
@@ -276,7 +276,7 @@ impl Router {
                 ));
             }
         }
-        if let Ok(deps) = &self.agent {
+        if let Ok(deps) = &self.live().agent {
             lines.push(format!("**Model:** `{}`", deps.model_name()));
         }
         let state = if running { "Yes ⚡" } else { "No" };

@@ -23,7 +23,8 @@ pub fn no_provider_text(reason: &str) -> String {
     format!(
         "⚠️ I can't answer yet: no model provider is configured ({reason}).\n\
          Set OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY in $HERMES_HOME/.env \
-         (or model.provider / model.base_url / model.api_key in config.yaml) and restart hermesd."
+         (or model.provider / model.base_url / model.api_key in config.yaml), then reload hermesd \
+         (`systemctl reload hermesd` or SIGHUP)."
     )
 }
 
@@ -56,7 +57,7 @@ pub fn turn_text(event: &MessageEvent) -> String {
 
 impl Router {
     pub(super) async fn run_turn(&self, slot: &Arc<Slot>, job: Job) {
-        let deps = match &self.agent {
+        let deps = match &self.live().agent {
             Ok(deps) => deps.clone(),
             Err(reason) => {
                 self.respond(&job, &no_provider_text(reason)).await;
@@ -206,7 +207,8 @@ impl Router {
             }));
         }
         let platform = job.event.source.platform.clone();
-        let display = &self.config.display;
+        let live = self.live();
+        let display = &live.config.display;
         let overrides = display.platforms.get(&platform);
         let mode = overrides
             .and_then(|p| p.tool_progress)
@@ -216,9 +218,9 @@ impl Router {
             .is_some_and(|l| l.adapter.capabilities().edits);
         let streaming = overrides
             .and_then(|p| p.streaming)
-            .unwrap_or(self.config.streaming.enabled)
+            .unwrap_or(live.config.streaming.enabled)
             && can_edit;
-        let mut preview = streaming.then(|| StreamPreview::new(&self.config.streaming));
+        let mut preview = streaming.then(|| StreamPreview::new(&live.config.streaming));
         let router = self.arc();
         let source = job.event.source.clone();
         Some(tokio::spawn(async move {

@@ -1,0 +1,75 @@
+//! The settings a reload (SIGHUP) may change while the router runs, behind one shared
+//! handle: authorization, display/streaming/busy and reset settings, and the agent's
+//! dependencies (model, provider, fallbacks). Every event reads one snapshot ([`Live`]), so a
+//! reload is atomic for it; a turn keeps the `AgentDeps` it started with, so turns in flight
+//! finish on the old model while new turns use the new one.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::{Router, prompts};
+use crate::agent::AgentDeps;
+use crate::agent::provider::ModelClient;
+use crate::config::{Config, LoadedConfig};
+use crate::gateway::authorize::AuthPolicy;
+
+/// One consistent set of reloadable settings.
+#[derive(Debug)]
+pub struct Live {
+    pub config: Config,
+    /// The environment after the `.env` merge (authorization reads some lists from it).
+    pub env: BTreeMap<String, String>,
+    pub auth: AuthPolicy,
+    /// The agent's dependencies, or the one-line reason there is no model provider.
+    pub agent: Result<Arc<AgentDeps>, String>,
+}
+
+/// Whether anything the agent's dependencies are built from differs.
+fn agent_inputs_changed(old: &Live, new: &LoadedConfig) -> bool {
+    let (a, b) = (&old.config, &new.config);
+    a.model != b.model
+        || a.providers != b.providers
+        || a.fallback_providers != b.fallback_providers
+        || a.agent.max_turns != b.agent.max_turns
+        || a.compression != b.compression
+        || old.env != new.env
+}
+
+impl Router {
+    /// The current reloadable settings.
+    pub(crate) fn live(&self) -> Arc<Live> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Applies a validated, reloaded configuration at once. The agent's dependencies are
+    /// rebuilt only when their inputs changed, sharing their stateful parts (approvals,
+    /// background processes, memory, to-dos) with the old ones.
+    pub fn apply_reload(&self, loaded: &LoadedConfig) {
+        let old = self.live();
+        let agent = if agent_inputs_changed(&old, loaded) {
+            match (ModelClient::from_config(&loaded.config), &old.agent) {
+                (Ok(client), Ok(deps)) => Ok(Arc::new(deps.reconfigured(loaded, client))),
+                (Ok(client), Err(_)) => Ok(Arc::new(AgentDeps::with_client(
+                    &self.home,
+                    loaded,
+                    self.store.clone(),
+                    prompts::user_prompts(self.me.clone()),
+                    client,
+                ))),
+                (Err(e), _) => Err(e.to_string()),
+            }
+        } else {
+            old.agent.clone()
+        };
+        if let Err(reason) = &agent {
+            tracing::warn!("{reason}; messages will be answered with setup instructions");
+        }
+        let fresh = Arc::new(Live {
+            config: loaded.config.clone(),
+            env: loaded.env.clone(),
+            auth: AuthPolicy::from_config(&loaded.config, &loaded.env),
+            agent,
+        });
+        *self.live.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+    }
+}

@@ -139,3 +139,42 @@ fn auto_format_is_json_under_systemd_and_redacted() {
     let parsed: serde_json::Value = serde_json::from_str(started).expect("JSON under systemd");
     assert_eq!(parsed["level"], "INFO");
 }
+
+/// A secret from `.env` put in the wrong config key makes the configuration invalid, and the
+/// validation error quotes the value: every command that prints configuration errors masks it.
+#[test]
+fn commands_printing_configuration_errors_mask_a_quoted_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hermes");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join(".env"), format!("MY_PROBE_TOKEN={PASSWORD}\n")).unwrap();
+    std::fs::write(
+        home.join("config.yaml"),
+        "approvals:\n  mode: ${MY_PROBE_TOKEN}\n",
+    )
+    .unwrap();
+    for args in [
+        &["config", "check"][..],
+        &["doctor"],
+        &["doctor", "--json"],
+        &["health"],
+        &["run"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_hermesd"))
+            .args(args)
+            .env_clear()
+            .env("HOME", dir.path())
+            .env("HERMES_HOME", &home)
+            .env("HERMES_TEST_ISOLATION", "1")
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(!output.status.success(), "{args:?} accepted it: {all}");
+        assert!(all.contains("approvals.mode"), "{args:?}: {all}");
+        assert!(!all.contains(PASSWORD), "{args:?} leaked the secret: {all}");
+    }
+}

@@ -35,7 +35,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: ChatArgs) ->
     let loaded = match config::load(home, env) {
         Ok(loaded) => loaded,
         Err(errors) => {
-            eprintln!("{errors}");
+            eprintln!("{}", crate::logging::mask(&errors.to_string()));
             return EXIT_CONFIG;
         }
     };

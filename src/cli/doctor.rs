@@ -47,10 +47,14 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &DoctorArgs)
             redactor.add_all(env_secrets(&loaded.env));
             checks.extend(service_checks(&loaded.config, args));
         }
-        Err(_) => checks.push(Check::skip(
-            "platforms",
-            "token and model checks need a valid configuration",
-        )),
+        Err(_) => {
+            // The values `.env` would have supplied can be quoted by the errors.
+            redactor.add_all(crate::logging::reloaded_secrets(home, None));
+            checks.push(Check::skip(
+                "platforms",
+                "token and model checks need a valid configuration",
+            ));
+        }
     }
     let worst = checks.iter().map(|c| c.status).max().unwrap_or(Status::Ok);
     let printed = if args.json {

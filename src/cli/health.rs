@@ -28,7 +28,10 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &HealthArgs)
         None => match config::load(home, env) {
             Ok(loaded) => admin_target(&loaded.config.admin),
             Err(errors) => {
-                eprintln!("unhealthy: the configuration does not load:\n{errors}");
+                eprintln!(
+                    "unhealthy: the configuration does not load:\n{}",
+                    crate::logging::mask(&errors.to_string())
+                );
                 return EXIT_FAILURE;
             }
         },

@@ -181,7 +181,10 @@ async fn serve(
         Ok(built) => built,
         Err(errors) => {
             for error in &errors {
-                eprintln!("{}", masked(&format!("config error: {error}")));
+                eprintln!(
+                    "{}",
+                    crate::logging::mask(&format!("config error: {error}"))
+                );
             }
             lifecycle.set_state(
                 GatewayState::Stopped,
@@ -294,19 +297,10 @@ fn load_config(
             Ok(loaded)
         }
         Err(errors) => {
-            eprintln!("{}", masked(&errors.to_string()));
+            eprintln!("{}", crate::logging::mask(&errors.to_string()));
             eprintln!("hermesd: invalid configuration; fix the errors above (exit {EXIT_CONFIG})");
             Err(EXIT_CONFIG)
         }
-    }
-}
-
-/// Errors printed straight to stderr (not through `tracing`) can quote a value, and that
-/// value can be a secret (`${TOKEN}` in the wrong key): mask them as log lines are.
-fn masked(text: &str) -> String {
-    match crate::logging::installed() {
-        Some(logging) => logging.redactor.redact(text),
-        None => text.to_owned(),
     }
 }
 

@@ -158,7 +158,8 @@ fn install(
         Err(errors) => {
             eprintln!(
                 "warning: the configuration does not load yet; the service will exit 78 until \
-                 it does (see `hermesd doctor`):\n{errors}"
+                 it does (see `hermesd doctor`):\n{}",
+                crate::logging::mask(&errors.to_string())
             );
             0
         }

@@ -46,7 +46,7 @@ fn loaded_or_report(
             Ok(loaded)
         }
         Err(errors) => {
-            let _ = writeln!(err, "{errors}");
+            let _ = writeln!(err, "{}", crate::logging::mask(&errors.to_string()));
             Err(EXIT_CONFIG)
         }
     }

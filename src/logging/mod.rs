@@ -41,6 +41,16 @@ pub fn installed() -> Option<&'static Logging> {
     INSTALLED.get()
 }
 
+/// `text` with every secret the installed logging knows masked, for what a command prints
+/// straight to the terminal (configuration errors can quote a value, and that value can be
+/// a secret: `${TOKEN}` in the wrong key). Unchanged when logging is not installed.
+pub fn mask(text: &str) -> String {
+    match installed() {
+        Some(logging) => logging.redactor.redact(text),
+        None => text.to_owned(),
+    }
+}
+
 /// Installs the global subscriber writing to stderr. `default_filter` applies when
 /// `RUST_LOG` is unset or invalid (an invalid one is reported once, after installation).
 pub fn install(

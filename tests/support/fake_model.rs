@@ -33,6 +33,12 @@ use tokio::sync::watch;
 #[allow(unused_imports)]
 pub use script::{FakeCall, FakeUsage, Reply, Step};
 
+/// How hermesd's session-title request (Hermes `_TITLE_PROMPT`) begins. Such requests are
+/// answered out of band: they take no scripted step and are not in [`FakeModel::requests`]
+/// (see [`FakeModel::title_requests`]), so the background title call after a first
+/// exchange never races a test's script.
+pub const TITLE_PROMPT_START: &str = "Generate a short, descriptive title (3-7 words)";
+
 /// A running fake model server. Dropping it stops the server.
 #[derive(Debug)]
 pub struct FakeModel {
@@ -80,6 +86,8 @@ struct Shared {
     request_count: watch::Sender<usize>,
     /// Streams the client dropped before they ended.
     disconnects: watch::Sender<usize>,
+    title_reply: Mutex<Option<String>>,
+    title_requests: Mutex<Vec<Value>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -167,6 +175,17 @@ impl FakeModel {
     pub fn disconnects(&self) -> usize {
         *self.shared.disconnects.borrow()
     }
+
+    /// The raw answer to title requests; by default `"Title: About <first user words>"`
+    /// (quoted, prefixed: what the client must clean up).
+    pub fn set_title_reply(&self, title: Option<&str>) {
+        *lock(&self.shared.title_reply) = title.map(str::to_owned);
+    }
+
+    /// The bodies of the title requests answered so far.
+    pub fn title_requests(&self) -> Vec<Value> {
+        lock(&self.shared.title_requests).clone()
+    }
 }
 
 async fn wait_for(counter: &watch::Sender<usize>, count: usize, timeout: Duration, what: &str) {
@@ -187,7 +206,29 @@ impl Shared {
             strict: Mutex::new(false),
             request_count: watch::Sender::new(0),
             disconnects: watch::Sender::new(0),
+            title_reply: Mutex::new(None),
+            title_requests: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Records a title request and returns its answer.
+    fn title_reply(&self, format: Format, body: &Value) -> String {
+        lock(&self.title_requests).push(body.clone());
+        if let Some(title) = lock(&self.title_reply).clone() {
+            return title;
+        }
+        let exchange = match format {
+            Format::Chat => chat::last_user_text(body),
+            Format::Responses => responses::last_user_text(body),
+            Format::Anthropic => anthropic::last_user_text(body),
+        };
+        let first_line = exchange.split("\n\n").next().unwrap_or_default();
+        let words: Vec<&str> = first_line
+            .trim_start_matches("User:")
+            .split_whitespace()
+            .take(3)
+            .collect();
+        format!("\"Title: About {}\"", words.join(" "))
     }
 
     fn record(&self, request: RecordedRequest) {

@@ -91,6 +91,7 @@ async fn guild_messages_need_a_mention_except_in_free_channels_and_never_in_igno
     rig.set_env("DISCORD_FREE_RESPONSE_CHANNELS", &free);
     rig.set_env("DISCORD_IGNORED_CHANNELS", &ignored);
     rig.set_env("DISCORD_AUTO_THREAD", "false");
+    rig.set_env("HERMES__AUXILIARY__TITLE_GENERATION__ENABLED", "false");
     rig.launch().await;
 
     rig.say(&general, &rig.owner, "just chatting with friends");
@@ -113,6 +114,10 @@ async fn guild_messages_need_a_mention_except_in_free_channels_and_never_in_igno
     // reached it.
     assert_eq!(rig.model_saw(), ["what is 2+2", "free talk"]);
     rig.stop().await;
+    assert!(
+        rig.model.title_requests().is_empty(),
+        "auxiliary.title_generation.enabled=false: no title call"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -35,8 +35,9 @@ pub use script::{FakeCall, FakeUsage, Reply, Step};
 
 /// How hermesd's session-title request (Hermes `_TITLE_PROMPT`) begins. Such requests are
 /// answered out of band: they take no scripted step and are not in [`FakeModel::requests`]
-/// (see [`FakeModel::title_requests`]), so the background title call after a first
-/// exchange never races a test's script.
+/// (see [`FakeModel::title_requests`]) and by default get an empty answer (no title; see
+/// [`FakeModel::set_title_reply`]), so the background title call after a first exchange
+/// never races a test's script or titles its sessions.
 pub const TITLE_PROMPT_START: &str = "Generate a short, descriptive title (3-7 words)";
 
 /// A running fake model server. Dropping it stops the server.
@@ -176,8 +177,8 @@ impl FakeModel {
         *self.shared.disconnects.borrow()
     }
 
-    /// The raw answer to title requests; by default `"Title: About <first user words>"`
-    /// (quoted, prefixed: what the client must clean up).
+    /// The raw answer to title requests. By default it is empty, which gives no title, so
+    /// sessions stay untitled unless a test asks for one.
     pub fn set_title_reply(&self, title: Option<&str>) {
         *lock(&self.shared.title_reply) = title.map(str::to_owned);
     }
@@ -212,23 +213,9 @@ impl Shared {
     }
 
     /// Records a title request and returns its answer.
-    fn title_reply(&self, format: Format, body: &Value) -> String {
+    fn title_reply(&self, body: &Value) -> String {
         lock(&self.title_requests).push(body.clone());
-        if let Some(title) = lock(&self.title_reply).clone() {
-            return title;
-        }
-        let exchange = match format {
-            Format::Chat => chat::last_user_text(body),
-            Format::Responses => responses::last_user_text(body),
-            Format::Anthropic => anthropic::last_user_text(body),
-        };
-        let first_line = exchange.split("\n\n").next().unwrap_or_default();
-        let words: Vec<&str> = first_line
-            .trim_start_matches("User:")
-            .split_whitespace()
-            .take(3)
-            .collect();
-        format!("\"Title: About {}\"", words.join(" "))
+        lock(&self.title_reply).clone().unwrap_or_default()
     }
 
     fn record(&self, request: RecordedRequest) {

@@ -112,7 +112,7 @@ async fn respond(
         // A session-title request (sent in the background after a first exchange): answered
         // out of band, so it never takes a scripted step or counts as a conversation request.
         let model = body["model"].as_str().unwrap_or("fake-model").to_owned();
-        let title = shared.title_reply(format, &body);
+        let title = shared.title_reply(&body);
         return json(200, reply_json(format, &super::Reply::text(title), &model));
     }
     shared.record(RecordedRequest {

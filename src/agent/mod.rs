@@ -10,6 +10,7 @@ pub mod message;
 mod prompt;
 pub mod provider;
 pub mod session_id;
+pub mod title;
 mod tool_round;
 mod worker;
 

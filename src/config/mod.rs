@@ -43,8 +43,9 @@ pub use platform_types::{
 };
 pub use secret::Secret;
 pub use types::{
-    AgentConfig, ApprovalsConfig, CompressionConfig, Config, DisplayConfig, DisplayOverrides,
-    FallbackProvider, ModelConfig, ProviderConfig, SessionResetPolicy, StreamingConfig,
+    AgentConfig, ApprovalsConfig, AuxiliaryConfig, CompressionConfig, Config, DisplayConfig,
+    DisplayOverrides, FallbackProvider, ModelConfig, ProviderConfig, SessionResetPolicy,
+    StreamingConfig, TitleGenerationConfig,
 };
 
 /// Exit code for an invalid configuration (EX_CONFIG): systemd should not restart-loop on it.

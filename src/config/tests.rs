@@ -458,3 +458,24 @@ fn env_references_in_yaml_expand_from_dotenv_and_env() {
         ["${MODEL_NAME} is used in config.yaml but MODEL_NAME is not set"]
     );
 }
+
+#[test]
+fn title_generation_is_on_unless_auxiliary_turns_it_off() {
+    assert!(load_ok("", &[]).config.auxiliary.title_generation.enabled);
+    let off = "auxiliary:\n  title_generation:\n    enabled: false\n    language: de\n  vision:\n    model: x\n";
+    let loaded = load_ok(off, &[]);
+    assert!(!loaded.config.auxiliary.title_generation.enabled);
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let by_env = load_ok(
+        "",
+        &[("HERMES__AUXILIARY__TITLE_GENERATION__ENABLED", "false")],
+    );
+    assert!(!by_env.config.auxiliary.title_generation.enabled);
+    let errors = load_err("auxiliary:\n  title_generation:\n    enabled: maybe\n", &[]);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("auxiliary.title_generation.enabled")),
+        "{errors:?}"
+    );
+}

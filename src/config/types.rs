@@ -36,6 +36,28 @@ pub struct Config {
     pub platforms: Platforms,
     pub api_server: ApiServerConfig,
     pub admin: AdminConfig,
+    /// `auxiliary.title_generation`: the session title generated after the first exchange.
+    pub auxiliary: AuxiliaryConfig,
+}
+
+/// The auxiliary model tasks hermesd runs (Hermes `auxiliary:`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuxiliaryConfig {
+    pub title_generation: TitleGenerationConfig,
+}
+
+/// `auxiliary.title_generation` (Hermes default: on).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TitleGenerationConfig {
+    pub enabled: bool,
+}
+
+impl Default for AuxiliaryConfig {
+    fn default() -> Self {
+        Self {
+            title_generation: TitleGenerationConfig { enabled: true },
+        }
+    }
 }
 
 impl Default for Config {
@@ -60,6 +82,7 @@ impl Default for Config {
             platforms: Platforms::default(),
             api_server: ApiServerConfig::default(),
             admin: AdminConfig::default(),
+            auxiliary: AuxiliaryConfig::default(),
         }
     }
 }

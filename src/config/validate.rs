@@ -17,7 +17,9 @@ use super::parse::{Issues, at, kind};
 use super::platforms::{self, Blocks};
 use super::raw::{ListOf, RawConfig, RawFallbackProvider, RawModelEntry, RawProvider, Section};
 use super::sections;
-use super::types::{Config, FallbackProvider, ModelConfig, ProviderConfig};
+use super::types::{
+    AuxiliaryConfig, Config, FallbackProvider, ModelConfig, ProviderConfig, TitleGenerationConfig,
+};
 
 /// A validated configuration and the warnings (unknown keys, ignored values) found on the way.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,6 +145,19 @@ pub fn validate(
         platforms: defaults.platforms,
         api_server: listeners::api_server(&mut issues, &blocks, env),
         admin: listeners::admin(&mut issues, raw.admin.as_ref()),
+        auxiliary: AuxiliaryConfig {
+            title_generation: TitleGenerationConfig {
+                enabled: issues.bool(
+                    at(
+                        "auxiliary.title_generation.enabled",
+                        raw.auxiliary
+                            .as_ref()
+                            .and_then(|a| a.pointer("/title_generation/enabled")),
+                    ),
+                    true,
+                ),
+            },
+        },
     };
     config.platforms.telegram =
         platforms::chat_platform(&mut issues, &blocks, &env_overrides::TELEGRAM, env);

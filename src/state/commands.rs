@@ -36,6 +36,12 @@ pub enum WriteCommand {
         id: String,
         title: Option<String>,
     },
+    /// Sets a generated title only while the session has none (a manual `/title` set while
+    /// the title was being generated wins); changes 1 row when it was set.
+    SetTitleIfEmpty {
+        id: String,
+        title: String,
+    },
     RecordUsage(UsageDelta),
     ClearMessages {
         id: String,
@@ -151,6 +157,20 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
         WriteCommand::SetTitle { id, title } => {
             titles::set_title(conn, id, title.as_deref())?;
             Ok(Outcome::Done)
+        }
+        WriteCommand::SetTitleIfEmpty { id, title } => {
+            let current: Option<Option<String>> = rusqlite::OptionalExtension::optional(
+                conn.query_row("SELECT title FROM sessions WHERE id = ?1", [id], |r| {
+                    r.get(0)
+                }),
+            )?;
+            match current {
+                Some(None) => {
+                    titles::set_title(conn, id, Some(title))?;
+                    Ok(Outcome::Changed(1))
+                }
+                _ => Ok(Outcome::Changed(0)),
+            }
         }
         WriteCommand::RecordUsage(usage) => record_usage(conn, usage),
         WriteCommand::ClearMessages { id } => {

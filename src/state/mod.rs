@@ -388,6 +388,18 @@ impl Store {
         Ok(())
     }
 
+    /// Sets a generated title only if the session is still untitled; true when it was set.
+    /// A title held by another session fails with `TitleInUse` (pick a `#N` variant).
+    pub async fn set_auto_title_if_empty(&self, id: &str, title: &str) -> StoreResult<bool> {
+        let outcome = self
+            .write(WriteCommand::SetTitleIfEmpty {
+                id: id.to_owned(),
+                title: title.to_owned(),
+            })
+            .await?;
+        Ok(outcome.changed() > 0)
+    }
+
     pub async fn next_title_in_lineage(&self, title: &str) -> StoreResult<String> {
         let title = title.to_owned();
         self.read(move |c, _| titles::next_title_in_lineage(c, &title))

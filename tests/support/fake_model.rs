@@ -33,6 +33,13 @@ use tokio::sync::watch;
 #[allow(unused_imports)]
 pub use script::{FakeCall, FakeUsage, Reply, Step};
 
+/// How hermesd's session-title request (Hermes `_TITLE_PROMPT`) begins. Such requests are
+/// answered out of band: they take no scripted step and are not in [`FakeModel::requests`]
+/// (see [`FakeModel::title_requests`]) and by default get an empty answer (no title; see
+/// [`FakeModel::set_title_reply`]), so the background title call after a first exchange
+/// never races a test's script or titles its sessions.
+pub const TITLE_PROMPT_START: &str = "Generate a short, descriptive title (3-7 words)";
+
 /// A running fake model server. Dropping it stops the server.
 #[derive(Debug)]
 pub struct FakeModel {
@@ -80,6 +87,8 @@ struct Shared {
     request_count: watch::Sender<usize>,
     /// Streams the client dropped before they ended.
     disconnects: watch::Sender<usize>,
+    title_reply: Mutex<Option<String>>,
+    title_requests: Mutex<Vec<Value>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -167,6 +176,17 @@ impl FakeModel {
     pub fn disconnects(&self) -> usize {
         *self.shared.disconnects.borrow()
     }
+
+    /// The raw answer to title requests. By default it is empty, which gives no title, so
+    /// sessions stay untitled unless a test asks for one.
+    pub fn set_title_reply(&self, title: Option<&str>) {
+        *lock(&self.shared.title_reply) = title.map(str::to_owned);
+    }
+
+    /// The bodies of the title requests answered so far.
+    pub fn title_requests(&self) -> Vec<Value> {
+        lock(&self.shared.title_requests).clone()
+    }
 }
 
 async fn wait_for(counter: &watch::Sender<usize>, count: usize, timeout: Duration, what: &str) {
@@ -187,7 +207,15 @@ impl Shared {
             strict: Mutex::new(false),
             request_count: watch::Sender::new(0),
             disconnects: watch::Sender::new(0),
+            title_reply: Mutex::new(None),
+            title_requests: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Records a title request and returns its answer.
+    fn title_reply(&self, body: &Value) -> String {
+        lock(&self.title_requests).push(body.clone());
+        lock(&self.title_reply).clone().unwrap_or_default()
     }
 
     fn record(&self, request: RecordedRequest) {

@@ -83,4 +83,12 @@ pub trait Adapter: Send + Sync + 'static {
 
     /// Performs one outbound operation.
     fn send(&self, outbound: Outbound) -> BoxFuture<'_, SendResult>;
+
+    /// Renames a thread the adapter itself opened for a conversation (Discord's
+    /// auto-threads), after the session got a title. Threads the adapter did not open are
+    /// left alone, and platforms without such threads keep this default: nothing to do.
+    fn rename_thread<'a>(&'a self, thread_id: &'a str, name: &'a str) -> BoxFuture<'a, SendResult> {
+        let _ = (thread_id, name);
+        Box::pin(async { SendResult::sent(None) })
+    }
 }

@@ -250,4 +250,19 @@ impl Adapter for DiscordAdapter {
             .await
         })
     }
+
+    fn rename_thread<'a>(&'a self, thread_id: &'a str, name: &'a str) -> BoxFuture<'a, SendResult> {
+        Box::pin(async move {
+            let opened_by_us = self
+                .inner
+                .with_directory(|d| d.auto_threads.contains(thread_id));
+            if !opened_by_us {
+                return SendResult::sent(None);
+            }
+            match outbound::rename_thread(&self.inner, thread_id, name).await {
+                Ok(()) => SendResult::sent(Some(thread_id.to_owned())),
+                Err(error) => SendResult::failed(error.kind, error.to_string()),
+            }
+        })
+    }
 }

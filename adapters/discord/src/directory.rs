@@ -75,6 +75,9 @@ pub struct Directory {
     pub guild_names: HashMap<String, String>,
     /// Threads the bot created or answered in (no mention needed there).
     pub bot_threads: HashSet<String>,
+    /// Threads the bot opened itself (auto-threads): the only ones renamed from a
+    /// session title.
+    pub auto_threads: HashSet<String>,
     /// DM channels and threads to include in backfill scans.
     pub known_conversations: BTreeSet<String>,
     pub handed_over: RecentIds,
@@ -86,6 +89,7 @@ impl Default for Directory {
             channels: HashMap::new(),
             guild_names: HashMap::new(),
             bot_threads: HashSet::new(),
+            auto_threads: HashSet::new(),
             known_conversations: BTreeSet::new(),
             handed_over: RecentIds::new(20_000),
         }

@@ -206,6 +206,7 @@ async fn open_thread(inner: &Inner, message: &Message) -> Option<ChannelInfo> {
             inner.with_directory(|d| {
                 d.upsert(info.clone());
                 d.bot_threads.insert(info.id.clone());
+                d.auto_threads.insert(info.id.clone());
             });
             Some(info)
         }

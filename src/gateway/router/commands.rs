@@ -136,7 +136,10 @@ impl Router {
             "restart" => Some(self.request_restart()),
             "sethome" => Some(self.set_home(&job.event)),
             "sessions" => Some(self.sessions_text(&job.event).await),
-            "title" => Some(self.title_command(&slot.key, &command.args).await),
+            "title" => Some(
+                self.title_command(&slot.key, &job.event.source, &command.args)
+                    .await,
+            ),
             "new" => Some(self.new_session(slot, &job.event, &command.args).await),
             "resume" => Some(self.resume_command(slot, &job.event, &command.args).await),
             "undo" => Some(self.undo_command(slot, &command.args).await),

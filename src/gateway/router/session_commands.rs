@@ -154,8 +154,14 @@ impl Router {
         )
     }
 
-    /// `/title [name]`: shows or sets the current session's title.
-    pub(super) async fn title_command(&self, key: &str, args: &str) -> String {
+    /// `/title [name]`: shows or sets the current session's title; a thread the platform
+    /// opened for this conversation is renamed after it.
+    pub(super) async fn title_command(
+        &self,
+        key: &str,
+        source: &hermes_adapter::SessionSource,
+        args: &str,
+    ) -> String {
         let Some(session_id) = self.current_session_id(key) else {
             return "No session yet — send a message first.".to_owned();
         };
@@ -190,6 +196,7 @@ impl Router {
                     .flatten()
                     .and_then(|s| s.title)
                     .unwrap_or_else(|| name.to_owned());
+                self.rename_session_thread(source, &title).await;
                 format!("✏️ Session title set: **{title}**")
             }
             Err(e) => format!("⚠️ {e}"),

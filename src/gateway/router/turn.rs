@@ -163,14 +163,25 @@ impl Router {
                 {
                     tracing::warn!(error = %e, "cannot repoint the session after compression");
                 }
+                let early_exchange = crate::agent::title::is_early_exchange(agent.history());
                 slot.lock().agent = Some(agent);
-                let reply = if outcome.reply.trim().is_empty() {
-                    "(The agent finished without a reply.)".to_owned()
-                } else {
+                let answered = !outcome.reply.trim().is_empty();
+                let reply = if answered {
                     outcome.reply
+                } else {
+                    "(The agent finished without a reply.)".to_owned()
                 };
                 self.respond_in(&job, &reply, Some(&outcome.session_id))
                     .await;
+                if answered {
+                    self.spawn_auto_title(
+                        &event.source,
+                        &outcome.session_id,
+                        &event.text,
+                        &reply,
+                        early_exchange,
+                    );
+                }
             }
             Err(e) => {
                 GatewayMetrics::incr(&self.metrics.turns_failed);

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 
 pub use incoming::{FakeUser, Incoming};
 pub use rest::normalise_route;
-pub use state::{Channel, Fault, GatewayFrame, RestCall, State};
+pub use state::{Channel, CreatedMessage, Fault, GatewayFrame, RestCall, State};
 
 use state::{ConnCommand, message_json};
 
@@ -432,6 +432,14 @@ impl FakeDiscord {
     /// Gateway frames with `op` received from clients.
     pub fn frames_with_op(&self, op: u64) -> Vec<GatewayFrame> {
         self.read(|s| s.frames.iter().filter(|f| f.op == op).cloned().collect())
+    }
+
+    /// Every message the bot creates from now on, as it is stored (for benchmarks that
+    /// time each reply without scanning the recorded calls).
+    pub fn tap_created(&self) -> tokio::sync::mpsc::UnboundedReceiver<CreatedMessage> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.shared.update(|s| s.created_taps.push(tx));
+        rx
     }
 
     /// Waits until `probe` returns `Some`, re-checking after every state change; panics

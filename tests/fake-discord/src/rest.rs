@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::Shared;
-use crate::state::{Channel, Fault, RestCall, State, message_json};
+use crate::state::{Channel, CreatedMessage, Fault, RestCall, State, message_json};
 
 /// `POST /api/v10/channels/123/messages` → `POST /channels/{id}/messages`.
 pub fn normalise_route(method: &Method, path: &str) -> String {
@@ -380,6 +380,14 @@ fn create_message(
     }
     message["attachments"] = json!(attachments);
     state.store_message(message.clone());
+    let created = CreatedMessage {
+        channel_id: channel_id.to_owned(),
+        content: content.to_owned(),
+        at: std::time::Instant::now(),
+    };
+    state
+        .created_taps
+        .retain(|tap| tap.send(created.clone()).is_ok());
     ok(message)
 }
 

@@ -28,6 +28,15 @@ pub struct RestCall {
     pub status: u16,
 }
 
+/// A message the bot created (`POST /channels/{id}/messages` accepted), with the moment
+/// the fake stored it: what benchmarks time replies by.
+#[derive(Debug, Clone)]
+pub struct CreatedMessage {
+    pub channel_id: String,
+    pub content: String,
+    pub at: std::time::Instant,
+}
+
 /// One gateway frame the fake received from a client.
 #[derive(Debug, Clone)]
 pub struct GatewayFrame {
@@ -137,6 +146,8 @@ pub struct State {
     pub next_session: u64,
     pub duplicate_dispatches: u32,
     pub max_message_chars: usize,
+    /// Listeners told about every message the bot creates (see `FakeDiscord::tap_created`).
+    pub created_taps: Vec<mpsc::UnboundedSender<CreatedMessage>>,
 }
 
 impl State {
@@ -169,6 +180,7 @@ impl State {
             next_session: 1,
             duplicate_dispatches: 0,
             max_message_chars: 2000,
+            created_taps: Vec::new(),
         };
         let bot_id = state.snowflake(Duration::ZERO);
         state.bot_user = user_json(&bot_id, "hermes", true);

@@ -108,6 +108,13 @@ async fn respond(
 ) -> Response {
     let body_text = String::from_utf8_lossy(&bytes).into_owned();
     let body: Value = serde_json::from_str(&body_text).unwrap_or(Value::Null);
+    if body_text.contains(super::TITLE_PROMPT_START) {
+        // A session-title request (sent in the background after a first exchange): answered
+        // out of band, so it never takes a scripted step or counts as a conversation request.
+        let model = body["model"].as_str().unwrap_or("fake-model").to_owned();
+        let title = shared.title_reply(&body);
+        return json(200, reply_json(format, &super::Reply::text(title), &model));
+    }
     shared.record(RecordedRequest {
         path: format_path(format).to_owned(),
         headers: headers

@@ -301,7 +301,8 @@ async fn a_dangerous_command_runs_only_after_the_allowed_user_clicks_approve() {
 
     // A stranger's click is not an approval; the owner's is.
     let stranger = rig.fake.new_user("mallory", false, &[]);
-    rig.fake
+    let stranger_click = rig
+        .fake
         .push_button_click(&ops, &prompt_id, &stranger, "/approve");
     let click = rig
         .fake
@@ -340,7 +341,7 @@ async fn a_dangerous_command_runs_only_after_the_allowed_user_clicks_approve() {
         1
     );
     // The owner's click was answered by removing the buttons.
-    let answered = rig.fake.calls_to(INTERACTION_CALLBACK);
+    let answered = rig.fake.wait_for_calls(INTERACTION_CALLBACK, 2).await;
     let owner_answer = answered
         .iter()
         .find(|c| c.path.contains(&format!("/interactions/{click}/")))
@@ -349,6 +350,16 @@ async fn a_dangerous_command_runs_only_after_the_allowed_user_clicks_approve() {
     assert_eq!(
         owner_answer.body["data"]["components"],
         serde_json::json!([])
+    );
+    // The stranger's click was acknowledged without touching the prompt (DEFERRED_UPDATE).
+    let stranger_answer = answered
+        .iter()
+        .find(|c| c.path.contains(&format!("/interactions/{stranger_click}/")))
+        .expect("the stranger's click was acknowledged");
+    assert_eq!(
+        stranger_answer.body["type"], 6,
+        "{:?}",
+        stranger_answer.body
     );
     // The model got the command's result and nothing from the stranger.
     assert_eq!(rig.model.requests().len(), 2);

@@ -1,10 +1,12 @@
-//! Interactions: a button click answers Discord at once with an UPDATE_MESSAGE that removes
-//! the buttons and becomes a command event (`text` = the button's data, `event_id` =
-//! `cb:<interaction id>`); a slash command is deferred (ephemeral), becomes `/name args`,
+//! Interactions: a button click becomes a command event (`text` = the button's data,
+//! `event_id` = `cb:<interaction id>`) and is answered once the core has judged it — with an
+//! UPDATE_MESSAGE that removes the buttons when it was accepted, or with a DEFERRED_UPDATE
+//! that leaves the prompt as it was when the core refused the clicker (or could not record
+//! the click), so the buttons stay for someone who may answer; a slash command is deferred (ephemeral), becomes `/name args`,
 //! and the deferred placeholder is deleted once the core has it. The core re-checks who
 //! clicked.
 
-use hermes_adapter::{AdapterContext, MessageEvent, MessageType};
+use hermes_adapter::{AdapterContext, MessageEvent, MessageType, RecordOutcome};
 use serde_json::json;
 
 use crate::directory::ChannelInfo;
@@ -13,6 +15,8 @@ use crate::model::{Interaction, channel_kind, interaction_kind, snowflake_unix_s
 
 /// UPDATE_MESSAGE (type 7) with no components: the prompt's buttons disappear.
 const UPDATE_MESSAGE: u8 = 7;
+/// DEFERRED_UPDATE_MESSAGE (type 6): acknowledged, the message stays as it is.
+const DEFERRED_UPDATE: u8 = 6;
 /// DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE.
 const DEFERRED_CHANNEL_MESSAGE: u8 = 5;
 const EPHEMERAL: u64 = 1 << 6;
@@ -35,14 +39,6 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, interaction: Interactio
             let Some(custom_id) = interaction.data.custom_id.clone() else {
                 return;
             };
-            let body = json!({"type": UPDATE_MESSAGE, "data": {"components": []}});
-            if let Err(error) = inner
-                .rest
-                .interaction_callback(&interaction.id, &interaction.token, &body)
-                .await
-            {
-                tracing::warn!(platform = "discord", %error, "could not acknowledge a button click");
-            }
             (format!("cb:{}", interaction.id), custom_id)
         }
         interaction_kind::APPLICATION_COMMAND => {
@@ -127,6 +123,22 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, interaction: Interactio
         ?outcome,
         "interaction handed over"
     );
+    if interaction.kind == interaction_kind::MESSAGE_COMPONENT {
+        // Recording is a local write, well within Discord's 3 s answer deadline.
+        let body = match outcome {
+            RecordOutcome::Recorded | RecordOutcome::Duplicate => {
+                json!({"type": UPDATE_MESSAGE, "data": {"components": []}})
+            }
+            RecordOutcome::Refused | RecordOutcome::Failed => json!({"type": DEFERRED_UPDATE}),
+        };
+        if let Err(error) = inner
+            .rest
+            .interaction_callback(&interaction.id, &interaction.token, &body)
+            .await
+        {
+            tracing::warn!(platform = "discord", %error, "could not acknowledge a button click");
+        }
+    }
     if interaction.kind == interaction_kind::APPLICATION_COMMAND {
         let application_id = if interaction.application_id.is_empty() {
             inner.application_id().unwrap_or_default()

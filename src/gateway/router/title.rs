@@ -28,10 +28,11 @@ impl Router {
         reply: &str,
         early_exchange: bool,
     ) {
-        if !self.config.auxiliary.title_generation.enabled || !early_exchange {
+        let live = self.live();
+        if !live.config.auxiliary.title_generation.enabled || !early_exchange {
             return;
         }
-        let Ok(deps) = &self.agent else {
+        let Ok(deps) = &live.agent else {
             return;
         };
         let (deps, router) = (deps.clone(), self.arc());

@@ -15,6 +15,9 @@ use crate::config::ToolProgress;
 use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::typing::TypingLoop;
 
+/// Longest quote of the replied-to message shown to the agent (reference `[:500]`).
+const REPLY_SNIPPET_CHARS: usize = 500;
+
 /// How often the typing indicator is refreshed during a turn.
 const TYPING_INTERVAL: Duration = Duration::from_secs(4);
 
@@ -31,8 +34,17 @@ pub fn no_provider_text(reason: &str) -> String {
 /// The user's text as the agent sees it: attachments and the quoted message included.
 pub fn turn_text(event: &MessageEvent) -> String {
     let mut text = event.text.clone();
-    if let Some(quoted) = event.reply_to_text.as_deref().filter(|t| !t.is_empty()) {
-        text = format!("[Replying to: \"{quoted}\"]\n\n{text}");
+    // The reference quotes at most 500 characters, and says when the quoted message is the
+    // bot's own (a reply to a bot message in a thread).
+    if let Some(quoted) = event.reply_to_text.as_deref().filter(|t| !t.is_empty())
+        && event.reply_to_message_id.is_some()
+    {
+        let snippet: String = quoted.chars().take(REPLY_SNIPPET_CHARS).collect();
+        text = if event.reply_to_is_own_message {
+            format!("[Replying to your previous message: \"{snippet}\"]\n\n{text}")
+        } else {
+            format!("[Replying to: \"{snippet}\"]\n\n{text}")
+        };
     }
     if !event.media_paths.is_empty() {
         let files: Vec<String> = event
@@ -360,4 +372,40 @@ impl StreamPreview {
 
 fn slot_session(router: &Router, slot: &Slot) -> String {
     router.current_session_id(&slot.key).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use hermes_adapter::{MessageEvent, SessionSource};
+
+    use super::turn_text;
+
+    fn reply(quoted: &str, own: bool) -> MessageEvent {
+        let mut event = MessageEvent::text("e1", SessionSource::dm("slack", "D1", "U1"), "and?");
+        event.reply_to_message_id = Some("1.1".into());
+        event.reply_to_text = Some(quoted.into());
+        event.reply_to_is_own_message = own;
+        event
+    }
+
+    #[test]
+    fn quotes_follow_the_reference() {
+        assert_eq!(
+            turn_text(&reply("hi", false)),
+            "[Replying to: \"hi\"]\n\nand?"
+        );
+        assert_eq!(
+            turn_text(&reply("my answer", true)),
+            "[Replying to your previous message: \"my answer\"]\n\nand?"
+        );
+        let long = "é".repeat(600);
+        let quoted = turn_text(&reply(&long, false));
+        assert_eq!(
+            quoted,
+            format!("[Replying to: \"{}\"]\n\nand?", "é".repeat(500))
+        );
+        let mut no_target = reply("hi", false);
+        no_target.reply_to_message_id = None;
+        assert_eq!(turn_text(&no_target), "and?");
+    }
 }

@@ -242,9 +242,10 @@ impl FakeSlack {
         }
     }
 
-    /// Delivers `envelope_id`'s payload again under a new envelope id with the next
-    /// `retry_attempt` and `retry_reason`, whether or not it was acked (Slack retries an event whose ack
-    /// it did not see in time, and sometimes simply delivers twice). `None` for an unknown id.
+    /// Delivers `envelope_id`'s payload again under a new envelope id, with the next
+    /// `retry_attempt` and `retry_reason`, whether or not it was acked (Slack retries an
+    /// event whose ack it did not see in time, and sometimes simply delivers twice). `None`
+    /// for an unknown id.
     pub fn redeliver(&self, envelope_id: &str, reason: &str) -> Option<Pushed> {
         let mut inner = self.shared.lock();
         let event_id = inner

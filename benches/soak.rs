@@ -7,7 +7,7 @@
 //! `target/bench-soak.json`). Exit status 1 when a target is missed: a message lost or
 //! answered twice without the recovered marker, a bad API answer, state.db not intact,
 //! descriptors growing, RSS growing more than 5 % after warm-up (judged only when an
-//! incarnation ran long enough), or an unclean exit.
+//! incarnation ran long enough), a token or key in the daemon's log, or an unclean exit.
 //!
 //! Options: `--minutes N`, `--seconds N`, `--seed N` (printed; reruns the same fault and
 //! load schedule), `--users N` per platform, `--fault-every-secs S`, `--kill-every-secs S`.
@@ -83,6 +83,7 @@ async fn run(options: options::Options) -> (serde_json::Value, bool) {
     let supervisor = incarnations::Supervisor::start(
         home.path().to_path_buf(),
         world.env(home.path()),
+        world.secrets(),
         log_dir.clone(),
     )
     .await;

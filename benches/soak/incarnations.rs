@@ -35,6 +35,8 @@ pub struct Incarnation {
     pub ended: String,
     pub warn_lines: usize,
     pub error_lines: usize,
+    /// Log lines showing a configured token or key (must stay 0: the log writer masks them).
+    pub secret_lines: usize,
 }
 
 fn median(mut values: Vec<u64>) -> u64 {
@@ -100,6 +102,7 @@ impl Incarnation {
             "judged_span_s": self.judged_span().as_secs(),
             "log_warn_lines": self.warn_lines,
             "log_error_lines": self.error_lines,
+            "log_lines_with_secrets": self.secret_lines,
         })
     }
 }
@@ -108,17 +111,25 @@ impl Incarnation {
 pub struct Supervisor {
     home: PathBuf,
     env: Vec<(String, String)>,
+    /// Values that must never appear in a log line.
+    secrets: Vec<String>,
     log_dir: PathBuf,
     current: Mutex<Option<Daemon>>,
     pub history: Mutex<Vec<Incarnation>>,
 }
 
 impl Supervisor {
-    pub async fn start(home: PathBuf, env: Vec<(String, String)>, log_dir: PathBuf) -> Arc<Self> {
+    pub async fn start(
+        home: PathBuf,
+        env: Vec<(String, String)>,
+        secrets: Vec<String>,
+        log_dir: PathBuf,
+    ) -> Arc<Self> {
         std::fs::create_dir_all(&log_dir).expect("log dir");
         let supervisor = Arc::new(Supervisor {
             home,
             env,
+            secrets,
             log_dir,
             current: Mutex::new(None),
             history: Mutex::new(Vec::new()),
@@ -140,6 +151,7 @@ impl Supervisor {
             ended: "running".into(),
             warn_lines: 0,
             error_lines: 0,
+            secret_lines: 0,
         });
         *self.current.lock().unwrap() = Some(daemon);
     }
@@ -175,6 +187,10 @@ impl Supervisor {
             last.ended = ended;
             last.warn_lines = logs.iter().filter(|l| is_level(l, "WARN")).count();
             last.error_lines = logs.iter().filter(|l| is_level(l, "ERROR")).count();
+            last.secret_lines = logs
+                .iter()
+                .filter(|l| self.secrets.iter().any(|s| l.contains(s.as_str())))
+                .count();
         }
         let path = self.log_dir.join(format!("incarnation-{index}.log"));
         let _ = std::fs::write(path, logs.join("\n"));

@@ -95,6 +95,10 @@ pub fn build(inputs: &Inputs<'_>) -> (Value, bool) {
             ));
         }
     }
+    let secret_lines: usize = history.iter().map(|i| i.secret_lines).sum();
+    if secret_lines > 0 {
+        failures.push(format!("{secret_lines} log line(s) show a token or key"));
+    }
     let longest = history
         .iter()
         .enumerate()

@@ -99,6 +99,19 @@ impl World {
         std::fs::write(home.join("config.yaml"), yaml).expect("write config.yaml");
     }
 
+    /// Every token and key the daemon is given (none may reach its log).
+    pub fn secrets(&self) -> Vec<String> {
+        let slack = self.slack.tokens();
+        vec![
+            self.telegram.token().to_owned(),
+            DISCORD_TOKEN.to_owned(),
+            slack.bot,
+            slack.app,
+            API_KEY.to_owned(),
+            "sk-soak-model-key".to_owned(),
+        ]
+    }
+
     /// The daemon's environment: clean, tokens, allowlists, the fake model, the HTTP API
     /// on an OS-assigned port, short adapter backoff.
     pub fn env(&self, home: &Path) -> Vec<(String, String)> {

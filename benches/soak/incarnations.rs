@@ -22,6 +22,9 @@ const EDGE_SAMPLES: usize = 10;
 pub struct Sample {
     pub age: Duration,
     pub rss_kib: u64,
+    /// The anonymous part of the RSS (heap, stacks, SQLite's page caches); the rest is
+    /// file-backed or shared memory (the binary, mmap'ed state.db pages, WAL index).
+    pub rss_anon_kib: u64,
     pub fds: usize,
 }
 
@@ -64,13 +67,17 @@ impl Incarnation {
 
     /// (start, end) RSS after warm-up: medians of the first and last samples.
     pub fn rss_start_end(&self) -> Option<(u64, u64)> {
+        self.start_end(|s| s.rss_kib)
+    }
+
+    fn start_end(&self, field: impl Fn(&Sample) -> u64) -> Option<(u64, u64)> {
         let warm = self.warm();
         if warm.is_empty() {
             return None;
         }
         let n = EDGE_SAMPLES.min(warm.len());
-        let start = median(warm[..n].iter().map(|s| s.rss_kib).collect());
-        let end = median(warm[warm.len() - n..].iter().map(|s| s.rss_kib).collect());
+        let start = median(warm[..n].iter().map(&field).collect());
+        let end = median(warm[warm.len() - n..].iter().map(&field).collect());
         Some((start, end))
     }
 
@@ -88,6 +95,7 @@ impl Incarnation {
         let peak = self.samples.iter().map(|s| s.rss_kib).max().unwrap_or(0);
         let (rss_start, rss_end) = self.rss_start_end().unzip();
         let (fds_start, fds_end) = self.fds_start_end().unzip();
+        let (anon_start, anon_end) = self.start_end(|s| s.rss_anon_kib).unzip();
         json!({
             "pid": self.pid,
             "lived_s": self.lived.as_secs(),
@@ -97,6 +105,8 @@ impl Incarnation {
             "rss_peak_kib": peak,
             "rss_end_kib": rss_end,
             "rss_growth_pct": self.growth_pct().map(|g| (g * 100.0).round() / 100.0),
+            "rss_anon_start_kib": anon_start,
+            "rss_anon_end_kib": anon_end,
             "fds_start": fds_start,
             "fds_end": fds_end,
             "judged_span_s": self.judged_span().as_secs(),
@@ -125,6 +135,8 @@ impl Supervisor {
         secrets: Vec<String>,
         log_dir: PathBuf,
     ) -> Arc<Self> {
+        // Only this run's logs: an earlier run's incarnations would be misleading.
+        let _ = std::fs::remove_dir_all(&log_dir);
         std::fs::create_dir_all(&log_dir).expect("log dir");
         let supervisor = Arc::new(Supervisor {
             home,
@@ -166,13 +178,14 @@ impl Supervisor {
         let Some(pid) = self.current.lock().unwrap().as_ref().map(Daemon::pid) else {
             return;
         };
-        let (rss, fds) = (rss_kib(pid), fd_count(pid));
+        let (rss, anon, fds) = (rss_kib(pid), rss_anon_kib(pid), fd_count(pid));
         let mut history = self.history.lock().unwrap();
         if let Some(last) = history.last_mut().filter(|i| i.pid == pid && rss > 0) {
             let age = last.started.elapsed();
             last.samples.push(Sample {
                 age,
                 rss_kib: rss,
+                rss_anon_kib: anon,
                 fds,
             });
         }
@@ -225,4 +238,15 @@ impl Supervisor {
 /// Whether a log line (text or JSON format) is at `level`.
 fn is_level(line: &str, level: &str) -> bool {
     line.contains(&format!(" {level} ")) || line.contains(&format!("\"level\":\"{level}\""))
+}
+
+/// `RssAnon` of `pid` in KiB (0 when the process is gone).
+fn rss_anon_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("RssAnon:"))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
 }

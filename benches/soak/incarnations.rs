@@ -81,9 +81,11 @@ impl Incarnation {
         Some((start, end))
     }
 
+    /// (start, end) descriptors after warm-up, medians like the RSS: one instant may catch
+    /// a socket being replaced (Slack opens the new one before closing the old).
     pub fn fds_start_end(&self) -> Option<(usize, usize)> {
-        let warm = self.warm();
-        Some((warm.first()?.fds, warm.last()?.fds))
+        self.start_end(|s| s.fds as u64)
+            .map(|(a, b)| (a as usize, b as usize))
     }
 
     pub fn growth_pct(&self) -> Option<f64> {

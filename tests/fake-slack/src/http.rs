@@ -87,7 +87,15 @@ async fn api(
     let fault = {
         let mut inner = shared.lock();
         inner.records.calls.push(call.clone());
-        inner.faults.get_mut(&method).and_then(|q| q.pop_front())
+        let fault = inner.faults.get_mut(&method).and_then(|q| q.pop_front());
+        if fault
+            .as_ref()
+            .is_some_and(|f| !matches!(f, Fault::Delay(_)))
+        {
+            let index = inner.records.calls.len() - 1;
+            inner.records.faulted.push(index);
+        }
+        fault
     };
     match fault {
         Some(Fault::RateLimited { retry_after_secs }) => {

@@ -274,6 +274,18 @@ impl FakeSlack {
         self.shared.lock().redeliver_unacked(reason)
     }
 
+    /// Redelivers only the envelopes not acked within `age` of being written to a socket
+    /// (as Slack retries overdue envelopes, e.g. after the client died); returns how many.
+    pub fn redeliver_unacked_older_than(&self, age: Duration, reason: &str) -> usize {
+        self.shared.lock().redeliver_unacked_older_than(age, reason)
+    }
+
+    /// Delivers `envelope_id`'s payload once more, acked or not (a duplicate delivery);
+    /// returns the new envelope id, `None` for an unknown envelope.
+    pub fn redeliver_envelope(&self, envelope_id: &str, reason: &str) -> Option<String> {
+        self.shared.lock().redeliver_envelope(envelope_id, reason)
+    }
+
     /// Sends a `disconnect` frame (`warning`, `refresh_requested`, …) on the newest socket.
     /// The fake keeps that socket open until the client closes it.
     pub fn send_disconnect(&self, reason: &str) {

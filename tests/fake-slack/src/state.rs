@@ -100,6 +100,9 @@ pub struct Posted {
 #[derive(Debug, Clone, Default)]
 pub struct Records {
     pub calls: Vec<ApiCall>,
+    /// Indexes into `calls` of the calls answered with an injected failure (429, `ok:false`,
+    /// 5xx), so a reader can tell what the fake actually accepted.
+    pub faulted: Vec<usize>,
     /// Calls of unknown methods or paths: a strict fake fails tests on them.
     pub unexpected: Vec<String>,
     pub acks: Vec<Ack>,
@@ -277,6 +280,48 @@ impl Inner {
             );
         }
         pending.len()
+    }
+
+    /// Like [`Self::redeliver_unacked`], but only envelopes written to a socket at least
+    /// `age` ago (Slack retries an envelope whose ack is overdue, not one just sent).
+    pub fn redeliver_unacked_older_than(&mut self, age: Duration, reason: &str) -> usize {
+        let now = Instant::now();
+        let mut pending = Vec::new();
+        for id in &self.envelope_order {
+            let overdue = self
+                .records
+                .sent_at
+                .get(id)
+                .is_some_and(|at| now.duration_since(*at) >= age);
+            if let Some(envelope) = self.envelopes.get_mut(id)
+                && !envelope.acked
+                && overdue
+            {
+                envelope.acked = true;
+                pending.push(envelope.clone());
+            }
+        }
+        for envelope in &pending {
+            self.send_envelope(
+                &envelope.kind,
+                envelope.payload.clone(),
+                envelope.retry_attempt + 1,
+                reason,
+            );
+        }
+        pending.len()
+    }
+
+    /// Sends a copy of a known envelope again (acked or not) under a new envelope id with
+    /// `retry_attempt` + 1: the duplicate delivery Slack makes when an ack arrived late.
+    pub fn redeliver_envelope(&mut self, envelope_id: &str, reason: &str) -> Option<String> {
+        let envelope = self.envelopes.get(envelope_id)?.clone();
+        Some(self.send_envelope(
+            &envelope.kind,
+            envelope.payload,
+            envelope.retry_attempt + 1,
+            reason,
+        ))
     }
 
     pub fn command_newest(&mut self, command: ConnCommand) {

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Soak and fault test of the release binary (benches/soak.rs): Telegram, Discord and Slack
+# fakes plus the HTTP API under steady load, faults every few seconds, kill -9 + restart
+# every few minutes; prints one JSON report (also target/bench-soak.json), daemon logs in
+# target/soak/. Exits non-zero when a target is missed.
+#
+#   deploy/soak.sh                     # 10 minutes (the default)
+#   deploy/soak.sh --minutes 60        # longer
+#   deploy/soak.sh --seconds 100       # the CI size
+#   deploy/soak.sh --seed 42           # replay a seed printed by an earlier run
+#
+# Other options: --users N (per platform, default 12), --fault-every-secs S (default 4),
+# --kill-every-secs S (default 180). HERMESD_BENCH_DIR moves the home off /dev/shm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec cargo bench --bench soak -- "$@"

@@ -1,0 +1,308 @@
+//! Telegram gateway benchmark: the release binary long-polls the wire-level fake Bot API
+//! while many users (one DM chat each) talk to it, each sending its next message once the
+//! previous one was answered (as people do, and so Telegram's split-paste merging never
+//! joins two messages); the fake model answers instantly. Reports messages/s sustained, the
+//! latency from pushing an update to the fake receiving the reply's `sendMessage`, that
+//! latency minus a direct call to the same fake model and minus the configured quiet window
+//! the adapter waits for further parts of a split paste ("gateway-side"), and RSS idle and
+//! after load. Prints one JSON line (also `target/bench-telegram.json`); `-- --quick` is the
+//! CI size.
+
+#[path = "../tests/support/fake_model.rs"]
+mod fake_model;
+mod support;
+mod telegram_python;
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fake_model::FakeModel;
+use fake_telegram::{Chat, FakeTelegram, SentRecord, TOKEN, User};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use support::{bench_dir, percentiles, round, rss_kib};
+use tokio::sync::mpsc;
+
+const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
+/// The shortest quiet window the adapter allows for split-paste merging (the reference's
+/// clamp); every plain text waits it out before its turn starts.
+const BATCH_DELAY_S: f64 = 0.08;
+/// Messages/s the paced phase offers (the sustained-rate target).
+const PACED_RATE: f64 = 300.0;
+/// Seeds the paced phase's think times; printed in the report.
+const SEED: u64 = 0x7e1e_62a3;
+/// Bound on any single wait; the run fails loudly instead of hanging.
+const WAIT: Duration = Duration::from_secs(60);
+
+struct Daemon {
+    child: Child,
+    admin: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+async fn spawn(
+    home: &std::path::Path,
+    telegram: &FakeTelegram,
+    model: &FakeModel,
+    users: usize,
+) -> Daemon {
+    let config = format!(
+        "telegram:\n  enabled: true\n  extra:\n    base_url: {}\n    poll_timeout_seconds: 1\n    text_batch_delay_seconds: {BATCH_DELAY_S}\n    text_batch_split_delay_seconds: {BATCH_DELAY_S}\n",
+        telegram.url()
+    );
+    std::fs::write(home.join("config.yaml"), config).unwrap();
+    let allowed: Vec<String> = (1..=users).map(|u| u.to_string()).collect();
+    let admin_port = free_port();
+    let child = Command::new(HERMESD)
+        .arg("run")
+        .env_clear()
+        .env("HOME", home.join("user"))
+        .env("HERMES_HOME", home)
+        .env("HERMES_TEST_ISOLATION", "1")
+        .env("RUST_LOG", "warn")
+        .env("API_SERVER_ENABLED", "false")
+        .env("HERMES__ADMIN__PORT", admin_port.to_string())
+        .env("TELEGRAM_BOT_TOKEN", TOKEN)
+        .env("TELEGRAM_ALLOWED_USERS", allowed.join(","))
+        .env("OPENAI_BASE_URL", model.base_url())
+        .env("OPENAI_API_KEY", "sk-bench")
+        .env("HERMES__MODEL__PROVIDER", "openai")
+        .env("HERMES__MODEL__DEFAULT", "fake-model")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn hermesd");
+    let daemon = Daemon {
+        child,
+        admin: format!("http://127.0.0.1:{admin_port}"),
+    };
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Ok(r) = client.get(format!("{}/ready", daemon.admin)).send().await
+            && r.status().is_success()
+        {
+            return daemon;
+        }
+        assert!(Instant::now() < deadline, "daemon never became ready");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Forwards every accepted `sendMessage` to the task of the chat it went to.
+fn spawn_dispatcher(
+    telegram: Arc<FakeTelegram>,
+    routes: HashMap<i64, mpsc::UnboundedSender<SentRecord>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut next = telegram.sent_count();
+        loop {
+            let change = telegram.next_change(WAIT);
+            let new = telegram.sent_log_from(next);
+            next += new.len();
+            let mut open = false;
+            for record in new {
+                if let Some(route) = routes.get(&record.chat_id) {
+                    let _ = route.send(record);
+                }
+            }
+            for route in routes.values() {
+                open |= !route.is_closed();
+            }
+            if !open {
+                return;
+            }
+            if next == telegram.sent_count() && !change.await {
+                return;
+            }
+        }
+    })
+}
+
+/// `users` users, each sending `per_user` messages one after the other; returns
+/// (latencies in ms, elapsed seconds), or what went wrong.
+async fn conversation(
+    telegram: &Arc<FakeTelegram>,
+    users: usize,
+    per_user: usize,
+    round_no: usize,
+    think: Option<Duration>,
+) -> Result<(Vec<f64>, f64), String> {
+    let mut routes = HashMap::new();
+    let mut inboxes = Vec::new();
+    for user in 1..=users {
+        let (tx, rx) = mpsc::unbounded_channel();
+        routes.insert(user as i64, tx);
+        inboxes.push((user as i64, rx));
+    }
+    let dispatcher = spawn_dispatcher(telegram.clone(), routes);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (user, mut inbox) in inboxes {
+        let telegram = telegram.clone();
+        // Seeded per user and round, so a run's pacing can be replayed.
+        let mut rng = StdRng::seed_from_u64(SEED ^ ((user as u64) << 8) ^ (round_no as u64));
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(per_user);
+            for i in 0..per_user {
+                if let Some(think) = think {
+                    // A user reads the answer, then types: 0.5–1.5 × the mean think time.
+                    let factor = rng.random_range(0.5..1.5);
+                    tokio::time::sleep(think.mul_f64(factor)).await;
+                }
+                let text = format!("round {round_no} message {i} from {user}");
+                let pushed = Instant::now();
+                telegram.push_text(Chat::private(user), User::new(user, "Bench"), &text);
+                // Other messages (the reference's one-time "no home channel" notice) are
+                // skipped: the answer is the message that echoes the text.
+                let reply = loop {
+                    match tokio::time::timeout(WAIT, inbox.recv()).await {
+                        Ok(Some(reply)) if reply.text.contains(&text) => break reply,
+                        Ok(Some(_)) => continue,
+                        _ => return Err(format!("user {user}: no reply to {text:?}")),
+                    }
+                };
+                latencies.push(reply.at.duration_since(pushed).as_secs_f64() * 1000.0);
+            }
+            Ok(latencies)
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut failure = None;
+    for task in tasks {
+        match task.await {
+            Ok(Ok(samples)) => latencies.extend(samples),
+            Ok(Err(e)) => failure = Some(e),
+            Err(e) => failure = Some(e.to_string()),
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    dispatcher.abort();
+    match failure {
+        Some(e) => Err(e),
+        None => Ok((latencies, elapsed)),
+    }
+}
+
+/// The fake model's own round trip, called the way the gateway calls it.
+async fn direct_model(model: &FakeModel, calls: usize) -> Vec<f64> {
+    let http = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .unwrap();
+    let url = format!("{}/chat/completions", model.base_url());
+    let mut samples = Vec::with_capacity(calls);
+    for i in 0..calls {
+        let body = json!({"model": "fake-model", "stream": true,
+            "messages": [{"role": "user", "content": format!("direct {i}")}]});
+        let t = Instant::now();
+        let response = http.post(&url).json(&body).send().await.unwrap();
+        let _ = response.bytes().await;
+        samples.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    samples
+}
+
+/// Warm-up, then the measured conversation, then the figures (RSS of `pid`).
+async fn measure(
+    telegram: &Arc<FakeTelegram>,
+    pid: u32,
+    users: usize,
+    per_user: usize,
+    model_p50: f64,
+) -> Result<Value, String> {
+    let idle_rss = rss_kib(pid);
+    // Warm-up: every chat's session is created once, outside the measurement.
+    conversation(telegram, users, 1, 0, None).await?;
+    // Saturation: every user sends again as soon as answered.
+    let (latencies, elapsed) = conversation(telegram, users, per_user, 1, None).await?;
+    let messages = latencies.len();
+    let saturated = json!({
+        "messages": messages,
+        "elapsed_s": round(elapsed * 1000.0) / 1000.0,
+        "messages_per_s": (messages as f64 / elapsed).round(),
+        "latency_push_to_send": percentiles(latencies),
+    });
+    // Paced: users think between messages, offering about PACED_RATE messages/s.
+    let think = Duration::from_secs_f64(users as f64 / PACED_RATE);
+    let (latencies, elapsed) =
+        conversation(telegram, users, per_user.div_ceil(2), 2, Some(think)).await?;
+    let overhead = model_p50 + BATCH_DELAY_S * 1000.0;
+    let gateway_side: Vec<f64> = latencies.iter().map(|l| l - overhead).collect();
+    let messages = latencies.len();
+    Ok(json!({
+        "saturated": saturated,
+        "paced": {
+            "offered_per_s": PACED_RATE,
+            "messages": messages,
+            "messages_per_s": (messages as f64 / elapsed).round(),
+            "latency_push_to_send": percentiles(latencies),
+            "gateway_side": percentiles(gateway_side),
+        },
+        "rss_idle_kib": idle_rss,
+        "rss_after_load_kib": rss_kib(pid),
+    }))
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let python = std::env::args().any(|a| a == "--python");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let report: Value = runtime.block_on(async {
+        let users = 200;
+        let per_user = if quick { 5 } else { 25 };
+        let model = FakeModel::start_in_background();
+        let direct = percentiles(direct_model(&model, 200).await);
+        let model_p50 = direct["p50_ms"].as_f64().unwrap_or(0.0);
+
+        let telegram = Arc::new(FakeTelegram::start().await);
+        let home = bench_dir();
+        let daemon = spawn(home.path(), &telegram, &model, users).await;
+        let mut report = measure(&telegram, daemon.child.id(), users, per_user, model_p50)
+            .await
+            .expect("hermesd answers every message");
+        drop(daemon);
+        let extra = json!({
+            "bench": "telegram",
+            "quick": quick,
+            "users": users,
+            "direct_model_call": direct,
+            "batch_quiet_window_ms": BATCH_DELAY_S * 1000.0,
+            "seed": SEED,
+            "targets": {"messages_per_s": 300, "gateway_side_p99_ms": 50},
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            report[k] = v.clone();
+        }
+        if python {
+            report["python_reference"] =
+                telegram_python::run(&model, users, per_user, model_p50).await;
+        }
+        report
+    });
+    let text = report.to_string();
+    println!("{text}");
+    let _ = std::fs::write(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench-telegram.json"),
+        &text,
+    );
+}

@@ -28,7 +28,7 @@ use crate::intake::{Completion, Disposition, IntakeHandle};
 use crate::settings::Settings;
 
 /// While updates are in flight, poll without waiting, at most this often.
-const IN_FLIGHT_PACE: Duration = Duration::from_millis(100);
+const IN_FLIGHT_PACE: Duration = Duration::from_millis(20);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Consecutive failed polls (not counting 409s) before giving the adapter back to the
 /// runner's supervisor.
@@ -127,15 +127,27 @@ impl Poller<'_> {
                 refused_records = 0;
             }
             if !retry_pending && offsets.has_in_flight() && !last_poll_had_new {
-                tokio::select! {
-                    Some((id, disposition)) = done_rx.recv() => {
-                        carried_retry = disposition == Disposition::Retry;
-                        offsets.resolve(id, disposition);
+                // Telegram answers a poll at once while earlier updates are unconfirmed, so
+                // a long poll is impossible: poll again after the pace (sooner when the last
+                // in-flight update completes), taking completions as they come. New updates
+                // keep flowing while earlier ones wait for their merge window or the core.
+                let next_poll = tokio::time::Instant::now() + IN_FLIGHT_PACE;
+                loop {
+                    tokio::select! {
+                        Some((id, disposition)) = done_rx.recv() => {
+                            carried_retry |= disposition == Disposition::Retry;
+                            offsets.resolve(id, disposition);
+                            if carried_retry || !offsets.has_in_flight() {
+                                break;
+                            }
+                        }
+                        _ = tokio::time::sleep_until(next_poll) => break,
+                        _ = self.ctx.shutdown.cancelled() => return Ok(()),
                     }
-                    _ = tokio::time::sleep(IN_FLIGHT_PACE) => {}
-                    _ = self.ctx.shutdown.cancelled() => return Ok(()),
                 }
-                continue;
+                if carried_retry {
+                    continue;
+                }
             }
             let wait = if backlog || offsets.has_in_flight() {
                 Duration::ZERO

@@ -76,6 +76,36 @@ async fn a_failed_merged_paste_is_retried_whole() {
 }
 
 #[tokio::test]
+async fn new_updates_are_fetched_while_an_earlier_one_waits_in_flight() {
+    let fake = FakeTelegram::start().await;
+    let mut core = TestCore::new();
+    // A paste-length text waits out the 4 s split window: in flight all that time.
+    let running = start(
+        settings(&fake, json!({"text_batch_split_delay_seconds": 4.0})),
+        &core,
+    );
+    wait_backlog_taken(&fake).await;
+    let polls = fake.calls_of("getUpdates").len();
+    let paste = fake.push_text(Chat::private(42), alice(), &"p".repeat(4050));
+    // The poll after the one that brought the paste: it is in flight now.
+    fake.wait_for_calls("getUpdates", polls + 2, WAIT)
+        .await
+        .expect("the adapter polls on");
+    let command = fake.push_text(Chat::private(7), User::new(7, "Bob"), "/status");
+
+    let (first, _) = core.next().await;
+    assert_eq!(
+        first.event_id,
+        command.to_string(),
+        "the command must not wait for the paste's window to close"
+    );
+    let (second, _) = core.next().await;
+    assert_eq!(second.event_id, paste.to_string());
+    wait_confirmed(&fake, command).await;
+    running.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn duplicate_updates_in_one_answer_reach_the_core_once() {
     let fake = FakeTelegram::start().await;
     let mut core = TestCore::new();

@@ -131,7 +131,8 @@ async fn approval_buttons_allow_once_deny_and_ignore_strangers() {
     .await;
     reply_in(&run, &thread, "Removed it.").await;
     assert!(!keep.exists(), "the approved command ran");
-    let updates = run.slack.calls("chat.update");
+    // The buttons come off in the background once the click is recorded.
+    let updates = run.slack.wait_for_calls("chat.update", 1).await;
     assert_eq!(
         updates.len(),
         1,
@@ -168,7 +169,7 @@ async fn approval_buttons_allow_once_deny_and_ignore_strangers() {
     let results = tool_results(&run);
     assert_eq!(results.len(), 1, "{results:#?}");
     assert!(results[0].contains("BLOCKED"), "{results:#?}");
-    assert_eq!(run.slack.calls("chat.update").len(), 2);
+    assert_eq!(run.slack.wait_for_calls("chat.update", 2).await.len(), 2);
     assert_eq!(run.model_requests().len(), 4);
     // Each thread got exactly its progress line, prompt, decision and answer.
     for (thread, victim, decision, answer) in [

@@ -4,6 +4,7 @@
 //! send that may already have happened. The outcome says exactly how far delivery got.
 
 mod ledger;
+mod media;
 mod retry;
 
 use std::collections::VecDeque;
@@ -75,6 +76,8 @@ enum Attempt {
 pub struct Deliverer {
     adapter: Arc<dyn Adapter>,
     policy: RetryPolicy,
+    /// Set for agent replies' platforms: `MEDIA:` tags become native attachments.
+    media: Option<crate::gateway::media_tags::MediaPolicy>,
 }
 
 impl std::fmt::Debug for Deliverer {
@@ -94,7 +97,11 @@ struct Target<'a> {
 
 impl Deliverer {
     pub fn new(adapter: Arc<dyn Adapter>, policy: RetryPolicy) -> Self {
-        Self { adapter, policy }
+        Self {
+            adapter,
+            policy,
+            media: None,
+        }
     }
 
     /// Delivers `text` completely or reports where it stopped. `reply_to_mode` decides which
@@ -188,10 +195,12 @@ impl Deliverer {
         let tries = [(piece, false), (piece, true), (fallback.as_str(), true)];
         let mut last = None;
         for (text, plain) in tries {
-            match self
-                .send_with_retry(target, text, reply_to.clone(), plain)
-                .await
-            {
+            let kind = OutboundKind::Text {
+                text: text.to_owned(),
+                reply_to: reply_to.clone(),
+                plain,
+            };
+            match self.send_with_retry(target, &kind).await {
                 Attempt::Sent(id) => return PieceOutcome::Sent(id),
                 Attempt::Exhausted(failure) => return PieceOutcome::Exhausted(failure),
                 Attempt::Rejected(class, failure) => match class {
@@ -211,14 +220,8 @@ impl Deliverer {
     }
 
     /// One send plus up to `max_retries` retries of retryable failures.
-    async fn send_with_retry(
-        &self,
-        target: &Target<'_>,
-        text: &str,
-        reply_to: Option<String>,
-        plain: bool,
-    ) -> Attempt {
-        let mut result = self.send_once(target, text, reply_to.clone(), plain).await;
+    async fn send_with_retry(&self, target: &Target<'_>, what: &OutboundKind) -> Attempt {
+        let mut result = self.send_kind(target, what.clone()).await;
         let mut retry_after = result.retry_after;
         let mut attempt = 0;
         loop {
@@ -239,7 +242,7 @@ impl Deliverer {
             tracing::warn!(platform = self.adapter.platform(), chat_id = target.chat_id,
                 attempt, delay_ms = delay.as_millis() as u64, error = %failure, "send failed; retrying");
             tokio::time::sleep(delay).await;
-            result = self.send_once(target, text, reply_to.clone(), plain).await;
+            result = self.send_kind(target, what.clone()).await;
             if result.retry_after.is_some() {
                 retry_after = result.retry_after;
             }
@@ -253,14 +256,19 @@ impl Deliverer {
         reply_to: Option<String>,
         plain: bool,
     ) -> SendResult {
+        let kind = OutboundKind::Text {
+            text: text.to_owned(),
+            reply_to,
+            plain,
+        };
+        self.send_kind(target, kind).await
+    }
+
+    async fn send_kind(&self, target: &Target<'_>, kind: OutboundKind) -> SendResult {
         let outbound = Outbound {
             chat_id: target.chat_id.to_owned(),
             thread_id: target.thread_id.map(str::to_owned),
-            kind: OutboundKind::Text {
-                text: text.to_owned(),
-                reply_to,
-                plain,
-            },
+            kind,
         };
         self.adapter.send(outbound).await
     }

@@ -9,6 +9,7 @@ pub mod delivery;
 pub mod first_run;
 pub mod instance_lock;
 pub mod lock_record;
+pub mod media_tags;
 pub mod metrics;
 pub mod pairing;
 pub mod platforms;

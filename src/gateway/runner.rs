@@ -137,6 +137,14 @@ impl GatewayRunner {
         };
         let health = Arc::new(AdapterHealth::new());
         let metrics = Arc::new(GatewayMetrics::new());
+        let media_policy = crate::gateway::media_tags::MediaPolicy {
+            hermes_home: home.path().to_path_buf(),
+            user_home: loaded
+                .env
+                .get("HOME")
+                .filter(|h| !h.is_empty())
+                .map(std::path::PathBuf::from),
+        };
         let links = options
             .adapters
             .iter()
@@ -148,6 +156,7 @@ impl GatewayRunner {
                     platform.map_or(crate::config::ReplyToMode::First, |p| p.reply_to_mode),
                     platform.is_none_or(|p| p.typing_indicator),
                 )
+                .with_media_policy(media_policy.clone())
             })
             .collect();
         let router = Router::start(RouterParts {

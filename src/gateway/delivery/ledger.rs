@@ -66,7 +66,7 @@ impl Deliverer {
             (None, ReplyToMode::Off)
         };
         let report = self
-            .deliver(
+            .deliver_reply(
                 &obligation.chat_id,
                 obligation.thread_id.as_deref(),
                 &text,

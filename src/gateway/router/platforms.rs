@@ -28,6 +28,12 @@ impl std::fmt::Debug for PlatformLink {
 }
 
 impl PlatformLink {
+    /// Replies on this platform deliver their `MEDIA:` tags as attachments under `policy`.
+    pub fn with_media_policy(mut self, policy: crate::gateway::media_tags::MediaPolicy) -> Self {
+        self.deliverer = self.deliverer.with_media_policy(policy);
+        self
+    }
+
     pub fn new(
         adapter: Arc<dyn Adapter>,
         policy: RetryPolicy,

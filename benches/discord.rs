@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use fake_discord::{FakeDiscord, FakeUser, Incoming};
 use fake_model::FakeModel;
 use serde_json::json;
-use support::{bench_dir, percentiles, rss_kib};
+use support::{bench_dir, direct_model, free_port, percentiles, rss_kib};
 use tokio::sync::mpsc;
 
 const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
@@ -38,11 +38,6 @@ impl Drop for Daemon {
             .status();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 /// Spawns the daemon; with `discord`, the adapter points at the fake and `allowed` may talk.
@@ -163,25 +158,6 @@ async fn load(
     (latencies, started.elapsed().as_secs_f64())
 }
 
-/// The fake model's own round trip, streamed as the agent calls it.
-async fn direct_model(model: &FakeModel, calls: usize) -> Vec<f64> {
-    let http = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .build()
-        .unwrap();
-    let url = format!("{}/chat/completions", model.base_url());
-    let mut samples = Vec::with_capacity(calls);
-    for i in 0..calls {
-        let body = json!({"model": "fake-model", "stream": true,
-            "messages": [{"role": "user", "content": format!("direct {i}")}]});
-        let t = Instant::now();
-        let response = http.post(&url).json(&body).send().await.unwrap();
-        let _ = response.bytes().await;
-        samples.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    samples
-}
-
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -226,7 +202,7 @@ fn main() {
         let rss_discord_loaded = rss_kib(daemon.child.id());
         let messages = latencies.len();
         let loaded_latency = percentiles(latencies);
-        let direct = percentiles(direct_model(&model, 200).await);
+        let direct = percentiles(direct_model(&model.base_url(), 200).await);
         let model_p50 = direct["p50_ms"].as_f64().unwrap_or(0.0);
         // Gateway-side latency with little to queue behind: 1 and 16 users at a time.
         let mut latency_runs = Vec::new();

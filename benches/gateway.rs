@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use fake_model::FakeModel;
 use serde_json::{Value, json};
-use support::{bench_dir, percentiles, round, rss_kib};
+use support::{bench_dir, direct_model, percentiles, round, rss_kib};
 
 const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
 const KEY: &str = "bench-api-key-0123456789abcdef";
@@ -130,25 +130,6 @@ async fn throughput(daemon: &Daemon, clients: usize, per_client: usize) -> Value
            "latency": percentiles(latencies)})
 }
 
-/// The fake model's own round trip, measured the way the gateway calls it.
-async fn direct_model(model: &FakeModel, calls: usize) -> Vec<f64> {
-    let http = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .build()
-        .unwrap();
-    let url = format!("{}/chat/completions", model.base_url());
-    let mut samples = Vec::with_capacity(calls);
-    for i in 0..calls {
-        let body = json!({"model": "fake-model", "stream": true,
-            "messages": [{"role": "user", "content": format!("direct {i}")}]});
-        let t = Instant::now();
-        let response = http.post(&url).json(&body).send().await.unwrap();
-        let _ = response.bytes().await;
-        samples.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    samples
-}
-
 /// Writes `count` routing entries for `home` (as a long-running gateway accumulates them).
 async fn seed_routes(home: &std::path::Path, count: usize) {
     let store = hermesd::state::Store::open(&home.join("state.db")).unwrap();
@@ -194,7 +175,7 @@ fn main() {
             runs.push(throughput(&daemon, clients, per_client).await);
         }
         let busy_rss = rss_kib(daemon.child.id());
-        let direct = direct_model(&model, 200).await;
+        let direct = direct_model(&model.base_url(), 200).await;
         let direct_summary = percentiles(direct.clone());
         drop(daemon);
 

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use fake_model::FakeModel;
 use fake_slack::{FakeSlack, Records, events};
 use serde_json::{Value, json};
-use support::{bench_dir, percentiles, round, rss_kib};
+use support::{bench_dir, direct_model, free_port, percentiles, round, rss_kib};
 
 const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
 const KEY: &str = "bench-api-key-0123456789abcdef";
@@ -36,11 +36,6 @@ impl Drop for Daemon {
             .status();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 fn user(i: usize) -> String {
@@ -158,25 +153,6 @@ async fn sequential(slack: &FakeSlack, count: usize) -> Vec<f64> {
     samples
 }
 
-/// The fake model's own round trip, measured the way the gateway calls it.
-async fn direct_model(model: &FakeModel, calls: usize) -> Vec<f64> {
-    let http = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .build()
-        .unwrap();
-    let url = format!("{}/chat/completions", model.base_url());
-    let mut samples = Vec::with_capacity(calls);
-    for i in 0..calls {
-        let body = json!({"model": "fake-model", "stream": true,
-            "messages": [{"role": "user", "content": format!("direct {i}")}]});
-        let t = Instant::now();
-        let response = http.post(&url).json(&body).send().await.unwrap();
-        let _ = response.bytes().await;
-        samples.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    samples
-}
-
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -209,7 +185,7 @@ fn main() {
         ];
         let latencies = sequential(&slack, singles).await;
         let rss_after = rss_kib(daemon.child.id());
-        let direct = direct_model(&model, 200).await;
+        let direct = direct_model(&model.base_url(), 200).await;
         let direct_summary = percentiles(direct);
         let end_to_end = percentiles(latencies);
         let model_p50 = direct_summary["p50_ms"].as_f64().unwrap_or(0.0);

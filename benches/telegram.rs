@@ -23,7 +23,7 @@ use fake_telegram::{Chat, FakeTelegram, SentRecord, TOKEN, User};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use support::{bench_dir, percentiles, round, rss_kib};
+use support::{bench_dir, direct_model, free_port, percentiles, round, rss_kib};
 use tokio::sync::mpsc;
 
 const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
@@ -49,11 +49,6 @@ impl Drop for Daemon {
             .status();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 async fn spawn(
@@ -200,25 +195,6 @@ async fn conversation(
     }
 }
 
-/// The fake model's own round trip, called the way the gateway calls it.
-async fn direct_model(model: &FakeModel, calls: usize) -> Vec<f64> {
-    let http = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .build()
-        .unwrap();
-    let url = format!("{}/chat/completions", model.base_url());
-    let mut samples = Vec::with_capacity(calls);
-    for i in 0..calls {
-        let body = json!({"model": "fake-model", "stream": true,
-            "messages": [{"role": "user", "content": format!("direct {i}")}]});
-        let t = Instant::now();
-        let response = http.post(&url).json(&body).send().await.unwrap();
-        let _ = response.bytes().await;
-        samples.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    samples
-}
-
 /// Warm-up, then the measured conversation, then the figures (RSS of `pid`).
 async fn measure(
     telegram: &Arc<FakeTelegram>,
@@ -271,7 +247,7 @@ fn main() {
         let users = 200;
         let per_user = if quick { 5 } else { 25 };
         let model = FakeModel::start_in_background();
-        let direct = percentiles(direct_model(&model, 200).await);
+        let direct = percentiles(direct_model(&model.base_url(), 200).await);
         let model_p50 = direct["p50_ms"].as_f64().unwrap_or(0.0);
 
         let telegram = Arc::new(FakeTelegram::start().await);

@@ -2,6 +2,8 @@
 //! descriptors from `/proc`, percentile summaries, and a home on tmpfs.
 #![allow(dead_code)]
 
+use std::time::Instant;
+
 use serde_json::{Value, json};
 
 /// Resident set size of `pid` in KiB (0 when the process is gone).
@@ -46,4 +48,30 @@ pub fn bench_dir() -> tempfile::TempDir {
         Some(dir) => tempfile::tempdir_in(dir).unwrap(),
         None => tempfile::tempdir().unwrap(),
     }
+}
+
+/// A port free right now on loopback (bound to 127.0.0.1:0, then released).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// The fake model's own round trip (`calls` streamed completions at `base_url`), measured the
+/// way the gateway calls it: what "gateway-side" latency subtracts.
+pub async fn direct_model(base_url: &str, calls: usize) -> Vec<f64> {
+    let http = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .unwrap();
+    let url = format!("{base_url}/chat/completions");
+    let mut samples = Vec::with_capacity(calls);
+    for i in 0..calls {
+        let body = json!({"model": "fake-model", "stream": true,
+            "messages": [{"role": "user", "content": format!("direct {i}")}]});
+        let t = Instant::now();
+        let response = http.post(&url).json(&body).send().await.unwrap();
+        let _ = response.bytes().await;
+        samples.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    samples
 }

@@ -13,58 +13,31 @@ mod fake_model;
 mod support;
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fake_discord::{FakeDiscord, FakeUser, Incoming};
 use fake_model::FakeModel;
 use serde_json::json;
-use support::{bench_dir, direct_model, free_port, percentiles, rss_kib};
+use support::{Daemon, bench_dir, daemon_command, direct_model, free_port, percentiles, rss_kib};
 use tokio::sync::mpsc;
 
-const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
 const TOKEN: &str = "bench-discord-token-0123456789";
 const API_KEY: &str = "bench-api-key-0123456789abcdef";
 
-struct Daemon {
-    child: Child,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-    }
-}
-
-/// Spawns the daemon; with `discord`, the adapter points at the fake and `allowed` may talk.
-fn spawn(
+/// Spawns the daemon and waits until it is ready; with `discord`, the adapter points at the
+/// fake and `allowed` may talk.
+async fn spawn(
     home: &std::path::Path,
     model: &FakeModel,
     discord: Option<(&FakeDiscord, &str)>,
-) -> (Daemon, String) {
+) -> Daemon {
     let admin_port = free_port();
-    let mut command = Command::new(HERMESD);
+    let mut command = daemon_command(home, admin_port, &model.base_url());
     command
-        .arg("run")
-        .env_clear()
-        .env("HOME", home.join("user"))
-        .env("HERMES_HOME", home)
-        .env("HERMES_TEST_ISOLATION", "1")
-        .env("RUST_LOG", "warn")
         .env("API_SERVER_KEY", API_KEY)
         .env("API_SERVER_PORT", free_port().to_string())
-        .env("HERMES__ADMIN__PORT", admin_port.to_string())
-        .env("HERMES__AUXILIARY__TITLE_GENERATION__ENABLED", "false")
-        .env("OPENAI_BASE_URL", model.base_url())
-        .env("OPENAI_API_KEY", "sk-bench")
-        .env("HERMES__MODEL__PROVIDER", "openai")
-        .env("HERMES__MODEL__DEFAULT", "fake-model")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
+        .env("HERMES__AUXILIARY__TITLE_GENERATION__ENABLED", "false");
     if let Some((fake, allowed)) = discord {
         std::fs::write(
             home.join("config.yaml"),
@@ -79,22 +52,9 @@ fn spawn(
             .env("DISCORD_BOT_TOKEN", TOKEN)
             .env("DISCORD_ALLOWED_USERS", allowed);
     }
-    let child = command.spawn().expect("spawn hermesd");
-    (Daemon { child }, format!("http://127.0.0.1:{admin_port}"))
-}
-
-async fn wait_ready(admin: &str) {
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(r) = client.get(format!("{admin}/ready")).send().await
-            && r.status().is_success()
-        {
-            return;
-        }
-        assert!(Instant::now() < deadline, "daemon never became ready");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let daemon = Daemon::spawn(command, admin_port);
+    daemon.wait_answering("/ready").await;
+    daemon
 }
 
 /// Routes every reply the fake stores to the waiting user's channel.
@@ -171,8 +131,7 @@ fn main() {
 
         // The HTTP-API-only daemon first: its idle RSS is the baseline.
         let api_home = bench_dir();
-        let (api_daemon, api_admin) = spawn(api_home.path(), &model, None);
-        wait_ready(&api_admin).await;
+        let api_daemon = spawn(api_home.path(), &model, None).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         let rss_api_only = rss_kib(api_daemon.child.id());
         drop(api_daemon);
@@ -189,8 +148,7 @@ fn main() {
         let channels: Vec<String> = users.iter().map(|(_, c)| c.clone()).collect();
         let mut replies = route_replies(&fake, &channels);
         let home = bench_dir();
-        let (daemon, admin) = spawn(home.path(), &model, Some((&fake, &allowed.join(","))));
-        wait_ready(&admin).await;
+        let daemon = spawn(home.path(), &model, Some((&fake, &allowed.join(",")))).await;
         fake.wait_for_frames(2, 1).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         let rss_discord_idle = rss_kib(daemon.child.id());

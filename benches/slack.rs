@@ -11,32 +11,18 @@
 mod fake_model;
 mod support;
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fake_model::FakeModel;
 use fake_slack::{FakeSlack, Records, events};
 use serde_json::{Value, json};
-use support::{bench_dir, direct_model, free_port, percentiles, round, rss_kib};
+use support::{
+    Daemon, bench_dir, daemon_command, direct_model, free_port, percentiles, round, rss_kib,
+};
 
-const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
 const KEY: &str = "bench-api-key-0123456789abcdef";
 const USERS: usize = 200;
 const WAIT: Duration = Duration::from_secs(120);
-
-struct Daemon {
-    child: Child,
-    admin: String,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-    }
-}
 
 fn user(i: usize) -> String {
     format!("U{i:05}")
@@ -50,23 +36,10 @@ fn dm(i: usize) -> String {
 /// `/health` answers.
 async fn spawn(home: &std::path::Path, model: &FakeModel, slack: Option<&FakeSlack>) -> Daemon {
     let admin_port = free_port();
-    let mut command = Command::new(HERMESD);
+    let mut command = daemon_command(home, admin_port, &model.base_url());
     command
-        .arg("run")
-        .env_clear()
-        .env("HOME", home.join("user"))
-        .env("HERMES_HOME", home)
-        .env("HERMES_TEST_ISOLATION", "1")
-        .env("RUST_LOG", "warn")
         .env("API_SERVER_KEY", KEY)
-        .env("API_SERVER_PORT", free_port().to_string())
-        .env("HERMES__ADMIN__PORT", admin_port.to_string())
-        .env("OPENAI_BASE_URL", model.base_url())
-        .env("OPENAI_API_KEY", "sk-bench")
-        .env("HERMES__MODEL__PROVIDER", "openai")
-        .env("HERMES__MODEL__DEFAULT", "fake-model")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
+        .env("API_SERVER_PORT", free_port().to_string());
     if let Some(slack) = slack {
         std::fs::write(
             home.join("config.yaml"),
@@ -83,21 +56,8 @@ async fn spawn(home: &std::path::Path, model: &FakeModel, slack: Option<&FakeSla
             .env("SLACK_APP_TOKEN", tokens.app)
             .env("SLACK_ALLOWED_USERS", allowed.join(","));
     }
-    let daemon = Daemon {
-        child: command.spawn().expect("spawn hermesd"),
-        admin: format!("http://127.0.0.1:{admin_port}"),
-    };
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(r) = client.get(format!("{}/health", daemon.admin)).send().await
-            && r.status().is_success()
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "daemon never answered /health");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    let daemon = Daemon::spawn(command, admin_port);
+    daemon.wait_answering("/health").await;
     daemon
 }
 

@@ -14,7 +14,6 @@ mod support;
 mod telegram_python;
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,10 +22,11 @@ use fake_telegram::{Chat, FakeTelegram, SentRecord, TOKEN, User};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use support::{bench_dir, direct_model, free_port, percentiles, round, rss_kib};
+use support::{
+    Daemon, bench_dir, daemon_command, direct_model, free_port, percentiles, round, rss_kib,
+};
 use tokio::sync::mpsc;
 
-const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
 /// The shortest quiet window the adapter allows for split-paste merging (the reference's
 /// clamp); every plain text waits it out before its turn starts.
 const BATCH_DELAY_S: f64 = 0.08;
@@ -36,20 +36,6 @@ const PACED_RATE: f64 = 300.0;
 const SEED: u64 = 0x7e1e_62a3;
 /// Bound on any single wait; the run fails loudly instead of hanging.
 const WAIT: Duration = Duration::from_secs(60);
-
-struct Daemon {
-    child: Child,
-    admin: String,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-    }
-}
 
 async fn spawn(
     home: &std::path::Path,
@@ -64,40 +50,14 @@ async fn spawn(
     std::fs::write(home.join("config.yaml"), config).unwrap();
     let allowed: Vec<String> = (1..=users).map(|u| u.to_string()).collect();
     let admin_port = free_port();
-    let child = Command::new(HERMESD)
-        .arg("run")
-        .env_clear()
-        .env("HOME", home.join("user"))
-        .env("HERMES_HOME", home)
-        .env("HERMES_TEST_ISOLATION", "1")
-        .env("RUST_LOG", "warn")
+    let mut command = daemon_command(home, admin_port, &model.base_url());
+    command
         .env("API_SERVER_ENABLED", "false")
-        .env("HERMES__ADMIN__PORT", admin_port.to_string())
         .env("TELEGRAM_BOT_TOKEN", TOKEN)
-        .env("TELEGRAM_ALLOWED_USERS", allowed.join(","))
-        .env("OPENAI_BASE_URL", model.base_url())
-        .env("OPENAI_API_KEY", "sk-bench")
-        .env("HERMES__MODEL__PROVIDER", "openai")
-        .env("HERMES__MODEL__DEFAULT", "fake-model")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn hermesd");
-    let daemon = Daemon {
-        child,
-        admin: format!("http://127.0.0.1:{admin_port}"),
-    };
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Ok(r) = client.get(format!("{}/ready", daemon.admin)).send().await
-            && r.status().is_success()
-        {
-            return daemon;
-        }
-        assert!(Instant::now() < deadline, "daemon never became ready");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+        .env("TELEGRAM_ALLOWED_USERS", allowed.join(","));
+    let daemon = Daemon::spawn(command, admin_port);
+    daemon.wait_answering("/ready").await;
+    daemon
 }
 
 /// Forwards every accepted `sendMessage` to the task of the chat it went to.

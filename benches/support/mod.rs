@@ -2,7 +2,9 @@
 //! descriptors from `/proc`, percentile summaries, and a home on tmpfs.
 #![allow(dead_code)]
 
-use std::time::Instant;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -74,4 +76,70 @@ pub async fn direct_model(base_url: &str, calls: usize) -> Vec<f64> {
         samples.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     samples
+}
+
+/// The release binary `cargo bench` built next to the benchmark.
+pub const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
+
+/// `hermesd run` for a benchmark: a clean environment on `home`, warn-level logs to stderr,
+/// the admin API on `admin_port`, answering through the OpenAI-style fake model at
+/// `model_url`. Callers add the platform's settings.
+pub fn daemon_command(home: &Path, admin_port: u16, model_url: &str) -> Command {
+    let mut command = Command::new(HERMESD);
+    command
+        .arg("run")
+        .env_clear()
+        .env("HOME", home.join("user"))
+        .env("HERMES_HOME", home)
+        .env("HERMES_TEST_ISOLATION", "1")
+        .env("RUST_LOG", "warn")
+        .env("HERMES__ADMIN__PORT", admin_port.to_string())
+        .env("OPENAI_BASE_URL", model_url)
+        .env("OPENAI_API_KEY", "sk-bench")
+        .env("HERMES__MODEL__PROVIDER", "openai")
+        .env("HERMES__MODEL__DEFAULT", "fake-model")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    command
+}
+
+/// A running daemon, sent SIGTERM and reaped when dropped.
+pub struct Daemon {
+    pub child: Child,
+    /// The admin API's base URL.
+    pub admin: String,
+}
+
+impl Daemon {
+    pub fn spawn(mut command: Command, admin_port: u16) -> Daemon {
+        Daemon {
+            child: command.spawn().expect("spawn hermesd"),
+            admin: format!("http://127.0.0.1:{admin_port}"),
+        }
+    }
+
+    /// Polls the admin API's `path` (`/health`, `/ready`) until it answers 200; panics after
+    /// a minute.
+    pub async fn wait_answering(&self, path: &str) {
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(r) = client.get(format!("{}{path}", self.admin)).send().await
+                && r.status().is_success()
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "daemon never answered {path}");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
 }

@@ -10,7 +10,7 @@ use hermes_adapter::{
 };
 
 use crate::api::WebApi;
-use crate::connection::Tunables;
+use crate::connection::{OpenGate, Tunables};
 use crate::gating::{BotIdentity, Gates};
 use crate::memory::{Memory, SharedMemory};
 use crate::settings::Settings;
@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     /// Learned from `auth.test` when `run` starts.
     pub me: RwLock<BotIdentity>,
     pub memory: SharedMemory,
+    /// When Slack allows the next `apps.connections.open` (after a `Retry-After`).
+    pub open_gate: Arc<OpenGate>,
 }
 
 impl Shared {
@@ -63,7 +65,8 @@ impl SlackAdapter {
             &settings.api_base_url,
             settings.bot_token.clone(),
             settings.app_token.clone(),
-        );
+        )
+        .with_timeouts(tunables.request_timeout, tunables.transfer_timeout);
         let gates = Gates::new(&settings);
         Self {
             shared: Arc::new(Shared {
@@ -73,6 +76,7 @@ impl SlackAdapter {
                 tunables,
                 me: RwLock::new(BotIdentity::default()),
                 memory: SharedMemory::default(),
+                open_gate: Arc::default(),
             }),
         }
     }
@@ -116,6 +120,12 @@ impl Adapter for SlackAdapter {
 
     fn send(&self, outbound: Outbound) -> BoxFuture<'_, SendResult> {
         crate::outbound::send(&self.shared, outbound).boxed()
+    }
+
+    /// The session's title becomes the assistant thread's title (Slack's split view lists
+    /// threads by it); other threads are left alone.
+    fn rename_thread<'a>(&'a self, thread_id: &'a str, name: &'a str) -> BoxFuture<'a, SendResult> {
+        crate::assistant::set_title(&self.shared, thread_id, name).boxed()
     }
 }
 

@@ -9,9 +9,12 @@ use serde_json::Value;
 
 use crate::secret::Secret;
 
-/// Bound on one Web API call: long enough for a file upload, short enough that a hung
-/// request is reported (as ambiguous) rather than stalling a turn.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bound on one Web API call: short enough that a hung request is reported (as
+/// ambiguous) rather than stalling a turn. File transfers have their own bound.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bound on one file download or upload: a large file on a slow link takes minutes, and an
+/// upload cut short by the Web API bound would fail as ambiguous after it was sent.
+pub const TRANSFER_TIMEOUT: Duration = Duration::from_secs(600);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why a Web API call failed.
@@ -119,6 +122,8 @@ pub struct WebApi {
     base: String,
     bot_token: Secret,
     app_token: Secret,
+    request_timeout: Duration,
+    transfer_timeout: Duration,
 }
 
 pub(crate) fn classify(error: reqwest::Error) -> ApiError {
@@ -150,15 +155,25 @@ impl WebApi {
             base: base.trim_end_matches('/').to_owned(),
             bot_token,
             app_token,
+            request_timeout: REQUEST_TIMEOUT,
+            transfer_timeout: TRANSFER_TIMEOUT,
         }
     }
 
-    pub fn bot_token(&self) -> &Secret {
-        &self.bot_token
+    /// The same client with other bounds for Web API calls and for file transfers.
+    pub fn with_timeouts(mut self, request: Duration, transfer: Duration) -> Self {
+        self.request_timeout = request;
+        self.transfer_timeout = transfer;
+        self
     }
 
-    pub fn http(&self) -> &reqwest::Client {
-        &self.http
+    /// A GET (download) or POST (upload) of file bytes, bounded by the transfer timeout
+    /// rather than the Web API one.
+    pub fn transfer(&self, method: reqwest::Method, url: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, url)
+            .timeout(self.transfer_timeout)
+            .bearer_auth(self.bot_token.expose())
     }
 
     fn request(&self, method: &str, token: Token) -> reqwest::RequestBuilder {
@@ -168,6 +183,7 @@ impl WebApi {
         };
         self.http
             .post(format!("{}/{method}", self.base))
+            .timeout(self.request_timeout)
             .bearer_auth(token.expose())
     }
 

@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{Connector, connect_async_tls_with_config};
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{Token, WebApi};
+use crate::api::{ApiError, Token, WebApi};
 use crate::settings::is_loopback_host;
 
 /// How long a close handshake may take before the socket is simply dropped.
@@ -39,6 +39,10 @@ pub struct Tunables {
     pub reconnect_max: Duration,
     /// Consecutive failed opens before `run` gives up with a retryable error.
     pub max_open_failures: u32,
+    /// Bound on one Web API call.
+    pub request_timeout: Duration,
+    /// Bound on one file download or upload.
+    pub transfer_timeout: Duration,
 }
 
 impl Default for Tunables {
@@ -50,6 +54,8 @@ impl Default for Tunables {
             reconnect_base: Duration::from_secs(1),
             reconnect_max: Duration::from_secs(30),
             max_open_failures: 6,
+            request_timeout: crate::api::REQUEST_TIMEOUT,
+            transfer_timeout: crate::api::TRANSFER_TIMEOUT,
         }
     }
 }
@@ -60,6 +66,29 @@ pub enum OpenError {
     /// Retrying cannot help (bad app token, a plain-text socket URL to a remote host).
     Fatal(String),
     Retryable(String),
+    /// Slack answered 429 with `Retry-After`: not a failure, a time to wait.
+    RateLimited {
+        message: String,
+        retry_after: Duration,
+    },
+}
+
+/// The earliest time a connection may call `apps.connections.open` again, after Slack
+/// asked to wait (shared by every connection and kept across restarts of `run`, so a
+/// restart does not ask again too early).
+#[derive(Debug, Default)]
+pub struct OpenGate(std::sync::Mutex<Option<Instant>>);
+
+impl OpenGate {
+    pub fn close_until(&self, at: Instant) {
+        let mut gate = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *gate = Some(gate.map_or(at, |old| old.max(at)));
+    }
+
+    fn open_at(&self) -> Option<Instant> {
+        let gate = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+        gate.filter(|at| *at > Instant::now())
+    }
 }
 
 /// What a connection tells the socket loop.
@@ -98,8 +127,9 @@ pub enum ConnEvent {
     },
 }
 
-/// The socket loop's handle on a connection task.
-#[derive(Debug)]
+/// The socket loop's handle on a connection task; the jobs handling its envelopes hold
+/// clones to ack on it.
+#[derive(Debug, Clone)]
 pub struct ConnHandle {
     outgoing: mpsc::UnboundedSender<String>,
     stop: CancellationToken,
@@ -123,8 +153,9 @@ impl ConnHandle {
     }
 
     /// Stops reading from the connection (a successor took over) and reports
-    /// [`ConnEvent::Retired`] behind the frames already forwarded, so the loop can handle
-    /// and ack those on this socket before closing it.
+    /// [`ConnEvent::Retired`] behind the frames already forwarded. The connection then
+    /// closes itself once every handle on it is dropped: the envelopes it delivered are
+    /// handled and acked on it first.
     pub fn retire(&self) {
         self.retire.cancel();
     }
@@ -137,6 +168,7 @@ pub struct ConnDeps {
     pub tunables: Tunables,
     pub progress: Progress,
     pub events: mpsc::Sender<ConnEvent>,
+    pub gate: Arc<OpenGate>,
 }
 
 pub fn spawn(id: u64, deps: ConnDeps) -> ConnHandle {
@@ -191,6 +223,14 @@ async fn open(api: &WebApi) -> Result<Socket, OpenError> {
                 OpenError::Fatal(format!(
                     "apps.connections.open: {e} (check SLACK_APP_TOKEN)"
                 ))
+            } else if let ApiError::RateLimited {
+                retry_after: Some(retry_after),
+            } = e
+            {
+                OpenError::RateLimited {
+                    message: format!("apps.connections.open: {e}"),
+                    retry_after,
+                }
             } else {
                 OpenError::Retryable(format!("apps.connections.open: {e}"))
             }
@@ -219,6 +259,12 @@ async fn run(
     stop: CancellationToken,
     retire: CancellationToken,
 ) {
+    if let Some(at) = deps.gate.open_at() {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep_until(at) => {}
+        }
+    }
     let opened = tokio::select! {
         _ = stop.cancelled() => return,
         opened = tokio::time::timeout(deps.tunables.open_timeout, open(&deps.api)) => opened,
@@ -226,6 +272,9 @@ async fn run(
     let mut socket = match opened {
         Ok(Ok(socket)) => socket,
         Ok(Err(error)) => {
+            if let OpenError::RateLimited { retry_after, .. } = &error {
+                deps.gate.close_until(Instant::now() + *retry_after);
+            }
             let _ = deps
                 .events
                 .send(ConnEvent::OpenFailed { conn: id, error })
@@ -272,7 +321,12 @@ async fn run(
                 }
             }
             // Acks first, so a flood of envelopes never delays them.
-            Some(text) = outgoing.recv() => {
+            text = outgoing.recv() => {
+                let Some(text) = text else {
+                    // Every handle is gone: a retired connection's last ack is written.
+                    let _ = tokio::time::timeout(CLOSE_TIMEOUT, socket.close(None)).await;
+                    return;
+                };
                 if let Err(e) = socket.send(Message::Text(text.into())).await {
                     break ConnEvent::Closed { conn: id, why: e.to_string() };
                 }

@@ -168,9 +168,7 @@ pub async fn download(
         ));
     }
     let mut response = api
-        .http()
-        .get(url)
-        .bearer_auth(api.bot_token().expose())
+        .transfer(reqwest::Method::GET, url)
         .send()
         .await
         .map_err(|e| format!("downloading file {id}: {}", e.without_url()))?;
@@ -267,9 +265,7 @@ pub async fn upload(
         )));
     };
     let response = api
-        .http()
-        .post(upload_url)
-        .bearer_auth(api.bot_token().expose())
+        .transfer(reqwest::Method::POST, upload_url)
         .body(bytes)
         .send()
         .await

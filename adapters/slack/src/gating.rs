@@ -1,6 +1,6 @@
 //! Which Slack messages may start a turn (the reference's `_handle_slack_message` gates, in
-//! its order): our own and other bots' messages per `SLACK_ALLOW_BOTS`, edits and deletions,
-//! allowed channels, free-response channels, `SLACK_REQUIRE_MENTION` /
+//! its order): our own and other bots' messages per `SLACK_ALLOW_BOTS`, message subtypes
+//! (an allowlist: only what a person wrote starts a turn), allowed channels, free-response channels, `SLACK_REQUIRE_MENTION` /
 //! `SLACK_STRICT_MENTION`, and the thread memory that lets a conversation continue without
 //! repeating the mention. Pure: it reads the settings and memory, it changes nothing.
 
@@ -9,13 +9,17 @@ use fancy_regex::Regex;
 use crate::memory::Memory;
 use crate::settings::{AllowBots, Settings};
 
-/// Subtypes that never start a turn: edits, deletions, and membership notices.
-const IGNORED_SUBTYPES: [&str; 5] = [
-    "message_changed",
-    "message_deleted",
-    "message_replied",
-    "channel_join",
-    "channel_leave",
+/// The message subtypes that may start a turn: what a person wrote (a file share, a
+/// thread reply also sent to the channel, a `/me` message). Every other subtype is a
+/// notice or a change to an existing message (`channel_topic`, `pinned_item`, `bot_add`,
+/// `message_changed`, …; <https://api.slack.com/events/message#subtypes>), and Slack adds
+/// new ones, so an allowlist: an unknown subtype starts nothing. A message without a
+/// subtype is an ordinary one; `bot_message` is judged by `SLACK_ALLOW_BOTS` first.
+const TURN_SUBTYPES: [&str; 4] = [
+    "file_share",
+    "thread_broadcast",
+    "me_message",
+    "bot_message",
 ];
 
 /// The parts of a message event the gates look at.
@@ -134,8 +138,8 @@ impl Gates {
                 _ => {}
             }
         }
-        if facts.subtype.is_some_and(|s| IGNORED_SUBTYPES.contains(&s)) {
-            return Verdict::Ignore("edit, deletion or notice");
+        if facts.subtype.is_some_and(|s| !TURN_SUBTYPES.contains(&s)) {
+            return Verdict::Ignore("subtype that is not a new message");
         }
         let mentioned = facts.text.contains(&mention) || self.matches_pattern(facts.text);
         if facts.is_one_to_one_dm() {

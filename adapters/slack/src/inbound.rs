@@ -6,7 +6,8 @@
 use hermes_adapter::{ChatType, MessageEvent, MessageType, SessionSource};
 use serde_json::Value;
 
-use crate::api::WebApi;
+use crate::api::{ApiError, WebApi};
+use crate::assistant;
 use crate::commands::rewrite_bang_command;
 use crate::files;
 use crate::gating::{BotIdentity, Facts, Gates, MENTION_REQUIRED, Verdict};
@@ -14,6 +15,15 @@ use crate::interactive;
 use crate::memory::{Reacting, SharedMemory, key};
 use crate::rich_text;
 use crate::settings::Settings;
+
+/// Why an enriching look-up gave nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    #[error("{0}")]
+    Api(ApiError),
+    #[error("no answer before the ack deadline")]
+    Late,
+}
 
 /// What to do with one envelope.
 #[derive(Debug)]
@@ -54,6 +64,10 @@ pub struct Translator<'a> {
     pub me: &'a BotIdentity,
     pub memory: &'a SharedMemory,
     pub api: &'a WebApi,
+    /// When the look-ups that only enrich an event (`users.info`, `conversations.replies`,
+    /// `files.info`) give up, so the envelope is still acked in time: the event is then
+    /// handed over without what they would have added.
+    pub lookup_deadline: tokio::time::Instant,
 }
 
 fn str_field<'v>(value: &'v Value, field: &str) -> Option<&'v str> {
@@ -98,6 +112,14 @@ impl Translator<'_> {
             return Handling::Ack("envelope without event");
         };
         let event_type = str_field(event, "type").unwrap_or("");
+        if event_type.starts_with("assistant_thread_") {
+            return Handling::Ack(assistant::on_event(
+                event_type,
+                event,
+                self.memory,
+                self.api,
+            ));
+        }
         if event_type != "message" && event_type != "app_mention" {
             return Handling::Ack("event type not handled");
         }
@@ -178,6 +200,12 @@ impl Translator<'_> {
         if text.is_empty() && media_paths.is_empty() {
             return Handling::Ack("empty message");
         }
+        if let Some(note) = facts
+            .thread_ts
+            .and_then(|thread| assistant::context_note(self.memory, channel_id, thread))
+        {
+            text = format!("{note}\n\n{text}");
+        }
         let message_type = message_type(&text, &media_types);
         let source = SessionSource {
             platform: "slack".into(),
@@ -234,11 +262,7 @@ impl Translator<'_> {
             {
                 // Slack Connect sends a stub; the real object (with URLs) needs files.info.
                 let id = str_field(file, "id").unwrap_or("").to_owned();
-                match self
-                    .api
-                    .call_form("files.info", &[("file", id.clone())])
-                    .await
-                {
+                match self.lookup("files.info", &[("file", id.clone())]).await {
                     Ok(answer) if answer.get("file").is_some() => {
                         full = answer["file"].clone();
                         &full
@@ -309,7 +333,7 @@ impl Translator<'_> {
             ("limit", "1".to_owned()),
             ("inclusive", "true".to_owned()),
         ];
-        let answer = match self.api.call_form("conversations.replies", &fields).await {
+        let answer = match self.lookup("conversations.replies", &fields).await {
             Ok(answer) => answer,
             Err(e) => {
                 tracing::debug!(platform = "slack", channel, thread, error = %e, "thread parent unavailable");
@@ -344,8 +368,7 @@ impl Translator<'_> {
             return name.clone();
         }
         let name = match self
-            .api
-            .call_form("users.info", &[("user", user.to_owned())])
+            .lookup("users.info", &[("user", user.to_owned())])
             .await
         {
             Ok(answer) => [
@@ -363,13 +386,34 @@ impl Translator<'_> {
             })
             .unwrap_or(user)
             .to_owned(),
-            Err(e) => {
+            Err(LookupError::Late) => {
+                // Not remembered: the next message from this user asks again.
+                return user.to_owned();
+            }
+            Err(LookupError::Api(e)) => {
                 tracing::debug!(platform = "slack", user, error = %e, "users.info failed");
                 user.to_owned()
             }
         };
         self.lock().remember_user_name(user, &name);
         name
+    }
+
+    /// One enriching Web API call, abandoned at the look-up deadline.
+    async fn lookup(&self, method: &str, fields: &[(&str, String)]) -> Result<Value, LookupError> {
+        match tokio::time::timeout_at(self.lookup_deadline, self.api.call_form(method, fields))
+            .await
+        {
+            Ok(answer) => answer.map_err(LookupError::Api),
+            Err(_) => {
+                tracing::info!(
+                    platform = "slack",
+                    method,
+                    "look-up too slow for the ack deadline; handing the event over without it"
+                );
+                Err(LookupError::Late)
+            }
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, crate::memory::Memory> {

@@ -11,12 +11,14 @@
 
 mod adapter;
 mod api;
+mod assistant;
 mod commands;
 mod connection;
 mod files;
 mod gating;
 mod inbound;
 mod interactive;
+mod lanes;
 mod memory;
 pub mod mrkdwn;
 mod outbound;

@@ -6,6 +6,8 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 
+use crate::assistant::AssistantThread;
+
 /// The reference's cap (`_BOT_TS_MAX`, `_MENTIONED_THREADS_MAX`).
 pub const MEMORY_CAP: usize = 5000;
 
@@ -75,6 +77,8 @@ pub struct Memory {
     pub user_names: HashMap<String, String>,
     /// `channel:thread` → the addressed message that gets the progress reactions.
     pub reacting: HashMap<String, Reacting>,
+    /// `channel:thread_ts` → the assistant threads Slack said were opened (split view).
+    pub assistant_threads: HashMap<String, AssistantThread>,
 }
 
 impl Default for Memory {
@@ -89,6 +93,7 @@ impl Default for Memory {
             thread_parents: HashMap::new(),
             mentioned_parents: BoundedSet::new(MEMORY_CAP),
             reacting: HashMap::new(),
+            assistant_threads: HashMap::new(),
         }
     }
 }
@@ -119,6 +124,14 @@ impl Memory {
             self.thread_parents.clear();
         }
         self.thread_parents.insert(key, (text, own));
+    }
+
+    pub fn remember_assistant_thread(&mut self, thread: AssistantThread) {
+        if self.assistant_threads.len() >= MEMORY_CAP {
+            self.assistant_threads.clear();
+        }
+        self.assistant_threads
+            .insert(key(&thread.channel_id, &thread.thread_ts), thread);
     }
 
     pub fn remember_user_name(&mut self, user_id: &str, name: &str) {

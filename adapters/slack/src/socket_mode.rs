@@ -1,13 +1,16 @@
 //! The socket loop behind `SlackAdapter::run`: `auth.test`, then one live Socket Mode
-//! connection kept at all times. Envelopes are handed to the core one at a time, in
-//! arrival order, and acknowledged on their own connection only after the core answered
+//! connection kept at all times. Envelopes are handed to the core concurrently across
+//! lanes and in arrival order within one ([`crate::lanes`]: a slow download in one channel
+//! never delays another channel's ack, a click or a slash command never waits behind a
+//! message), and each is acknowledged on its own connection only after the core answered
 //! `Recorded`/`Duplicate`; on `Failed` nothing is acked and Slack redelivers.
 //!
 //! Reconnects never lose an event: on a `disconnect` frame the replacement is opened first
-//! and the old socket is closed only once the new one said `hello` (envelopes arriving on
-//! the old socket meanwhile are still handled and acked there). A closed or silent socket
-//! is replaced at once; failed opens back off, and `run` gives up (retryable) only after
-//! several in a row. A bad token is fatal.
+//! and the old socket is closed only once the new one said `hello` and the envelopes the
+//! old one delivered are handled and acked there. A closed or silent socket is replaced at
+//! once, unless it closed right after its `hello` (then the next open backs off, as a failed
+//! one does); failed opens back off, honouring Slack's `Retry-After`, and `run` gives up
+//! (retryable) only after several in a row. A bad token is fatal.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,9 +26,15 @@ use crate::api::Token;
 use crate::connection::{self, ConnDeps, ConnEvent, ConnHandle, OpenError};
 use crate::gating::BotIdentity;
 use crate::inbound::{AfterRecord, Delivery, Handling, Translator};
+use crate::lanes::{Lanes, lane_of};
 
 /// Frames buffered between the connection tasks and this loop.
 const EVENT_BUFFER: usize = 256;
+
+/// How long an envelope's look-ups (`users.info`, `conversations.replies`, `files.info`)
+/// may take together before the event is handed over without what is still missing: the
+/// ack is owed within 3 seconds (<https://api.slack.com/apis/socket-mode#acknowledge>).
+const LOOKUP_BUDGET: Duration = Duration::from_millis(1500);
 
 /// Calls `auth.test` and learns who we are.
 async fn identify(shared: &Shared) -> Result<BotIdentity, AdapterError> {
@@ -70,6 +79,8 @@ struct Connections {
     active: Option<u64>,
     /// A replacement being opened; it becomes active on hello.
     pending: Option<u64>,
+    /// When each connection said hello (a socket closed soon after is not healthy).
+    hello_at: HashMap<u64, Instant>,
 }
 
 impl Drop for Connections {
@@ -93,15 +104,23 @@ impl Connections {
     }
 
     fn forget(&mut self, id: u64) {
-        if let Some(conn) = self.all.remove(&id) {
+        if let Some(conn) = self.release(id) {
             conn.close();
         }
+    }
+
+    /// Stops tracking a connection without closing it (a retired one closes itself once
+    /// the jobs holding its acks are done).
+    fn release(&mut self, id: u64) -> Option<ConnHandle> {
+        self.hello_at.remove(&id);
+        let conn = self.all.remove(&id);
         if self.active == Some(id) {
             self.active = None;
         }
         if self.pending == Some(id) {
             self.pending = None;
         }
+        conn
     }
 
     /// Keeps a live or opening connection at all times.
@@ -114,6 +133,7 @@ impl Connections {
     /// The new connection said hello: it takes over, and the previous one is retired —
     /// closed once the envelopes it already delivered are handled and acked on it.
     fn promote(&mut self, id: u64) {
+        self.hello_at.insert(id, Instant::now());
         if self.pending == Some(id) {
             self.pending = None;
         }
@@ -128,6 +148,10 @@ impl Connections {
         }
     }
 }
+
+/// A socket Slack closes sooner than this after its `hello` counts as a failed open: Slack
+/// refusing the connection that way must not be answered by reopening at once, forever.
+const SHORT_LIVED: Duration = Duration::from_secs(10);
 
 fn backoff(tunables: &connection::Tunables, failures: u32) -> Duration {
     let factor = 1u32 << failures.saturating_sub(1).min(10);
@@ -151,14 +175,19 @@ pub(crate) async fn run(shared: Arc<Shared>, ctx: AdapterContext) -> Result<(), 
             tunables: shared.tunables,
             progress: ctx.progress.clone(),
             events: events_tx,
+            gate: shared.open_gate.clone(),
         },
         next_id: 0,
         all: HashMap::new(),
         active: None,
         pending: None,
+        hello_at: HashMap::new(),
     };
     conns.open();
+    let mut lanes = Lanes::default();
     let mut failures = 0u32;
+    // Sockets closed right after their hello, in a row.
+    let mut short_lived = 0u32;
     let mut retry_at: Option<Instant> = None;
     loop {
         let retry = async move {
@@ -195,13 +224,19 @@ pub(crate) async fn run(shared: Arc<Shared>, ctx: AdapterContext) -> Result<(), 
                 if retry_attempt > 0 {
                     tracing::debug!(platform = "slack", %envelope_id, retry_attempt, "redelivered envelope");
                 }
-                let handle = conns.all.get(&conn);
-                // Shutdown may abandon a hand-over in progress: the envelope stays
-                // unacknowledged and Slack redelivers it to the next process.
-                tokio::select! {
-                    _ = ctx.shutdown.cancelled() => return Ok(()),
-                    _ = handle_envelope(&shared, &ctx, &me, handle, &envelope_id, &kind, &payload) => {}
-                }
+                // Shutdown aborts the jobs still running (`lanes` is dropped): their
+                // envelopes stay unacknowledged and Slack redelivers them.
+                let lane = lane_of(&kind, &payload);
+                let job = handle_envelope(
+                    shared.clone(),
+                    ctx.clone(),
+                    me.clone(),
+                    conns.all.get(&conn).cloned(),
+                    envelope_id,
+                    kind,
+                    payload,
+                );
+                lanes.spawn(lane, job);
             }
             ConnEvent::Disconnect { conn, reason } => {
                 tracing::info!(platform = "slack", conn, %reason, "Slack asked to reconnect; opening the replacement first");
@@ -209,16 +244,35 @@ pub(crate) async fn run(shared: Arc<Shared>, ctx: AdapterContext) -> Result<(), 
             }
             ConnEvent::Closed { conn, why } => {
                 tracing::info!(platform = "slack", conn, %why, "socket closed");
+                let lived = conns.hello_at.get(&conn).map(Instant::elapsed);
                 conns.forget(conn);
-                conns.ensure_one();
+                if lived.is_some_and(|lived| lived < SHORT_LIVED) && conns.active.is_none() {
+                    short_lived += 1;
+                    let delay = backoff(&shared.tunables, short_lived);
+                    tracing::warn!(
+                        platform = "slack",
+                        conn,
+                        short_lived,
+                        ?delay,
+                        "socket closed right after its hello; backing off before reopening"
+                    );
+                    if retry_at.is_none() && conns.pending.is_none() {
+                        retry_at = Some(Instant::now() + delay);
+                    }
+                } else {
+                    if lived.is_some() {
+                        short_lived = 0;
+                    }
+                    conns.ensure_one();
+                }
             }
             ConnEvent::Retired { conn } => {
                 tracing::debug!(
                     platform = "slack",
                     conn,
-                    "retired socket drained; closing it"
+                    "retired socket; it closes once its envelopes are acked"
                 );
-                conns.forget(conn);
+                conns.release(conn);
             }
             ConnEvent::Silent { conn } => {
                 tracing::warn!(platform = "slack", conn, "socket silent; replacing it");
@@ -237,30 +291,45 @@ pub(crate) async fn run(shared: Arc<Shared>, ctx: AdapterContext) -> Result<(), 
                         }
                         retry_at = Some(Instant::now() + backoff(&shared.tunables, failures));
                     }
+                    OpenError::RateLimited {
+                        message,
+                        retry_after,
+                    } => {
+                        // Flow control, not failure: wait as long as Slack asked (every
+                        // open waits for it, also after a restart), then try again.
+                        tracing::warn!(platform = "slack", ?retry_after, error = %message, "Slack asked to wait before opening a socket");
+                        retry_at = Some(
+                            Instant::now()
+                                + retry_after.max(backoff(&shared.tunables, failures.max(1))),
+                        );
+                    }
                 }
             }
         }
     }
 }
 
-/// Translates, hands over, and acknowledges one envelope.
+/// Translates, hands over, and acknowledges one envelope (a job of its lane).
 async fn handle_envelope(
-    shared: &Arc<Shared>,
-    ctx: &AdapterContext,
-    me: &BotIdentity,
-    conn: Option<&ConnHandle>,
-    envelope_id: &str,
-    kind: &str,
-    payload: &Value,
+    shared: Arc<Shared>,
+    ctx: AdapterContext,
+    me: BotIdentity,
+    conn: Option<ConnHandle>,
+    envelope_id: String,
+    kind: String,
+    payload: Value,
 ) {
+    let (conn, envelope_id, me) = (conn.as_ref(), envelope_id.as_str(), &me);
+    let shared = &shared;
     let translator = Translator {
         settings: &shared.settings,
         gates: &shared.gates,
         me,
         memory: &shared.memory,
         api: &shared.api,
+        lookup_deadline: Instant::now() + LOOKUP_BUDGET,
     };
-    let (event, mut after) = match translator.translate(kind, envelope_id, payload).await {
+    let (event, mut after) = match translator.translate(&kind, envelope_id, &payload).await {
         Handling::Ack(reason) => {
             tracing::trace!(platform = "slack", %envelope_id, reason, "acknowledged without a turn");
             ack(conn, envelope_id, None);

@@ -4,7 +4,7 @@
 mod support;
 
 use fake_slack::{BOT_USER_ID, events};
-use hermes_adapter::{ChatType, MessageType};
+use hermes_adapter::{Adapter, ChatType, MessageType};
 use serde_json::json;
 use support::{CHANNEL, DM, Harness, USER};
 
@@ -478,5 +478,108 @@ async fn native_slash_commands_become_command_events() {
         ack.frame["payload"],
         json!({"response_type": "ephemeral", "text": "Running `/status`…"})
     );
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn only_what_a_person_wrote_starts_a_turn_in_a_free_response_channel() {
+    let mut h = Harness::start(json!({"free_response_channels": [CHANNEL]})).await;
+    // Notices Slack posts into the channel itself: none of them is a question.
+    let notices = [
+        ("channel_topic", "set the channel topic: deploys"),
+        ("channel_purpose", "set the channel purpose: ops"),
+        (
+            "channel_name",
+            "renamed the channel from \"old\" to \"new\"",
+        ),
+        ("pinned_item", "pinned a message to this channel."),
+        ("bot_add", "added an integration to this channel: bot"),
+        ("channel_archive", "archived the channel"),
+        ("some_future_subtype", "anything"),
+    ];
+    for (subtype, text) in notices {
+        let ts = h.fake.next_ts();
+        let pushed = h
+            .fake
+            .push_event(events::with_subtype(CHANNEL, subtype, USER, text, &ts));
+        h.expect_only_marker(&format!("after {subtype}")).await;
+        h.fake.wait_for_ack(&pushed.envelope_id).await;
+    }
+    // What a person wrote: a plain message, a `/me` message, a reply also sent to the
+    // channel, a file share.
+    let file = h.fake.add_file("n.txt", "text/plain", b"note".to_vec());
+    for subtype in ["me_message", "thread_broadcast", "file_share"] {
+        let ts = h.fake.next_ts();
+        let mut event = events::with_subtype(CHANNEL, subtype, USER, "look at this", &ts);
+        if subtype == "file_share" {
+            event["files"] = json!([file.clone()]);
+        }
+        let pushed = h.fake.push_event(event);
+        let event = h.record().await;
+        assert_eq!(event.event_id, pushed.event_id, "{subtype}");
+        assert!(event.text.contains("look at this"), "{subtype}: {event:?}");
+    }
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_assistant_split_view_gets_prompts_context_and_a_title() {
+    let mut h = Harness::start(json!({})).await;
+    let thread = h.fake.next_ts();
+    let started = h.fake.push_event(events::assistant_thread(
+        "assistant_thread_started",
+        USER,
+        DM,
+        &thread,
+        Some("C0VIEWED"),
+        &h.fake.next_ts(),
+    ));
+    let prompts = h
+        .fake
+        .wait_for_calls("assistant.threads.setSuggestedPrompts", 1)
+        .await;
+    assert_eq!(prompts[0].str("channel_id"), Some(DM));
+    assert_eq!(prompts[0].str("thread_ts"), Some(thread.as_str()));
+    let offered = prompts[0].body["prompts"].as_array().unwrap();
+    assert!((1..=4).contains(&offered.len()), "{offered:?}");
+    assert!(
+        h.fake.records().faulted.is_empty(),
+        "the fake accepted the prompts"
+    );
+    h.fake.wait_for_ack(&started.envelope_id).await;
+
+    // The user switches to another channel beside the thread, then asks.
+    h.fake.push_event(events::assistant_thread(
+        "assistant_thread_context_changed",
+        USER,
+        DM,
+        &thread,
+        Some("C0OTHER"),
+        &h.fake.next_ts(),
+    ));
+    let ts = h.fake.next_ts();
+    let mut question = events::dm(DM, USER, "what is going on there?", &ts);
+    question["thread_ts"] = json!(thread);
+    h.fake.push_event(question);
+    let event = h.record().await;
+    assert_eq!(
+        event.text,
+        "[Slack assistant: the user is viewing channel <#C0OTHER>]\n\nwhat is going on there?"
+    );
+    assert_eq!(event.source.thread_id.as_deref(), Some(thread.as_str()));
+
+    // The session's title names the thread; threads that are not assistant threads are
+    // left alone.
+    let renamed = h.adapter.rename_thread(&thread, "Incident review").await;
+    assert!(renamed.is_ok(), "{renamed:?}");
+    let titles = h.fake.calls("assistant.threads.setTitle");
+    assert_eq!(titles.len(), 1);
+    assert_eq!(titles[0].str("channel_id"), Some(DM));
+    assert_eq!(titles[0].str("thread_ts"), Some(thread.as_str()));
+    assert_eq!(titles[0].str("title"), Some("Incident review"));
+    let other = h.adapter.rename_thread("1.0", "Nothing").await;
+    assert!(other.is_ok(), "{other:?}");
+    assert_eq!(h.fake.calls("assistant.threads.setTitle").len(), 1);
+    h.expect_only_marker("after the assistant events").await;
     h.stop().await.unwrap();
 }

@@ -64,9 +64,10 @@ impl Router {
     }
 
     /// Renames the thread `source` lives in after the session's title (the adapter decides
-    /// whether the thread is one it opened).
+    /// whether the thread is one it opened: a Discord auto-thread, a Slack assistant thread
+    /// in a DM).
     pub(super) async fn rename_session_thread(&self, source: &SessionSource, title: &str) {
-        if source.chat_type != ChatType::Thread {
+        if source.chat_type != ChatType::Thread && source.chat_type != ChatType::Dm {
             return;
         }
         let (Some(thread_id), Some(link)) = (&source.thread_id, self.link(&source.platform)) else {

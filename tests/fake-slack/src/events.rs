@@ -123,3 +123,56 @@ pub(crate) fn block_actions(click: &Click<'_>, trigger_id: &str, response_url: &
         }],
     })
 }
+
+/// A channel message with a `subtype`, shaped as Slack sends that subtype
+/// (<https://api.slack.com/events/message#subtypes>): notices carry the user who caused
+/// them and Slack's own wording; the subtype-specific fields follow each subtype's page
+/// (`topic`, `purpose`, `old_name`/`name`, `item`, `bot_id`/`bot_link`, `root`).
+pub fn with_subtype(channel: &str, subtype: &str, user: &str, text: &str, ts: &str) -> Value {
+    let mut event = message(channel, "channel", user, text, ts);
+    event["subtype"] = json!(subtype);
+    let extra = match subtype {
+        "channel_topic" => json!({"topic": text}),
+        "channel_purpose" => json!({"purpose": text}),
+        "channel_name" => json!({"old_name": "old", "name": "new"}),
+        "pinned_item" => json!({"item_type": "C", "item": {"type": "message", "ts": "1.0"}}),
+        "bot_add" => {
+            json!({"bot_id": "BNEW", "bot_link": "<https://x.slack.com/services/BNEW|bot>"})
+        }
+        "thread_broadcast" => json!({"thread_ts": "1.0", "root": {"ts": "1.0", "user": user,
+            "text": "root", "type": "message"}}),
+        _ => json!({}),
+    };
+    if let (Value::Object(event), Value::Object(extra)) = (&mut event, extra) {
+        event.extend(extra);
+    }
+    if subtype != "file_share" && subtype != "thread_broadcast" && subtype != "me_message" {
+        // Notices are not typed by anyone: Slack sends no client_msg_id for them.
+        event.as_object_mut().map(|e| e.remove("client_msg_id"));
+    }
+    event
+}
+
+/// `assistant_thread_started` or `assistant_thread_context_changed` (`kind`): `user` opened
+/// the assistant split view, a thread rooted at `thread_ts` in the bot's DM `dm`, while
+/// looking at `context_channel` (<https://api.slack.com/events/assistant_thread_started>,
+/// <https://api.slack.com/events/assistant_thread_context_changed>).
+pub fn assistant_thread(
+    kind: &str,
+    user: &str,
+    dm: &str,
+    thread_ts: &str,
+    context_channel: Option<&str>,
+    event_ts: &str,
+) -> Value {
+    let mut context = json!({"team_id": TEAM_ID, "enterprise_id": null});
+    if let Some(channel) = context_channel {
+        context["channel_id"] = json!(channel);
+    }
+    json!({
+        "type": kind,
+        "assistant_thread": {"user_id": user, "context": context, "channel_id": dm,
+            "thread_ts": thread_ts},
+        "event_ts": event_ts,
+    })
+}

@@ -83,6 +83,7 @@ async fn api(
         token: bearer(&headers),
         body: parse_body(&content_type, &body, query),
         content_type,
+        at: std::time::Instant::now(),
     };
     let fault = {
         let mut inner = shared.lock();
@@ -186,7 +187,42 @@ fn answer(shared: &Shared, call: &ApiCall) -> Response {
         "chat.update" | "chat.delete" => ok(json!({
             "channel": call.str("channel"), "ts": call.str("ts"), "text": call.str("text"),
         })),
-        "reactions.add" | "reactions.remove" | "assistant.threads.setStatus" => ok(json!({})),
+        "reactions.add" | "reactions.remove" => ok(json!({})),
+        // <https://api.slack.com/methods/assistant.threads.setStatus>,
+        // <https://api.slack.com/methods/assistant.threads.setTitle>: `channel_id` and
+        // `thread_ts` name the assistant thread; `status` / `title` are required.
+        "assistant.threads.setStatus" | "assistant.threads.setTitle" => {
+            let field = if call.method.ends_with("setStatus") {
+                "status"
+            } else {
+                "title"
+            };
+            if call.str("channel_id").is_none()
+                || call.str("thread_ts").is_none()
+                || call.str(field).is_none()
+            {
+                return slack_error("invalid_arguments");
+            }
+            ok(json!({}))
+        }
+        // <https://api.slack.com/methods/assistant.threads.setSuggestedPrompts>: up to four
+        // prompts, each with a `title` and the `message` sent when it is clicked.
+        "assistant.threads.setSuggestedPrompts" => {
+            let prompts = call.body.get("prompts").and_then(Value::as_array);
+            let valid = call.str("channel_id").is_some()
+                && call.str("thread_ts").is_some()
+                && prompts.is_some_and(|p| {
+                    (1..=4).contains(&p.len())
+                        && p.iter().all(|p| {
+                            p.get("title").and_then(Value::as_str).is_some()
+                                && p.get("message").and_then(Value::as_str).is_some()
+                        })
+                });
+            if !valid {
+                return slack_error("invalid_arguments");
+            }
+            ok(json!({}))
+        }
         "conversations.replies" => {
             let key = format!(
                 "{}:{}",
@@ -254,12 +290,24 @@ async fn download(
     headers: HeaderMap,
 ) -> Response {
     let token = bearer(&headers);
-    shared.lock().records.calls.push(ApiCall {
-        method: "file.download".into(),
-        token: token.clone(),
-        body: json!({"id": id}),
-        content_type: String::new(),
-    });
+    let fault = {
+        let mut inner = shared.lock();
+        inner.records.calls.push(ApiCall {
+            method: "file.download".into(),
+            token: token.clone(),
+            body: json!({"id": id}),
+            content_type: String::new(),
+            at: std::time::Instant::now(),
+        });
+        inner
+            .faults
+            .get_mut("file.download")
+            .and_then(|q| q.pop_front())
+    };
+    // A slow file host (a large file, a slow link): the answer starts after the delay.
+    if let Some(Fault::Delay(delay)) = fault {
+        tokio::time::sleep(delay).await;
+    }
     if token.as_deref() != Some(shared.tokens.bot.as_str()) {
         // Slack answers an unauthenticated file fetch with its sign-in page.
         return (
@@ -280,6 +328,15 @@ async fn upload(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
+    let fault = shared
+        .lock()
+        .faults
+        .get_mut("file.upload")
+        .and_then(|q| q.pop_front());
+    // A slow upload (a large file): Slack answers once the bytes are in, after the delay.
+    if let Some(Fault::Delay(delay)) = fault {
+        tokio::time::sleep(delay).await;
+    }
     let len = body.len();
     shared.lock().records.uploads.insert(id, body.to_vec());
     format!("OK - {len}").into_response()

@@ -7,6 +7,8 @@
 //! and records every call and frame. Fault switches reproduce what Slack does in production:
 //! unacked envelopes redelivered with `retry_attempt`/`retry_reason`, `disconnect` frames,
 //! sockets that stop answering, 429 with `Retry-After`, `ok:false` errors, bad tokens.
+//! Like Slack, the fake retries on its own every envelope not acked within 3 seconds (up to
+//! 3 times) and records how long each ack took ([`Records::ack_latency`]).
 //!
 //! Everything is driven through [`FakeSlack`]; waiting is done on recorded state
 //! ([`FakeSlack::wait_for`]) with a generous bound, never by sleeping.
@@ -82,6 +84,36 @@ impl Drop for FakeSlack {
     }
 }
 
+/// Slack's own retry of unacknowledged envelopes: an envelope not acked within
+/// [`state::ACK_DEADLINE`] of being written to a socket is delivered again in a new
+/// envelope, up to [`state::MAX_RETRIES`] times
+/// (<https://api.slack.com/apis/socket-mode#acknowledge>,
+/// <https://api.slack.com/apis/events-api#retries>). Runs until the fake stops.
+async fn retry_overdue_envelopes(shared: Arc<Shared>) {
+    let mut changes = shared.changes.subscribe();
+    loop {
+        changes.borrow_and_update();
+        // A read-only look first: locking for writing would wake this loop again.
+        let next = {
+            let mut inner = shared.peek();
+            inner.next_retry_at()
+        };
+        let due = async {
+            match next {
+                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = shared.stop.cancelled() => return,
+            _ = due => {
+                shared.lock().retry_overdue(std::time::Instant::now());
+            }
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+    }
+}
+
 impl FakeSlack {
     /// Starts the fake with the default tokens.
     pub async fn start() -> Self {
@@ -96,6 +128,7 @@ impl FakeSlack {
         let stop = CancellationToken::new();
         let shared = Arc::new(Shared::new(tokens, addr, stop.clone()));
         http::spawn_server(listener, shared.clone(), stop.clone());
+        tokio::spawn(retry_overdue_envelopes(shared.clone()));
         Self { shared, addr, stop }
     }
 
@@ -126,6 +159,12 @@ impl FakeSlack {
     /// Makes `apps.connections.open` answer `ok:false` with this error until cleared.
     pub fn refuse_connections(&self, error: Option<&str>) {
         self.shared.lock().refuse_connections = error.map(str::to_owned);
+    }
+
+    /// Closes each of the next `count` sockets right after its `hello` (before any
+    /// envelope), as Slack may when it cannot keep a connection.
+    pub fn close_after_hello(&self, count: usize) {
+        self.shared.lock().close_after_hello = count;
     }
 
     /// Sets the display name `users.info` reports for `user` (default: none, so the
@@ -362,6 +401,30 @@ impl FakeSlack {
                 "timed out waiting for {what}; records: {:#?}",
                 self.shared.peek().records.summary()
             ),
+        }
+    }
+
+    /// Waits until no delivery is waiting for its ack: every envelope written to a socket
+    /// was acked, or another copy of its delivery was. Panics after [`WAIT_BOUND`].
+    pub async fn wait_until_all_acked(&self) {
+        let mut changes = self.shared.changes.subscribe();
+        let waited = tokio::time::timeout(WAIT_BOUND, async {
+            loop {
+                changes.borrow_and_update();
+                if self.shared.peek().unacked_deliveries() == 0 {
+                    return;
+                }
+                if changes.changed().await.is_err() {
+                    panic!("fake slack stopped while waiting for acks");
+                }
+            }
+        })
+        .await;
+        if waited.is_err() {
+            panic!(
+                "timed out waiting for every envelope to be acked; records: {:#?}",
+                self.shared.peek().records.summary()
+            );
         }
     }
 

@@ -44,16 +44,29 @@ pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
         );
         return;
     }
-    {
+    let close_now = {
         let mut inner = shared.lock();
-        if let Some(live) = inner.live.iter_mut().find(|c| c.id == connection) {
-            live.hello_sent = true;
-        }
         inner
             .records
             .timeline
             .push(SocketEvent::Hello { connection });
-        inner.flush_queue();
+        if inner.close_after_hello > 0 {
+            inner.close_after_hello -= 1;
+            true
+        } else {
+            if let Some(live) = inner.live.iter_mut().find(|c| c.id == connection) {
+                live.hello_sent = true;
+            }
+            inner.flush_queue();
+            false
+        }
+    };
+    if close_now {
+        // Slack may end a connection at any moment, even one just opened
+        // (<https://api.slack.com/apis/socket-mode#disconnect>); clients reconnect.
+        let _ = sink.send(Message::Close(None)).await;
+        forget(&shared, connection, SocketEvent::Dropped { connection });
+        return;
     }
     loop {
         tokio::select! {

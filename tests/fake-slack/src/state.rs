@@ -1,6 +1,6 @@
 //! The fake's shared state: recorded calls and frames, queued faults, live sockets.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -21,6 +21,8 @@ pub struct ApiCall {
     pub body: Value,
     /// The content type the client sent.
     pub content_type: String,
+    /// When the fake received it.
+    pub at: Instant,
 }
 
 impl ApiCall {
@@ -79,7 +81,8 @@ pub enum Fault {
     Error(String),
     /// A bare HTTP status (5xx).
     Status(u16),
-    /// Holds the request for this long before answering normally (timeouts).
+    /// Holds the request for this long before answering normally (timeouts). Also for
+    /// `file.download` and `file.upload` (the file bytes' own URLs).
     Delay(Duration),
 }
 
@@ -115,6 +118,9 @@ pub struct Records {
     pub sent_at: HashMap<String, Instant>,
     /// Messages `chat.postMessage` accepted, in order.
     pub posted: Vec<Posted>,
+    /// Retries the fake made on its own because an ack was overdue: (missed envelope id,
+    /// retry envelope id).
+    pub auto_retries: Vec<(String, String)>,
 }
 
 impl Records {
@@ -128,6 +134,14 @@ impl Records {
     /// The position of an event in the timeline.
     pub fn position(&self, event: &SocketEvent) -> Option<usize> {
         self.timeline.iter().position(|e| e == event)
+    }
+
+    /// How long the first ack of `envelope_id` took after the envelope was written to a
+    /// socket; `None` when it is not acked (or was never sent).
+    pub fn ack_latency(&self, envelope_id: &str) -> Option<Duration> {
+        let sent = self.sent_at.get(envelope_id)?;
+        let acked = self.acks.iter().find(|a| a.envelope_id == envelope_id)?;
+        Some(acked.at.saturating_duration_since(*sent))
     }
 
     pub(crate) fn summary(&self) -> Value {
@@ -161,7 +175,23 @@ pub(crate) struct SentEnvelope {
     pub payload: Value,
     pub retry_attempt: u64,
     pub acked: bool,
+    /// The first envelope of this delivery: Slack's own retries of it share it, and once
+    /// any of them is acked the delivery is done.
+    pub origin: String,
+    /// Slack already retried this copy (it is not retried twice).
+    pub retried: bool,
 }
+
+/// How long Slack waits for an envelope's ack before it retries the delivery
+/// (<https://api.slack.com/apis/socket-mode#acknowledge>: acknowledge every envelope
+/// within 3 seconds).
+pub const ACK_DEADLINE: Duration = Duration::from_secs(3);
+/// How many times Slack retries an unacknowledged delivery
+/// (<https://api.slack.com/apis/events-api#retries>: up to 3 retries).
+pub const MAX_RETRIES: u64 = 3;
+/// The `retry_reason` Slack gives a retry after a missed deadline
+/// (<https://api.slack.com/apis/events-api#retries>).
+pub const TIMEOUT_REASON: &str = "http_timeout";
 
 #[derive(Debug)]
 pub(crate) struct Inner {
@@ -169,6 +199,8 @@ pub(crate) struct Inner {
     pub faults: HashMap<String, VecDeque<Fault>>,
     pub socket_url_override: Option<String>,
     pub refuse_connections: Option<String>,
+    /// How many of the next sockets are closed right after their hello.
+    pub close_after_hello: usize,
     pub stored_files: HashMap<String, (String, Vec<u8>)>,
     /// Full file objects by id, for `files.info`.
     pub file_objects: HashMap<String, Value>,
@@ -182,6 +214,11 @@ pub(crate) struct Inner {
     pub envelope_order: Vec<String>,
     /// Frames waiting for a socket to say hello.
     pub queued: VecDeque<(String, String)>,
+    /// Envelopes written to a socket and not acked yet, in the order written: what Slack
+    /// retries once the ack deadline passes.
+    pub awaiting_ack: VecDeque<String>,
+    /// Deliveries (by their first envelope id) that some copy's ack completed.
+    pub acked_origins: HashSet<String>,
     counter: u64,
     ts_counter: u64,
 }
@@ -206,6 +243,18 @@ impl Inner {
         retry_attempt: u64,
         retry_reason: &str,
     ) -> String {
+        self.send_copy(kind, payload, retry_attempt, retry_reason, None)
+    }
+
+    /// As [`Self::send_envelope`], as a retry of the delivery that began with `origin`.
+    fn send_copy(
+        &mut self,
+        kind: &str,
+        payload: Value,
+        retry_attempt: u64,
+        retry_reason: &str,
+        origin: Option<String>,
+    ) -> String {
         let envelope_id = format!("env-{:08}", self.next_id());
         let frame = json!({
             "envelope_id": envelope_id, "type": kind, "payload": payload,
@@ -219,6 +268,8 @@ impl Inner {
                 payload,
                 retry_attempt,
                 acked: false,
+                origin: origin.unwrap_or_else(|| envelope_id.clone()),
+                retried: false,
             },
         );
         self.envelope_order.push(envelope_id.clone());
@@ -241,6 +292,7 @@ impl Inner {
                 return;
             }
             self.records.sent_at.insert(envelope_id.clone(), sent_at);
+            self.awaiting_ack.push_back(envelope_id.clone());
             self.records.timeline.push(SocketEvent::EnvelopeSent {
                 connection: id,
                 envelope_id,
@@ -324,6 +376,73 @@ impl Inner {
         ))
     }
 
+    /// Drops from `awaiting_ack` what Slack would no longer retry: acked or retried
+    /// copies, copies out of retries, copies of a delivery another copy completed.
+    fn prune_awaiting(&mut self) {
+        let (envelopes, acked_origins) = (&self.envelopes, &self.acked_origins);
+        self.awaiting_ack.retain(|id| {
+            envelopes.get(id).is_some_and(|e| {
+                !e.acked
+                    && !e.retried
+                    && e.retry_attempt < MAX_RETRIES
+                    && !acked_origins.contains(&e.origin)
+            })
+        });
+    }
+
+    /// When the next automatic retry falls due, if any is pending (envelopes are written in
+    /// order, so the oldest one waiting falls due first).
+    pub fn next_retry_at(&mut self) -> Option<Instant> {
+        self.prune_awaiting();
+        let first = self.awaiting_ack.front()?;
+        Some(*self.records.sent_at.get(first)? + ACK_DEADLINE)
+    }
+
+    /// Retries every delivery whose ack is overdue, as Slack does on its own: the same
+    /// payload in a new envelope with `retry_attempt` + 1 and `retry_reason`. Returns how
+    /// many were retried.
+    pub fn retry_overdue(&mut self, now: Instant) -> usize {
+        self.prune_awaiting();
+        let mut overdue = Vec::new();
+        while let Some(id) = self.awaiting_ack.front() {
+            let due = self
+                .records
+                .sent_at
+                .get(id)
+                .is_none_or(|sent| *sent + ACK_DEADLINE <= now);
+            if !due {
+                break;
+            }
+            overdue.extend(self.awaiting_ack.pop_front());
+        }
+        for id in &overdue {
+            let Some(envelope) = self.envelopes.get_mut(id) else {
+                continue;
+            };
+            envelope.retried = true;
+            let envelope = envelope.clone();
+            let retry = self.send_copy(
+                &envelope.kind,
+                envelope.payload,
+                envelope.retry_attempt + 1,
+                TIMEOUT_REASON,
+                Some(envelope.origin),
+            );
+            self.records.auto_retries.push((id.clone(), retry));
+        }
+        overdue.len()
+    }
+
+    /// Envelopes written to a socket whose delivery no ack completed yet.
+    pub fn unacked_deliveries(&self) -> usize {
+        self.records
+            .sent_at
+            .keys()
+            .filter_map(|id| self.envelopes.get(id))
+            .filter(|e| !e.acked && !self.acked_origins.contains(&e.origin))
+            .count()
+    }
+
     pub fn command_newest(&mut self, command: ConnCommand) {
         if let Some(conn) = self.live.last() {
             let _ = conn.commands.send(command);
@@ -336,6 +455,7 @@ impl Inner {
         };
         if let Some(envelope) = self.envelopes.get_mut(envelope_id) {
             envelope.acked = true;
+            self.acked_origins.insert(envelope.origin.clone());
         }
         self.records.acks.push(Ack {
             connection,
@@ -394,6 +514,7 @@ impl Shared {
                 faults: HashMap::new(),
                 socket_url_override: None,
                 refuse_connections: None,
+                close_after_hello: 0,
                 stored_files: HashMap::new(),
                 file_objects: HashMap::new(),
                 user_names: HashMap::new(),
@@ -402,6 +523,8 @@ impl Shared {
                 envelopes: HashMap::new(),
                 envelope_order: Vec::new(),
                 queued: VecDeque::new(),
+                awaiting_ack: VecDeque::new(),
+                acked_origins: HashSet::new(),
                 counter: 0,
                 ts_counter: 0,
             }),

@@ -101,9 +101,18 @@ impl Harness {
         inbound.event
     }
 
-    /// Pushes a DM `marker` and asserts it is the next event: everything pushed before it
-    /// was ignored. Returns the marker event.
+    /// Asserts everything pushed so far was ignored (acked without being handed over),
+    /// then pushes a DM `marker` and asserts it is the next event. Envelopes of different
+    /// channels are handled concurrently, so the acks are waited for first. Returns the
+    /// marker event.
     pub async fn expect_only_marker(&mut self, marker: &str) -> MessageEvent {
+        tokio::select! {
+            handed = self.inbound.recv() => panic!(
+                "an ignored message was handed over: {:?}",
+                handed.map(|inbound| inbound.event)
+            ),
+            () = self.fake.wait_until_all_acked() => {}
+        }
         let ts = self.fake.next_ts();
         self.fake.push_event(events::dm(DM, USER, marker, &ts));
         let event = self.record().await;

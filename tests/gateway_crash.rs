@@ -21,7 +21,7 @@ const CHATS: i64 = 20;
 const PER_CHAT: usize = 10;
 const KILLS: usize = 6;
 const WAIT: Duration = Duration::from_secs(120);
-const RECOVERED: &str = "Recovered reply";
+const RECOVERED: &str = "Sent again after a restart";
 
 fn token_of(chat: i64, k: usize, tag: u32) -> String {
     format!("c{chat}m{k}t{tag}")

@@ -28,12 +28,12 @@ impl ResetReason {
     }
 }
 
-/// The notice sent when an auto-reset session had activity (Hermes's text).
+/// The notice sent when an auto-reset session had activity.
 pub fn reset_notice(reason: &ResetReason) -> String {
     format!(
-        "◐ Session automatically reset ({}). Conversation history cleared.\n\
-         Use /resume to browse and restore a previous session.\n\
-         Adjust reset timing in config.yaml under session_reset.",
+        "◐ New session started ({}); the earlier conversation is no longer in context.\n\
+         /resume lists past sessions and reopens one.\n\
+         When this happens is set under session_reset in config.yaml.",
         reason.describe()
     )
 }

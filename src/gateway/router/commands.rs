@@ -78,8 +78,8 @@ fn is_known(name: &str) -> bool {
 
 pub fn unknown_text(name: &str) -> String {
     format!(
-        "Unknown command `/{name}`. Type /commands to see what's available, or resend \
-         without the leading slash to send as a regular message."
+        "I don't know `/{name}`. /commands lists the commands; to send this to the agent as \
+         ordinary text, send it again without the slash."
     )
 }
 
@@ -107,12 +107,9 @@ impl Router {
         }
         if busy && !MID_TURN.contains(&name) {
             let text = if name == "model" {
-                "Agent is running — wait or /stop first, then switch models.".to_owned()
+                "A turn is running: the model can change once it ends (or after /stop).".to_owned()
             } else {
-                format!(
-                    "⏳ Agent is running — `/{name}` can't run mid-turn. Wait for the current \
-                     response or `/stop` first."
-                )
+                format!("⏳ `/{name}` has to wait until the current turn ends (or use `/stop`).")
             };
             self.respond(&job, &text).await;
             return;
@@ -295,7 +292,7 @@ impl Router {
                 let preview: String = text.chars().take(60).collect();
                 let more = if text.chars().count() > 60 { "..." } else { "" };
                 Some(format!(
-                    "⏩ Steer queued — arrives after the next tool call: '{preview}{more}'"
+                    "⏩ Passed to the running task, after its next tool call: '{preview}{more}'"
                 ))
             }
             None => {

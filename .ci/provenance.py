@@ -292,7 +292,7 @@ def load_allowlist(path):
 
 SQL_START = re.compile(
     r"\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|WITH|PRAGMA|ALTER|DROP|REPLACE)\b")
-REGEX_SYNTAX = re.compile(r"\\[sbwdSBWD]|\(\?[:=!<]|\[\^")
+REGEX_SYNTAX = re.compile(r"\\[sbwdSBWD]|\(\?[a-zA-Z:=!<]|\[\^|\[[^\]]*\\x[0-9a-fA-F]{2}-")
 
 
 def literal_class(kind, text):

@@ -142,8 +142,15 @@ mod tests {
     }
 
     #[test]
-    fn notice_matches_the_reference() {
+    fn notice_names_the_reason_and_the_way_back() {
         let text = reset_notice(&ResetReason::Daily { at_hour: 4 });
-        assert!(text.starts_with("◐ Session automatically reset (daily schedule at 4:00)."));
+        assert!(
+            text.starts_with("◐ New session started (daily schedule at 4:00);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/resume") && text.contains("session_reset"),
+            "{text}"
+        );
     }
 }

@@ -430,9 +430,11 @@ mod tests {
     }
 
     #[test]
-    fn unknown_commands_get_the_reference_text() {
+    fn unknown_commands_are_named_and_point_to_the_list() {
         assert!(!is_known("frobnicate"));
-        assert!(unknown_text("frobnicate").starts_with("Unknown command `/frobnicate`."));
+        let text = unknown_text("frobnicate");
+        assert!(text.starts_with("I don't know `/frobnicate`."), "{text}");
+        assert!(text.contains("/commands"), "{text}");
         for (name, _) in COMMANDS {
             assert!(is_known(name));
         }

@@ -148,7 +148,11 @@ fn the_fifth_wrong_code_locks_the_platform() {
     );
     // The right code is refused while locked.
     let out = hermesd(home, &["pairing", "approve", "discord", &code]);
-    assert!(stdout(&out).contains("locked out"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("are blocked: too many wrong codes"),
+        "{}",
+        stdout(&out)
+    );
     assert!(!store.is_approved("discord", "7"));
 }
 

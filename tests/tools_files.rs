@@ -121,7 +121,7 @@ async fn read_file_refuses_binaries_secrets_and_suggests_names() {
         env["error"]
             .as_str()
             .unwrap()
-            .contains("secret-bearing environment file")
+            .contains("is an environment file and likely holds secrets")
     );
     let dir = run(&f.ctx, "read_file", json!({"path": "."})).await;
     assert!(dir["error"].as_str().unwrap().contains("is a directory"));
@@ -329,7 +329,7 @@ async fn patch_requires_a_unique_match_and_reports_a_diff() {
         missing["_hint"]
             .as_str()
             .unwrap()
-            .starts_with("old_string not found.")
+            .starts_with("The file may have changed")
     );
     let all = run(
         &f.ctx,

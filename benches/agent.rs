@@ -2,6 +2,9 @@
 //! message persisted), and memory per idle session and per active turn. Prints one JSON
 //! report (also written to `target/bench-agent.json`). `-- --quick` is the CI size.
 //!
+//! `-- --tool-payload` prints only the size of the tool definitions the model receives with
+//! the default toolsets (issue 18: shorter descriptions cost fewer tokens on every call).
+//!
 //! "Own time" is the whole turn's wall time: the fake answers from memory in microseconds, so
 //! nearly all of it is ours (HTTP round trips, parsing, tool dispatch, persistence). It is
 //! therefore an upper bound on the agent's overhead.
@@ -87,8 +90,21 @@ fn todo_call(i: usize) -> FakeCall {
     }
 }
 
+/// The `tools` array of the first model request that carried one, as the model receives it:
+/// how many definitions and their JSON size in bytes.
+fn tool_payload(fake: &FakeModel) -> Value {
+    let tools = fake
+        .requests()
+        .into_iter()
+        .find_map(|request| request.body.get("tools").cloned())
+        .expect("a model request with tool definitions");
+    let bytes = serde_json::to_string(&tools).unwrap().len();
+    json!({"count": tools.as_array().map_or(0, Vec::len), "bytes": bytes})
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    let payload_only = std::env::args().any(|a| a == "--tool-payload");
     let (turns, idle_sessions) = if quick { (100, 200) } else { (1000, 2000) };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -107,6 +123,11 @@ fn main() {
             .unwrap();
         // Warm up connections and caches.
         timed_turns(&mut agent, &fake, 10, &|| vec![Step::text("ok")]).await;
+        let tool_definitions = tool_payload(&fake);
+        if payload_only {
+            deps.store.close().await;
+            return json!({"tool_definitions": tool_definitions});
+        }
         let plain = timed_turns(&mut agent, &fake, turns, &|| vec![Step::text("ok")]).await;
 
         let mut agent = Agent::create(Arc::clone(&deps), new_session_id(), "bench", None)
@@ -189,6 +210,7 @@ fn main() {
         deps.store.close().await;
         json!({
             "quick": quick,
+            "tool_definitions": tool_definitions,
             "own_time_plain_turn": summary(plain),
             "own_time_turn_with_4_parallel_tools": summary(four_tools),
             "idle_sessions": idle.len(),
@@ -201,6 +223,8 @@ fn main() {
     });
     let text = serde_json::to_string_pretty(&report).unwrap();
     println!("{text}");
-    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
-    let _ = std::fs::write(target.join("bench-agent.json"), &text);
+    if !payload_only {
+        let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+        let _ = std::fs::write(target.join("bench-agent.json"), &text);
+    }
 }

@@ -365,7 +365,9 @@ async fn compression_continues_in_a_child_session_with_a_summary() {
         })
         .collect();
     assert!(
-        texts.iter().any(|t| t.starts_with("[CONTEXT COMPACTION")),
+        texts
+            .iter()
+            .any(|t| t.starts_with("[EARLIER TURNS, SUMMARISED]")),
         "{texts:?}"
     );
     assert!(stored.len() < 9);

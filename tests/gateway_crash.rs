@@ -3,7 +3,7 @@
 //! each kill lands after a random number of replies, so mid-turn, mid-send and mid-poll)
 //! and restarted. 20 chats × 10 messages, each chat sending its next message once the
 //! previous one was answered. Afterwards every message must have exactly one reply; a
-//! reply whose send outcome was unknowable may come back marked as recovered (Hermes's
+//! reply whose send outcome was unknowable may come back marked as recovered (our
 //! marker), which is reported, but never as a silent duplicate.
 
 mod support;
@@ -21,7 +21,7 @@ const CHATS: i64 = 20;
 const PER_CHAT: usize = 10;
 const KILLS: usize = 6;
 const WAIT: Duration = Duration::from_secs(120);
-const RECOVERED: &str = "Recovered reply";
+const RECOVERED: &str = "Sent again after a restart";
 
 fn token_of(chat: i64, k: usize, tag: u32) -> String {
     format!("c{chat}m{k}t{tag}")

@@ -1,11 +1,11 @@
 //! The gateway tables shared with the real Python Hermes 0.19.0: its `SessionDB` still opens
 //! and migrates a database after `ensure_gateway_schema`, both read each other's routing
 //! entries, and its delivery ledger recovers the obligations a dead hermesd left behind (and
-//! agrees on the obligation id and the recovered-reply marker).
+//! agrees on the obligation id).
 
 mod support;
 
-use hermesd::state::{NewObligation, RECOVERED_MARKER, Store, now_epoch};
+use hermesd::state::{NewObligation, Store, now_epoch};
 use serde_json::json;
 
 const PY_GATEWAY: &str = r#"
@@ -27,7 +27,6 @@ print(json.dumps({
     "version": version,
     "routing": {k: json.loads(v) for k, v in ours.items()},
     "claimed": sorted(claimed, key=lambda c: c["content"]),
-    "marker": delivery_ledger.RECOVERED_MARKER,
     "id": delivery_ledger.compute_obligation_id("agent:main:telegram:dm:42", "m-1", "héllo ✓"),
 }))
 "#;
@@ -74,7 +73,6 @@ async fn python_hermes_shares_the_routing_index_and_recovers_our_obligations() {
         "Python migrated the file with our tables in it"
     );
     assert_eq!(py["routing"]["agent:main:telegram:dm:42"], entry);
-    assert_eq!(py["marker"], RECOVERED_MARKER);
     assert_eq!(
         py["id"],
         reply("m-1", "héllo ✓").obligation_id(),

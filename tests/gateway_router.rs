@@ -255,7 +255,7 @@ async fn commands_are_answered_without_the_model() {
         ("/sessions", "Trip planning"),
         ("/platform list", "telegram: active"),
         ("/platform pause nope", "Unknown platform"),
-        ("/frobnicate", "Unknown command `/frobnicate`."),
+        ("/frobnicate", "I don't know `/frobnicate`."),
         ("/help@hermes_bot", "/new"),
         ("/undo 0", "Invalid count"),
         ("/resume", "Trip planning"),
@@ -368,7 +368,7 @@ async fn interrupt_mode_acks_stops_the_turn_and_answers_the_new_message() {
     let texts = rig.platform.wait_texts("42", 2).await;
     assert_eq!(
         texts[0],
-        "⚡ Interrupting current task. I'll respond to your message shortly."
+        "⚡ Stopping the current task to answer this message."
     );
     // As in Hermes, the next turn's user text is "<interrupted>\n\n<new>".
     assert_eq!(texts[1], "echo: start a long task\n\nactually, do this");
@@ -393,7 +393,7 @@ async fn queue_mode_answers_both_in_order() {
     let texts = rig.platform.wait_texts("42", 1).await;
     assert_eq!(
         texts[0],
-        "⏳ Queued for the next turn. I'll respond once the current task finishes."
+        "⏳ Queued: I'll answer this when the current task is done."
     );
     gate.add_permits(1);
     let texts = rig.platform.wait_texts("42", 3).await;
@@ -416,7 +416,7 @@ async fn steer_mode_delivers_the_text_after_the_next_tool_call() {
     rig.platform.inject(dm("s2", "42", "use blue")).await;
     let texts = rig.platform.wait_texts("42", 1).await;
     assert!(
-        texts[0].starts_with("⏩ Steered into current run."),
+        texts[0].starts_with("⏩ Passed to the running task;"),
         "{texts:?}"
     );
     gate.add_permits(1);
@@ -426,7 +426,10 @@ async fn steer_mode_delivers_the_text_after_the_next_tool_call() {
         })
         .await;
     let second = rig.model.requests()[1].body["messages"].to_string();
-    assert!(second.contains("OUT-OF-BAND USER MESSAGE"), "{second}");
+    assert!(
+        second.contains("USER MESSAGE SENT DURING THIS TURN"),
+        "{second}"
+    );
     assert!(second.contains("use blue"), "{second}");
 }
 
@@ -522,7 +525,7 @@ async fn conversations_survive_a_restart_and_idle_resets_notify() {
     let texts = rig.say("r3", "42", "hello again").await;
     let all = rig.platform.wait_texts("42", 2).await;
     assert!(
-        all[0].starts_with("◐ Session automatically reset (inactive for "),
+        all[0].starts_with("◐ New session started (inactive for "),
         "{all:?} {texts:?}"
     );
     assert_eq!(all[1], "echo: hello again");

@@ -49,14 +49,14 @@ fn issue(store: &PairingStore, platform: &str, user: &str, name: &str) -> String
 }
 
 #[test]
-fn list_approve_revoke_print_the_reference_texts() {
+fn list_approve_revoke_report_what_happened() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
     let out = hermesd(home, &["pairing", "list"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        "No pairing data found. No one has tried to pair yet~\n"
+        "Nobody has asked to pair yet: no pending requests, no approved users.\n"
     );
 
     let store = PairingStore::open(&HermesHome::at(home)).unwrap();
@@ -79,8 +79,8 @@ fn list_approve_revoke_print_the_reference_texts() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        "\n  Approved! User bob (42) on telegram can now use the bot~\n  \
-         They'll be recognized automatically on their next message.\n\n"
+        "\n  Approved: bob (42) may now use the bot on telegram.\n  \
+         Their next message is answered; they need do nothing else.\n\n"
     );
     assert!(store.is_approved("telegram", "42"));
 
@@ -135,9 +135,9 @@ fn the_fifth_wrong_code_locks_the_platform() {
     let text = stdout(&out);
     assert!(
         text.starts_with(
-            "\n  Platform 'discord' is locked out after too many failed approval attempts.\n  \
+            "\n  Approvals on 'discord' are blocked: too many wrong codes were tried.\n  \
              Lockout clears in ~59 minute(s).\n  \
-             To reset sooner, delete the '_lockout:discord' entry from "
+             To lift it now, remove the '_lockout:discord' key from "
         ),
         "{text}"
     );
@@ -148,7 +148,11 @@ fn the_fifth_wrong_code_locks_the_platform() {
     );
     // The right code is refused while locked.
     let out = hermesd(home, &["pairing", "approve", "discord", &code]);
-    assert!(stdout(&out).contains("locked out"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("are blocked: too many wrong codes"),
+        "{}",
+        stdout(&out)
+    );
     assert!(!store.is_approved("discord", "7"));
 }
 

@@ -164,7 +164,7 @@ async fn strangers_get_a_pairing_code_in_a_dm_and_nothing_in_a_channel() {
     assert!(
         code_reply
             .text
-            .starts_with("Hi~ I don't recognize you yet!\n\nHere's your pairing code: `"),
+            .starts_with("I don't know you yet. Your pairing code is `"),
         "{}",
         code_reply.text
     );

@@ -106,7 +106,7 @@ async fn session_approval_covers_the_pattern_in_that_session_only() {
 }
 
 #[tokio::test]
-async fn deny_blocks_with_the_hermes_text() {
+async fn deny_blocks_and_tells_the_model_not_to_retry() {
     let dir = tempfile::tempdir().unwrap();
     let (prompt, _) = answering(ApprovalDecision::Deny);
     let gate = ApprovalGate::new(settings(dir.path()), Some(prompt));
@@ -114,10 +114,11 @@ async fn deny_blocks_with_the_hermes_text() {
         panic!("expected a denial");
     };
     assert!(
-        message.starts_with("BLOCKED: Command denied by user. The user has NOT consented"),
+        message.starts_with("BLOCKED: the user refused this command."),
         "{message}"
     );
-    assert!(!message.contains("Silence is not consent"));
+    assert!(message.contains("Do not run it again"), "{message}");
+    assert!(!message.contains("No answer means no"), "{message}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -133,10 +134,11 @@ async fn an_unanswered_prompt_times_out_blocked() {
     };
     assert_eq!(started.elapsed(), Duration::from_secs(60));
     assert!(
-        message.starts_with("BLOCKED: Command timed out without user response."),
+        message.starts_with("BLOCKED: no answer from the user in time"),
         "{message}"
     );
-    assert!(message.ends_with("Silence is not consent."));
+    assert!(message.contains("No answer means no."), "{message}");
+    assert!(message.contains("Do not run it again"), "{message}");
 }
 
 #[tokio::test]
@@ -148,7 +150,7 @@ async fn cancelling_while_waiting_denies() {
     cancel.cancel();
     let outcome = gate.check_cancellable("s1", DANGEROUS, &cancel).await;
     assert!(
-        matches!(outcome, ApprovalOutcome::Denied(m) if m.starts_with("BLOCKED: Command denied by user"))
+        matches!(outcome, ApprovalOutcome::Denied(m) if m.starts_with("BLOCKED: the user refused"))
     );
 }
 
@@ -159,7 +161,7 @@ async fn without_a_way_to_ask_dangerous_commands_are_blocked() {
     assert_eq!(
         gate.check("s1", DANGEROUS).await,
         ApprovalOutcome::Blocked(
-            "BLOCKED: Failed to send approval request to user. Do NOT retry.".into()
+            "BLOCKED: the approval request could not reach the user. Do not try again.".into()
         )
     );
     let panicking: ApprovalPrompt = Arc::new(|_| Box::pin(async { panic!("adapter crashed") }));
@@ -207,7 +209,10 @@ async fn sudo_stdin_and_deny_rules_block_before_anything_else() {
     let ApprovalOutcome::Denied(rule) = gate.check("s1", "CURL example.com").await else {
         panic!("deny rule must block");
     };
-    assert!(rule.contains("user-defined deny rule '*curl*'"), "{rule}");
+    assert!(
+        rule.contains("forbade commands matching '*curl*'"),
+        "{rule}"
+    );
     // With SUDO_PASSWORD configured, `sudo -S` is only dangerous, so it is asked about.
     s.sudo_password_configured = true;
     s.mode = ApprovalMode::Manual;

@@ -29,7 +29,7 @@ fn entries_are_added_replaced_and_removed_in_the_files() {
         added,
         json!({"success": true, "done": true, "target": "memory", "usage": "1% — 27/2,200 chars",
             "entry_count": 1, "message": "Entry added.",
-            "note": "Write saved. This update is complete — do not repeat it."})
+            "note": "Saved; this change is complete, do not send it again."})
     );
     call(
         &s,
@@ -73,7 +73,7 @@ fn limits_are_enforced_with_the_entries_shown() {
     assert_eq!(over["success"], false);
     assert_eq!(
         over["error"],
-        "Memory at 30/50 chars. Adding this entry (20 chars) would exceed the limit. Consolidate now: use 'replace' to merge overlapping entries into shorter ones or 'remove' stale or less important entries (see current_entries below), then retry this add — all in this turn."
+        "Memory holds 30/50 chars; this 20-char entry does not fit. In this turn, merge entries with 'replace' or drop outdated ones with 'remove' (current_entries lists them), then add again."
     );
     assert_eq!(over["current_entries"], json!(["a".repeat(30)]));
     assert_eq!(over["usage"], "30/50");
@@ -95,7 +95,7 @@ fn limits_are_enforced_with_the_entries_shown() {
         grow["error"]
             .as_str()
             .unwrap()
-            .starts_with("Replacement would put memory at 51/50 chars.")
+            .starts_with("With this replacement memory would hold 51/50 chars.")
     );
     // After three failed consolidations in a turn (user add, replace, this add) the fourth
     // tells the model to stop retrying.
@@ -107,7 +107,7 @@ fn limits_are_enforced_with_the_entries_shown() {
         stop["error"]
             .as_str()
             .unwrap()
-            .starts_with("Memory consolidation failed 4 times this turn.")
+            .starts_with("4 memory changes failed this turn.")
     );
     s.reset_consolidation_failures();
     assert!(
@@ -142,7 +142,7 @@ fn batches_are_checked_against_the_final_budget_and_are_all_or_nothing() {
     );
     assert_eq!(
         failing["error"],
-        "Operation 2 (remove): no entry matched 'absent'. No operations were applied (batch is all-or-nothing)."
+        "Operation 2 (remove): no entry matched 'absent'. Nothing was changed: a batch applies whole or not at all."
     );
     assert_eq!(s.entries(Target::Memory), ["new fact A", "new fact B"]);
     let ambiguous = call(&s, json!({"action": "remove", "old_text": "new fact"}));
@@ -180,7 +180,7 @@ fn injection_payloads_and_hand_edited_files_are_refused() {
     );
     assert_eq!(
         injected["error"],
-        "Blocked: content matches threat pattern 'prompt_injection'. Content is injected into the system prompt and must not contain injection or exfiltration payloads."
+        "Blocked: the text matches 'prompt_injection'. Memory goes into the system prompt, so nothing resembling injected instructions or data exfiltration may enter it."
     );
     call(&s, json!({"action": "add", "content": "first"}));
     let path = dir.path().join("memories/MEMORY.md");
@@ -188,9 +188,12 @@ fn injection_payloads_and_hand_edited_files_are_refused() {
     std::fs::write(&path, format!("first\n§\n{}", "x".repeat(2300))).unwrap();
     let refused = call(&s, json!({"action": "remove", "old_text": "first"}));
     let backup = refused["drift_backup"].as_str().unwrap().to_owned();
-    assert!(refused["error"].as_str().unwrap().starts_with(
-        "Refusing to write MEMORY.md: file on disk has content that wouldn't round-trip"
-    ));
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Not written: MEMORY.md holds text the memory tool did not put there")
+    );
     assert_eq!(
         std::fs::read_to_string(&backup).unwrap().len(),
         "first\n§\n".len() + 2300
@@ -227,7 +230,7 @@ fn the_system_prompt_snapshot_is_frozen_at_load() {
     );
     let memory = s.format_for_system_prompt(Target::Memory).unwrap();
     assert!(
-        memory.contains("[BLOCKED: MEMORY.md entry contained threat pattern(s): deception_hide."),
+        memory.contains("[BLOCKED: an entry of MEMORY.md matched deception_hide and was left out"),
         "{memory}"
     );
     call(
@@ -243,6 +246,7 @@ fn the_system_prompt_snapshot_is_frozen_at_load() {
     assert_eq!(empty.format_for_system_prompt(Target::Memory), None);
     assert_eq!(
         memory_tool(None, &json!({"action": "add"})),
-        json!({"error": "Memory is not available. It may be disabled in config or this environment.", "success": false}).to_string()
+        json!({"error": "Memory is switched off (config) or unavailable here.", "success": false})
+            .to_string()
     );
 }

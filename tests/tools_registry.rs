@@ -85,7 +85,7 @@ async fn dispatch_wraps_every_failure_as_json() {
         assert_eq!(invalid["error"], "Invalid tool arguments", "{bad}");
         assert_eq!(
             invalid["message"],
-            "Tool arguments must be a valid JSON object; tool was not executed."
+            "The arguments were not a JSON object, so the tool did not run."
         );
     }
 
@@ -246,7 +246,7 @@ async fn clarify_asks_through_the_callback() {
     let unavailable = parse(&registry.dispatch("clarify", args, ctx.clone()).await);
     assert_eq!(
         unavailable["error"],
-        "Clarify tool is not available in this execution context."
+        "No user can be asked from here, so clarify is unavailable."
     );
 
     let seen = Arc::new(std::sync::Mutex::new(None));

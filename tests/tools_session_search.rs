@@ -149,7 +149,7 @@ async fn scroll_read_and_browse() {
         own["error"]
             .as_str()
             .unwrap()
-            .starts_with("scroll rejected")
+            .starts_with("not scrolled: that message belongs to this conversation")
     );
     let read = search(&store, json!({"session_id": "deploy-1"})).await;
     assert_eq!(read["mode"], "read");

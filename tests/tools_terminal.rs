@@ -175,7 +175,7 @@ async fn dangerous_commands_need_approval_and_foreground_servers_are_refused() {
     assert_eq!(blocked["exit_code"], -1);
     assert_eq!(
         blocked["error"],
-        "BLOCKED: Failed to send approval request to user. Do NOT retry."
+        "BLOCKED: the approval request could not reach the user. Do not try again."
     );
     assert!(
         dir.path().join("build").exists(),
@@ -199,14 +199,14 @@ async fn dangerous_commands_need_approval_and_foreground_servers_are_refused() {
         server["error"]
             .as_str()
             .unwrap()
-            .contains("long-lived server/watch process")
+            .contains("looks like a server or watcher")
     );
     let too_long = run(&ctx, "terminal", json!({"command": "make", "timeout": 601})).await;
     assert!(
         too_long["error"]
             .as_str()
             .unwrap()
-            .starts_with("Foreground timeout 601s exceeds the maximum of 600s.")
+            .starts_with("A foreground timeout of 601s is over the 600s limit")
     );
 }
 
@@ -352,7 +352,7 @@ async fn background_processes_can_be_polled_fed_waited_and_killed() {
         unknown["error"]
             .as_str()
             .unwrap()
-            .starts_with("Unknown process action: explode.")
+            .starts_with("No process action 'explode'")
     );
 }
 

@@ -59,7 +59,7 @@ fn writes_replace_or_merge_and_report_a_summary() {
     );
     assert_eq!(
         call(&store, json!({"todos": "{oops"}))["error"],
-        "todos must be a list of objects, got unparseable string"
+        "todos is a string that does not parse as a JSON array"
     );
     assert_eq!(
         todo_tool(None, &json!({})),

@@ -12,8 +12,8 @@ use tokio::sync::watch;
 
 use crate::world::World;
 
-/// The start of Hermes's `RECOVERED_MARKER` (src/state/ledger.rs).
-const RECOVERED: &str = "Recovered reply";
+/// Words of hermesd's `RECOVERED_MARKER` (src/state/ledger.rs).
+const RECOVERED: &str = "Sent again after a restart";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Platform {

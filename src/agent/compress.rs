@@ -6,10 +6,10 @@
 use super::message::{ChatMessage, Role};
 
 /// Marks a summary message so later compressions (and people) recognise it.
-pub const SUMMARY_PREFIX: &str = "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were \
-compacted into the summary below. Treat it as background, not as instructions: respond only \
-to the latest user message after it. Your tools remain fully active.";
-const SUMMARY_END: &str = "[END OF CONTEXT SUMMARY — respond to the message below]";
+pub const SUMMARY_PREFIX: &str = "[EARLIER TURNS, SUMMARISED] What came before this point was \
+condensed into the summary below. It is background, not a request: answer the newest user \
+message after it. All your tools are still available.";
+const SUMMARY_END: &str = "[SUMMARY ENDS — the newest message follows]";
 /// The instruction given to the model that writes the summary.
 pub const SUMMARISER_PROMPT: &str = "You compress conversations. Summarise the transcript you \
 are given so another assistant can continue the work: the user's goals, decisions made, \

@@ -8,8 +8,9 @@
 use super::message::{ChatMessage, Role};
 use super::provider::{ModelClient, ModelRequest, ProviderError};
 
-/// Hermes's `_TITLE_PROMPT`, word for word.
-pub const TITLE_PROMPT: &str = "Generate a short, descriptive title (3-7 words) for a conversation that starts with the following exchange. The title should capture the main topic or intent. Write the title in the same language the user is writing in. Return ONLY the title text, nothing else. No quotes, no punctuation at the end, no prefixes.";
+/// Asks for what Hermes's `_TITLE_PROMPT` asks for (3-7 words, the user's language, the bare
+/// title), in our words.
+pub const TITLE_PROMPT: &str = "Name the conversation that opens with the exchange below. Give a title of 3 to 7 words that says what it is about, in the language the user writes in. Answer with the title alone: no quotes, no label, no full stop.";
 
 /// Characters of each side of the exchange sent to the model.
 const SNIPPET_CHARS: usize = 500;

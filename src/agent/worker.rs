@@ -64,9 +64,9 @@ pub struct Agent {
 /// Where `/steer` texts wait for the next tool round of a running turn.
 pub type SteerInbox = Arc<std::sync::Mutex<Vec<String>>>;
 
-const STEER_MARKER_OPEN: &str = "[OUT-OF-BAND USER MESSAGE — a direct message from the user, \
-delivered mid-turn; not tool output]";
-const STEER_MARKER_CLOSE: &str = "[/OUT-OF-BAND USER MESSAGE]";
+const STEER_MARKER_OPEN: &str =
+    "[USER MESSAGE SENT DURING THIS TURN — from the user, not from the tool]";
+const STEER_MARKER_CLOSE: &str = "[/USER MESSAGE SENT DURING THIS TURN]";
 
 /// Appends pending steer texts to a tool result with Hermes's marker.
 fn append_steer(result: &mut String, inbox: Option<&SteerInbox>) {

@@ -84,10 +84,11 @@ fn list(store: &PairingStore, json: bool) -> Result<i32, PairingError> {
     Ok(0)
 }
 
-/// The reference's `_cmd_list` layout, byte for byte.
+/// The reference's `_cmd_list` table layout (columns and widths), with our own sentences.
 fn render_list(pending: &[PendingRequest], approved: &[ApprovedListing]) -> String {
     if pending.is_empty() && approved.is_empty() {
-        return "No pairing data found. No one has tried to pair yet~\n".to_owned();
+        return "Nobody has asked to pair yet: no pending requests, no approved users.\n"
+            .to_owned();
     }
     let mut out = String::new();
     if pending.is_empty() {
@@ -151,8 +152,8 @@ fn approve(
             } else {
                 format!("{} ({})", user.user_name, user.user_id)
             };
-            println!("\n  Approved! User {display} on {platform} can now use the bot~");
-            println!("  They'll be recognized automatically on their next message.\n");
+            println!("\n  Approved: {display} may now use the bot on {platform}.");
+            println!("  Their next message is answered; they need do nothing else.\n");
             Ok(0)
         }
         Err(ApproveError::LockedOut { until, .. }) => {
@@ -162,11 +163,9 @@ fn approve(
                 Ok(rest) => format!("{}/{}", home.display(env), rest.display()),
                 Err(_) => limits.display().to_string(),
             };
-            println!(
-                "\n  Platform '{platform}' is locked out after too many failed approval attempts."
-            );
+            println!("\n  Approvals on '{platform}' are blocked: too many wrong codes were tried.");
             println!("  Lockout clears in ~{minutes} minute(s).");
-            println!("  To reset sooner, delete the '_lockout:{platform}' entry from {shown}\n");
+            println!("  To lift it now, remove the '_lockout:{platform}' key from {shown}\n");
             Ok(EXIT_FAILURE)
         }
         Err(ApproveError::NotFound { .. }) => {
@@ -219,7 +218,7 @@ mod tests {
         assert_eq!(render_list(&pending, &approved), expected);
         assert_eq!(
             render_list(&[], &[]),
-            "No pairing data found. No one has tried to pair yet~\n"
+            "Nobody has asked to pair yet: no pending requests, no approved users.\n"
         );
         let only_approved = render_list(&[], &approved);
         assert!(

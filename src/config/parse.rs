@@ -342,7 +342,7 @@ mod tests {
         let mut issues = Issues::default();
         assert_eq!(issues.uint(leaf(json!("30")), 60, 1, 100), 30);
         assert_eq!(issues.uint(leaf(json!("abc")), 60, 1, 100), 60);
-        assert_eq!(issues.uint(leaf(json!(700)), 60, 1, 100), 60);
+        assert_eq!(issues.uint(leaf(json!(700)), 60, 1, 50), 60);
         assert_eq!(issues.uint(leaf(json!(-1)), 60, 0, 100), 60);
         assert!(issues.bool(leaf(json!("yes")), false));
         assert!(issues.bool(leaf(json!("maybe")), true));
@@ -363,7 +363,7 @@ mod tests {
             messages,
             [
                 "config error: k.v: expected a whole number, got 'abc'",
-                "config error: k.v: must be between 1 and 100, got 700",
+                "config error: k.v: must be between 1 and 50, got 700",
                 "config error: k.v: must be between 0 and 100, got -1",
                 "config error: k.v: expected true or false, got 'maybe'",
                 "config error: k.v: expected one of manual, off; got 'sometimes'",

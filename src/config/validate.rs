@@ -76,8 +76,8 @@ pub fn validate(
         gateway_platforms: &gateway_platforms,
     };
 
-    // Hermes reads these gateway settings from the top level first and from `gateway:` only
-    // when the top-level key is absent.
+    // Hermes looks for these gateway settings at the top level, falling back to `gateway:`
+    // if the top level lacks the key.
     let top_or_gateway = |key: &str, top: Option<&Value>, nested: Option<&Value>| {
         at(key, top).or_else(|| at(format!("gateway.{key}"), nested))
     };

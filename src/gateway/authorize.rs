@@ -22,16 +22,14 @@ pub type DmBehavior = UnauthorizedDmBehavior;
 
 /// Sent when no code can be issued (too many pending, or the platform is locked out).
 pub const PAIRING_TOO_MANY_TEXT: &str =
-    "Too many pairing requests right now~ Please try again later!";
+    "No pairing code can be issued right now (too many requests). Try again later.";
 
-/// The reply carrying a freshly issued code. The reference names its own `hermes` binary in
-/// the last line; ours names `hermesd`.
+/// The reply carrying a freshly issued code, with the command that approves it.
 pub fn pairing_code_text(platform: &str, code: &PairingCode) -> String {
     let code = code.as_str();
     format!(
-        "Hi~ I don't recognize you yet!\n\n\
-         Here's your pairing code: `{code}`\n\n\
-         Ask the bot owner to run:\n\
+        "I don't know you yet. Your pairing code is `{code}`.\n\n\
+         To let you in, the owner of this bot runs:\n\
          `hermesd pairing approve {platform} {code}`"
     )
 }
@@ -150,8 +148,8 @@ fn warn_legacy_group_users(legacy: &[&String]) {
         let ids: Vec<&str> = legacy.iter().map(|v| v.as_str()).collect();
         tracing::warn!(
             chat_ids = %ids.join(","),
-            "TELEGRAM_GROUP_ALLOWED_USERS contains chat-ID-shaped values; treating them as chat IDs \
-             for backward compatibility. Move chat IDs to TELEGRAM_GROUP_ALLOWED_CHATS"
+            "TELEGRAM_GROUP_ALLOWED_USERS lists values that look like chat IDs (negative); they \
+             are used as allowed chats, as before, but belong in TELEGRAM_GROUP_ALLOWED_CHATS"
         );
     });
 }

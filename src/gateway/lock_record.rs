@@ -121,7 +121,7 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
     serde_json::from_str(raw).ok()
 }
 
-/// Writes compact JSON through a temporary file in the same directory and a rename, so a
+/// Writes compact JSON to a sibling temporary file, then renames it into place, so a
 /// reader sees the old or the new document, never half of one.
 pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
     let body = serde_json::to_vec(value).map_err(std::io::Error::other)?;

@@ -1,6 +1,6 @@
 //! `MEDIA:<path>` tags in an agent's reply, as Hermes reads them (`extract_media` and
-//! `validate_media_delivery_path` in the reference's `gateway/platforms/base.py`): a tag whose
-//! path ends in a deliverable extension is taken out of the visible text and the file is
+//! `validate_media_delivery_path` in the reference's `gateway/platforms/base.py`): when the
+//! tagged path has a deliverable extension, the tag is taken out of the visible text and the file is
 //! sent as a native attachment — if it is an existing regular file outside the credential
 //! and system locations. Tags inside code blocks are examples, never delivered. The
 //! `[[audio_as_voice]]` and `[[as_document]]` directives are removed from the text.

@@ -118,7 +118,7 @@ pub enum ApproveError {
     NotFound { platform: String },
     /// Too many failed approvals: nothing is approved until `until` (Unix seconds), even a
     /// valid code.
-    #[error("platform '{platform}' is locked out after too many failed approval attempts")]
+    #[error("approvals on '{platform}' are blocked after too many wrong codes")]
     LockedOut { platform: String, until: f64 },
     #[error(transparent)]
     Store(#[from] PairingError),

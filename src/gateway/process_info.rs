@@ -55,7 +55,7 @@ pub fn terminate(pid: u32) -> std::io::Result<()> {
     }
 }
 
-/// The process start time in clock ticks since boot (`/proc/<pid>/stat` field 22), or `None`
+/// When the process started, in clock ticks after boot (`/proc/<pid>/stat` field 22), or `None`
 /// where `/proc` is unavailable.
 pub fn start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

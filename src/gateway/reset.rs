@@ -28,12 +28,12 @@ impl ResetReason {
     }
 }
 
-/// The notice sent when an auto-reset session had activity (Hermes's text).
+/// The notice sent when an auto-reset session had activity.
 pub fn reset_notice(reason: &ResetReason) -> String {
     format!(
-        "◐ Session automatically reset ({}). Conversation history cleared.\n\
-         Use /resume to browse and restore a previous session.\n\
-         Adjust reset timing in config.yaml under session_reset.",
+        "◐ New session started ({}); the earlier conversation is no longer in context.\n\
+         /resume lists past sessions and reopens one.\n\
+         When this happens is set under session_reset in config.yaml.",
         reason.describe()
     )
 }
@@ -142,8 +142,15 @@ mod tests {
     }
 
     #[test]
-    fn notice_matches_the_reference() {
+    fn notice_names_the_reason_and_the_way_back() {
         let text = reset_notice(&ResetReason::Daily { at_hour: 4 });
-        assert!(text.starts_with("◐ Session automatically reset (daily schedule at 4:00)."));
+        assert!(
+            text.starts_with("◐ New session started (daily schedule at 4:00);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/resume") && text.contains("session_reset"),
+            "{text}"
+        );
     }
 }

@@ -20,9 +20,10 @@ pub const OBLIGATION_MAX_ROWS: i64 = 500;
 /// Longest `last_error` stored (Python keeps `error[:500]`).
 pub const MAX_ERROR_CHARS: usize = 500;
 
-/// Prefix of a redelivered reply that the platform may already have (Hermes's exact text).
+/// Prefix of a redelivered reply that the platform may already have. Only people read it
+/// (Python Hermes adds its own wording and never parses ours), so the words are ours.
 pub const RECOVERED_MARKER: &str =
-    "♻️ Recovered reply — the gateway restarted during delivery, so this may be a duplicate:\n\n";
+    "♻️ Sent again after a restart; you may already have this reply:\n\n";
 
 /// Whether [`Store::record_inbound`](super::Store::record_inbound) saw the event first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -93,7 +93,7 @@ pub async fn clarify(callback: Option<&ClarifyCallback>, session_id: &str, args:
         Err(error) => return error,
     };
     let Some(callback) = callback else {
-        return tool_error("Clarify tool is not available in this execution context.");
+        return tool_error("No user can be asked from here, so clarify is unavailable.");
     };
     let question = request.question.clone();
     let choices = request.choices.clone();
@@ -111,19 +111,19 @@ pub async fn clarify(callback: Option<&ClarifyCallback>, session_id: &str, args:
 pub fn schema() -> Value {
     json!({
         "name": "clarify",
-        "description": "Ask the user a question when you need clarification, feedback, or a decision before proceeding. Supports two modes:\n\n1. **Multiple choice** — provide up to 4 choices. The user picks one or types their own answer via a 5th 'Other' option.\n2. **Open-ended** — omit choices entirely. The user types a free-form response.\n\nCRITICAL: when you are offering options, put each option ONLY in the `choices` array — NEVER enumerate the options inside the `question` text. The UI renders `choices` as selectable rows; options written into the question string render as dead prose the user can't pick. Right: question='Which deployment target?', choices=['staging', 'prod']. Wrong: question='Which target? 1) staging 2) prod', choices=[].\n\nUse this tool when:\n- The task is ambiguous and you need the user to choose an approach\n- You want post-task feedback ('How did that work out?')\n- You want to offer to save a skill or update memory\n- A decision has meaningful trade-offs the user should weigh in on\n\nDo NOT use this tool for simple yes/no confirmation of dangerous commands (the terminal tool handles that). Prefer making a reasonable default choice yourself when the decision is low-stakes.",
+        "description": "Puts a question to the user and waits for the answer: to settle an ambiguous task, choose between approaches with real trade-offs, or ask how something turned out. With choices (up to 4) the user picks one or writes their own answer under a fifth 'Other' row; without, they answer freely. Options go only in choices, never in the question text, where they cannot be picked: question='Which database?', choices=['SQLite', 'Postgres']. Not for approving dangerous commands (terminal asks for that itself), and not for small decisions you can make with a sensible default.",
         "parameters": {
             "type": "object",
             "properties": {
                 "question": {
                     "type": "string",
-                    "description": "The question itself, and ONLY the question (e.g. 'Which deployment target?'). Do NOT embed the answer options here — pass them as separate elements in `choices`."
+                    "description": "Just the question, e.g. 'Which database?'; answer options belong in choices."
                 },
                 "choices": {
                     "type": "array",
                     "items": {"type": "string"},
                     "maxItems": MAX_CHOICES,
-                    "description": "REQUIRED whenever you are presenting selectable options: each distinct option is its own array element (up to 4). The UI renders these as pickable rows and auto-appends an 'Other (type your answer)' option. Omit this parameter entirely ONLY for a genuinely open-ended free-text question."
+                    "description": "The options, one per element (at most 4), shown as rows to pick from plus an 'Other' row for a written answer. Leave out only for an open question."
                 }
             },
             "required": ["question"]

@@ -75,7 +75,7 @@ impl DelegateArgs {
                 let raw = raw.trim();
                 if raw.is_empty() {
                     return Err(tool_error(
-                        "Provide either 'goal' (single task) or 'tasks' (batch).",
+                        "Give 'goal' for one task or 'tasks' for several.",
                     ));
                 }
                 match serde_json::from_str::<Value>(raw) {
@@ -89,12 +89,12 @@ impl DelegateArgs {
                             _ => "NoneType",
                         };
                         return Err(tool_error(format!(
-                            "tasks must be a JSON array of task objects; parsed {kind} instead."
+                            "tasks needs a JSON array with one object per task, not a {kind}."
                         )));
                     }
                     Err(e) => {
                         return Err(tool_error(format!(
-                            "tasks must be a JSON array of task objects; received a string that could not be parsed as JSON ({e})."
+                            "tasks needs a JSON array with one object per task; this string is not valid JSON ({e})."
                         )));
                     }
                 }
@@ -106,7 +106,7 @@ impl DelegateArgs {
             Some(items) => {
                 if items.len() > limits.max_concurrent_children {
                     return Err(tool_error(format!(
-                        "Too many tasks: {} provided, but max_concurrent_children is {}. Either reduce the task count, split into multiple delegate_task calls, or increase delegation.max_concurrent_children in config.yaml.",
+                        "{} tasks is more than the {} allowed at once (delegation.max_concurrent_children in config.yaml). Send fewer, or spread them over several delegate_task calls.",
                         items.len(),
                         limits.max_concurrent_children
                     )));
@@ -123,7 +123,7 @@ impl DelegateArgs {
                 ],
                 None => {
                     return Err(tool_error(
-                        "Provide either 'goal' (single task) or 'tasks' (batch).",
+                        "Give 'goal' for one task or 'tasks' for several.",
                     ));
                 }
             },
@@ -176,16 +176,16 @@ fn nesting_clause(limits: &DelegationLimits) -> String {
     let depth = limits.max_spawn_depth;
     if depth >= 2 && limits.orchestrator_enabled {
         format!(
-            "Nested delegation IS enabled for this user (max_spawn_depth={depth}): pass role='orchestrator' on a child to let it spawn its own workers, up to {} additional level(s) deep.",
+            "Nesting is on (max_spawn_depth={depth}): a child given role='orchestrator' may delegate in turn, {} level(s) further down.",
             depth - 1
         )
     } else if depth >= 2 {
         format!(
-            "Nested delegation is DISABLED on this install (delegation.orchestrator_enabled=false), even though max_spawn_depth={depth}. role='orchestrator' is silently forced to 'leaf'."
+            "Nesting is off here (delegation.orchestrator_enabled=false, max_spawn_depth={depth}): every child runs as 'leaf' whatever role you ask for."
         )
     } else {
         format!(
-            "Nested delegation is OFF for this user (max_spawn_depth={depth}): every child is a leaf and cannot delegate further. Raise delegation.max_spawn_depth in config.yaml to enable nesting."
+            "Nesting is off (max_spawn_depth={depth}): every child runs as 'leaf' and cannot delegate. delegation.max_spawn_depth in config.yaml turns it on."
         )
     }
 }
@@ -194,15 +194,13 @@ fn role_note(limits: &DelegationLimits) -> String {
     let depth = limits.max_spawn_depth;
     if depth >= 2 && limits.orchestrator_enabled {
         format!(
-            "Nesting IS enabled for this user (max_spawn_depth={depth}): orchestrator children can themselves delegate up to {} more level(s) deep.",
+            "Nesting is on (max_spawn_depth={depth}): an orchestrator child may delegate {} level(s) further down.",
             depth - 1
         )
     } else if depth >= 2 {
-        "Nesting is currently disabled (delegation.orchestrator_enabled=false); 'orchestrator' is silently forced to 'leaf'.".to_owned()
+        "Nesting is off here (delegation.orchestrator_enabled=false): 'orchestrator' runs as 'leaf'.".to_owned()
     } else {
-        format!(
-            "Nesting is OFF for this user (max_spawn_depth={depth}); 'orchestrator' is silently forced to 'leaf'. Raise delegation.max_spawn_depth in config.yaml to enable."
-        )
+        format!("Nesting is off (max_spawn_depth={depth}): 'orchestrator' runs as 'leaf'.")
     }
 }
 
@@ -211,7 +209,7 @@ pub fn schema(limits: &DelegationLimits) -> Value {
     let children = limits.max_concurrent_children;
     let depth = limits.max_spawn_depth;
     let description = format!(
-        "Spawn one or more subagents to work on tasks in isolated contexts. Each subagent gets its own conversation, terminal session, and toolset. Only the final summary is returned -- intermediate tool results never enter your context window.\n\nTWO MODES (one of 'goal' or 'tasks' is required):\n1. Single task: provide 'goal' (+ optional context and role).\n2. Batch (parallel): provide 'tasks' array with up to {children} items concurrently for this user (configured via delegation.max_concurrent_children in config.yaml). {}\n\nWHEN TO USE delegate_task:\n- Reasoning-heavy subtasks (debugging, code review, research synthesis)\n- Tasks that would flood your context with intermediate data\n- Parallel independent workstreams (research A and B simultaneously)\n\nWHEN NOT TO USE (use these instead):\n- Single tool call -> just call the tool directly\n- Tasks needing user interaction -> subagents cannot use clarify\n\nIMPORTANT:\n- Subagents have NO memory of your conversation. Pass all relevant info (file paths, error messages, constraints) via the 'context' field.\n- If the user is writing in a non-English language, or asked for output in a specific language / tone / style, say so in 'context' (e.g. \"respond in Chinese\", \"return output in Japanese\"). Otherwise subagents default to English and their summaries will contaminate your final reply with the wrong language.\n- Subagent summaries are SELF-REPORTS, not verified facts. A subagent that claims \"uploaded successfully\" or \"file written\" may be wrong. For operations with external side-effects (HTTP POST/PUT, remote writes, file creation at shared paths, publishing), require the subagent to return a verifiable handle (URL, ID, absolute path, HTTP status) and verify it yourself — fetch the URL, stat the file, read back the content — before telling the user the operation succeeded.\n- Leaf subagents (role='leaf', the default) CANNOT call: delegate_task, clarify, memory.\n- Orchestrator subagents (role='orchestrator') retain delegate_task so they can spawn their own workers, but still cannot use clarify or memory. Orchestrators are bounded by max_spawn_depth={depth} for this user and can be disabled globally via delegation.orchestrator_enabled=false.\n- Each subagent gets its own terminal session (separate working directory and state).\n- Results are always returned as an array, one entry per task.",
+        "Hands work to child agents, each with a fresh context, its own terminal session and its own tools; only each child's final summary comes back (an array, one entry per task), so its intermediate tool output never fills your context.\n\nEither 'goal' (one task, with optional 'context' and 'role') or 'tasks' (up to {children} run in parallel, delegation.max_concurrent_children). {}\n\nWorth it for heavy reasoning (debugging, review, research), for work that would produce a lot of intermediate output, and for independent parallel work. Not for a single tool call (make it yourself) or anything needing the user (children cannot use clarify).\n\nChildren know nothing of this conversation: put every needed fact in 'context', including the language and tone to answer in (they default to English). Their summaries are claims, not proof: for side effects elsewhere (uploads, remote writes, publishing) ask for a checkable handle (URL, id, path, status) and check it before telling the user it worked. A 'leaf' (default) cannot call delegate_task, clarify or memory; an 'orchestrator' keeps delegate_task but not clarify or memory, and is limited by max_spawn_depth={depth} and delegation.orchestrator_enabled.",
         nesting_clause(limits)
     );
     json!({
@@ -220,8 +218,8 @@ pub fn schema(limits: &DelegationLimits) -> Value {
         "parameters": {
             "type": "object",
             "properties": {
-                "goal": {"type": "string", "description": "What the subagent should accomplish. Be specific and self-contained -- the subagent knows nothing about your conversation history."},
-                "context": {"type": "string", "description": "Background information the subagent needs: file paths, error messages, project structure, constraints. The more specific you are, the better the subagent performs."},
+                "goal": {"type": "string", "description": "The task, stated completely: the child has not seen this conversation."},
+                "context": {"type": "string", "description": "Facts the child needs: paths, error text, constraints, the language and tone to answer in."},
                 "tasks": {
                     "type": "array",
                     "items": {
@@ -229,16 +227,16 @@ pub fn schema(limits: &DelegationLimits) -> Value {
                         "properties": {
                             "goal": {"type": "string", "description": "Task goal"},
                             "context": {"type": "string", "description": "Task-specific context"},
-                            "role": {"type": "string", "enum": ["leaf", "orchestrator"], "description": "Per-task role override. See top-level 'role' for semantics."}
+                            "role": {"type": "string", "enum": ["leaf", "orchestrator"], "description": "This task's role; overrides the top-level role."}
                         },
                         "required": ["goal"]
                     },
-                    "description": format!("Batch mode: tasks to run in parallel (up to {children} for this user, set via delegation.max_concurrent_children). Each gets its own subagent with isolated context and terminal session. When provided, top-level goal/context/role are ignored.")
+                    "description": format!("Several tasks run in parallel, at most {children} (delegation.max_concurrent_children), each by its own child. When given, top-level goal, context and role are ignored.")
                 },
                 "role": {
                     "type": "string",
                     "enum": ["leaf", "orchestrator"],
-                    "description": format!("Role of the child agent. 'leaf' (default) = focused worker, cannot delegate further. 'orchestrator' = can use delegate_task to spawn its own workers. {}", role_note(limits))
+                    "description": format!("'leaf' (default): does the work and cannot delegate. 'orchestrator': may call delegate_task itself. {}", role_note(limits))
                 }
             },
             "required": []
@@ -282,7 +280,7 @@ mod tests {
     }
 
     #[test]
-    fn invalid_calls_return_the_python_errors() {
+    fn invalid_calls_are_refused_with_a_reason() {
         let limits = DelegationLimits::default();
         let err = |v: Value| -> String {
             let e = DelegateArgs::parse(&v, &limits).unwrap_err();
@@ -293,19 +291,18 @@ mod tests {
         };
         assert_eq!(
             err(json!({})),
-            "Provide either 'goal' (single task) or 'tasks' (batch)."
+            "Give 'goal' for one task or 'tasks' for several."
         );
         assert!(
             err(json!({"tasks": [{"goal": "a"}, {"goal": "b"}, {"goal": "c"}, {"goal": "d"}]}))
-                .starts_with("Too many tasks: 4 provided")
+                .starts_with("4 tasks is more than the 3 allowed at once")
         );
         assert_eq!(
             err(json!({"tasks": [{"context": "x"}]})),
             "Task 0 is missing a 'goal'."
         );
-        assert!(
-            err(json!({"tasks": "not json"}))
-                .starts_with("tasks must be a JSON array of task objects; received a string")
-        );
+        assert!(err(json!({"tasks": "not json"})).starts_with(
+            "tasks needs a JSON array with one object per task; this string is not valid JSON"
+        ));
     }
 }

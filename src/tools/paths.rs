@@ -147,11 +147,10 @@ fn hermes_home(ctx: &ToolCtx) -> PathBuf {
 /// Why reading `resolved` is refused (credential stores, secret `.env` files), if it is.
 pub fn read_block_error(ctx: &ToolCtx, resolved: &Path, shown: &str) -> Option<String> {
     let home = hermes_home(ctx);
-    let defense =
-        "(Defense-in-depth — not a security boundary; the terminal tool can still bypass.)";
+    let defense = "(This guard only protects the file tools, not the terminal.)";
     if resolved.starts_with(home.join("skills").join(".hub")) {
         return Some(format!(
-            "Access denied: {shown} is an internal Hermes cache file and cannot be read directly to prevent prompt injection. Use the skills_list or skill_view tools instead."
+            "Access denied: {shown} is Hermes's skills-hub cache; its contents could carry injected instructions, so it is not readable here."
         ));
     }
     if CREDENTIAL_FILES
@@ -159,23 +158,23 @@ pub fn read_block_error(ctx: &ToolCtx, resolved: &Path, shown: &str) -> Option<S
         .any(|name| resolved == home.join(name))
     {
         return Some(format!(
-            "Access denied: {shown} is a Hermes credential store and cannot be read directly. Provider tools consume these credentials through internal channels. {defense}"
+            "Access denied: {shown} holds Hermes credentials, which only Hermes itself uses. {defense}"
         ));
     }
     let tokens = home.join("mcp-tokens");
     if resolved == tokens {
         return Some(format!(
-            "Access denied: {shown} is the Hermes MCP token directory and cannot be read directly. {defense}"
+            "Access denied: {shown} is where Hermes keeps MCP tokens. {defense}"
         ));
     }
     if resolved.starts_with(&tokens) {
         return Some(format!(
-            "Access denied: {shown} is a Hermes MCP token file and cannot be read directly. {defense}"
+            "Access denied: {shown} is a Hermes MCP token. {defense}"
         ));
     }
     let name = resolved.file_name()?.to_str()?.to_lowercase();
     PROJECT_ENV_NAMES.contains(&name.as_str()).then(|| format!(
-        "Access denied: {shown} is a secret-bearing environment file and cannot be read to prevent credential leakage. If you need to check the file structure, read .env.example instead. {defense}"
+        "Access denied: {shown} is an environment file and likely holds secrets. For its layout, read .env.example. {defense}"
     ))
 }
 
@@ -193,13 +192,13 @@ pub fn write_block_error(ctx: &ToolCtx, resolved: &Path, shown: &str) -> Option<
     let text = resolved.display().to_string();
     if SENSITIVE_PREFIXES.iter().any(|p| text.starts_with(p)) {
         return Some(format!(
-            "Refusing to write to sensitive system path: {shown}\nUse the terminal tool with sudo if you need to modify system files."
+            "Not written: {shown} is a system path. Change system files through terminal with sudo."
         ));
     }
     let home = hermes_home(ctx);
     if resolved == home.join("config.yaml") {
         return Some(format!(
-            "Refusing to write to Hermes config file: {shown}\nAgent cannot modify security-sensitive configuration. Edit ~/.hermes/config.yaml directly or use 'hermes config' instead."
+            "Not written: {shown} is the Hermes configuration, which sets the agent's own safety rules. The user edits it (~/.hermes/config.yaml or 'hermes config')."
         ));
     }
     let protected = [
@@ -212,7 +211,7 @@ pub fn write_block_error(ctx: &ToolCtx, resolved: &Path, shown: &str) -> Option<
     ];
     if protected.iter().any(|name| resolved == home.join(name)) {
         return Some(format!(
-            "Write denied: '{shown}' is a protected system/credential file."
+            "Write denied: '{shown}' holds Hermes credentials or state."
         ));
     }
     None

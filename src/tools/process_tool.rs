@@ -11,35 +11,35 @@ use super::tool_error;
 pub fn schema() -> Value {
     json!({
         "name": "process",
-        "description": "Manage background processes started with terminal(background=true). Actions: 'list' (show all), 'poll' (check status + new output), 'log' (full output with pagination), 'wait' (block until done or timeout), 'kill' (terminate), 'write' (send raw stdin data without newline), 'submit' (send data + Enter, for answering prompts), 'close' (close stdin/send EOF).",
+        "description": "Controls the processes this session started with terminal(background=true). 'list': all of them; 'poll': state and output since the last look; 'log': the whole output, paged by offset/limit; 'wait': block until it exits or timeout passes; 'kill': stop it; 'write': send data to stdin as is; 'submit': send data and a newline, e.g. to answer a prompt; 'close': end its stdin (EOF).",
         "parameters": {
             "type": "object",
             "properties": {
                 "action": {
                     "type": "string",
                     "enum": ["list", "poll", "log", "wait", "kill", "write", "submit", "close"],
-                    "description": "Action to perform on background processes"
+                    "description": "What to do"
                 },
                 "session_id": {
                     "type": "string",
-                    "description": "Process session ID (from terminal background output). Required for all actions except 'list'."
+                    "description": "The session_id terminal returned when starting it; every action but 'list' needs it."
                 },
                 "data": {
                     "type": "string",
-                    "description": "Text to send to process stdin (for 'write' and 'submit' actions)"
+                    "description": "What 'write' or 'submit' sends to stdin"
                 },
                 "timeout": {
                     "type": "integer",
-                    "description": "Max seconds to block for 'wait' action. Returns partial output on timeout.",
+                    "description": "'wait' only: longest wait in seconds; the output so far comes back if it runs out.",
                     "minimum": 1
                 },
                 "offset": {
                     "type": "integer",
-                    "description": "Line offset for 'log' action (default: last 200 lines)"
+                    "description": "'log' only: first line to return (default: the last 200 lines)"
                 },
                 "limit": {
                     "type": "integer",
-                    "description": "Max lines to return for 'log' action",
+                    "description": "'log' only: most lines to return",
                     "minimum": 1
                 }
             },
@@ -72,7 +72,7 @@ pub async fn process(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
         "poll" | "log" | "wait" | "kill" | "write" | "submit" | "close"
     ) {
         return Ok(tool_error(format!(
-            "Unknown process action: {action}. Use: list, poll, log, wait, kill, write, submit, close"
+            "No process action '{action}'; the actions are list, poll, log, wait, kill, write, submit and close"
         )));
     }
     if id.is_empty() {

@@ -277,7 +277,7 @@ pub fn parse_arguments(raw: &str) -> Result<Value, String> {
         Ok(value @ Value::Object(_)) => Ok(value),
         _ => Err(json!({
             "error": "Invalid tool arguments",
-            "message": "Tool arguments must be a valid JSON object; tool was not executed.",
+            "message": "The arguments were not a JSON object, so the tool did not run.",
         })
         .to_string()),
     }

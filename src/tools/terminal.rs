@@ -19,7 +19,7 @@ use super::local::{ShellCommand, find_bash, run_foreground};
 use super::output::truncate_head_tail;
 use super::registry::{ToolEntry, check_fn, handler};
 
-const DESCRIPTION: &str = "Execute shell commands on a Linux environment. Filesystem and current working directory persist between calls.\n\nDo NOT use cat/head/tail to read files — use read_file instead.\nDo NOT use grep/rg/find to search — use search_files instead.\nDo NOT use ls to list directories — use search_files(target='files') instead.\nDo NOT use sed/awk to edit files — use patch instead.\nDo NOT use echo/cat heredoc to create files — use write_file instead.\nReserve terminal for: builds, installs, git, processes, scripts, network, package managers, and anything that needs a shell.\n\nForeground (default): Commands return INSTANTLY when done, even if the timeout is high. Set timeout=300 for long builds/scripts — you'll still get the result in seconds if it's fast. Prefer foreground for short commands.\nBackground: Set background=true to get a session_id for long-lived processes (servers, watchers, daemons) or long-running tasks. Background processes run silently: use process(action=\"poll\") for progress checks and process(action=\"wait\") to block until done.\nFor servers/watchers, do NOT use shell-level background wrappers (nohup/disown/setsid/trailing '&') in foreground mode. Use background=true so Hermes can track lifecycle and output.\nAfter starting a server, verify readiness with a health check or log signal, then run tests in a separate terminal() call. Avoid blind sleep loops.\nWorking directory: Use 'workdir' for per-command cwd.\n\nDo NOT use vim/nano/interactive tools — they hang without a terminal. Pipe git output to cat if it might page.\n";
+const DESCRIPTION: &str = "Runs a bash command on this Linux host. The working directory and files persist from call to call.\n\nPrefer the dedicated tools: read_file to read, search_files to search or list, patch to edit, write_file to create files. Use terminal for builds, installs, git, scripts, networking and process control.\n\nForeground (default): the call returns as soon as the command ends, so a high timeout costs nothing when the command is quick. Background (background=true): returns a session_id at once; for servers, watchers and long jobs. The process tool then reports on it ('poll', 'wait'). Do not background with nohup, setsid, disown or a trailing '&' in a foreground call. After starting a server, confirm it is ready (health check or log line) before testing it in a separate call, rather than sleeping.\n\nNothing interactive: vim, nano and pagers hang without a TTY (pipe git output through cat).\n";
 
 pub fn schema(limits: &super::context::ToolLimits) -> Value {
     let max = limits.foreground_max_timeout.as_secs();
@@ -30,20 +30,20 @@ pub fn schema(limits: &super::context::ToolLimits) -> Value {
         "parameters": {
             "type": "object",
             "properties": {
-                "command": {"type": "string", "description": "The command to execute on the VM"},
+                "command": {"type": "string", "description": "Bash command line to run"},
                 "background": {
                     "type": "boolean",
-                    "description": "Run the command in the background and return a session_id immediately. Use for long-lived processes (servers, watchers, daemons) and long-running tasks; check on them with the process tool. For short commands, prefer foreground with a generous timeout instead.",
+                    "description": "Start the command detached and return its session_id at once (servers, watchers, long jobs); follow it with the process tool.",
                     "default": false
                 },
                 "timeout": {
                     "type": "integer",
-                    "description": format!("Max seconds to wait (default: {default}, foreground max: {max}). Returns INSTANTLY when command finishes — set high for long tasks, you won't wait unnecessarily. Foreground timeout above {max}s is rejected; use background=true for longer commands."),
+                    "description": format!("Seconds before a foreground command is killed (default {default}, at most {max}; longer work belongs in background=true). The call ends when the command does, not at the timeout."),
                     "minimum": 1
                 },
                 "workdir": {
                     "type": "string",
-                    "description": "Working directory for this command (absolute path). Defaults to the session working directory."
+                    "description": "Absolute directory to run this one command in; the session's directory when omitted."
                 }
             },
             "required": ["command"]
@@ -68,7 +68,7 @@ fn validate_workdir(workdir: &str) -> Option<String> {
         format!("'{bad}'")
     };
     Some(format!(
-        "Blocked: workdir contains disallowed character {shown}. Use a simple filesystem path without shell metacharacters."
+        "Blocked: workdir may not contain {shown}. Give a plain path with no shell metacharacters."
     ))
 }
 
@@ -123,17 +123,17 @@ fn foreground_background_guidance(command: &str) -> Option<&'static str> {
     let unquoted = BACKTICKED.replace_all(&unquoted, "``");
     if SHELL_LEVEL_BACKGROUND.is_match(&unquoted) {
         return Some(
-            "Foreground command uses shell-level background wrappers (nohup/disown/setsid). Use terminal(background=true) so Hermes can track the process, then run readiness checks and tests in separate commands.",
+            "Not run: nohup, disown or setsid in a foreground call leaves a process nobody tracks. Start it with terminal(background=true), then check readiness and test in later calls.",
         );
     }
     if INLINE_BACKGROUND_AMP.is_match(&unquoted) || TRAILING_BACKGROUND_AMP.is_match(&unquoted) {
         return Some(
-            "Foreground command uses '&' backgrounding. Use terminal(background=true) for long-lived processes, then run health checks and tests in follow-up terminal calls.",
+            "Not run: '&' in a foreground call leaves a process nobody tracks. Start it with terminal(background=true), then check readiness and test in later calls.",
         );
     }
     if LONG_LIVED.iter().any(|re| re.is_match(&unquoted)) {
         return Some(
-            "This foreground command appears to start a long-lived server/watch process. Run it with background=true, verify readiness (health endpoint/log signal), then execute tests in a separate command.",
+            "Not run: this looks like a server or watcher, which never ends in the foreground. Start it with background=true, confirm it is up (health endpoint or log line), then test in a later call.",
         );
     }
     None
@@ -158,16 +158,14 @@ pub fn interpret_exit_code(command: &str, exit_code: i32) -> Option<&'static str
         ("grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack", 1) => Some(no_matches),
         ("diff" | "colordiff", 1) => Some(differ),
         ("find", 1) => {
-            Some("Some directories were inaccessible (partial results may still be valid)")
+            Some("Some directories could not be read; the results shown are still usable")
         }
-        ("test" | "[", 1) => Some("Condition evaluated to false (expected, not an error)"),
+        ("test" | "[", 1) => Some("The test was false (an answer, not an error)"),
         ("curl", 6) => Some("Could not resolve host"),
         ("curl", 7) => Some("Failed to connect to host"),
-        ("curl", 22) => Some("HTTP response code indicated error (e.g. 404, 500)"),
+        ("curl", 22) => Some("The server answered with an HTTP error status (4xx/5xx)"),
         ("curl", 28) => Some("Operation timed out"),
-        ("git", 1) => {
-            Some("Non-zero exit (often normal — e.g. 'git diff' returns 1 when files differ)")
-        }
+        ("git", 1) => Some("Exit 1 is routine for some git commands (git diff: the files differ)"),
         _ => None,
     }
 }
@@ -259,7 +257,7 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
     let max = ctx.limits.foreground_max_timeout.as_secs();
     if !background && let Some(t) = requested.filter(|t| *t > max) {
         return Ok(json!({"error": format!(
-            "Foreground timeout {t}s exceeds the maximum of {max}s. Use background=true for long-running commands."
+            "A foreground timeout of {t}s is over the {max}s limit; run long commands with background=true."
         )})
         .to_string());
     }
@@ -272,9 +270,9 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
         .await;
     let approval_note = match outcome {
         ApprovalOutcome::Allowed => None,
-        ApprovalOutcome::Approved { description } => Some(format!(
-            "Command required approval ({description}) and was approved by the user."
-        )),
+        ApprovalOutcome::Approved { description } => {
+            Some(format!("The user approved this command ({description})."))
+        }
         ApprovalOutcome::Denied(message) | ApprovalOutcome::Blocked(message) => {
             return Ok(blocked(&message, "blocked"));
         }
@@ -304,7 +302,7 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
                         "pid": session.pid,
                         "exit_code": 0,
                         "error": null,
-                        "hint": "This process runs silently — you will not be told when it exits. Call process(action='poll') or process(action='wait') to learn the outcome.",
+                        "hint": "No notice comes when it exits: the process tool's 'poll' or 'wait' gives its result.",
                     });
                     if let Some(note) = approval_note {
                         result["approval"] = json!(note);
@@ -384,7 +382,7 @@ mod tests {
         assert_eq!(interpret_exit_code("grep foo x", 2), None);
         assert_eq!(
             interpret_exit_code("curl -f x", 22),
-            Some("HTTP response code indicated error (e.g. 404, 500)")
+            Some("The server answered with an HTTP error status (4xx/5xx)")
         );
         assert_eq!(interpret_exit_code("false", 1), None);
         assert_eq!(interpret_exit_code("grep x", 0), None);
@@ -405,7 +403,7 @@ mod tests {
         assert_eq!(validate_workdir("/srv/app-1"), None);
         let err = validate_workdir("/tmp; rm -rf /").unwrap();
         assert!(
-            err.starts_with("Blocked: workdir contains disallowed character ';'"),
+            err.starts_with("Blocked: workdir may not contain ';'"),
             "{err}"
         );
     }

@@ -94,11 +94,11 @@ pub fn first_threat_message(content: &str) -> Option<String> {
     Some(match first.strip_prefix("invisible_unicode_") {
         Some(codepoint) => {
             format!(
-                "Blocked: content contains invisible unicode character {codepoint} (possible injection)."
+                "Blocked: the text hides an invisible character ({codepoint}), a common way to smuggle instructions."
             )
         }
         None => format!(
-            "Blocked: content matches threat pattern '{first}'. Content is injected into the system prompt and must not contain injection or exfiltration payloads."
+            "Blocked: the text matches '{first}'. Memory goes into the system prompt, so nothing resembling injected instructions or data exfiltration may enter it."
         ),
     })
 }

@@ -75,7 +75,7 @@ fn validate(item: &Value) -> TodoItem {
     }
 }
 
-/// Collapses duplicate ids, keeping the last occurrence in its position.
+/// One item per id: a repeated id keeps the place of its last copy.
 fn dedupe_by_id(todos: &[Value]) -> Vec<&Value> {
     let key = |i: usize, item: &Value| -> String {
         if item.is_object() {
@@ -150,6 +150,8 @@ impl TodoStore {
         if active.is_empty() {
             return None;
         }
+        // Byte-identical: Python's agent/conversation_compression.py matches this prefix to
+        // tell a resumed session's synthetic messages from the user's.
         let mut lines =
             vec!["[Your active task list was preserved across context compression]".to_owned()];
         for item in active {
@@ -181,7 +183,7 @@ pub fn todo_tool(store: Option<&TodoStore>, args: &Value) -> String {
             Ok(other) => {
                 return tool_error(format!("todos must be a list, got {}", type_name(&other)));
             }
-            Err(_) => return tool_error("todos must be a list of objects, got unparseable string"),
+            Err(_) => return tool_error("todos is a string that does not parse as a JSON array"),
         },
         Some(other) => {
             return tool_error(format!("todos must be a list, got {}", type_name(other)));
@@ -215,18 +217,18 @@ fn type_name(value: &Value) -> &'static str {
 pub fn schema() -> Value {
     json!({
         "name": "todo",
-        "description": "Manage your task list for the current session. Use for complex tasks with 3+ steps or when the user provides multiple tasks. Call with no parameters to read the current list.\n\nWriting:\n- Provide 'todos' array to create/update items\n- merge=false (default): replace the entire list with a fresh plan\n- merge=true: update existing items by id, add any new ones\n\nEach item: {id: string, content: string, status: pending|in_progress|completed|cancelled}\nList order is priority. Only ONE item in_progress at a time.\nMark items completed immediately when done. If something fails, cancel it and add a revised item.\n\nAlways returns the full current list.",
+        "description": "This session's task list, for work of three or more steps or several requests at once. Without arguments it returns the list; with todos it replaces the list (merge=false, default) or updates items by id and appends new ones (merge=true). Items are {id, content, status: pending|in_progress|completed|cancelled}, most important first, at most one in_progress. Mark an item completed as soon as it is; cancel a failed one and add its replacement. Every call returns the whole list.",
         "parameters": {
             "type": "object",
             "properties": {
                 "todos": {
                     "type": "array",
-                    "description": "Task items to write. Omit to read current list.",
+                    "description": "Items to write; leave out to just read the list.",
                     "items": {
                         "type": "object",
                         "properties": {
-                            "id": {"type": "string", "description": "Unique item identifier"},
-                            "content": {"type": "string", "description": "Task description"},
+                            "id": {"type": "string", "description": "Item id, unique in the list"},
+                            "content": {"type": "string", "description": "What the step is"},
                             "status": {"type": "string", "enum": VALID_STATUSES, "description": "Current status"}
                         },
                         "required": ["id", "content", "status"]
@@ -234,7 +236,7 @@ pub fn schema() -> Value {
                 },
                 "merge": {
                     "type": "boolean",
-                    "description": "true: update existing items by id, add new ones. false (default): replace the entire list.",
+                    "description": "true: update items with matching ids and append the rest; false (default): replace the list.",
                     "default": false
                 }
             },

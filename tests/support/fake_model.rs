@@ -38,7 +38,7 @@ pub use script::{FakeCall, FakeUsage, Reply, Step};
 /// (see [`FakeModel::title_requests`]) and by default get an empty answer (no title; see
 /// [`FakeModel::set_title_reply`]), so the background title call after a first exchange
 /// never races a test's script or titles its sessions.
-pub const TITLE_PROMPT_START: &str = "Generate a short, descriptive title (3-7 words)";
+pub const TITLE_PROMPT_START: &str = "Name the conversation that opens with the exchange below.";
 
 /// A running fake model server. Dropping it stops the server.
 #[derive(Debug)]

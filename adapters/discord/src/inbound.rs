@@ -134,7 +134,7 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message) -> bo
             tracing::info!(platform = "discord", message_id = %message.id, "mention-only message ignored");
             return false;
         }
-        text = "(The user sent a message with no text content)".into();
+        text = "(message without text)".into();
     }
 
     let source = inner.source_for(
@@ -213,7 +213,7 @@ async fn open_thread(inner: &Inner, message: &Message) -> Option<ChannelInfo> {
         Err(error) => {
             tracing::warn!(platform = "discord", %error, "auto-thread creation failed");
             let notice = serde_json::json!({
-                "content": "⚠️ Hermes could not create a Discord thread for this message, so the request was not processed. Please retry.",
+                "content": "⚠️ This message was not handled: opening a thread for it failed. Please send it again.",
             });
             if let Err(error) = inner
                 .rest

@@ -149,7 +149,7 @@ impl Reader<'_> {
                 .collect(),
             Some((name, Value::Object(_))) => {
                 self.errors.push(format!(
-                    "{name} must be a list or a comma-separated string of channel ids or names"
+                    "{name} must list channel ids or names, as a YAML list or one comma-separated string"
                 ));
                 BTreeSet::new()
             }

@@ -313,7 +313,7 @@ async fn a_failed_thread_creation_tells_the_user_and_hands_nothing_over() {
         notices[0].body["content"]
             .as_str()
             .unwrap()
-            .contains("could not create a Discord thread")
+            .contains("opening a thread for it failed")
     );
     h.stop().await.unwrap();
 }
@@ -348,6 +348,6 @@ async fn attachments_are_cached_under_the_size_cap() {
         ));
     let event = h.next_event().await;
     assert_eq!(event.message_type, MessageType::Photo);
-    assert_eq!(event.text, "(The user sent a message with no text content)");
+    assert_eq!(event.text, "(message without text)");
     h.stop().await.unwrap();
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::inbound::{AfterRecord, Delivery, Handling};
 use crate::memory::{SharedMemory, key};
 
-/// Slack caps a section block's text at 3000 characters.
+/// Longest text Slack accepts in a section block: 3000 characters.
 pub const SECTION_TEXT_LIMIT: usize = 3000;
 /// Slack caps a button label at 75 characters and an actions block at 25 elements.
 const BUTTON_LABEL_LIMIT: usize = 75;

@@ -160,8 +160,8 @@ fn id_set(raw: Option<Raw<'_>>, errors: &mut Vec<String>) -> BTreeSet<String> {
         .collect()
 }
 
-/// Mention patterns: a YAML list or string; the env var is a JSON list or newline/comma
-/// separated values (reference `_slack_mention_patterns`). Each must compile.
+/// Mention patterns: a YAML list or string; the env var holds a JSON array, or values split
+/// by newlines or commas (reference `_slack_mention_patterns`). Each must compile.
 fn patterns(raw: Option<Raw<'_>>, errors: &mut Vec<String>) -> Vec<String> {
     let list: Vec<String> = match &raw {
         None => return Vec::new(),

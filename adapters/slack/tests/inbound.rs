@@ -262,7 +262,7 @@ async fn thread_ids_follow_the_reference() {
     let event = h.record().await;
     assert_eq!(event.source.thread_id.as_deref(), Some(root.as_str()));
     assert_eq!(event.reply_to_message_id, None);
-    // A reply in a thread where the bot was mentioned continues without a mention.
+    // Once mentioned in a thread, the bot follows later replies there without a mention.
     let thread = h.fake.next_ts();
     h.fake.push_event(events::thread_reply(
         CHANNEL,

@@ -95,7 +95,7 @@ impl Settings {
             }),
             (Some(_), None) => {
                 read.errors.push(
-                    "telegram: TELEGRAM_WEBHOOK_SECRET is required when TELEGRAM_WEBHOOK_URL is set (webhook mode)".into(),
+                    "telegram: webhook mode (TELEGRAM_WEBHOOK_URL) also needs TELEGRAM_WEBHOOK_SECRET".into(),
                 );
                 None
             }

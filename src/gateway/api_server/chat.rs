@@ -77,7 +77,7 @@ fn content_text(content: &Value, param: &str) -> Result<String, Box<Response>> {
             Ok(texts.join("\n"))
         }
         _ => Err(bad(
-            "Message content must be a string or a list of content parts",
+            "Message content must be text or an array of content parts",
             Some(param),
         )),
     }

@@ -382,8 +382,8 @@ fn unauthorized_dms_get_a_code_then_silence_and_groups_nothing() {
     assert_eq!(
         reply,
         format!(
-            "Hi~ I don't recognize you yet!\n\nHere's your pairing code: `{code}`\n\n\
-             Ask the bot owner to run:\n`hermesd pairing approve telegram {code}`"
+            "I don't know you yet. Your pairing code is `{code}`.\n\n\
+             To let you in, the owner of this bot runs:\n`hermesd pairing approve telegram {code}`"
         )
     );
     assert_eq!(
@@ -421,7 +421,7 @@ fn unauthorized_dms_get_a_code_then_silence_and_groups_nothing() {
     assert_eq!(crowded.as_deref(), Some(PAIRING_TOO_MANY_TEXT));
     assert_eq!(
         PAIRING_TOO_MANY_TEXT,
-        "Too many pairing requests right now~ Please try again later!"
+        "No pairing code can be issued right now (too many requests). Try again later."
     );
     // The issued code approves the user.
     f.store.approve("telegram", &code, 200.0).unwrap();

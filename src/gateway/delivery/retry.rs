@@ -9,11 +9,12 @@ use hermes_adapter::SendErrorKind;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// Sent once when a reply could not be delivered after every retry (Hermes's exact text).
-pub const FAILURE_NOTICE: &str = "\u{26a0}\u{fe0f} Message delivery failed after multiple attempts. Please try again \u{2014} your request was processed but the response could not be sent.";
+/// Sent once when a reply could not be delivered after every retry.
+pub const FAILURE_NOTICE: &str = "\u{26a0}\u{fe0f} Your message was handled, but the answer could not be delivered despite several tries. Please send it again.";
 
-/// Prefix of the plain-text fallback sent after a formatting failure (Hermes's exact text).
-pub const FORMAT_FALLBACK_PREFIX: &str = "(Response formatting failed, plain text:)\n\n";
+/// Prefix of the plain-text fallback sent after a formatting failure.
+pub const FORMAT_FALLBACK_PREFIX: &str =
+    "(Sent as plain text: the formatted version was refused)\n\n";
 
 /// How much of the content the plain-text fallback carries (Hermes's `content[:3500]`).
 pub const FORMAT_FALLBACK_MAX_CHARS: usize = 3500;
@@ -32,7 +33,7 @@ const RETRYABLE_PATTERNS: [&str; 9] = [
     "eoferror",
 ];
 
-/// Error texts of read/write timeouts: the platform may already have the message.
+/// Error texts of read/write timeouts: the send may have landed before the timeout.
 const TIMEOUT_PATTERNS: [&str; 3] = ["timed out", "readtimeout", "writetimeout"];
 
 /// What the deliverer does about one failed send.

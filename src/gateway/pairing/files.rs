@@ -21,7 +21,7 @@ pub const LOCK_FILE: &str = ".pairing.lock";
 /// A data file's contents: a JSON object, in file order.
 pub type JsonObject<T> = IndexMap<String, T>;
 
-/// Why a data file could not be read. A missing file is not an error (it reads as empty),
+/// Why a data file could not be read. Absence is fine (it reads as empty),
 /// and neither is unparsable content (the reference treats it as empty too); a file that
 /// exists but cannot be read is, so that it is never overwritten blind.
 #[derive(Debug, thiserror::Error)]
@@ -107,8 +107,8 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
     atomic_write(path, text.as_bytes(), 0o600)
 }
 
-/// Replaces `path` with `contents` so that readers see the old file or the new one, never a
-/// mix: a temporary file in the same directory (created 0600, given `mode` before it becomes
+/// Replaces `path` with `contents` so that readers see either version whole, never a
+/// mix: a sibling temporary file (created 0600, given `mode` before it becomes
 /// visible), fsynced, renamed over the target, then the directory fsynced. A symlinked
 /// target keeps its link: the file it points to is replaced.
 pub fn atomic_write(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {

@@ -241,13 +241,13 @@ fn decision_text(decision: ApprovalDecision) -> &'static str {
 fn ack_text(action: &BusyAction, detail: &str) -> String {
     match action {
         BusyAction::Steered => format!(
-            "⏩ Steered into current run{detail}. Your message arrives after the next tool call."
+            "⏩ Passed to the running task{detail}; it will see your message after its next tool call."
         ),
-        BusyAction::Queued => format!(
-            "⏳ Queued for the next turn{detail}. I'll respond once the current task finishes."
-        ),
+        BusyAction::Queued => {
+            format!("⏳ Queued{detail}: I'll answer this when the current task is done.")
+        }
         BusyAction::Interrupted => {
-            format!("⚡ Interrupting current task{detail}. I'll respond to your message shortly.")
+            format!("⚡ Stopping the current task{detail} to answer this message.")
         }
     }
 }
@@ -272,14 +272,15 @@ mod tests {
     }
 
     #[test]
-    fn ack_texts_match_the_reference() {
+    fn ack_texts_name_the_action_and_carry_the_detail() {
         assert_eq!(
             ack_text(&BusyAction::Interrupted, ""),
-            "⚡ Interrupting current task. I'll respond to your message shortly."
+            "⚡ Stopping the current task to answer this message."
         );
         assert_eq!(
             ack_text(&BusyAction::Queued, " (2 min elapsed)"),
-            "⏳ Queued for the next turn (2 min elapsed). I'll respond once the current task finishes."
+            "⏳ Queued (2 min elapsed): I'll answer this when the current task is done."
         );
+        assert!(ack_text(&BusyAction::Steered, " (1 min)").contains("task (1 min);"));
     }
 }

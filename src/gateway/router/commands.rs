@@ -78,8 +78,8 @@ fn is_known(name: &str) -> bool {
 
 pub fn unknown_text(name: &str) -> String {
     format!(
-        "Unknown command `/{name}`. Type /commands to see what's available, or resend \
-         without the leading slash to send as a regular message."
+        "I don't know `/{name}`. /commands lists the commands; to send this to the agent as \
+         ordinary text, send it again without the slash."
     )
 }
 
@@ -107,12 +107,9 @@ impl Router {
         }
         if busy && !MID_TURN.contains(&name) {
             let text = if name == "model" {
-                "Agent is running — wait or /stop first, then switch models.".to_owned()
+                "A turn is running: the model can change once it ends (or after /stop).".to_owned()
             } else {
-                format!(
-                    "⏳ Agent is running — `/{name}` can't run mid-turn. Wait for the current \
-                     response or `/stop` first."
-                )
+                format!("⏳ `/{name}` has to wait until the current turn ends (or use `/stop`).")
             };
             self.respond(&job, &text).await;
             return;
@@ -295,7 +292,7 @@ impl Router {
                 let preview: String = text.chars().take(60).collect();
                 let more = if text.chars().count() > 60 { "..." } else { "" };
                 Some(format!(
-                    "⏩ Steer queued — arrives after the next tool call: '{preview}{more}'"
+                    "⏩ Passed to the running task, after its next tool call: '{preview}{more}'"
                 ))
             }
             None => {
@@ -433,9 +430,11 @@ mod tests {
     }
 
     #[test]
-    fn unknown_commands_get_the_reference_text() {
+    fn unknown_commands_are_named_and_point_to_the_list() {
         assert!(!is_known("frobnicate"));
-        assert!(unknown_text("frobnicate").starts_with("Unknown command `/frobnicate`."));
+        let text = unknown_text("frobnicate");
+        assert!(text.starts_with("I don't know `/frobnicate`."), "{text}");
+        assert!(text.contains("/commands"), "{text}");
         for (name, _) in COMMANDS {
             assert!(is_known(name));
         }

@@ -101,7 +101,7 @@ impl Router {
             Ok(Some(id)) => id,
             Ok(None) => {
                 return format!(
-                    "No session found matching '**{name}**'.\nUse `/resume` with no arguments to see available sessions."
+                    "No session is called '**{name}**'.\n`/resume` on its own lists the ones you can go back to."
                 );
             }
             Err(e) => return format!("⚠️ {e}"),
@@ -146,7 +146,7 @@ impl Router {
             .map(|t| format!("• **{t}**"))
             .collect();
         if named.is_empty() {
-            return "No named sessions found.\nUse `/title My Session` to name your current session, then `/resume My Session` to return to it later.".to_owned();
+            return "No session has a name yet.\n`/title My Session` names this one; `/resume My Session` brings it back later.".to_owned();
         }
         format!(
             "📚 Named sessions:\n{}\n\nUsage: `/resume <session name>`",

@@ -291,7 +291,7 @@ fn read_tool_short_options_with_arg(tool: &str) -> &'static str {
     }
 }
 
-/// `(option, program)` for a read-only tool's program-running option.
+/// The option that makes a read-only tool run another program, and that program.
 fn read_tool_exec_flag(tool: &str, args: &[String]) -> Option<(String, String)> {
     let flags = read_tool_exec_flags(tool);
     let mut index = 0;

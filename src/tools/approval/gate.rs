@@ -132,26 +132,26 @@ impl ApprovalSettings {
     }
 }
 
-const TIMEOUT_MESSAGE: &str = "BLOCKED: Command timed out without user response. The user has NOT consented to this action. Do NOT retry this command, do NOT rephrase it, and do NOT attempt the same outcome via a different command. Stop the current workflow and wait for the user to respond before taking any further destructive or irreversible action. Silence is not consent.";
-const DENIED_MESSAGE: &str = "BLOCKED: Command denied by user. The user has NOT consented to this action. Do NOT retry this command, do NOT rephrase it, and do NOT attempt the same outcome via a different command. Stop the current workflow and wait for the user to respond before taking any further destructive or irreversible action.";
+const TIMEOUT_MESSAGE: &str = "BLOCKED: no answer from the user in time, so the command did not run. No answer means no. Do not run it again, reworded, or any other way to the same effect; pause this work and take no destructive or irreversible step until the user replies.";
+const DENIED_MESSAGE: &str = "BLOCKED: the user refused this command. Do not run it again, reworded, or any other way to the same effect; pause this work and take no destructive or irreversible step until the user replies.";
 const NOTIFY_FAILED_MESSAGE: &str =
-    "BLOCKED: Failed to send approval request to user. Do NOT retry.";
+    "BLOCKED: the approval request could not reach the user. Do not try again.";
 
 fn hardline_message(description: &str) -> String {
     format!(
-        "BLOCKED (hardline): {description}. This command is on the unconditional blocklist and cannot be executed via the agent — not even with --yolo, /yolo, approvals.mode=off, or cron approve mode. If you genuinely need to run it, run it yourself in a terminal outside the agent."
+        "BLOCKED (hardline): {description}. The agent never runs this, whatever the approval settings (--yolo, /yolo, approvals.mode=off, cron approve mode). Someone who really wants it must run it outside the agent."
     )
 }
 
 fn sudo_stdin_message() -> String {
     format!(
-        "BLOCKED: {SUDO_STDIN_DESCRIPTION}. Do not pipe passwords to 'sudo -S' — this is a brute-force attack vector. Set SUDO_PASSWORD in your .env file if the agent needs passwordless sudo, or run the sudo command manually in your own terminal."
+        "BLOCKED: {SUDO_STDIN_DESCRIPTION}. Piping candidate passwords into 'sudo -S' is how they get guessed, so it never runs. If the agent needs sudo, set SUDO_PASSWORD in .env; otherwise the user runs the command."
     )
 }
 
 fn deny_rule_message(pattern: &str) -> String {
     format!(
-        "BLOCKED: this command matches the user-defined deny rule '{pattern}' (approvals.deny in config.yaml). It cannot be executed via the agent — not even with --yolo, /yolo, or approvals.mode=off. Do NOT retry or rephrase this command; the user has explicitly forbidden it."
+        "BLOCKED: the user forbade commands matching '{pattern}' (approvals.deny in config.yaml); no approval setting overrides that (--yolo, /yolo, approvals.mode=off). Do not run it again in any form."
     )
 }
 

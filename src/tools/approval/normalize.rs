@@ -59,7 +59,7 @@ static IFS: LazyLock<Regex> =
 /// Shell metacharacters, quotes and whitespace end a path token.
 const PATH_TAIL: &str = r#"(?P<tail>(?:[/\\][^/\\\s'"`;|&<>()]*)+)"#;
 
-/// A regex for `path` used as an absolute directory prefix (either separator), or `None`
+/// A regex matching `path` at the start of an absolute path (either separator), or `None`
 /// for a degenerate path with fewer than two components (`/`, `C:\`).
 fn home_prefix_fold_regex(path: &str) -> Option<Regex> {
     let components: Vec<&str> = path.split(['/', '\\']).filter(|c| !c.is_empty()).collect();

@@ -37,13 +37,13 @@ fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
 fn read_file_schema() -> Value {
     json!({
         "name": "read_file",
-        "description": "Read a text file with line numbers and pagination. Use this instead of cat/head/tail in terminal. Output format: 'LINE_NUM|CONTENT'. Suggests similar filenames if not found. Use offset and limit for large files. Reads exceeding ~100K characters are truncated on a line boundary and return a next_offset; continue with offset to read the rest. NOTE: Cannot read images or other binary files.",
+        "description": "Returns a text file's lines as 'LINE_NUM|CONTENT', a window at a time (offset, limit). A read past ~100K characters stops at a line boundary and gives next_offset to continue from. A missing path gets similarly named files suggested. Text only: binary files and images are refused.",
         "parameters": {
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "Path to the file to read (absolute, relative, or ~/path)"},
-                "offset": {"type": "integer", "description": "Line number to start reading from (1-indexed, default: 1)", "default": 1, "minimum": 1},
-                "limit": {"type": "integer", "description": "Maximum number of lines to read (default: 500, max: 2000)", "default": 500, "maximum": 2000}
+                "path": {"type": "string", "description": "File path: absolute, relative to the working directory, or ~/..."},
+                "offset": {"type": "integer", "description": "First line to return, counting from 1 (default 1)", "default": 1, "minimum": 1},
+                "limit": {"type": "integer", "description": "How many lines to return (default 500, at most 2000)", "default": 500, "maximum": 2000}
             },
             "required": ["path"]
         }
@@ -53,12 +53,12 @@ fn read_file_schema() -> Value {
 fn write_file_schema() -> Value {
     json!({
         "name": "write_file",
-        "description": "Write content to a file, completely replacing existing content. Use this instead of echo/cat heredoc in terminal. Creates parent directories automatically. OVERWRITES the entire file — use 'patch' for targeted edits. .json and .yaml content that does not parse is refused.",
+        "description": "Creates or overwrites a whole file with the given content, making missing parent directories. For changing part of a file use patch. .json and .yaml content that does not parse is refused.",
         "parameters": {
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "Path to the file to write (will be created if it doesn't exist, overwritten if it does)"},
-                "content": {"type": "string", "description": "Complete content to write to the file"}
+                "path": {"type": "string", "description": "File path to create or overwrite"},
+                "content": {"type": "string", "description": "The full new content of the file"}
             },
             "required": ["path", "content"]
         }
@@ -68,21 +68,21 @@ fn write_file_schema() -> Value {
 fn patch_schema() -> Value {
     json!({
         "name": "patch",
-        "description": "Targeted find-and-replace edits in files. Use this instead of sed/awk in terminal. Matching is exact: old_string must appear in the file verbatim, including whitespace and indentation. Returns a unified diff.\n\nREPLACE MODE (mode='replace', default): find a unique string and replace it. REQUIRED PARAMETERS: mode, path, old_string, new_string.\nPATCH MODE (mode='patch'): apply V4A multi-file patches for bulk changes. REQUIRED PARAMETERS: mode, patch.",
+        "description": "Edits files in place and returns a unified diff. mode='replace' (default) swaps old_string for new_string in path; old_string must occur verbatim, whitespace and indentation included, and only once unless replace_all=true. mode='patch' applies a V4A patch that may touch several files.",
         "parameters": {
             "type": "object",
             "properties": {
                 "mode": {
                     "type": "string",
                     "enum": ["replace", "patch"],
-                    "description": "Edit mode. 'replace' (default): requires path + old_string + new_string. 'patch': requires patch content only.",
+                    "description": "'replace' (default) uses path, old_string and new_string; 'patch' uses only patch.",
                     "default": "replace"
                 },
-                "path": {"type": "string", "description": "REQUIRED when mode='replace'. File path to edit."},
-                "old_string": {"type": "string", "description": "REQUIRED when mode='replace'. Exact text to find and replace. Must be unique in the file unless replace_all=true. Include surrounding context lines to ensure uniqueness."},
-                "new_string": {"type": "string", "description": "REQUIRED when mode='replace'. Replacement text. Pass empty string '' to delete the matched text."},
-                "replace_all": {"type": "boolean", "description": "Replace all occurrences instead of requiring a unique match (default: false)", "default": false},
-                "patch": {"type": "string", "description": "REQUIRED when mode='patch'. V4A format patch content. Format:\n*** Begin Patch\n*** Update File: path/to/file\n@@ context hint @@\n context line\n-removed line\n+added line\n*** End Patch"}
+                "path": {"type": "string", "description": "replace mode: the file to edit."},
+                "old_string": {"type": "string", "description": "replace mode: the exact text to replace. Add neighbouring lines if needed to make it occur only once."},
+                "new_string": {"type": "string", "description": "replace mode: the text to put in its place ('' deletes it)."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence rather than demanding exactly one (default false)", "default": false},
+                "patch": {"type": "string", "description": "patch mode: a V4A patch, e.g.\n*** Begin Patch\n*** Update File: src/app.py\n@@ nearby line @@\n unchanged\n-old\n+new\n*** End Patch"}
             },
             "required": ["mode"]
         }
@@ -92,18 +92,18 @@ fn patch_schema() -> Value {
 fn search_files_schema() -> Value {
     json!({
         "name": "search_files",
-        "description": "Search file contents or find files by name. Use this instead of grep/rg/find/ls in terminal.\n\nContent search (target='content'): Regex search inside files. Output modes: full matches with line numbers, file paths only, or match counts.\n\nFile search (target='files'): Find files by glob pattern (e.g., '*.py', '*config*'). Also use this instead of ls — results sorted by modification time.",
+        "description": "Greps file contents or lists files. target='content' (default) matches a regex against lines and reports matching lines with numbers, just the files, or counts per file. target='files' lists files whose names match a glob such as '*.py', newest first; use it to list directories too.",
         "parameters": {
             "type": "object",
             "properties": {
-                "pattern": {"type": "string", "description": "Regex pattern for content search, or glob pattern (e.g., '*.py') for file search"},
-                "target": {"type": "string", "enum": ["content", "files"], "description": "'content' searches inside file contents, 'files' searches for files by name", "default": "content"},
-                "path": {"type": "string", "description": "Directory or file to search in (default: current working directory)", "default": "."},
-                "file_glob": {"type": "string", "description": "Filter files by pattern in grep mode (e.g., '*.py' to only search Python files)"},
-                "limit": {"type": "integer", "description": "Maximum number of results to return (default: 50)", "default": 50},
-                "offset": {"type": "integer", "description": "Skip first N results for pagination (default: 0)", "default": 0},
-                "output_mode": {"type": "string", "enum": ["content", "files_only", "count"], "description": "Output format for grep mode: 'content' shows matching lines with line numbers, 'files_only' lists file paths, 'count' shows match counts per file", "default": "content"},
-                "context": {"type": "integer", "description": "Number of context lines before and after each match (grep mode only)", "default": 0}
+                "pattern": {"type": "string", "description": "A regex for target='content'; a filename glob for target='files'"},
+                "target": {"type": "string", "enum": ["content", "files"], "description": "'content': search inside files; 'files': match file names", "default": "content"},
+                "path": {"type": "string", "description": "Where to search: a directory or one file (default: the working directory)", "default": "."},
+                "file_glob": {"type": "string", "description": "Content search only: restrict to files matching this glob, e.g. '*.rs'"},
+                "limit": {"type": "integer", "description": "Most results to return (default 50)", "default": 50},
+                "offset": {"type": "integer", "description": "Results to skip, for paging (default 0)", "default": 0},
+                "output_mode": {"type": "string", "enum": ["content", "files_only", "count"], "description": "Content search only: 'content' gives numbered matching lines, 'files_only' the file paths, 'count' matches per file", "default": "content"},
+                "context": {"type": "integer", "description": "Content search only: lines of context around each match", "default": 0}
             },
             "required": ["pattern"]
         }

@@ -135,7 +135,7 @@ fn read_blocking(ctx: &ToolCtx, raw: &str, offset: usize, limit: usize) -> Strin
     if has_binary_extension(&resolved.to_string_lossy()) {
         let ext = extension(&resolved.to_string_lossy()).unwrap_or_default();
         return tool_error(format!(
-            "Cannot read binary file '{raw}' ({ext}). Use vision_analyze for images, or terminal to inspect binary files."
+            "'{raw}' is a binary file ({ext}); read_file only shows text. Inspect it with terminal tools."
         ));
     }
     if let Some(message) = read_block_error(ctx, &resolved, raw) {
@@ -152,7 +152,7 @@ fn read_blocking(ctx: &ToolCtx, raw: &str, offset: usize, limit: usize) -> Strin
     }
     if !metadata.is_file() {
         return tool_error(format!(
-            "Cannot read '{raw}': this is a device file that would block or produce infinite output."
+            "'{raw}' is a device, which would block or never end; not read."
         ));
     }
     let file_size = metadata.len();
@@ -167,7 +167,10 @@ fn read_blocking(ctx: &ToolCtx, raw: &str, offset: usize, limit: usize) -> Strin
     {
         let mut map = result_shell(file_size);
         map.insert("is_binary".into(), json!(true));
-        map.insert("error".into(), json!("Binary file - cannot display as text. Use appropriate tools to handle this file type."));
+        map.insert(
+            "error".into(),
+            json!("Binary content, not shown; inspect it with terminal tools."),
+        );
         return Value::Object(map).to_string();
     }
     let mut whole = std::io::Cursor::new(sample).chain(reader);
@@ -205,17 +208,20 @@ fn read_blocking(ctx: &ToolCtx, raw: &str, offset: usize, limit: usize) -> Strin
     map.insert("total_lines".into(), json!(total_lines));
     map.insert("truncated".into(), json!(truncated));
     if truncated {
-        map.insert("hint".into(), json!(format!(
-            "Use offset={} to continue reading (showing {offset}-{end_line} of {total_lines} lines)",
-            end_line + 1
-        )));
+        map.insert(
+            "hint".into(),
+            json!(format!(
+                "Lines {offset}-{end_line} of {total_lines}; offset={} reads on",
+                end_line + 1
+            )),
+        );
     }
     let max_chars = ctx.limits.max_read_chars;
     let (content, kept, cut) = truncate_to_char_budget(&content, max_chars);
     if cut {
         let next_offset = offset + kept;
         let mut hint = format!(
-            "Output truncated at the {}-char read budget after {kept} line(s) (showing lines {offset}-{} of {total_lines}). Use offset={next_offset} to continue.",
+            "Cut at the {}-char limit of one read after {kept} line(s): lines {offset}-{} of {total_lines} shown; offset={next_offset} reads on.",
             crate::tools::output::thousands(max_chars),
             next_offset - 1
         );
@@ -227,7 +233,7 @@ fn read_blocking(ctx: &ToolCtx, raw: &str, offset: usize, limit: usize) -> Strin
             .count()
             >= max_chars
         {
-            hint.push_str(" Note: the first line alone exceeded the budget and was clamped mid-line; its remainder is not retrievable via offset.");
+            hint.push_str(" The first line alone is longer than the limit and was cut; offset cannot reach the rest of it.");
         }
         map.insert("truncated".into(), json!(true));
         map.insert("truncated_by".into(), json!("bytes"));
@@ -239,10 +245,13 @@ fn read_blocking(ctx: &ToolCtx, raw: &str, offset: usize, limit: usize) -> Strin
         && limit > 200
         && map.get("truncated") == Some(&json!(true))
     {
-        map.insert("_hint".into(), json!(format!(
-            "This file is large ({} bytes). Consider reading only the section you need with offset and limit to keep context usage efficient.",
-            crate::tools::output::thousands(file_size as usize)
-        )));
+        map.insert(
+            "_hint".into(),
+            json!(format!(
+                "Large file ({} bytes): read just the part you need with offset and limit.",
+                crate::tools::output::thousands(file_size as usize)
+            )),
+        );
     }
     Value::Object(map).to_string()
 }

@@ -264,7 +264,7 @@ fn search_contents(root: &Path, p: &Params<'_>) -> Map<String, Value> {
                     }
                     text.push(format!("  {line}: {}", content.trim_end()));
                 }
-                result.insert("matches_format".into(), json!("path-grouped: each file path on its own line, followed by indented '<line>: <content>' rows for matches in that file"));
+                result.insert("matches_format".into(), json!("grouped by file: a path line, then one indented '<line>: <content>' row per match in it"));
                 result.insert("matches_text".into(), json!(text.join("\n")));
             } else if !page.is_empty() {
                 let list: Vec<Value> = page
@@ -337,7 +337,7 @@ fn search_blocking(ctx: &ToolCtx, args: &Value) -> String {
     };
     if result.get("truncated") == Some(&json!(true)) {
         result.insert("hint".into(), json!(format!(
-            "Results truncated. Use offset={} to see more, or narrow with a more specific pattern or file_glob.",
+            "More results exist: offset={} shows the next page; a tighter pattern or file_glob gives fewer.",
             offset + limit
         )));
     }

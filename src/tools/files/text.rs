@@ -119,7 +119,8 @@ pub fn strip_bom(text: &str) -> (&str, bool) {
     }
 }
 
-const READ_DEDUP_STATUS_MESSAGE: &str = "File unchanged since last read. The content from the earlier read_file result in this conversation is still current — refer to that instead of re-reading.";
+const READ_DEDUP_STATUS_MESSAGE: &str =
+    "Unchanged since your last read_file of it in this conversation; that result still holds.";
 
 /// Content that is read_file's numbered display (or its status text), not file bytes.
 pub fn is_internal_file_tool_content(content: &str) -> bool {

@@ -180,7 +180,7 @@ fn apply_hunks(path: &str, content: &str, hunks: &[Hunk]) -> Result<String, Stri
                     }
                     n => {
                         return Err(format!(
-                            "{path}: addition-only hunk context hint '{hint}' is ambiguous ({n} occurrences)"
+                            "{path}: the hunk only adds lines, and its anchor '{hint}' occurs {n} times"
                         ));
                     }
                 },
@@ -210,7 +210,7 @@ fn traversal_error(path: &str) -> Option<String> {
         .components()
         .any(|c| matches!(c, std::path::Component::ParentDir))
         .then(|| tool_error(format!(
-            "V4A patch header contains '..' traversal: {path:?}. Use the agent's cwd-relative path (no '..') or an absolute path in '*** Update File:' / '*** Add File:' / '*** Delete File:' / '*** Move File:' headers."
+            "V4A file header {path:?} climbs out with '..'. Name files by an absolute path or one below the working directory."
         )))
 }
 
@@ -287,7 +287,7 @@ pub fn apply_v4a(ctx: &ToolCtx, text: &str) -> String {
         }
     }
     if errors.is_empty() && real_changes == 0 {
-        errors.push("Patch contains no changes (only context lines were provided)".to_owned());
+        errors.push("The patch changes nothing: it has context lines only".to_owned());
     }
     if !errors.is_empty() {
         let listed: Vec<String> = errors.iter().map(|e| format!("  • {e}")).collect();
@@ -398,7 +398,7 @@ pub fn apply_v4a(ctx: &ToolCtx, text: &str) -> String {
     } else {
         let listed: Vec<String> = failures.iter().map(|e| format!("  • {e}")).collect();
         result["error"] = json!(format!(
-            "Apply phase failed (state may be inconsistent — run `git diff` to assess):\n{}",
+            "Writing the patched files failed part way, so some may be changed and others not (`git diff` shows which):\n{}",
             listed.join("\n")
         ));
     }

@@ -59,7 +59,7 @@ pub(super) fn write_preserving(
     let ext = extension(&resolved.to_string_lossy()).unwrap_or_default();
     if let Some(error) = syntax_error(&ext, content) {
         return Err(format!(
-            "Refusing to write '{shown}': candidate content fails {ext} syntax validation ({error}). The file was NOT created or modified. Fix the content and retry."
+            "Not written: the content for '{shown}' is not valid {ext} ({error}); the file is untouched. Correct it and write again."
         ));
     }
     let previous = read_text(resolved);
@@ -98,7 +98,7 @@ fn write_blocking(ctx: &ToolCtx, raw: &str, content: &str) -> String {
     }
     if is_internal_file_tool_content(content) {
         return tool_error(
-            "Refusing to write internal read_file display text as file content. Strip read_file line-number prefixes or reconstruct the intended file contents before writing.",
+            "Not written: this is read_file output with its 'N|' line-number prefixes. Write the file's real text without them.",
         );
     }
     let shown = resolved.display().to_string();
@@ -129,13 +129,13 @@ pub async fn write_file(ctx: ToolCtx, args: Value) -> Result<String, ToolError> 
         .map(str::to_owned)
     else {
         return Ok(tool_error(
-            "write_file: missing required field 'path'. Re-emit the tool call with both 'path' and 'content' set.",
+            "write_file: 'path' is missing. Call it again with both 'path' and 'content'.",
         ));
     };
     let content = match args.get("content") {
         None => {
             return Ok(tool_error(
-                "write_file: missing required field 'content'. The tool call included a path but no content argument — this is almost always a dropped-arg bug under context pressure. Re-emit the tool call with the full content payload.",
+                "write_file: 'content' is missing (a path came without it, typically an argument lost in a long context). Call it again with the whole content.",
             ));
         }
         Some(Value::String(s)) => s.clone(),
@@ -170,20 +170,20 @@ pub(super) fn replace_exact(
     }
     let count = content.matches(old).count();
     match count {
-        0 => Err("Could not find a match for old_string in the file".to_owned()),
+        0 => Err("old_string does not occur in the file".to_owned()),
         1 => Ok(content.replacen(old, new, 1)),
         n if replace_all => Ok(content.replacen(old, new, n)),
         n => Err(format!(
-            "Found {n} matches for old_string. Provide more context to make it unique, or use replace_all=True."
+            "old_string occurs {n} times. Add surrounding text until it occurs once, or set replace_all=true."
         )),
     }
 }
 
 fn patch_failure(error: &str) -> String {
     let mut result = json!({"success": false, "error": error});
-    if error.contains("Could not find") {
+    if error.contains("does not occur") {
         result["_hint"] = json!(
-            "old_string not found. Use read_file to verify the current content, or search_files to locate the text."
+            "The file may have changed: read_file shows its current text, search_files finds where the text went."
         );
     }
     result.to_string()
@@ -226,7 +226,7 @@ fn patch_replace_blocking(
     };
     if normalize(&on_disk) != normalize(&updated) {
         return patch_failure(&format!(
-            "Post-write verification failed for {shown}: on-disk content differs from intended write. The patch did not persist. Re-read the file and try again."
+            "After writing {shown} the file does not hold the patched text, so the patch did not take. Read the file again and redo it."
         ));
     }
     let diff = unified_diff(
@@ -292,7 +292,7 @@ mod tests {
         let err = replace_exact("a b a", "a", "c", false).unwrap_err();
         assert_eq!(
             err,
-            "Found 2 matches for old_string. Provide more context to make it unique, or use replace_all=True."
+            "old_string occurs 2 times. Add surrounding text until it occurs once, or set replace_all=true."
         );
         assert_eq!(replace_exact("a b a", "a", "c", true).unwrap(), "c b c");
         assert_eq!(replace_exact("aaaa", "aa", "b", true).unwrap(), "bb");
@@ -306,7 +306,7 @@ mod tests {
         );
         assert_eq!(
             replace_exact("x", "q", "y", false).unwrap_err(),
-            "Could not find a match for old_string in the file"
+            "old_string does not occur in the file"
         );
     }
 }

@@ -49,7 +49,7 @@ impl MemoryStore {
                     }
                     Some("replace" | "remove") if old_text.is_empty() => Some(format!("{pos}: old_text is required.")),
                     Some("replace") if content.is_empty() => {
-                        Some(format!("{pos}: content is required (use action='remove' to delete)."))
+                        Some(format!("{pos}: replace needs content; to delete use action='remove'."))
                     }
                     Some(act @ ("replace" | "remove")) => {
                         let matches: Vec<usize> = (0..working.len()).filter(|&j| working[j].contains(old_text)).collect();
@@ -72,7 +72,7 @@ impl MemoryStore {
                 if let Some(message) = failure {
                     let response = json!({
                         "success": false,
-                        "error": format!("{message} No operations were applied (batch is all-or-nothing)."),
+                        "error": format!("{message} Nothing was changed: a batch applies whole or not at all."),
                         "current_entries": state.entries(target).clone(),
                         "usage": self.usage(state, target),
                     });
@@ -85,7 +85,7 @@ impl MemoryStore {
                 let response = json!({
                     "success": false,
                     "error": format!(
-                        "After applying all {} operations, memory would be at {}/{} chars -- over the limit. Remove or shorten more entries in the same batch (see current_entries below), then retry.",
+                        "All {} operations together leave memory at {}/{} chars, over the limit. Retry the batch with more entries removed or shortened (current_entries lists them).",
                         operations.len(), thousands(new_total), thousands(limit)
                     ),
                     "current_entries": state.entries(target).clone(),

@@ -58,7 +58,7 @@ pub(super) fn sanitize(entries: &[String], file_name: &str) -> Vec<String> {
             } else {
                 tracing::warn!(file = file_name, findings = %findings.join(", "), "memory entry blocked at load time");
                 format!(
-                    "[BLOCKED: {file_name} entry contained threat pattern(s): {}. Removed from system prompt; use memory(action=remove) to delete the original.]",
+                    "[BLOCKED: an entry of {file_name} matched {} and was left out of this prompt; memory(action=remove) deletes it.]",
                     findings.join(", ")
                 )
             }

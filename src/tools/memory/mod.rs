@@ -18,7 +18,7 @@ use super::tool_error;
 /// Runs one memory call (single op or `operations` batch) against `store`.
 pub fn memory_tool(store: Option<&MemoryStore>, args: &Value) -> String {
     let Some(store) = store else {
-        return json!({"error": "Memory is not available. It may be disabled in config or this environment.", "success": false}).to_string();
+        return json!({"error": "Memory is switched off (config) or unavailable here.", "success": false}).to_string();
     };
     let target_name = match args.get("target") {
         None | Some(Value::Null) => "memory",
@@ -34,7 +34,7 @@ pub fn memory_tool(store: Option<&MemoryStore>, args: &Value) -> String {
         }
         Some(Value::Null | Value::Array(_)) | None => {}
         Some(_) => {
-            return json!({"error": "operations must be a list of {action, content?, old_text?} objects.", "success": false}).to_string();
+            return json!({"error": "operations has to be an array of {action, content?, old_text?} objects.", "success": false}).to_string();
         }
     }
     let action = args
@@ -79,23 +79,23 @@ pub async fn memory_tool_async(store: Arc<MemoryStore>, args: Value) -> String {
 pub fn schema() -> Value {
     json!({
         "name": "memory",
-        "description": "Save durable facts to persistent memory that survive across sessions. Memory is injected into every future turn, so keep entries compact and high-signal.\n\nHOW: make ALL your changes in ONE call via an 'operations' array (each item: {action, content?, old_text?}). The batch applies atomically and the char limit is checked only on the FINAL result — so a single call can remove/replace stale entries to free room AND add new ones, even when an add alone would overflow. The response reports current/limit chars and confirms completion; one batch call finishes the update, so don't repeat it. Use the bare action/content/old_text fields only for a single lone change.\n\nWHEN: save proactively when the user states a preference, correction, or personal detail, or you learn a stable fact about their environment, conventions, or workflow. Priority: user preferences & corrections > environment facts > procedures. The best memory stops the user repeating themselves.\n\nIF FULL: an add is rejected with the current entries shown. Reissue as ONE batch that removes or shortens enough stale entries and adds the new one together.\n\nTARGETS: 'user' = who the user is (name, role, preferences, style). 'memory' = your notes (environment, conventions, tool quirks, lessons).\n\nSKIP: trivial/obvious info, easily re-discovered facts, raw data dumps, task progress, completed-work logs, temporary TODO state (use session_search for those). Reusable procedures belong in a skill, not memory.",
+        "description": "Keeps facts across sessions. Both stores are put into every future turn's prompt, so keep entries short and worth their space.\n\nMake all changes in one call with 'operations' (items {action, content?, old_text?}): the batch is all-or-nothing and the size limit is checked on its end state, so removing or shortening old entries makes room for new ones in the same call. The reply gives the chars used and the limit; a successful call is final, do not repeat it. The top-level action/content/old_text are for a single change.\n\nSave without being asked when the user states a preference, corrects you or tells you about themselves, or when you learn a lasting fact about their setup or habits; in that order of priority. A full store rejects an add and shows its entries: retry with one batch that frees space and adds.\n\ntarget 'user' describes the person (name, job, tastes, how they like answers); 'memory' holds your working notes (their setup, conventions, tool quirks, lessons learnt).\n\nDo not store what is obvious or easy to find again, raw data, task progress, logs of finished work or temporary to-dos; past conversations are reachable with session_search.",
         "parameters": {
             "type": "object",
             "properties": {
-                "action": {"type": "string", "enum": ["add", "replace", "remove"], "description": "The action to perform (single-op shape). Omit when using 'operations'."},
-                "target": {"type": "string", "enum": ["memory", "user"], "description": "Which memory store: 'memory' for personal notes, 'user' for user profile."},
-                "content": {"type": "string", "description": "The entry content. Required for 'add' and 'replace' (single-op shape)."},
-                "old_text": {"type": "string", "description": "REQUIRED for 'replace' and 'remove' (single-op shape): a short unique substring identifying the existing entry to modify. Omit only for 'add'."},
+                "action": {"type": "string", "enum": ["add", "replace", "remove"], "description": "One change: add, replace or remove. Leave out when sending operations."},
+                "target": {"type": "string", "enum": ["memory", "user"], "description": "'memory' (your notes) or 'user' (the user's profile)."},
+                "content": {"type": "string", "description": "Text of the entry; needed by add and replace."},
+                "old_text": {"type": "string", "description": "replace and remove: a short piece of text found in exactly one existing entry, naming the entry to change."},
                 "operations": {
                     "type": "array",
-                    "description": "Batch shape: a list of operations applied atomically in one call against the final char budget. Preferred when making multiple changes or consolidating to make room. Each item is {action, content?, old_text?}.",
+                    "description": "Several changes applied together, all or none, with the size limit checked after the last. The way to make room and add at once.",
                     "items": {
                         "type": "object",
                         "properties": {
                             "action": {"type": "string", "enum": ["add", "replace", "remove"]},
-                            "content": {"type": "string", "description": "Entry content for add/replace."},
-                            "old_text": {"type": "string", "description": "Substring identifying the entry for replace/remove."}
+                            "content": {"type": "string", "description": "Text of the entry (add, replace)."},
+                            "old_text": {"type": "string", "description": "Text found in the entry to change (replace, remove)."}
                         },
                         "required": ["action"]
                     }

@@ -183,7 +183,7 @@ impl MemoryStore {
             "success": false,
             "done": true,
             "error": format!(
-                "Memory consolidation failed {} times this turn. Stop retrying memory calls — leave memory unchanged for now and continue with your reply to the user. The fact can be saved in a later turn.",
+                "{} memory changes failed this turn. Leave memory as it is, answer the user, and save the fact in a later turn.",
                 state.consolidation_failures
             ),
         })
@@ -202,7 +202,7 @@ impl MemoryStore {
             "usage": format!("{pct}% — {}/{} chars", thousands(current), thousands(limit)),
             "entry_count": entries.len(),
             "message": message,
-            "note": "Write saved. This update is complete — do not repeat it.",
+            "note": "Saved; this change is complete, do not send it again.",
         })
     }
 
@@ -242,11 +242,11 @@ impl MemoryStore {
         json!({
             "success": false,
             "error": format!(
-                "Refusing to write {}: file on disk has content that wouldn't round-trip through the memory tool (likely added by the patch tool, a shell append, a manual edit, or a concurrent session). A snapshot was saved to {backup}. Resolve the drift first — either rewrite the file as a clean §-delimited list of entries, or move the extra content out — then retry. This guard exists to prevent silent data loss (issue #26045).",
+                "Not written: {} holds text the memory tool did not put there (an edit, a shell append, another session) and would drop. A copy is at {backup}. Make the file a plain §-separated list of entries again, or move the extra text elsewhere, then retry.",
                 target.file_name()
             ),
             "drift_backup": backup,
-            "remediation": "Open the .bak file, integrate the missing entries into the memory tool one at a time via memory(action=add, content=...), then remove or rewrite the original file to a clean state.",
+            "remediation": "Re-add what the .bak copy holds beyond the entries with memory(action=add, content=...), then clean up the original file.",
         })
     }
 
@@ -295,7 +295,7 @@ impl MemoryStore {
                 let response = json!({
                     "success": false,
                     "error": format!(
-                        "Memory at {}/{} chars. Adding this entry ({} chars) would exceed the limit. Consolidate now: use 'replace' to merge overlapping entries into shorter ones or 'remove' stale or less important entries (see current_entries below), then retry this add — all in this turn.",
+                        "Memory holds {}/{} chars; this {}-char entry does not fit. In this turn, merge entries with 'replace' or drop outdated ones with 'remove' (current_entries lists them), then add again.",
                         thousands(current), thousands(limit), content.chars().count()
                     ),
                     "current_entries": state.entries(target).clone(),
@@ -325,7 +325,7 @@ impl MemoryStore {
         if matches.is_empty() {
             let response = json!({
                 "success": false,
-                "error": format!("No entry matched '{old_text}'. Check current_entries below and retry with the exact text of the entry you want to {verb}."),
+                "error": format!("No entry contains '{old_text}'. Pick text from one of current_entries and {verb} again."),
                 "current_entries": entries,
             });
             return Err(self.consolidation_failure(state, response));
@@ -361,7 +361,7 @@ impl MemoryStore {
             return json!({"success": false, "error": "old_text cannot be empty."});
         }
         if new_content.is_empty() {
-            return json!({"success": false, "error": "new_content cannot be empty. Use 'remove' to delete entries."});
+            return json!({"success": false, "error": "The new content is empty; to delete an entry use 'remove'."});
         }
         if let Some(error) = first_threat_message(new_content) {
             return json!({"success": false, "error": error});
@@ -383,7 +383,7 @@ impl MemoryStore {
                 let response = json!({
                     "success": false,
                     "error": format!(
-                        "Replacement would put memory at {}/{} chars. Shorten the new content, or 'remove' other stale or less important entries to make room (see current_entries below), then retry — all in this turn.",
+                        "With this replacement memory would hold {}/{} chars. In this turn, shorten it or 'remove' outdated entries (current_entries lists them), then retry.",
                         thousands(new_total), thousands(limit)
                     ),
                     "current_entries": state.entries(target).clone(),
@@ -427,7 +427,7 @@ impl MemoryStore {
         let mut state = self.state();
         json!({
             "success": false,
-            "error": format!("'{action}' needs old_text -- a short unique substring of the entry to {action}. None was provided. Reissue the {action} with old_text set to part of one of the current_entries below."),
+            "error": format!("'{action}' needs old_text: a short piece of the entry to {action}, taken from current_entries."),
             "current_entries": state.entries(target).clone(),
             "usage": self.usage(&mut state, target),
         })

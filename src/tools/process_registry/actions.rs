@@ -82,7 +82,7 @@ impl ProcessRegistry {
         let effective = match timeout {
             Some(t) if t > max_timeout => {
                 note = Some(format!(
-                    "Requested wait of {t}s was clamped to configured limit of {max_timeout}s"
+                    "Waited {max_timeout}s, the configured maximum, not the {t}s asked for"
                 ));
                 max_timeout
             }
@@ -166,7 +166,7 @@ impl ProcessRegistry {
         let mut stdin = session.stdin.lock().await;
         let Some(pipe) = stdin.as_mut() else {
             return json!({"status": "error",
-                "error": "Process stdin not available (non-local backend or stdin closed)"});
+                "error": "This process no longer takes input (its stdin is closed)"});
         };
         match async {
             pipe.write_all(data.as_bytes()).await?;
@@ -190,7 +190,7 @@ impl ProcessRegistry {
         match session.stdin.lock().await.take() {
             Some(_) => json!({"status": "ok", "message": "stdin closed"}),
             None => json!({"status": "error",
-                "error": "Process stdin not available (non-local backend or stdin closed)"}),
+                "error": "This process no longer takes input (its stdin is closed)"}),
         }
     }
 }

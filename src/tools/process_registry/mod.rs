@@ -1,6 +1,6 @@
-//! Background processes started with `terminal(background=true)` (Python
+//! The registry of detached commands (the `terminal` tool's `background` flag; Python
 //! `tools/process_registry.py`): ids `proc_<12 hex>`, a rolling 200,000-character output
-//! buffer each, poll/log/wait/kill/write/submit/close, at most 64 tracked with finished ones
+//! buffer each, the `process` tool's actions, at most 64 tracked with finished ones
 //! pruned after 30 minutes. It also remembers each session's shell working directory.
 
 mod actions;

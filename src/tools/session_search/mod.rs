@@ -104,7 +104,7 @@ async fn read_session(store: &Store, session_id: &str) -> String {
     });
     if truncated {
         result["message"] = json!(format!(
-            "Session has {total} messages; showing first {HEAD} + last {TAIL}. Pass around_message_id (any id above) to scroll the middle."
+            "{total} messages; these are the first {HEAD} and the last {TAIL}. For the rest, call again with around_message_id set to one of these ids."
         ));
     }
     result.to_string()
@@ -122,7 +122,7 @@ async fn scroll(
         && lineage_root(store, session_id).await == lineage_root(store, current).await
     {
         return error(
-            "scroll rejected: anchor lives in the current session lineage (already in your active context)",
+            "not scrolled: that message belongs to this conversation, which you already have",
         );
     }
     let Ok(Some(mut meta)) = store.get_session(session_id).await else {
@@ -199,7 +199,7 @@ async fn browse(store: &Store, limit: usize, current: Option<&str>) -> String {
     }
     json!({
         "success": true, "mode": "browse", "count": results.len(), "results": results,
-        "message": format!("Showing {} most recent sessions. Pass a query= to search, or session_id+around_message_id to scroll.", results.len()),
+        "message": format!("The {} latest sessions. Give query to search, or session_id with around_message_id to read one.", results.len()),
     })
     .to_string()
 }

@@ -29,6 +29,8 @@ const JANITOR_INTERVAL: Duration = Duration::from_secs(60);
 const SLOT_IDLE: Duration = Duration::from_secs(15 * 60);
 /// Answered inbound events are kept this many days for redelivery dedupe.
 const INBOUND_RETENTION_DAYS: f64 = 7.0;
+/// How often a `heap-stats` build logs where its memory is.
+const HEAP_STATS_INTERVAL: Duration = Duration::from_secs(5);
 /// How long shutdown lets the delivery lanes finish the sends in flight (their waits are
 /// cut at once; a send itself is bounded by the adapter's request timeout).
 const DELIVERY_FLUSH: Duration = Duration::from_secs(10);
@@ -244,6 +246,10 @@ impl GatewayRunner {
             }
         };
         let janitor = tokio::spawn(janitor(router.clone(), ingress.clone()));
+        tasks.push(tokio::spawn(crate::heap_stats::log_every(
+            HEAP_STATS_INTERVAL,
+            ingress.clone(),
+        )));
         Ok(Self {
             router,
             health,

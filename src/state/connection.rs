@@ -14,6 +14,16 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::error::StoreResult;
 
+/// Page cache of each read-pool connection, in KiB. Reads go through the memory map, so the
+/// cache mostly keeps decoded hot pages; a small cap keeps the ceiling known: with the pool's
+/// idle connections and the writer, SQLite's caches hold at most
+/// `max_idle_readers × READER_CACHE_KIB + WRITER_CACHE_KIB` (4 × 2 + 4 = 12 MiB by default),
+/// plus 2 MiB for each reader open beyond the pool while a burst of reads lasts.
+pub const READER_CACHE_KIB: u32 = 2048;
+/// Page cache of the writer connection, in KiB (SQLite's default is ~2 MiB); the FTS index
+/// merges touch many pages, so the writer gets a little more than a reader.
+pub const WRITER_CACHE_KIB: u32 = 4096;
+
 /// How long one statement waits for a lock before the application-level retry takes over.
 pub const BUSY_WINDOW: Duration = Duration::from_millis(1000);
 const BUSY_POLL_MAX_MICROS: u64 = 1500;
@@ -60,7 +70,9 @@ pub fn open_writer(path: &Path) -> StoreResult<Connection> {
     )?;
     apply_common_pragmas(&mut conn)?;
     set_journal_mode(&conn, path)?;
-    conn.execute_batch("PRAGMA synchronous = FULL;")?;
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = FULL; PRAGMA cache_size = -{WRITER_CACHE_KIB};"
+    ))?;
     Ok(conn)
 }
 
@@ -92,10 +104,29 @@ pub fn open_reader(path: &Path) -> StoreResult<Connection> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     apply_common_pragmas(&mut conn)?;
-    // Memory-mapped reads skip a syscall per page; a larger page cache keeps hot FTS index
-    // pages. Both matter for searches and conversation loads on large databases.
-    conn.execute_batch(
-        "PRAGMA query_only = ON; PRAGMA mmap_size = 268435456; PRAGMA cache_size = -16384;",
-    )?;
+    // Memory-mapped reads skip a syscall and a copy per page, which matters for searches and
+    // conversation loads on large databases; the page cache is capped (see READER_CACHE_KIB).
+    conn.execute_batch(&format!(
+        "PRAGMA query_only = ON; PRAGMA mmap_size = 268435456; PRAGMA cache_size = -{READER_CACHE_KIB};"
+    ))?;
     Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_connection_has_a_capped_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let cache = |conn: &Connection| -> i64 {
+            conn.query_row("PRAGMA cache_size", [], |r| r.get(0))
+                .unwrap()
+        };
+        let writer = open_writer(&path).unwrap();
+        assert_eq!(cache(&writer), -i64::from(WRITER_CACHE_KIB));
+        let reader = open_reader(&path).unwrap();
+        assert_eq!(cache(&reader), -i64::from(READER_CACHE_KIB));
+    }
 }

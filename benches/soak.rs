@@ -5,7 +5,9 @@
 //! every few minutes. At the end it stops sending, waits (bounded) until every message is
 //! answered, stops the daemon with SIGTERM and prints one JSON report (also
 //! `target/bench-soak.json`). Exit status 1 when a target is missed: a message lost or
-//! answered twice without the recovered marker, a bad API answer, state.db not intact,
+//! answered twice without the recovered marker, a reply given up on (a failure notice or an
+//! abandoned ledger row; the report's verdict says "N lost, N duplicated, N abandoned"), a
+//! bad API answer, state.db not intact,
 //! descriptors growing, RSS growing more than 5 % after warm-up (judged only when an
 //! incarnation ran long enough), a token or key in the daemon's log, or an unclean exit.
 //!
@@ -63,6 +65,7 @@ fn main() {
     let (report, ok) = runtime.block_on(run(options));
     let text = report.to_string();
     println!("{text}");
+    println!("soak: {}", report["verdict"].as_str().unwrap_or_default());
     let _ = std::fs::write(
         concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench-soak.json"),
         &text,

@@ -1,6 +1,7 @@
 //! Storage benchmark: prints one JSON report (also written to `target/bench-storage.json`).
 //!
-//! `cargo bench --bench storage` runs everything; `-- --quick` runs a smaller version (CI).
+//! `cargo bench --bench storage` runs everything; `-- --quick` runs a smaller version (CI);
+//! `-- --cache-kib R,W` sets the readers' and the writer's page-cache caps (to compare).
 //! Each append figure is measured on tmpfs (`/dev/shm`, CPU cost) and on disk (the target
 //! directory). Set `HERMES_PYTHON` to a Python with `hermes-agent==0.19.0` installed to
 //! measure the Python SessionDB alternately with hermesd in the same session.
@@ -52,8 +53,15 @@ fn fresh_dir(base: &Path, name: &str) -> PathBuf {
     dir
 }
 
+/// `-- --cache-kib R,W`: the readers' and the writer's page-cache caps (default: the store's).
+static PAGE_CACHE: std::sync::OnceLock<hermesd::state::PageCache> = std::sync::OnceLock::new();
+
 fn open(path: &Path) -> Store {
-    Store::open_with(path, StoreOptions::default()).expect("open store")
+    let options = StoreOptions {
+        page_cache: PAGE_CACHE.get().copied().unwrap_or_default(),
+        ..StoreOptions::default()
+    };
+    Store::open_with(path, options).expect("open store")
 }
 
 /// Sustained appends from `sessions` concurrent callers in one process.
@@ -377,6 +385,22 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1).cloned());
     let wants = |part: &str| only.as_deref().is_none_or(|o| o == part);
+    let cache = args
+        .iter()
+        .position(|a| a == "--cache-kib")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| {
+            let parts: Vec<u32> = v
+                .split(',')
+                .map(|p| p.trim().parse().expect("--cache-kib READER,WRITER"))
+                .collect();
+            hermesd::state::PageCache {
+                reader_kib: parts[0],
+                writer_kib: parts[1],
+            }
+        })
+        .unwrap_or_default();
+    let _ = PAGE_CACHE.set(cache);
     let sizes = if quick {
         Sizes {
             appends: 4_000,
@@ -404,6 +428,10 @@ fn main() {
     let python = std::env::var("HERMES_PYTHON").ok();
     let mut report = serde_json::Map::new();
     report.insert("quick".into(), json!(quick));
+    report.insert(
+        "page_cache_kib".into(),
+        json!({"reader": cache.reader_kib, "writer": cache.writer_kib}),
+    );
     for (medium, base) in &media {
         if !base.is_dir() {
             continue;

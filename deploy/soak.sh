@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Soak and fault test of the release binary (benches/soak.rs): Telegram, Discord and Slack
 # fakes plus the HTTP API under steady load, faults every few seconds, kill -9 + restart
-# every few minutes; prints one JSON report (also target/bench-soak.json), daemon logs in
-# target/soak/. Exits non-zero when a target is missed.
+# every few minutes (faults include a Telegram flood-wait of 20-90 s on one chat); prints
+# "N lost, N duplicated, N abandoned" and one JSON report (also target/bench-soak.json),
+# daemon logs in target/soak/. Exits non-zero when a target is missed.
 #
 #   deploy/soak.sh                     # 10 minutes (the default)
 #   deploy/soak.sh --minutes 60        # longer

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod gateway;
+pub mod heap_stats;
 pub mod home;
 pub mod logging;
 pub mod state;

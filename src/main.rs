@@ -2,6 +2,12 @@
 
 use clap::Parser;
 
+/// `--features heap-stats`: Rust allocations go to jemalloc, whose statistics then count
+/// exactly the Rust heap (see `hermesd::heap_stats`).
+#[cfg(feature = "heap-stats")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     // rustls is built with the ring provider only; install it before any TLS client exists.
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -1,5 +1,6 @@
 //! Fault injection: every few seconds (seeded jitter) one fault, chosen seeded-randomly,
-//! on one of the fakes; `kill -9` + restart of the daemon on its own schedule; and Slack's
+//! on one of the fakes (among them a Telegram flood-wait: one user's chat refused with a
+//! `retry_after` of 20–90 s, which the daemon must wait out without giving the reply up); `kill -9` + restart of the daemon on its own schedule; and Slack's
 //! redelivery of envelopes whose ack is overdue (what Slack does after a client died or
 //! went silent, which the fake leaves to its driver).
 
@@ -19,7 +20,7 @@ use crate::load::LastSlackEnvelope;
 use crate::world::World;
 
 /// Every fault kind, by the name the report counts it under.
-const KINDS: [&str; 13] = [
+const KINDS: [&str; 14] = [
     "discord_socket_dropped",
     "discord_heartbeat_acks_stopped",
     "discord_send_429",
@@ -33,14 +34,19 @@ const KINDS: [&str; 13] = [
     "telegram_poll_429",
     "telegram_send_429",
     "telegram_duplicate_updates",
+    "telegram_flood_wait",
 ];
+
+/// The range of a flood-wait's `retry_after` (Telegram's group flood control asks for
+/// tens of seconds to minutes); under the end's quiescence bound, so the last one can pass.
+const FLOOD_WAIT_SECS: std::ops::RangeInclusive<u64> = 20..=90;
 
 /// A Slack envelope unacked this long is sent again (Slack retries after a few seconds).
 const SLACK_ACK_OVERDUE: Duration = Duration::from_secs(10);
 
 pub type FaultCounts = Arc<Mutex<BTreeMap<&'static str, u64>>>;
 
-fn inject(world: &World, last_slack: &LastSlackEnvelope, kind: &str) {
+fn inject(world: &World, last_slack: &LastSlackEnvelope, kind: &str, rng: &mut StdRng) {
     match kind {
         "discord_socket_dropped" => world.discord.drop_socket(),
         "discord_heartbeat_acks_stopped" => world.discord.stop_acking_heartbeats(),
@@ -81,6 +87,13 @@ fn inject(world: &World, last_slack: &LastSlackEnvelope, kind: &str) {
             TelegramFault::TooManyRequests { retry_after: 1 },
             1,
         ),
+        "telegram_flood_wait" => {
+            let user = rng.random_range(0..world.users());
+            let retry_after = rng.random_range(FLOOD_WAIT_SECS);
+            world
+                .telegram
+                .flood_chat(crate::world::telegram_user(user), retry_after, 1);
+        }
         "telegram_duplicate_updates" => {
             world
                 .telegram
@@ -107,7 +120,7 @@ pub async fn injector(
             _ = tokio::time::sleep(gap) => {}
         }
         let kind = KINDS[rng.random_range(0..KINDS.len())];
-        inject(&world, &last_slack, kind);
+        inject(&world, &last_slack, kind, &mut rng);
         *counts.lock().unwrap().entry(kind).or_default() += 1;
     }
 }

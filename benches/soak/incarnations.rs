@@ -15,6 +15,8 @@ use crate::support::{fd_count, rss_kib};
 /// Samples taken before this age of an incarnation are warm-up (caches, connections,
 /// the first sessions) and not judged.
 pub const WARM_UP: Duration = Duration::from_secs(30);
+/// How often a `heap-stats` daemon logs its heap figures (`gateway/runner.rs`).
+const HEAP_STATS_EVERY_S: u64 = 5;
 /// How many samples are averaged (median) at the start and at the end of a window.
 const EDGE_SAMPLES: usize = 10;
 
@@ -40,6 +42,9 @@ pub struct Incarnation {
     pub error_lines: usize,
     /// Log lines showing a configured token or key (must stay 0: the log writer masks them).
     pub secret_lines: usize,
+    /// From a `heap-stats` build's log (every 5 s): (Rust heap live bytes, anonymous memory
+    /// outside the Rust heap: SQLite's caches, stacks), in KiB.
+    pub heap: Vec<(u64, u64)>,
 }
 
 fn median(mut values: Vec<u64>) -> u64 {
@@ -98,7 +103,30 @@ impl Incarnation {
         let (rss_start, rss_end) = self.rss_start_end().unzip();
         let (fds_start, fds_end) = self.fds_start_end().unzip();
         let (anon_start, anon_end) = self.start_end(|s| s.rss_anon_kib).unzip();
+        // The heap lines come every 5 s from the start: skip the warm-up's, then compare the
+        // medians of the first and last three.
+        let heap: Vec<(u64, u64)> = self
+            .heap
+            .iter()
+            .copied()
+            .skip((WARM_UP.as_secs() / HEAP_STATS_EVERY_S) as usize)
+            .collect();
+        let edge = |pick: fn(&(u64, u64)) -> u64| -> Option<(u64, u64)> {
+            let n = 3.min(heap.len());
+            (n > 0).then(|| {
+                (
+                    median(heap[..n].iter().map(pick).collect()),
+                    median(heap[heap.len() - n..].iter().map(pick).collect()),
+                )
+            })
+        };
+        let (rust_start, rust_end) = edge(|h| h.0).unzip();
+        let (outside_start, outside_end) = edge(|h| h.1).unzip();
         json!({
+            "heap_rust_allocated_start_kib": rust_start,
+            "heap_rust_allocated_end_kib": rust_end,
+            "heap_outside_rust_start_kib": outside_start,
+            "heap_outside_rust_end_kib": outside_end,
             "pid": self.pid,
             "lived_s": self.lived.as_secs(),
             "ended": self.ended,
@@ -166,6 +194,7 @@ impl Supervisor {
             warn_lines: 0,
             error_lines: 0,
             secret_lines: 0,
+            heap: Vec::new(),
         });
         *self.current.lock().unwrap() = Some(daemon);
     }
@@ -206,6 +235,15 @@ impl Supervisor {
                 .iter()
                 .filter(|l| self.secrets.iter().any(|s| l.contains(s.as_str())))
                 .count();
+            last.heap = logs
+                .iter()
+                .filter(|l| l.contains("heap stats"))
+                .filter_map(|l| {
+                    let rust = field(l, "rust_allocated_bytes")?;
+                    let outside = field(l, "outside_rust_bytes")?;
+                    Some((rust / 1024, outside / 1024))
+                })
+                .collect();
         }
         let path = self.log_dir.join(format!("incarnation-{index}.log"));
         let _ = std::fs::write(path, logs.join("\n"));
@@ -235,6 +273,17 @@ impl Supervisor {
         self.close(&logs, format!("SIGTERM, exit {:?}", status.code()));
         status.code()
     }
+}
+
+/// The number after `name=` (text logs) or `"name":` (JSON logs) in a log line.
+fn field(line: &str, name: &str) -> Option<u64> {
+    let at = line.find(name)? + name.len();
+    let digits: String = line[at..]
+        .trim_start_matches(['=', '"', ':'])
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 /// Whether a log line (text or JSON format) is at `level`.

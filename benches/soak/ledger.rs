@@ -2,7 +2,8 @@
 //! (`q<platform><user>n<seq>x<tag>`, letters and digits only so no platform formatting
 //! escapes it); the echoing fake model puts it in the reply, so each reply the fakes
 //! accepted is attributed to exactly one message. A reply carrying Hermes's recovered
-//! marker (a resend whose first outcome was unknown after a crash) is counted apart.
+//! marker (a resend whose first outcome was unknown after a crash) is counted apart, and so
+//! is the delivery failure notice (a reply the gateway gave up on: abandoned).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -156,12 +157,19 @@ impl Ledger {
         }
     }
 
-    /// Per-platform figures, and whether any message was lost or doubled.
-    pub fn summary(&self) -> (Value, u64, u64) {
+    /// Failure notices received (replies the gateway gave up on), per platform.
+    fn notices(strays: &[String]) -> usize {
+        let notice = hermesd::gateway::delivery::FAILURE_NOTICE;
+        strays.iter().filter(|t| t.as_str() == notice).count()
+    }
+
+    /// Per-platform figures, and how many messages were lost, doubled and given up on (a
+    /// failure notice instead of the reply).
+    pub fn summary(&self) -> (Value, u64, u64, u64) {
         let sent = self.sent.lock().unwrap();
         let replies = self.replies.lock().unwrap();
         let strays = self.strays.lock().unwrap();
-        let (mut all_lost, mut all_duplicated) = (0, 0);
+        let (mut all_lost, mut all_duplicated, mut all_abandoned) = (0, 0, 0);
         let mut out = serde_json::Map::new();
         for platform in Platform::ALL {
             let tokens: Vec<&String> = sent
@@ -188,6 +196,8 @@ impl Ledger {
             all_lost += lost.len() as u64;
             all_duplicated += duplicated.len() as u64;
             let stray = strays.get(&platform).cloned().unwrap_or_default();
+            let abandoned = Self::notices(&stray);
+            all_abandoned += abandoned as u64;
             out.insert(
                 platform.name().into(),
                 json!({
@@ -196,6 +206,7 @@ impl Ledger {
                     "answered": counts.iter().filter(|c| c.0 + c.1 > 0).count(),
                     "lost": lost.len(),
                     "duplicated": duplicated.len(),
+                    "abandoned": abandoned,
                     "recovered_marked": counts.iter().map(|c| c.1).sum::<u32>(),
                     "lost_tokens": lost.iter().take(20).collect::<Vec<_>>(),
                     "duplicated_tokens": duplicated.iter().take(20).collect::<Vec<_>>(),
@@ -204,6 +215,6 @@ impl Ledger {
                 }),
             );
         }
-        (Value::Object(out), all_lost, all_duplicated)
+        (Value::Object(out), all_lost, all_duplicated, all_abandoned)
     }
 }

@@ -54,11 +54,33 @@ fn integrity(path: &Path) -> String {
     check().unwrap_or_else(|e| format!("cannot check: {e}"))
 }
 
+/// Delivery-ledger rows the gateway gave up on (`abandoned`).
+fn abandoned_rows(path: &Path) -> u64 {
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    rusqlite::Connection::open_with_flags(path, flags)
+        .and_then(|db| {
+            db.query_row(
+                "SELECT COUNT(*) FROM delivery_obligations WHERE state = 'abandoned'",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+        })
+        .map_or(0, |n| n as u64)
+}
+
 /// The report and whether every judged target was met.
 pub fn build(inputs: &Inputs<'_>) -> (Value, bool) {
     let mut failures: Vec<String> = Vec::new();
     let mut not_judged: Vec<String> = Vec::new();
-    let (platforms, lost, duplicated) = inputs.ledger.summary();
+    let (platforms, lost, duplicated, notices) = inputs.ledger.summary();
+    // Given up on: a failure notice sent, or a ledger row the gateway abandoned.
+    let abandoned = notices + abandoned_rows(inputs.state_db);
+    if abandoned > 0 {
+        failures.push(format!(
+            "{abandoned} repl(ies) abandoned (failure notice or abandoned ledger row)"
+        ));
+    }
     if lost > 0 {
         failures.push(format!("{lost} message(s) lost"));
     }
@@ -129,6 +151,7 @@ pub fn build(inputs: &Inputs<'_>) -> (Value, bool) {
     let wal = inputs.state_db.with_extension("db-wal");
     let report = json!({
         "bench": "soak",
+        "verdict": format!("{lost} lost, {duplicated} duplicated, {abandoned} abandoned"),
         "seed": inputs.options.seed,
         "load_s": inputs.options.duration.as_secs(),
         "users_per_platform": inputs.options.users,
@@ -146,7 +169,7 @@ pub fn build(inputs: &Inputs<'_>) -> (Value, bool) {
         "state_db_integrity": integrity,
         "exit_code": inputs.exit_code,
         "logs": inputs.log_dir.display().to_string(),
-        "targets": {"lost": 0, "duplicated": 0, "rss_growth_pct_max": MAX_RSS_GROWTH_PCT,
+        "targets": {"lost": 0, "duplicated": 0, "abandoned": 0, "rss_growth_pct_max": MAX_RSS_GROWTH_PCT,
                     "fd_growth_max": FD_SLACK, "integrity": "ok"},
         "not_judged": not_judged,
         "failures": failures,

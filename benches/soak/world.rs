@@ -49,6 +49,11 @@ pub fn slack_user(i: usize) -> (String, String) {
 }
 
 impl World {
+    /// Simulated users per platform.
+    pub fn users(&self) -> usize {
+        self.users
+    }
+
     pub async fn start(users: usize) -> World {
         let telegram = Arc::new(FakeTelegram::start().await);
         let discord = Arc::new(FakeDiscord::start(DISCORD_TOKEN, DISCORD_HEARTBEAT).await);

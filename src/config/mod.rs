@@ -9,6 +9,7 @@
 
 mod choice;
 pub mod cli;
+mod delivery;
 mod env_overrides;
 mod error;
 mod known_keys;
@@ -37,6 +38,7 @@ pub use choice::{
     ApiMode, ApprovalMode, BusyInputMode, Choice, ReplyToMode, ResetMode, StreamingTransport,
     ToolProgress, UnauthorizedDmBehavior,
 };
+pub use delivery::{DeliveryConfig, MAX_RATE_LIMIT_DEADLINE_SECS};
 pub use error::{ConfigError, ConfigErrors};
 pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,

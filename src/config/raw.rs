@@ -55,6 +55,7 @@ pub struct RawConfig {
     pub api_server: Option<Section<RawApiServer>>,
     pub platforms: Option<Section<RawPlatforms>>,
     pub gateway: Option<Section<RawGateway>>,
+    pub delivery: Option<Section<super::delivery::RawDelivery>>,
     /// Hermes's auxiliary-model tasks; only `title_generation.enabled` is read, the rest is
     /// left for the Python Hermes sharing the file.
     pub auxiliary: Option<Value>,

@@ -38,6 +38,8 @@ pub struct Config {
     pub admin: AdminConfig,
     /// `auxiliary.title_generation`: the session title generated after the first exchange.
     pub auxiliary: AuxiliaryConfig,
+    /// How long a reply may wait out a platform's flow control.
+    pub delivery: super::delivery::DeliveryConfig,
 }
 
 /// The auxiliary model tasks hermesd runs (Hermes `auxiliary:`).
@@ -83,6 +85,7 @@ impl Default for Config {
             api_server: ApiServerConfig::default(),
             admin: AdminConfig::default(),
             auxiliary: AuxiliaryConfig::default(),
+            delivery: super::delivery::DeliveryConfig::default(),
         }
     }
 }

@@ -145,6 +145,7 @@ pub fn validate(
         platforms: defaults.platforms,
         api_server: listeners::api_server(&mut issues, &blocks, env),
         admin: listeners::admin(&mut issues, raw.admin.as_ref()),
+        delivery: super::delivery::delivery(&mut issues, raw.delivery.as_ref()),
         auxiliary: AuxiliaryConfig {
             title_generation: TitleGenerationConfig {
                 enabled: issues.bool(

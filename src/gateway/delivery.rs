@@ -1,7 +1,9 @@
 //! Delivering one reply to a platform: split it into chunks in the platform's length unit,
-//! send them in order with Hermes's retry rules, fall back to plain text after a formatting
-//! rejection, split further when the platform still says "too long", and never re-send a
-//! send that may already have happened. The outcome says exactly how far delivery got.
+//! send them in order with Hermes's retry rules, wait out rate limits for as long as the
+//! platform asks (until the reply's deadline, never capped by an attempt count), fall back to
+//! plain text after a formatting rejection, split further when the platform still says "too
+//! long", and never re-send a send that may already have happened. The outcome says exactly
+//! how far delivery got.
 
 mod ledger;
 mod media;
@@ -11,13 +13,16 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use hermes_adapter::{Adapter, LengthUnit, Outbound, OutboundKind, SendErrorKind, SendResult};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::ReplyToMode;
 use crate::gateway::chunk::chunk_message;
 
 pub use ledger::{DeliveryError, ObligationDelivery};
 pub use retry::{
-    FAILURE_NOTICE, FORMAT_FALLBACK_MAX_CHARS, FORMAT_FALLBACK_PREFIX, Jitter, RetryPolicy,
+    DEFAULT_RATE_LIMIT_DEADLINE, FAILURE_NOTICE, FORMAT_FALLBACK_MAX_CHARS, FORMAT_FALLBACK_PREFIX,
+    Jitter, MAX_RATE_LIMIT_BACKOFF, RetryPolicy,
 };
 use retry::{FailureClass, classify, format_fallback};
 
@@ -43,6 +48,13 @@ pub enum DeliveryOutcome {
     Ambiguous { after_chunk: usize, error: String },
     /// A send failed for good (the failure notice was sent if retries ran out).
     Failed { error: SendFailure },
+    /// The platform kept saying "later" past the reply's deadline, or the gateway is
+    /// stopping: the first `after_chunk` pieces were confirmed, the rest is still owed. No
+    /// failure notice is sent; the reply is not lost, only not delivered yet.
+    Deferred {
+        after_chunk: usize,
+        error: SendFailure,
+    },
 }
 
 /// What [`Deliverer::deliver`] did.
@@ -62,6 +74,7 @@ enum PieceOutcome {
     /// Retries ran out on a retryable failure: the failure notice is due.
     Exhausted(SendFailure),
     Failed(SendFailure),
+    Deferred(SendFailure),
 }
 
 /// The result of one send with retries.
@@ -69,6 +82,8 @@ enum Attempt {
     Sent(Option<String>),
     Exhausted(SendFailure),
     Rejected(FailureClass, SendFailure),
+    /// Rate-limited past the deadline, or told to stop waiting: nothing more was sent.
+    Deferred(SendFailure),
 }
 
 /// Sends replies through one adapter.
@@ -78,6 +93,9 @@ pub struct Deliverer {
     policy: RetryPolicy,
     /// Set for agent replies' platforms: `MEDIA:` tags become native attachments.
     media: Option<crate::gateway::media_tags::MediaPolicy>,
+    /// Cancelled when the gateway stops: every retry wait ends at once (the reply is
+    /// deferred, still owed) instead of holding shutdown for a flood-wait.
+    stop_waiting: CancellationToken,
 }
 
 impl std::fmt::Debug for Deliverer {
@@ -89,10 +107,13 @@ impl std::fmt::Debug for Deliverer {
     }
 }
 
-/// Where a reply goes and what it quotes.
+/// Where a message goes and how long it may wait out rate limits.
 struct Target<'a> {
     chat_id: &'a str,
     thread_id: Option<&'a str>,
+    /// A reply: rate limits are waited out until this instant, uncounted. `None` for a
+    /// best-effort notice, whose rate-limit retries count against `max_retries`.
+    deadline: Option<Instant>,
 }
 
 impl Deliverer {
@@ -101,11 +122,19 @@ impl Deliverer {
             adapter,
             policy,
             media: None,
+            stop_waiting: CancellationToken::new(),
         }
     }
 
-    /// Delivers `text` completely or reports where it stopped. `reply_to_mode` decides which
-    /// messages quote `reply_to`: none, the first one sent, or all of them.
+    /// Retry waits end (deferring what was being sent) once `stop` is cancelled.
+    pub fn with_stop_waiting(mut self, stop: CancellationToken) -> Self {
+        self.stop_waiting = stop;
+        self
+    }
+
+    /// Delivers the reply `text` completely or reports where it stopped. `reply_to_mode`
+    /// decides which messages quote `reply_to`: none, the first one sent, or all of them.
+    /// Rate limits are waited out until `rate_limit_deadline` after this call.
     pub async fn deliver(
         &self,
         chat_id: &str,
@@ -114,7 +143,39 @@ impl Deliverer {
         reply_to: Option<String>,
         reply_to_mode: ReplyToMode,
     ) -> DeliveryReport {
-        let target = Target { chat_id, thread_id };
+        let target = Target {
+            chat_id,
+            thread_id,
+            deadline: Some(Instant::now() + self.policy.rate_limit_deadline),
+        };
+        self.deliver_to(&target, text, reply_to, reply_to_mode)
+            .await
+    }
+
+    /// Delivers a best-effort notice (an acknowledgement, a progress line): Hermes's rules,
+    /// rate limits included in `max_retries`, so a notice never waits long for its chat.
+    pub async fn deliver_notice(
+        &self,
+        chat_id: &str,
+        thread_id: Option<&str>,
+        text: &str,
+    ) -> DeliveryReport {
+        let target = Target {
+            chat_id,
+            thread_id,
+            deadline: None,
+        };
+        self.deliver_to(&target, text, None, ReplyToMode::Off).await
+    }
+
+    async fn deliver_to(
+        &self,
+        target: &Target<'_>,
+        text: &str,
+        reply_to: Option<String>,
+        reply_to_mode: ReplyToMode,
+    ) -> DeliveryReport {
+        let chat_id = target.chat_id;
         let capabilities = self.adapter.capabilities();
         let unit = capabilities.length_unit;
         let limit = capabilities.message_limit.max(1);
@@ -127,7 +188,7 @@ impl Deliverer {
                 ReplyToMode::First if confirmed > 0 => None,
                 ReplyToMode::First | ReplyToMode::All => reply_to.clone(),
             };
-            let failure = match self.send_piece(&target, &piece, quote, limit, unit).await {
+            let failure = match self.send_piece(target, &piece, quote, limit, unit).await {
                 PieceOutcome::Sent(id) => {
                     confirmed += 1;
                     sent_message_ids.extend(id);
@@ -159,11 +220,23 @@ impl Deliverer {
                         outcome,
                     };
                 }
+                PieceOutcome::Deferred(error) => {
+                    tracing::warn!(platform = self.adapter.platform(), chat_id, after_chunk = confirmed,
+                        error = %error, "reply deferred: still rate-limited at its deadline, or the gateway is stopping");
+                    let outcome = DeliveryOutcome::Deferred {
+                        after_chunk: confirmed,
+                        error,
+                    };
+                    return DeliveryReport {
+                        sent_message_ids,
+                        outcome,
+                    };
+                }
                 PieceOutcome::Exhausted(failure) => {
                     tracing::error!(platform = self.adapter.platform(), chat_id,
                         error = %failure, "reply not delivered after retries; sending the notice");
                     let notice = self
-                        .send_once(&target, FAILURE_NOTICE, reply_to.clone(), false)
+                        .send_once(target, FAILURE_NOTICE, reply_to.clone(), false)
                         .await;
                     sent_message_ids.extend(notice.message_id);
                     failure
@@ -203,6 +276,7 @@ impl Deliverer {
             match self.send_with_retry(target, &kind).await {
                 Attempt::Sent(id) => return PieceOutcome::Sent(id),
                 Attempt::Exhausted(failure) => return PieceOutcome::Exhausted(failure),
+                Attempt::Deferred(failure) => return PieceOutcome::Deferred(failure),
                 Attempt::Rejected(class, failure) => match class {
                     FailureClass::Ambiguous => return PieceOutcome::Ambiguous(failure.message),
                     FailureClass::TooLong => return PieceOutcome::TooLong(failure),
@@ -219,12 +293,14 @@ impl Deliverer {
         }))
     }
 
-    /// One send plus up to `max_retries` retries of retryable failures.
+    /// One send plus retries: up to `max_retries` for ordinary retryable failures, and for a
+    /// reply any number of rate-limit answers, each waited out in full, until the wait would
+    /// pass the deadline (then the send is deferred, never abandoned).
     async fn send_with_retry(&self, target: &Target<'_>, what: &OutboundKind) -> Attempt {
-        let mut result = self.send_kind(target, what.clone()).await;
-        let mut retry_after = result.retry_after;
-        let mut attempt = 0;
+        let mut retries = 0;
+        let mut rate_limited = 0;
         loop {
+            let result = self.send_kind(target, what.clone()).await;
             let Some((kind, message)) = result.error.clone() else {
                 return Attempt::Sent(result.message_id);
             };
@@ -233,18 +309,32 @@ impl Deliverer {
             if class != FailureClass::Retryable {
                 return Attempt::Rejected(class, failure);
             }
-            if attempt >= self.policy.max_retries {
-                return Attempt::Exhausted(failure);
-            }
-            attempt += 1;
-            // The server's retry_after is honoured once; later waits follow the backoff.
-            let delay = self.policy.delay(attempt, retry_after.take());
+            let flow_control = failure.kind == SendErrorKind::RateLimited;
+            let delay = match target.deadline {
+                Some(deadline) if flow_control => {
+                    rate_limited += 1;
+                    let delay = self
+                        .policy
+                        .rate_limit_delay(rate_limited, result.retry_after);
+                    if Instant::now() + delay > deadline {
+                        return Attempt::Deferred(failure);
+                    }
+                    delay
+                }
+                _ => {
+                    if retries >= self.policy.max_retries {
+                        return Attempt::Exhausted(failure);
+                    }
+                    retries += 1;
+                    self.policy.delay(retries, result.retry_after)
+                }
+            };
             tracing::warn!(platform = self.adapter.platform(), chat_id = target.chat_id,
-                attempt, delay_ms = delay.as_millis() as u64, error = %failure, "send failed; retrying");
-            tokio::time::sleep(delay).await;
-            result = self.send_kind(target, what.clone()).await;
-            if result.retry_after.is_some() {
-                retry_after = result.retry_after;
+                retries, rate_limited, delay_ms = delay.as_millis() as u64, error = %failure,
+                "send failed; retrying");
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = self.stop_waiting.cancelled() => return Attempt::Deferred(failure),
             }
         }
     }

@@ -29,6 +29,11 @@ const JANITOR_INTERVAL: Duration = Duration::from_secs(60);
 const SLOT_IDLE: Duration = Duration::from_secs(15 * 60);
 /// Answered inbound events are kept this many days for redelivery dedupe.
 const INBOUND_RETENTION_DAYS: f64 = 7.0;
+/// How often a `heap-stats` build logs where its memory is.
+const HEAP_STATS_INTERVAL: Duration = Duration::from_secs(5);
+/// How long shutdown lets the delivery lanes finish the sends in flight (their waits are
+/// cut at once; a send itself is bounded by the adapter's request timeout).
+const DELIVERY_FLUSH: Duration = Duration::from_secs(10);
 
 /// Why the gateway cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +73,7 @@ pub struct RunnerOptions {
     pub max_concurrent_turns: usize,
     /// A model client for tests and benchmarks; `None` builds one from the configuration.
     pub client: Option<ModelClient>,
+    /// Send retries; its `rate_limit_deadline` is replaced by `delivery.rate_limit_deadline`.
     pub retry: RetryPolicy,
 }
 
@@ -145,6 +151,10 @@ impl GatewayRunner {
                 .filter(|h| !h.is_empty())
                 .map(std::path::PathBuf::from),
         };
+        let retry = RetryPolicy {
+            rate_limit_deadline: Duration::from_secs(config.delivery.rate_limit_deadline_secs),
+            ..options.retry.clone()
+        };
         let links = options
             .adapters
             .iter()
@@ -152,7 +162,7 @@ impl GatewayRunner {
                 let platform = platform_config(&config, adapter.platform());
                 PlatformLink::new(
                     adapter.clone(),
-                    options.retry.clone(),
+                    retry.clone(),
                     platform.map_or(crate::config::ReplyToMode::First, |p| p.reply_to_mode),
                     platform.is_none_or(|p| p.typing_indicator),
                 )
@@ -236,6 +246,10 @@ impl GatewayRunner {
             }
         };
         let janitor = tokio::spawn(janitor(router.clone(), ingress.clone()));
+        tasks.push(tokio::spawn(crate::heap_stats::log_every(
+            HEAP_STATS_INTERVAL,
+            ingress.clone(),
+        )));
         Ok(Self {
             router,
             health,
@@ -281,6 +295,13 @@ impl GatewayRunner {
             );
             self.router.interrupt_all();
             wait_idle(&self.router, Duration::from_secs(10)).await;
+        }
+        // Replies being sent finish; flow-control waits end at once, their replies stay owed
+        // (pending) and go out after the restart.
+        if !self.router.finish_deliveries(DELIVERY_FLUSH).await {
+            tracing::warn!(
+                "shutdown: some replies were still being sent; they are resent after restart"
+            );
         }
         for task in self.tasks {
             task.abort();

@@ -94,6 +94,10 @@ pub enum WriteCommand {
         id: String,
         error: String,
     },
+    MarkDeferred {
+        id: String,
+        error: String,
+    },
     AbandonStale {
         now: f64,
     },
@@ -207,6 +211,7 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
         | WriteCommand::MarkAttempting { .. }
         | WriteCommand::MarkDelivered { .. }
         | WriteCommand::MarkFailed { .. }
+        | WriteCommand::MarkDeferred { .. }
         | WriteCommand::AbandonStale { .. }
         | WriteCommand::SaveRouting { .. }
         | WriteCommand::DeleteRouting { .. }
@@ -244,6 +249,7 @@ fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outco
         WriteCommand::MarkAttempting { id, owner } => gateway::mark_attempting(conn, id, *owner),
         WriteCommand::MarkDelivered { id } => gateway::mark_delivered(conn, id),
         WriteCommand::MarkFailed { id, error } => gateway::mark_failed(conn, id, error),
+        WriteCommand::MarkDeferred { id, error } => gateway::mark_deferred(conn, id, error),
         WriteCommand::AbandonStale { now } => gateway::abandon_stale(conn, *now),
         WriteCommand::SaveRouting {
             scope,

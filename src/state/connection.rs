@@ -14,6 +14,32 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::error::StoreResult;
 
+/// Page cache of each read-pool connection, in KiB. Reads go through the memory map, so the
+/// cache mostly keeps decoded hot pages; a small cap keeps the ceiling known: with the pool's
+/// idle connections and the writer, SQLite's caches hold at most
+/// `max_idle_readers × READER_CACHE_KIB + WRITER_CACHE_KIB` (4 × 2 + 4 = 12 MiB by default),
+/// plus 2 MiB for each reader open beyond the pool while a burst of reads lasts.
+pub const READER_CACHE_KIB: u32 = 2048;
+/// Page cache of the writer connection, in KiB (SQLite's default is ~2 MiB); the FTS index
+/// merges touch many pages, so the writer gets a little more than a reader.
+pub const WRITER_CACHE_KIB: u32 = 4096;
+
+/// The page-cache caps of a store's connections, in KiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageCache {
+    pub reader_kib: u32,
+    pub writer_kib: u32,
+}
+
+impl Default for PageCache {
+    fn default() -> Self {
+        Self {
+            reader_kib: READER_CACHE_KIB,
+            writer_kib: WRITER_CACHE_KIB,
+        }
+    }
+}
+
 /// How long one statement waits for a lock before the application-level retry takes over.
 pub const BUSY_WINDOW: Duration = Duration::from_millis(1000);
 const BUSY_POLL_MAX_MICROS: u64 = 1500;
@@ -51,7 +77,7 @@ fn apply_common_pragmas(conn: &mut Connection) -> StoreResult<()> {
 
 /// Opens the read-write connection: WAL (rollback journal where the filesystem refuses WAL),
 /// `synchronous=FULL` so a commit acknowledged to a caller survives power loss too.
-pub fn open_writer(path: &Path) -> StoreResult<Connection> {
+pub fn open_writer(path: &Path, cache: PageCache) -> StoreResult<Connection> {
     let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -60,7 +86,10 @@ pub fn open_writer(path: &Path) -> StoreResult<Connection> {
     )?;
     apply_common_pragmas(&mut conn)?;
     set_journal_mode(&conn, path)?;
-    conn.execute_batch("PRAGMA synchronous = FULL;")?;
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = FULL; PRAGMA cache_size = -{};",
+        cache.writer_kib
+    ))?;
     Ok(conn)
 }
 
@@ -86,16 +115,41 @@ fn set_journal_mode(conn: &Connection, path: &Path) -> StoreResult<()> {
 }
 
 /// Opens a read-only connection for the reader pool.
-pub fn open_reader(path: &Path) -> StoreResult<Connection> {
+pub fn open_reader(path: &Path, cache: PageCache) -> StoreResult<Connection> {
     let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     apply_common_pragmas(&mut conn)?;
-    // Memory-mapped reads skip a syscall per page; a larger page cache keeps hot FTS index
-    // pages. Both matter for searches and conversation loads on large databases.
-    conn.execute_batch(
-        "PRAGMA query_only = ON; PRAGMA mmap_size = 268435456; PRAGMA cache_size = -16384;",
-    )?;
+    // Memory-mapped reads skip a syscall and a copy per page, which matters for searches and
+    // conversation loads on large databases; the page cache is capped (see READER_CACHE_KIB).
+    conn.execute_batch(&format!(
+        "PRAGMA query_only = ON; PRAGMA mmap_size = 268435456; PRAGMA cache_size = -{};",
+        cache.reader_kib
+    ))?;
     Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_connection_has_a_capped_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let cache = |conn: &Connection| -> i64 {
+            conn.query_row("PRAGMA cache_size", [], |r| r.get(0))
+                .unwrap()
+        };
+        let writer = open_writer(&path, PageCache::default()).unwrap();
+        assert_eq!(cache(&writer), -i64::from(WRITER_CACHE_KIB));
+        let reader = open_reader(&path, PageCache::default()).unwrap();
+        assert_eq!(cache(&reader), -i64::from(READER_CACHE_KIB));
+        let other = PageCache {
+            reader_kib: 16384,
+            writer_kib: 2000,
+        };
+        assert_eq!(cache(&open_reader(&path, other).unwrap()), -16384);
+    }
 }

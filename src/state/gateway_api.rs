@@ -153,6 +153,15 @@ impl Store {
         ))
     }
 
+    /// Flow control outlasted the deadline and nothing was sent: back to `pending`, the claim
+    /// uncounted, so a restart sends the reply as new (see `gateway_commands::mark_deferred`).
+    pub async fn mark_deferred(&self, id: &str, error: &str) -> StoreResult<bool> {
+        let (id, error) = (id.to_owned(), error.to_owned());
+        Ok(changed(
+            self.write(WriteCommand::MarkDeferred { id, error }).await?,
+        ))
+    }
+
     /// Abandons undelivered rows of dead owners past the attempt cap or the stale cutoff.
     pub async fn abandon_stale(&self, now: f64) -> StoreResult<usize> {
         Ok(self

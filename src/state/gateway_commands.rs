@@ -156,6 +156,21 @@ pub fn mark_failed(conn: &Connection, id: &str, error: &str) -> StoreResult<Outc
     )?))
 }
 
+/// Flow control outlasted the delivery deadline before any part of the reply went out: the
+/// row returns to `pending` (so a restart sends it without the recovered marker) and the
+/// claim is not counted, because a platform saying "later" is not a failed attempt and must
+/// not push the reply towards [`OBLIGATION_MAX_ATTEMPTS`]. Never overrides `delivered`.
+pub fn mark_deferred(conn: &Connection, id: &str, error: &str) -> StoreResult<Outcome> {
+    let error: String = error.chars().take(MAX_ERROR_CHARS).collect();
+    let error = (!error.is_empty()).then_some(error);
+    Ok(Outcome::Changed(conn.execute(
+        "UPDATE delivery_obligations
+         SET state = 'pending', attempts = MAX(attempts - 1, 0), updated_at = ?1, last_error = ?2
+         WHERE obligation_id = ?3 AND state = 'attempting'",
+        params![now_epoch(), error, id],
+    )?))
+}
+
 /// Undelivered rows of dead owners that are over the attempt cap or older than
 /// [`OBLIGATION_STALE_AFTER_SECONDS`] become `abandoned` (Python's sweep does the same before claiming).
 pub fn abandon_stale(conn: &Connection, now: f64) -> StoreResult<Outcome> {

@@ -33,6 +33,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 pub use commands::{Outcome, WriteCommand};
+pub use connection::{PageCache, READER_CACHE_KIB, WRITER_CACHE_KIB};
 pub use encode::content_text;
 pub use error::{StoreError, StoreResult};
 pub use gateway_schema::GATEWAY_TABLES;
@@ -60,6 +61,8 @@ pub struct StoreOptions {
     /// The process stamped as owner of the delivery obligations this store claims (this
     /// process; tests stand in for another one).
     pub ledger_owner: OwnerStamp,
+    /// Page-cache caps of the writer and of each reader (benchmarks compare settings).
+    pub page_cache: connection::PageCache,
 }
 
 impl Default for StoreOptions {
@@ -70,6 +73,7 @@ impl Default for StoreOptions {
             env: std::env::vars().collect(),
             retry: RetryPolicy::default(),
             ledger_owner: OwnerStamp::current(),
+            page_cache: connection::PageCache::default(),
         }
     }
 }
@@ -80,6 +84,7 @@ struct Inner {
     queue: mpsc::Sender<Envelope>,
     idle_readers: Mutex<Vec<Connection>>,
     max_idle_readers: usize,
+    page_cache: connection::PageCache,
     ledger_owner: OwnerStamp,
     stats: Arc<WriterStats>,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -108,7 +113,7 @@ impl Store {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
-        let mut conn = connection::open_writer(path)?;
+        let mut conn = connection::open_writer(path, options.page_cache)?;
         let info = with_lock_retries(|| schema::initialise(&mut conn))?;
         let (queue, rx) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());
@@ -126,6 +131,7 @@ impl Store {
                 queue,
                 idle_readers: Mutex::new(Vec::new()),
                 max_idle_readers: options.max_idle_readers,
+                page_cache: options.page_cache,
                 ledger_owner: options.ledger_owner,
                 stats,
                 writer_thread: Mutex::new(Some(writer_thread)),
@@ -172,7 +178,7 @@ impl Store {
             let pooled = inner.idle_readers.lock().ok().and_then(|mut v| v.pop());
             let conn = match pooled {
                 Some(conn) => conn,
-                None => connection::open_reader(&inner.path)?,
+                None => connection::open_reader(&inner.path, inner.page_cache)?,
             };
             let result = f(&conn, &inner.info);
             if let Ok(mut idle) = inner.idle_readers.lock()

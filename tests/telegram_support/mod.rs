@@ -20,6 +20,8 @@ pub struct Rig {
     pub model: FakeModel,
     pub home: tempfile::TempDir,
     pub daemon: Option<Daemon>,
+    /// The daemon's environment, for [`Rig::restart`].
+    env: Vec<(String, String)>,
 }
 
 /// Starts the fakes and the daemon. `extra` is YAML for `telegram.extra` (one key per
@@ -57,6 +59,7 @@ pub async fn start(extra: &str, tail: &str, env: &[(&str, &str)]) -> Rig {
         vars.push(((*k).to_owned(), (*v).to_owned()));
     }
     let path = home.path().to_path_buf();
+    let env = vars.clone();
     let daemon = tokio::task::spawn_blocking(move || Daemon::start(&path, &vars))
         .await
         .expect("start daemon");
@@ -65,6 +68,7 @@ pub async fn start(extra: &str, tail: &str, env: &[(&str, &str)]) -> Rig {
         model,
         home,
         daemon: Some(daemon),
+        env,
     }
 }
 
@@ -137,6 +141,25 @@ impl Rig {
             .iter()
             .map(|r| r.body["messages"].to_string())
             .collect()
+    }
+
+    /// SIGTERM, asserting a clean exit; the fakes and the home stay. Returns the log.
+    pub async fn stop_daemon(&mut self) -> Vec<String> {
+        let daemon = self.daemon.take().expect("daemon running");
+        let (status, logs) = tokio::task::spawn_blocking(move || daemon.terminate())
+            .await
+            .expect("terminate");
+        assert_eq!(status.code(), Some(0), "{logs:#?}");
+        logs
+    }
+
+    /// Starts the daemon again on the same home and fakes (after [`Rig::stop_daemon`]).
+    pub async fn start_daemon(&mut self) {
+        let (path, vars) = (self.home.path().to_path_buf(), self.env.clone());
+        let daemon = tokio::task::spawn_blocking(move || Daemon::start(&path, &vars))
+            .await
+            .expect("start daemon");
+        self.daemon = Some(daemon);
     }
 
     /// SIGTERM; asserts a clean exit and that the bot token never reached the log.

@@ -1,7 +1,8 @@
 //! The ledger-backed delivery path: a reply recorded as a `delivery_obligations` row is
 //! claimed (`attempting`) immediately before its first send, marked `delivered` only after
-//! the platform confirmed the last chunk, and `failed` with the reason otherwise, so a
-//! restart resends exactly the replies that may be missing (ambiguous ones with the marker).
+//! the platform confirmed the last chunk, back to `pending` when flow control deferred it
+//! before anything went out, and `failed` with the reason otherwise, so a restart resends
+//! exactly the replies that may be missing (ambiguous ones with the marker).
 
 use crate::config::ReplyToMode;
 use crate::state::{Obligation, Store, StoreError};
@@ -82,6 +83,22 @@ impl Deliverer {
                 // `failed` marks the row ambiguous for recovery: it is resent with the
                 // marker, never silently, if this process dies before reconciling it.
                 let error = format!("ambiguous send after {after_chunk} chunk(s): {error}");
+                store.mark_failed(id, &error).await.map_err(ledger)?;
+            }
+            DeliveryOutcome::Deferred {
+                after_chunk: 0,
+                error,
+            } => {
+                // Nothing reached the user: the reply is owed as before, and a restart sends
+                // it as new (no recovered marker).
+                store
+                    .mark_deferred(id, &format!("deferred: {error}"))
+                    .await
+                    .map_err(ledger)?;
+            }
+            DeliveryOutcome::Deferred { after_chunk, error } => {
+                // Part of it is out: resend the whole with the marker rather than a fragment.
+                let error = format!("deferred after {after_chunk} chunk(s): {error}");
                 store.mark_failed(id, &error).await.map_err(ledger)?;
             }
             DeliveryOutcome::Failed { error } => {

@@ -51,7 +51,11 @@ impl Deliverer {
         if report.outcome != DeliveryOutcome::Delivered {
             return report;
         }
-        let target = Target { chat_id, thread_id };
+        let target = Target {
+            chat_id,
+            thread_id,
+            deadline: Some(tokio::time::Instant::now() + self.policy.rate_limit_deadline),
+        };
         let platform = self.adapter.platform();
         for path in &extracted.paths {
             let file = match policy.validate(path) {
@@ -71,6 +75,13 @@ impl Deliverer {
                     report.outcome = DeliveryOutcome::Ambiguous {
                         after_chunk: report.sent_message_ids.len(),
                         error: failure.message,
+                    };
+                    return report;
+                }
+                Attempt::Deferred(error) => {
+                    report.outcome = DeliveryOutcome::Deferred {
+                        after_chunk: report.sent_message_ids.len(),
+                        error,
                     };
                     return report;
                 }

@@ -1,6 +1,8 @@
-//! The send-retry policy of Hermes's `_send_with_retry`: which failures are retried, how
-//! long to wait before each retry (jittered exponential backoff, or the server's
-//! `retry_after` once), and the exact texts sent when a reply cannot go out as written.
+//! The send-retry policy: Hermes's `_send_with_retry` for ordinary failures (which are
+//! retried, jittered exponential backoff, `max_retries`), our rule for flow control (a
+//! rate-limit answer is waited out, as long as the platform asks, with no attempt cap, until
+//! the reply's delivery deadline), and the exact texts sent when a reply cannot go out as
+//! written.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -106,12 +108,24 @@ impl Jitter {
     }
 }
 
-/// How often and how patiently a reply chunk is re-sent (Hermes: 2 retries, base 2 s).
+/// The default of `delivery.rate_limit_deadline`: how long a reply may wait out flow control.
+pub const DEFAULT_RATE_LIMIT_DEADLINE: Duration = Duration::from_secs(3600);
+
+/// The longest backoff between rate-limit retries when the platform names no wait: the
+/// exponential ladder must stay bounded when the attempts are not.
+pub const MAX_RATE_LIMIT_BACKOFF: Duration = Duration::from_secs(60);
+
+/// How often and how patiently a reply chunk is re-sent (Hermes: 2 retries, base 2 s, for
+/// ordinary failures; rate limits are waited out until `rate_limit_deadline`).
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
+    /// Retries of ordinary retryable failures (network, 5xx); rate limits do not count.
     pub max_retries: u32,
     pub base_delay: Duration,
     pub jitter: Jitter,
+    /// From the start of a reply's delivery: a rate-limit wait that would end later than
+    /// this defers the reply (it stays owed in the ledger) instead of retrying.
+    pub rate_limit_deadline: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -120,6 +134,7 @@ impl Default for RetryPolicy {
             max_retries: 2,
             base_delay: Duration::from_secs(2),
             jitter: Jitter::from_os_rng(),
+            rate_limit_deadline: DEFAULT_RATE_LIMIT_DEADLINE,
         }
     }
 }
@@ -141,6 +156,21 @@ impl RetryPolicy {
             None => self
                 .base_delay
                 .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1))),
+        };
+        base + self.jitter.sample()
+    }
+
+    /// The wait before the `n`th retry (1-based) after a rate-limit answer: the platform's
+    /// `retry_after` in full however long it is (retrying earlier only earns another refusal),
+    /// else the backoff ladder capped at [`MAX_RATE_LIMIT_BACKOFF`]; plus `U(0,1)` s, so a
+    /// retry is never early and retries of many chats do not land together.
+    pub fn rate_limit_delay(&self, n: u32, retry_after: Option<Duration>) -> Duration {
+        let base = match retry_after {
+            Some(retry_after) => retry_after,
+            None => self
+                .base_delay
+                .saturating_mul(2u32.saturating_pow(n.saturating_sub(1)))
+                .min(MAX_RATE_LIMIT_BACKOFF),
         };
         base + self.jitter.sample()
     }
@@ -202,6 +232,28 @@ mod tests {
         assert!(delay >= Duration::from_secs(9) && delay < Duration::from_secs(10));
         let a: Vec<_> = (0..5).map(|_| Jitter::seeded(3).sample()).collect();
         assert!(a.windows(2).all(|w| w[0] == w[1]), "seeded jitter repeats");
+    }
+
+    #[test]
+    fn rate_limit_waits_take_the_whole_retry_after_and_a_bounded_ladder() {
+        let policy = RetryPolicy {
+            jitter: Jitter::Fixed(Duration::from_millis(100)),
+            ..RetryPolicy::default()
+        };
+        // Minutes of group flood control are waited in full, however many tries came before.
+        let long = Duration::from_secs(47 * 60);
+        assert_eq!(
+            policy.rate_limit_delay(40, Some(long)),
+            long + Duration::from_millis(100)
+        );
+        assert_eq!(
+            policy.rate_limit_delay(1, None),
+            Duration::from_millis(2100)
+        );
+        assert_eq!(
+            policy.rate_limit_delay(30, None),
+            MAX_RATE_LIMIT_BACKOFF + Duration::from_millis(100)
+        );
     }
 
     #[test]

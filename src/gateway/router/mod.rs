@@ -7,6 +7,7 @@
 mod busy;
 pub mod commands;
 mod live;
+mod outbox;
 mod platforms;
 mod prompts;
 mod recovery;
@@ -72,7 +73,9 @@ pub struct Router {
     routing: RoutingIndex,
     platforms: HashMap<String, PlatformLink>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// Held by a turn while it runs, released before its reply is sent (see `outbox.rs`).
     turn_limit: Arc<Semaphore>,
+    outbox: outbox::Outbox,
     metrics: Arc<GatewayMetrics>,
     paused: Mutex<HashSet<String>>,
     started: Instant,
@@ -121,6 +124,7 @@ impl Router {
             group_sessions_per_user: loaded.config.group_sessions_per_user,
             thread_sessions_per_user: loaded.config.thread_sessions_per_user,
         };
+        let outbox = outbox::Outbox::default();
         let router = Arc::new_cyclic(|me: &Weak<Router>| {
             let prompts = prompts::user_prompts(me.clone());
             let agent = match client {
@@ -149,10 +153,16 @@ impl Router {
                 routing,
                 platforms: platforms
                     .into_iter()
-                    .map(|link| (link.name.clone(), link))
+                    .map(|mut link| {
+                        link.deliverer = link
+                            .deliverer
+                            .with_stop_waiting(outbox.stop_waiting.clone());
+                        (link.name.clone(), link)
+                    })
                     .collect(),
                 slots: Mutex::new(HashMap::new()),
                 turn_limit: Arc::new(Semaphore::new(max_concurrent_turns.max(1))),
+                outbox,
                 metrics,
                 paused: Mutex::new(HashSet::new()),
                 started: Instant::now(),

@@ -63,13 +63,7 @@ impl Router {
         };
         let report = link
             .deliverer
-            .deliver(
-                &source.chat_id,
-                source.thread_id.as_deref(),
-                text,
-                None,
-                ReplyToMode::Off,
-            )
+            .deliver_notice(&source.chat_id, source.thread_id.as_deref(), text)
             .await;
         if !matches!(
             report.outcome,

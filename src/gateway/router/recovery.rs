@@ -6,6 +6,7 @@
 use hermes_adapter::MessageEvent;
 
 use super::Router;
+use super::outbox::Outgoing;
 use super::slot::Job;
 use crate::state::{InboundState, now_epoch};
 
@@ -66,7 +67,7 @@ impl Router {
         report
     }
 
-    /// Sends every reply still owed (after adapters can send).
+    /// Queues every reply still owed on its chat's lane (after adapters can send).
     pub async fn resend_replies(&self) -> usize {
         let now = now_epoch();
         if let Err(e) = self.store.abandon_stale(now).await {
@@ -84,7 +85,13 @@ impl Router {
             if self.link(&obligation.platform).is_none() {
                 continue;
             }
-            self.deliver_recorded(&obligation.obligation_id, None).await;
+            // Each chat's lane sends them oldest first; chats do not wait for each other.
+            let reply = Outgoing {
+                obligation_id: obligation.obligation_id,
+                reply_to: None,
+                event_id: None,
+            };
+            self.send_later(&obligation.platform, &obligation.chat_id, vec![reply]);
             sent += 1;
         }
         sent

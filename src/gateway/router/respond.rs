@@ -1,13 +1,13 @@
 //! Answering an event exactly once. A chat reply is recorded as a delivery obligation and
-//! the event marked answered in one transaction, then delivered through the ledger (claim →
-//! send → delivered/failed); a restart resends exactly what may be missing. HTTP API
-//! requests are answered in their HTTP response instead.
-
-use hermes_adapter::MessageEvent;
+//! the event marked answered in one transaction, then handed to its chat's delivery lane
+//! (`outbox.rs`), which sends it through the ledger (claim → send → delivered/failed, or back
+//! to pending when flow control deferred it); a restart resends exactly what may be
+//! missing. HTTP API requests are answered in their HTTP response instead.
 
 use super::Router;
+use super::outbox::Outgoing;
 use super::slot::{ApiReply, Job};
-use crate::gateway::delivery::ObligationDelivery;
+use crate::gateway::delivery::{DeliveryOutcome, ObligationDelivery};
 use crate::gateway::metrics::GatewayMetrics;
 use crate::state::{InboundState, NewObligation, Obligation};
 
@@ -17,7 +17,8 @@ impl Router {
         self.respond_in(job, text, None).await;
     }
 
-    /// Answers `job` with `text`; `session_id` is reported to API clients.
+    /// Answers `job` with `text`; `session_id` is reported to API clients. A chat reply is
+    /// durable when this returns; it is sent by the chat's lane, without the caller waiting.
     pub(super) async fn respond_in(&self, job: &Job, text: &str, session_id: Option<&str>) {
         if let Some(api) = &job.api {
             Self::answer_api(api, text, session_id.unwrap_or(&job.event.source.chat_id));
@@ -45,26 +46,37 @@ impl Router {
                 return;
             }
         };
-        for id in ids {
-            self.deliver_recorded(&id, Some(event)).await;
-        }
+        let replies = ids
+            .into_iter()
+            .map(|obligation_id| Outgoing {
+                obligation_id,
+                reply_to: event.message_id.clone(),
+                event_id: Some(event.event_id.clone()),
+            })
+            .collect();
+        self.send_later(&event.source.platform, &event.source.chat_id, replies);
     }
 
-    /// Sends one recorded obligation; `event` (when known) lets the reply quote the message.
-    pub(super) async fn deliver_recorded(&self, id: &str, event: Option<&MessageEvent>) {
+    /// Sends one recorded obligation, quoting `reply_to` where the platform's mode says so;
+    /// returns how far it got (`None`: not sent at all).
+    pub(super) async fn deliver_recorded(
+        &self,
+        id: &str,
+        reply_to: Option<String>,
+        event_id: Option<&str>,
+    ) -> Option<DeliveryOutcome> {
         let obligation: Obligation = match self.store.get_obligation(id).await {
             Ok(Some(obligation)) => obligation,
-            Ok(None) => return,
+            Ok(None) => return None,
             Err(e) => {
                 tracing::error!(obligation_id = id, error = %e, "cannot read a reply obligation");
-                return;
+                return None;
             }
         };
         let Some(link) = self.link(&obligation.platform) else {
             tracing::warn!(platform = %obligation.platform, obligation_id = id, "reply for a platform that is not running; kept for later");
-            return;
+            return None;
         };
-        let reply_to = event.and_then(|e| e.message_id.clone());
         match link
             .deliverer
             .deliver_obligation_quoting(&self.store, &obligation, reply_to, link.reply_to_mode)
@@ -75,21 +87,29 @@ impl Router {
                 self.metrics
                     .replies_out
                     .fetch_add(sent, std::sync::atomic::Ordering::Relaxed);
-                if matches!(
-                    report.outcome,
-                    crate::gateway::delivery::DeliveryOutcome::Delivered
-                ) {
-                    // After the ledger says delivered: a crash from here on resends nothing.
-                    tracing::debug!(platform = %obligation.platform, obligation_id = id,
-                        event_id = event.map(|e| e.event_id.as_str()).unwrap_or(""),
-                        "reply delivered");
-                } else {
-                    GatewayMetrics::incr(&self.metrics.send_failures);
-                    tracing::warn!(platform = %obligation.platform, obligation_id = id, outcome = ?report.outcome, "reply not fully delivered");
+                match &report.outcome {
+                    DeliveryOutcome::Delivered => {
+                        // After the ledger says delivered: a crash from here on resends nothing.
+                        tracing::debug!(platform = %obligation.platform, obligation_id = id,
+                            event_id = event_id.unwrap_or(""), "reply delivered");
+                    }
+                    DeliveryOutcome::Deferred { .. } => {
+                        tracing::warn!(platform = %obligation.platform, obligation_id = id,
+                            outcome = ?report.outcome,
+                            "reply deferred by flow control; it stays owed and is resent after a restart");
+                    }
+                    _ => {
+                        GatewayMetrics::incr(&self.metrics.send_failures);
+                        tracing::warn!(platform = %obligation.platform, obligation_id = id, outcome = ?report.outcome, "reply not fully delivered");
+                    }
                 }
+                Some(report.outcome)
             }
-            Ok(ObligationDelivery::NotClaimed) => {}
-            Err(e) => tracing::error!(error = %e, "delivery ledger write failed"),
+            Ok(ObligationDelivery::NotClaimed) => None,
+            Err(e) => {
+                tracing::error!(error = %e, "delivery ledger write failed");
+                None
+            }
         }
     }
 

@@ -8,6 +8,7 @@
 //! targets) and injects faults on demand ([`Fault`]).
 #![forbid(unsafe_code)]
 
+mod flood;
 mod markdown_v2;
 mod objects;
 mod params;
@@ -22,6 +23,7 @@ use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
+pub use flood::{FloodEvent, FloodOutcome};
 pub use markdown_v2::visible_utf16_len;
 pub use objects::{Attachment, Chat, MessageSpec, User, compute_entities};
 pub use state::{Call, Fault, SentRecord, StoredMessage, UploadedFile};
@@ -199,6 +201,37 @@ impl FakeTelegram {
         let mut inner = self.shared.lock();
         let queue = inner.faults.entry(method.to_ascii_lowercase()).or_default();
         queue.extend(std::iter::repeat_n(fault, n));
+    }
+
+    /// Flood control: answers a `share` of `sendMessage` calls (chosen by a generator seeded
+    /// with `seed`) with 429 and a `retry_after` in `retry_after` seconds; a chat that sends
+    /// again before its wait is over is refused again (see `flood.rs`).
+    pub fn flood_randomly(
+        &self,
+        seed: u64,
+        share: f64,
+        retry_after: std::ops::RangeInclusive<u64>,
+    ) {
+        self.shared
+            .lock()
+            .flood
+            .set_random(seed, share, retry_after);
+    }
+
+    /// Flood control on one chat: its next `sends` `sendMessage` calls get 429 with
+    /// `retry_after` seconds (group flood control can ask for minutes).
+    pub fn flood_chat(&self, chat_id: i64, retry_after: u64, sends: usize) {
+        self.shared.lock().flood.hold(chat_id, retry_after, sends);
+    }
+
+    /// Ends flood control on `chat_id`, as if its wait had passed.
+    pub fn end_flood(&self, chat_id: i64) {
+        self.shared.lock().flood.release(chat_id);
+    }
+
+    /// Every 429 given by flood control, and every later send to a chat once limited.
+    pub fn flood_log(&self) -> Vec<FloodEvent> {
+        self.shared.lock().flood.log.clone()
     }
 
     /// Disarms the faults still queued for `method` (e.g. ends an open-ended stall).

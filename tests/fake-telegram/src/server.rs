@@ -100,6 +100,15 @@ async fn answer(
     {
         return fault_response(shared, fault).await;
     }
+    if method == "sendmessage"
+        && let Some(chat_id) = params.get("chat_id").and_then(param_i64)
+    {
+        let now = std::time::Instant::now();
+        let limited = shared.lock().flood.check(chat_id, now);
+        if let Some(retry_after) = limited {
+            return fault_response(shared, Fault::TooManyRequests { retry_after }).await;
+        }
+    }
     match dispatch(shared, method, params, duplicate).await {
         Ok(result) => axum::Json(json!({"ok": true, "result": result})).into_response(),
         Err(failure) => failure.into_response(),

@@ -122,6 +122,8 @@ pub(crate) struct Inner {
     pub webhook_secret: Option<String>,
     /// Every accepted `sendMessage`, with its arrival time (cheap to read under load).
     pub sent_log: Vec<SentRecord>,
+    /// Flood control on `sendMessage` (off unless switched on).
+    pub flood: crate::flood::FloodControl,
 }
 
 /// One accepted `sendMessage`: when it arrived, where it went, the id the fake gave it.

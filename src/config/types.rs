@@ -38,6 +38,9 @@ pub struct Config {
     pub admin: AdminConfig,
     /// `auxiliary.title_generation`: the session title generated after the first exchange.
     pub auxiliary: AuxiliaryConfig,
+    /// Outbound networking: the proxy variables and the extra CA files (`SSL_CERT_FILE`,
+    /// `tls.ca_certificates`), shared by every client through `hermes_adapter::net::Net`.
+    pub network: hermes_adapter::net::NetSettings,
 }
 
 /// The auxiliary model tasks hermesd runs (Hermes `auxiliary:`).
@@ -83,6 +86,7 @@ impl Default for Config {
             api_server: ApiServerConfig::default(),
             admin: AdminConfig::default(),
             auxiliary: AuxiliaryConfig::default(),
+            network: hermes_adapter::net::NetSettings::default(),
         }
     }
 }

@@ -34,18 +34,45 @@ const RETRY_AFTER_SECS: &str = "1";
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 const SESSION_ID: HeaderName = HeaderName::from_static("x-hermes-session-id");
 
+/// How often a saturated API says so in the log: a flood must not become a log flood.
+const SATURATION_LOG_EVERY: Duration = Duration::from_secs(10);
+
 /// The cap on chat completions in flight, shared by every request.
 #[derive(Clone, Debug)]
 pub struct RunLimit {
     permits: Option<Arc<Semaphore>>,
     max: u32,
+    /// Refusals not logged yet, and when the last saturation warning went out.
+    refused: Arc<std::sync::Mutex<(u64, Option<std::time::Instant>)>>,
 }
 
 impl RunLimit {
     /// `max` runs at once; 0 means no cap (as in Hermes).
     pub fn new(max: u32) -> Self {
         let permits = (max > 0).then(|| Arc::new(Semaphore::new(max as usize)));
-        Self { permits, max }
+        Self {
+            permits,
+            max,
+            refused: Arc::default(),
+        }
+    }
+
+    /// Counts a refusal; warns on the first and then at most every [`SATURATION_LOG_EVERY`]
+    /// with the number refused since.
+    fn note_refusal(&self) {
+        let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        refused.0 += 1;
+        let due = refused
+            .1
+            .is_none_or(|last| last.elapsed() >= SATURATION_LOG_EVERY);
+        if due {
+            tracing::warn!(
+                max = self.max,
+                refused = refused.0,
+                "API server saturated: chat completions refused with 429"
+            );
+            *refused = (0, Some(std::time::Instant::now()));
+        }
     }
 }
 
@@ -57,10 +84,7 @@ pub async fn shed_load(State(limit): State<RunLimit>, request: Request, next: Ne
         return next.run(request).await;
     };
     let Ok(permit) = permits.clone().try_acquire_owned() else {
-        tracing::warn!(
-            max = limit.max,
-            "API server saturated: refused a chat completion"
-        );
+        limit.note_refusal();
         let mut response = openai_error(
             StatusCode::TOO_MANY_REQUESTS,
             &format!("Too many concurrent runs (max {})", limit.max),

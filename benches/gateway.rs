@@ -1,8 +1,10 @@
 //! Gateway benchmark, through the real binary's HTTP API with a fake model that answers
 //! instantly (every turn persisted to state.db): turns/s at concurrency 1, 16 and 64; the
 //! gateway's added latency (end-to-end minus a direct call to the same fake model); RSS idle
-//! and with 10,000 sessions in the routing index; time from spawn to `/ready`. Prints one
-//! JSON report (also written to `target/bench-gateway.json`). `-- --quick` is the CI size.
+//! and with 10,000 sessions in the routing index; time from spawn to `/ready`; and, under
+//! saturation (many more clients than `max_concurrent_runs`, a model answering slowly),
+//! how many requests were shed with 429 and whether RSS stays flat. Prints one JSON report
+//! (also written to `target/bench-gateway.json`). `-- --quick` is the CI size.
 
 #[path = "../tests/support/fake_model.rs"]
 mod fake_model;
@@ -44,8 +46,17 @@ fn ports(home: &std::path::Path) -> (u16, u16) {
     )
 }
 
-/// Spawns the daemon and returns it with the time until `/ready` answered 200.
+/// Spawns the daemon and returns it with the time until `/ready` answered 200. The
+/// throughput runs lift the API's concurrency cap (`max_concurrent_runs: 0`).
 async fn spawn(home: &std::path::Path, model: &FakeModel) -> (Daemon, Duration) {
+    spawn_capped(home, model, 0).await
+}
+
+async fn spawn_capped(
+    home: &std::path::Path,
+    model: &FakeModel,
+    max_concurrent_runs: u32,
+) -> (Daemon, Duration) {
     let (api_port, admin_port) = ports(home);
     let started = Instant::now();
     let child = Command::new(HERMESD)
@@ -62,6 +73,11 @@ async fn spawn(home: &std::path::Path, model: &FakeModel) -> (Daemon, Duration) 
         .env("OPENAI_API_KEY", "sk-bench")
         .env("HERMES__MODEL__PROVIDER", "openai")
         .env("HERMES__MODEL__DEFAULT", "fake-model")
+        .env(
+            "HERMES__PLATFORMS__API_SERVER__MAX_CONCURRENT_RUNS",
+            max_concurrent_runs.to_string(),
+        )
+        .env("HERMES__AUXILIARY__TITLE_GENERATION__ENABLED", "false")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -130,6 +146,91 @@ async fn throughput(daemon: &Daemon, clients: usize, per_client: usize) -> Value
            "latency": percentiles(latencies)})
 }
 
+/// Saturation: `clients` clients (far more than the cap of `cap` runs) send turns back to
+/// back for `seconds` against a model taking 200 ms per reply. Counts answered and shed
+/// (429 + Retry-After) requests and samples the daemon's RSS every 100 ms: with load
+/// shedding the excess is refused at once instead of queueing, so RSS stays flat.
+async fn saturation(model: &FakeModel, cap: u32, clients: usize, seconds: u64) -> Value {
+    let home = bench_dir();
+    for _ in 0..(clients as u64 * seconds * 10) {
+        model.push(fake_model::Step::Slow {
+            reply: fake_model::Reply::text("slow reply"),
+            delay: Duration::from_millis(200),
+        });
+    }
+    let (daemon, _) = spawn_capped(home.path(), model, cap).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = daemon.child.id();
+    let rss_before = rss_kib(pid);
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .build()
+        .unwrap();
+    let stop = Instant::now() + Duration::from_secs(seconds);
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let http = http.clone();
+        let url = format!("{}/v1/chat/completions", daemon.api);
+        tasks.push(tokio::spawn(async move {
+            let (mut answered, mut shed, mut other) = (0u64, 0u64, 0u64);
+            let mut i = 0;
+            while Instant::now() < stop {
+                i += 1;
+                let body =
+                    json!({"messages": [{"role": "user", "content": format!("c{c} turn {i}")}]});
+                match http.post(&url).bearer_auth(KEY).json(&body).send().await {
+                    Ok(r) if r.status().is_success() => {
+                        let _ = r.bytes().await;
+                        answered += 1;
+                    }
+                    Ok(r) if r.status() == reqwest::StatusCode::TOO_MANY_REQUESTS => {
+                        assert!(r.headers().contains_key("retry-after"));
+                        shed += 1;
+                        // A polite client waits; a short pause keeps the flood going.
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    _ => other += 1,
+                }
+            }
+            (answered, shed, other)
+        }));
+    }
+    let mut samples = Vec::new();
+    while Instant::now() < stop {
+        samples.push(rss_kib(pid));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (mut answered, mut shed, mut other) = (0, 0, 0);
+    for task in tasks {
+        let (a, s, o) = task.await.unwrap();
+        answered += a;
+        shed += s;
+        other += o;
+    }
+    let rss_after = rss_kib(pid);
+    drop(daemon);
+    let peak = samples.iter().copied().max().unwrap_or(0);
+    json!({"max_concurrent_runs": cap, "clients": clients, "seconds": seconds,
+           "answered": answered, "shed_429": shed, "other_errors": other,
+           "rss_before_kib": rss_before, "rss_peak_kib": peak, "rss_after_kib": rss_after,
+           "rss_samples": samples.len()})
+}
+
+/// `-- --saturation-only`: just the saturation figures.
+fn saturation_only(quick: bool) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let report = runtime.block_on(async {
+        let model = FakeModel::start_in_background();
+        let (clients, seconds) = if quick { (100, 5) } else { (400, 20) };
+        json!({"bench": "gateway", "quick": quick,
+               "saturation": saturation(&model, 10, clients, seconds).await})
+    });
+    println!("{report}");
+}
+
 /// Writes `count` routing entries for `home` (as a long-running gateway accumulates them).
 async fn seed_routes(home: &std::path::Path, count: usize) {
     let store = hermesd::state::Store::open(&home.join("state.db")).unwrap();
@@ -157,6 +258,9 @@ async fn seed_routes(home: &std::path::Path, count: usize) {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    if std::env::args().any(|a| a == "--saturation-only") {
+        return saturation_only(quick);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -186,6 +290,10 @@ fn main() {
         let rss_10k = rss_kib(daemon2.child.id());
         drop(daemon2);
 
+        let slow_model = FakeModel::start_in_background();
+        let (clients, seconds) = if quick { (100, 5) } else { (400, 20) };
+        let saturated = saturation(&slow_model, 10, clients, seconds).await;
+
         let model_p50 = direct_summary["p50_ms"].as_f64().unwrap_or(0.0);
         let added: Vec<Value> = runs
             .iter()
@@ -208,6 +316,7 @@ fn main() {
             "rss_10k_routes_kib": rss_10k,
             "ready_ms": ready.as_millis(),
             "ready_10k_routes_ms": ready_10k.as_millis(),
+            "saturation": saturated,
             "targets": {"turns_per_s": 800, "added_p99_ms_at_16": 5, "rss_idle_mb": 25,
                         "rss_10k_mb": 60, "ready_ms": 150}
         })

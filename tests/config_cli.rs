@@ -210,3 +210,53 @@ fn profile_and_home_flags_select_the_config() {
     let other = other.to_str().unwrap();
     assert_eq!(timeout(&["--home", other, "config", "show", "--json"]), 33);
 }
+
+/// A setting hermesd accepts but does not act on is named in one warning; `--strict` turns
+/// that warning into a failure, and passes a configuration without one.
+#[test]
+fn settings_not_supported_yet_are_named_and_strict_refuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(
+        dir.path(),
+        Some(
+            "mcp_servers: {github: {command: npx}}\nstt: {enabled: true}\nagent: {max_turns: 9}\n",
+        ),
+        None,
+    );
+    let output = hermesd(&home, &["config", "check"], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert_eq!(
+        stderr.matches("not supported by hermesd yet").count(),
+        1,
+        "one warning: {stderr}"
+    );
+    assert!(
+        stderr.contains("2 settings are set but not supported by hermesd yet, so without effect: mcp_servers, stt"),
+        "{stderr}"
+    );
+
+    let strict = hermesd(&home, &["config", "check", "--strict"], &[]);
+    assert_eq!(
+        strict.status.code(),
+        Some(EXIT_CONFIG),
+        "{}",
+        text(&strict.stderr)
+    );
+    let stderr = text(&strict.stderr);
+    assert!(stderr.contains("mcp_servers, stt"), "{stderr}");
+    assert!(stderr.contains("--strict"), "{stderr}");
+    assert!(
+        text(&strict.stdout).is_empty(),
+        "no 'config ok' under --strict"
+    );
+
+    let clean = hermes_home(
+        &dir.path().join("clean"),
+        Some("agent: {max_turns: 9}\n"),
+        None,
+    );
+    let strict = hermesd(&clean, &["config", "check", "--strict"], &[]);
+    assert_eq!(strict.status.code(), Some(0), "{}", text(&strict.stderr));
+    assert_eq!(text(&strict.stdout).trim(), "config ok");
+}

@@ -16,6 +16,8 @@ const USER_UNIT: &str = include_str!("../deploy/systemd/hermesd-user.service");
 const DOCKERFILE: &str = include_str!("../Dockerfile");
 const CI_RUN: &str = include_str!("../.ci/run");
 const CARGO_TOML: &str = include_str!("../Cargo.toml");
+const README: &str = include_str!("../README.md");
+const CI_TEST: &str = include_str!("../.ci/test");
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -40,7 +42,9 @@ fn systemd_analyze(user: bool, args: &[&str], runtime_dir: &Path) -> Output {
         .env("XDG_RUNTIME_DIR", runtime_dir)
         .output()
         .unwrap_or_else(|e| {
-            panic!("cannot run systemd-analyze ({e}); install it: apt-get install systemd")
+            panic!(
+                "cannot run systemd-analyze ({e}); run the tests with .ci/test, which installs it"
+            )
         })
 }
 
@@ -236,6 +240,47 @@ fn the_dockerfile_and_ci_build_with_the_same_script() {
     assert!(
         release.contains("lto = ") && release.contains("strip = true"),
         "{release}"
+    );
+}
+
+/// The README's two commands are the whole set-up: its test command is the one CI runs
+/// (verbatim), and that command installs what the tests need before running them all.
+#[test]
+fn ci_runs_the_readme_test_command_which_installs_what_tests_need() {
+    let block: Vec<&str> = README
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README opens with a sh block")
+        .lines()
+        .collect();
+    assert_eq!(block.len(), 2, "run and test commands: {block:?}");
+    let test_command = block[1].trim();
+    assert!(
+        CI_RUN.lines().any(|line| line.trim() == test_command),
+        ".ci/run must run the README's test command {test_command:?} verbatim"
+    );
+    assert_eq!(test_command, ".ci/test");
+    let mode = std::fs::metadata(repo().join(".ci/test")).unwrap();
+    assert!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o111 != 0,
+        ".ci/test must be executable"
+    );
+    for needed in [
+        "command -v systemd-analyze",
+        "missing+=(systemd)",
+        "missing+=(python3 python3-venv)",
+        "apt-get install",
+        ".ci/python-reference",
+        "exec cargo test --workspace \"$@\"",
+    ] {
+        assert!(CI_TEST.contains(needed), ".ci/test lost {needed:?}");
+    }
+    assert!(
+        !CI_RUN
+            .lines()
+            .any(|line| line.trim() == "cargo test --workspace"),
+        "CI must test through the README's command, not beside it"
     );
 }
 

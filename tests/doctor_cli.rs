@@ -412,3 +412,26 @@ fn a_sound_state_db_is_reported_with_its_schema_version() {
         format!("intact, schema v{}", hermesd::state::SCHEMA_VERSION)
     );
 }
+
+/// Settings hermesd accepts without acting on them are named in one doctor warning.
+#[test]
+fn settings_not_supported_yet_are_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_with(
+        dir.path(),
+        "mcp_servers: {github: {command: npx}}\nagent: {gateway_timeout: 60}\n",
+        "",
+    );
+    let output = doctor(&home, &["--json", "--offline"]);
+    let report = json_report(&output);
+    let warnings: Vec<&Value> = checks_named(&report, "config")
+        .into_iter()
+        .filter(|check| check["status"] == "warn")
+        .collect();
+    assert_eq!(warnings.len(), 1, "{report:#}");
+    assert_eq!(
+        warnings[0]["message"],
+        "2 settings are set but not supported by hermesd yet, so without effect: \
+         agent.gateway_timeout, mcp_servers"
+    );
+}

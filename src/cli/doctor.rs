@@ -4,6 +4,7 @@
 
 mod check;
 mod local;
+mod network;
 mod probes;
 mod tokens;
 
@@ -97,8 +98,21 @@ fn config_checks(loaded: &Result<LoadedConfig, config::ConfigErrors>) -> Vec<Che
 /// endpoint accept the credentials (concurrently, each under `--timeout`).
 fn service_checks(config: &Config, args: &DoctorArgs) -> Vec<Check> {
     let platforms = &config.platforms;
-    let mut checks = Vec::new();
+    let (network_check, net) = network::summary(config);
+    let mut checks = vec![network_check];
     let mut probes: Vec<Probe> = Vec::new();
+    for (name, platform) in [
+        ("telegram", &platforms.telegram),
+        ("discord", &platforms.discord),
+        ("slack", &platforms.slack),
+    ] {
+        if platform.enabled {
+            probes.push(Probe::Tls {
+                platform: name,
+                url: extra_base(platform, name),
+            });
+        }
+    }
     if !platforms.telegram.enabled && !platforms.discord.enabled && !platforms.slack.enabled {
         let message = if config.api_server.enabled {
             "no chat platform is enabled (only the HTTP API)"
@@ -166,7 +180,9 @@ fn service_checks(config: &Config, args: &DoctorArgs) -> Vec<Check> {
     }
     if args.offline {
         checks.extend(probes.iter().map(|probe| match probe {
-            Probe::Model(_) => Check::skip(probe.name(), "not checked (--offline)"),
+            Probe::Model(_) | Probe::Tls { .. } => {
+                Check::skip(probe.name(), "not checked (--offline)")
+            }
             _ => Check::ok(
                 probe.name(),
                 "well-formed; not sent to the platform (--offline)",
@@ -176,6 +192,7 @@ fn service_checks(config: &Config, args: &DoctorArgs) -> Vec<Check> {
         checks.extend(run_probes(
             &probes,
             Duration::from_secs(args.timeout.max(1)),
+            &net.unwrap_or_default(),
         ));
     }
     checks
@@ -183,10 +200,24 @@ fn service_checks(config: &Config, args: &DoctorArgs) -> Vec<Check> {
 
 /// A network check to make, with what it needs.
 enum Probe {
-    Telegram { base: String, token: String },
-    Slack { base: String, token: String },
-    Discord { base: String, token: String },
+    Telegram {
+        base: String,
+        token: String,
+    },
+    Slack {
+        base: String,
+        token: String,
+    },
+    Discord {
+        base: String,
+        token: String,
+    },
     Model(crate::agent::provider::Endpoint),
+    /// A TLS handshake with the platform's API host.
+    Tls {
+        platform: &'static str,
+        url: String,
+    },
 }
 
 impl Probe {
@@ -196,6 +227,7 @@ impl Probe {
             Self::Slack { .. } => "slack.token".to_owned(),
             Self::Discord { .. } => "discord.token".to_owned(),
             Self::Model(endpoint) => format!("model.{}", endpoint.provider),
+            Self::Tls { platform, .. } => format!("{platform}.tls"),
         }
     }
 }
@@ -250,7 +282,7 @@ fn extra_base(platform: &PlatformConfig, name: &str) -> String {
         .to_owned()
 }
 
-fn run_probes(probes: &[Probe], timeout: Duration) -> Vec<Check> {
+fn run_probes(probes: &[Probe], timeout: Duration, net: &hermes_adapter::net::Net) -> Vec<Check> {
     let failed = |why: String| {
         probes
             .iter()
@@ -261,7 +293,7 @@ fn run_probes(probes: &[Probe], timeout: Duration) -> Vec<Check> {
         Ok(runtime) => runtime,
         Err(e) => return failed(format!("cannot start the runtime: {e}")),
     };
-    let client = match probes::client(timeout) {
+    let client = match probes::client(net, timeout) {
         Ok(client) => client,
         Err(e) => return failed(format!("cannot build the HTTP client: {e}")),
     };
@@ -272,6 +304,7 @@ fn run_probes(probes: &[Probe], timeout: Duration) -> Vec<Check> {
                 Probe::Slack { base, token } => probes::slack(&client, base, token).await,
                 Probe::Discord { base, token } => probes::discord(&client, base, token).await,
                 Probe::Model(endpoint) => probes::model(&client, endpoint).await,
+                Probe::Tls { platform, url } => network::tls(net, platform, url, timeout).await,
             }
         });
         futures_util::future::join_all(checks).await

@@ -89,7 +89,12 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Validate config.yaml, .env and the environment; list every error.
-    Check,
+    Check {
+        /// Also fail (exit 78) on warnings: unknown keys and settings hermesd accepts but
+        /// does not support yet.
+        #[arg(long)]
+        strict: bool,
+    },
     /// Print the effective configuration with secrets masked.
     Show {
         /// Print JSON instead of YAML.
@@ -125,7 +130,7 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
         Command::Run(args) => run::run(&home, &env, &args),
         Command::Chat(args) => chat::run(&home, &env, args),
         Command::Config { command } => match command {
-            ConfigCommand::Check => crate::config::cli::check(&home, &env),
+            ConfigCommand::Check { strict } => crate::config::cli::check(&home, &env, strict),
             ConfigCommand::Show { json } => crate::config::cli::show(&home, &env, json),
         },
         Command::Sessions { command } => sessions::run(&home, &env, command),

@@ -41,7 +41,7 @@ pub struct RunArgs {
 
 pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) -> i32 {
     let mut forced_api = false;
-    let mut loaded = match load_config(home, env) {
+    let mut loaded = match load_config(home, env, true) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
@@ -59,7 +59,8 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) ->
             eprintln!("error: cannot write {}: {e}", home.dotenv().display());
             return EXIT_FAILURE;
         }
-        loaded = match load_config(home, env) {
+        // Reloaded only to pick up the generated key: its warnings were logged already.
+        loaded = match load_config(home, env, false) {
             Ok(loaded) => loaded,
             Err(code) => return code,
         };
@@ -288,10 +289,11 @@ pub const EXIT_RESTART: i32 = 75;
 fn load_config(
     home: &HermesHome,
     env: &BTreeMap<String, String>,
+    log_warnings: bool,
 ) -> Result<config::LoadedConfig, i32> {
     match config::load(home, env) {
         Ok(loaded) => {
-            for warning in &loaded.warnings {
+            for warning in loaded.warnings.iter().filter(|_| log_warnings) {
                 tracing::warn!("{warning}");
             }
             Ok(loaded)

@@ -10,14 +10,36 @@ use crate::home::HermesHome;
 const EXIT_INTERNAL: i32 = 70;
 
 /// `hermesd config check`: "config ok" on stdout and warnings on stderr → 0; otherwise every
-/// error on stderr → [`EXIT_CONFIG`].
-pub fn check(home: &HermesHome, env: &BTreeMap<String, String>) -> i32 {
-    check_to(
-        home,
-        env,
-        &mut io::stdout().lock(),
-        &mut io::stderr().lock(),
-    )
+/// error on stderr → [`EXIT_CONFIG`]. With `strict`, warnings fail the check too.
+pub fn check(home: &HermesHome, env: &BTreeMap<String, String>, strict: bool) -> i32 {
+    let (mut out, mut err) = (io::stdout().lock(), io::stderr().lock());
+    if strict {
+        return check_strict_to(home, env, &mut out, &mut err);
+    }
+    check_to(home, env, &mut out, &mut err)
+}
+
+/// `config check --strict`: a configuration that loads but carries warnings (an unknown key,
+/// a setting hermesd does not support yet) is refused with [`EXIT_CONFIG`], so a deployment
+/// pipeline can insist that every setting it writes takes effect.
+pub(crate) fn check_strict_to(
+    home: &HermesHome,
+    env: &BTreeMap<String, String>,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> i32 {
+    match loaded_or_report(home, env, err) {
+        Ok(loaded) if loaded.warnings.is_empty() => say_ok(out),
+        Ok(loaded) => {
+            let _ = writeln!(
+                err,
+                "error: --strict: {} warning(s) above; every setting must be known and take effect",
+                loaded.warnings.len()
+            );
+            EXIT_CONFIG
+        }
+        Err(code) => code,
+    }
 }
 
 /// `hermesd config show [--json]`: the effective configuration as YAML (or JSON), with every
@@ -52,6 +74,14 @@ fn loaded_or_report(
     }
 }
 
+/// "config ok" on stdout → 0 (or [`EXIT_INTERNAL`] when stdout is gone).
+fn say_ok(out: &mut impl Write) -> i32 {
+    match writeln!(out, "config ok") {
+        Ok(()) => 0,
+        Err(_) => EXIT_INTERNAL,
+    }
+}
+
 pub(crate) fn check_to(
     home: &HermesHome,
     env: &BTreeMap<String, String>,
@@ -59,10 +89,7 @@ pub(crate) fn check_to(
     err: &mut impl Write,
 ) -> i32 {
     match loaded_or_report(home, env, err) {
-        Ok(_) => match writeln!(out, "config ok") {
-            Ok(()) => 0,
-            Err(_) => EXIT_INTERNAL,
-        },
+        Ok(_) => say_ok(out),
         Err(code) => code,
     }
 }

@@ -1,4 +1,5 @@
-//! Keys a Hermes `config.yaml` may carry that hermesd deliberately ignores (no warning), the
+//! Keys a Hermes `config.yaml` may carry that hermesd accepts without acting on them (reported
+//! together in one "not supported by hermesd yet" warning, see `unsupported`), the
 //! per-platform Hermes settings it keeps in `extra`, and the unknown-key warning itself.
 //!
 //! The lists follow Hermes 0.19's `DEFAULT_CONFIG` and gateway loader. A key missing from them
@@ -67,7 +68,7 @@ pub const PLATFORM_PASSTHROUGH: &[&str] = &[
 /// Platform-block keys Hermes knows that mean nothing for these platforms.
 pub const IGNORED_PLATFORM: &[&str] = &["api_key"];
 
-pub const IGNORED_API_SERVER: &[&str] = &["max_concurrent_runs"];
+pub const IGNORED_API_SERVER: &[&str] = &[];
 
 pub const IGNORED_HOME_CHANNEL: &[&str] = &["platform", "scope_id", "user_id"];
 
@@ -160,11 +161,14 @@ pub const IGNORED_GATEWAY: &[&str] = &[
     "write_sessions_json",
 ];
 
-/// Warns about every key in `unknown` that is in none of the `ignored` lists.
+/// Warns about every key in `unknown` that is in none of the `ignored` lists, and notes the
+/// ignored ones that are set for the single "not supported yet" warning.
 pub fn warn_unknown(issues: &mut Issues, prefix: &str, unknown: &Unknown, ignored: &[&[&str]]) {
-    for key in unknown.keys() {
+    for (key, value) in unknown {
         if !ignored.iter().any(|list| list.contains(&key.as_str())) {
             issues.warn(format!("unknown key '{}'", join(prefix, key)));
+        } else if super::unsupported::is_set(value) {
+            issues.ignored.push(join(prefix, key));
         }
     }
 }
@@ -214,7 +218,7 @@ mod tests {
     fn warns_only_for_truly_unknown_keys() {
         let mut issues = Issues::default();
         let unknown: Unknown = [
-            ("terminal".to_owned(), json!({})),
+            ("terminal".to_owned(), json!({"backend": "local"})),
             ("tokn".to_owned(), json!("x")),
             ("whatsapp".to_owned(), json!({})),
         ]
@@ -226,6 +230,8 @@ mod tests {
             &unknown,
             &[IGNORED_TOP_LEVEL, OTHER_PLATFORMS],
         );
+        // An empty mapping asks for nothing, so it is not reported as set.
+        assert_eq!(issues.ignored, ["terminal"]);
         warn_unknown(&mut issues, "telegram", &unknown, &[]);
         assert_eq!(
             issues.warnings,

@@ -115,6 +115,22 @@ pub fn api_server(
             env_overrides::API_SERVER_MODEL_NAME,
             |b| b.model_name.as_ref(),
         )),
+        max_concurrent_runs: u32::try_from(
+            issues.uint(
+                pick(&layers, "max_concurrent_runs", |b| {
+                    b.max_concurrent_runs.as_ref()
+                })
+                .or_else(|| {
+                    pick(&extras, "max_concurrent_runs", |extra| {
+                        extra.get("max_concurrent_runs")
+                    })
+                }),
+                u64::from(defaults.max_concurrent_runs),
+                0,
+                100_000,
+            ),
+        )
+        .unwrap_or(defaults.max_concurrent_runs),
     }
 }
 

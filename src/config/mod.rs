@@ -15,6 +15,7 @@ mod error;
 mod known_keys;
 mod layers;
 mod listeners;
+mod network;
 mod parse;
 mod platform_types;
 mod platforms;
@@ -22,8 +23,11 @@ mod raw;
 mod secret;
 mod sections;
 mod types;
+mod unsupported;
 mod validate;
 
+#[cfg(test)]
+mod key_table;
 #[cfg(test)]
 mod platform_tests;
 #[cfg(test)]
@@ -49,6 +53,7 @@ pub use types::{
     DisplayOverrides, FallbackProvider, ModelConfig, ProviderConfig, SessionResetPolicy,
     StreamingConfig, TitleGenerationConfig,
 };
+pub use unsupported::NOT_SUPPORTED_YET;
 
 /// Exit code for an invalid configuration (EX_CONFIG): systemd should not restart-loop on it.
 pub const EXIT_CONFIG: i32 = 78;
@@ -90,6 +95,7 @@ pub fn load(
         }
     };
     let unset_references = layers::expand_env_refs(&mut tree, &env);
+    let validated_but_ignored = unsupported::validated_keys_set(&tree);
     let raw = match raw::RawConfig::from_tree(tree) {
         Ok(raw) => raw,
         Err(error) => {
@@ -107,6 +113,9 @@ pub fn load(
                 .map(|name| format!("${{{name}}} is used in config.yaml but {name} is not set"))
                 .collect();
             warnings.extend(validated.warnings);
+            let mut ignored = validated.ignored;
+            ignored.extend(validated_but_ignored);
+            warnings.extend(unsupported::warning(ignored));
             Ok(LoadedConfig {
                 config: validated.config,
                 warnings,

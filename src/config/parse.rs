@@ -28,6 +28,8 @@ pub fn at(key: impl Into<String>, value: Option<&Value>) -> Option<Leaf> {
 pub struct Issues {
     pub errors: Vec<ConfigError>,
     pub warnings: Vec<String>,
+    /// Accepted keys hermesd ignores that are set, as dotted paths (reported once, together).
+    pub ignored: Vec<String>,
 }
 
 /// How a value is shown in an error: strings quoted and cut short, containers by kind.

@@ -120,8 +120,12 @@ pub struct ApiServerConfig {
     pub host: String,
     /// 0 asks the OS for a free port (tests).
     pub port: u16,
+    /// Browser origins allowed to call the API (exact match; `*` allows any).
     pub cors_origins: Vec<String>,
     pub model_name: Option<String>,
+    /// Chat completions served at once; more are refused with 429 + `Retry-After`
+    /// (Hermes' `max_concurrent_runs`, default 10). 0 removes the cap.
+    pub max_concurrent_runs: u32,
 }
 
 impl Default for ApiServerConfig {
@@ -133,6 +137,7 @@ impl Default for ApiServerConfig {
             port: 8642,
             cors_origins: Vec::new(),
             model_name: None,
+            max_concurrent_runs: 10,
         }
     }
 }

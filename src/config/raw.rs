@@ -59,6 +59,16 @@ pub struct RawConfig {
     /// Hermes's auxiliary-model tasks; only `title_generation.enabled` is read, the rest is
     /// left for the Python Hermes sharing the file.
     pub auxiliary: Option<Value>,
+    /// hermesd's own: extra CA certificates for outbound TLS.
+    pub tls: Option<Section<RawTls>>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct RawTls {
+    pub ca_certificates: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -244,6 +254,7 @@ pub struct RawApiServer {
     pub port: Option<Value>,
     pub cors_origins: Option<Value>,
     pub model_name: Option<Value>,
+    pub max_concurrent_runs: Option<Value>,
     pub extra: Option<Section<Unknown>>,
     #[serde(flatten)]
     pub unknown: Unknown,

@@ -13,6 +13,7 @@ use super::known_keys::{
     warn_unknown,
 };
 use super::listeners;
+use super::network;
 use super::parse::{Issues, at, kind};
 use super::platforms::{self, Blocks};
 use super::raw::{ListOf, RawConfig, RawFallbackProvider, RawModelEntry, RawProvider, Section};
@@ -26,6 +27,8 @@ use super::types::{
 pub struct Validated {
     pub config: Config,
     pub warnings: Vec<String>,
+    /// Accepted-but-ignored keys that are set (see `unsupported`).
+    pub ignored: Vec<String>,
 }
 
 /// Types, defaults and checks every setting. `env` is the environment after the `.env` merge;
@@ -146,6 +149,7 @@ pub fn validate(
         api_server: listeners::api_server(&mut issues, &blocks, env),
         admin: listeners::admin(&mut issues, raw.admin.as_ref()),
         delivery: super::delivery::delivery(&mut issues, raw.delivery.as_ref()),
+        network: network::network(&mut issues, raw.tls.as_ref(), env),
         auxiliary: AuxiliaryConfig {
             title_generation: TitleGenerationConfig {
                 enabled: issues.bool(
@@ -172,6 +176,7 @@ pub fn validate(
         Ok(Validated {
             config,
             warnings: issues.warnings,
+            ignored: issues.ignored,
         })
     } else {
         Err(ConfigErrors(issues.errors))

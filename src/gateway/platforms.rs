@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use hermes_adapter::Adapter;
+use hermes_adapter::net::Net;
 use serde_json::{Map, Value};
 
 use crate::config::{LoadedConfig, PlatformConfig};
@@ -57,8 +58,11 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
     let env: &BTreeMap<String, String> = &loaded.env;
     let mut built = Built::default();
     let mut errors = Vec::new();
+    // One proxy rule and one TLS configuration for every platform (and the model client,
+    // which builds the same settings into the same shared `Net`).
+    let net = hermes_adapter::net::Net::new(&loaded.config.network).map_err(|e| e.0)?;
     if platforms.discord.enabled {
-        match discord(home, &platforms.discord, env) {
+        match discord(home, &platforms.discord, env, &net) {
             Ok(adapter) => {
                 built.adapters.push(Arc::new(adapter.clone()));
                 built.discord = Some(adapter);
@@ -67,7 +71,7 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
         }
     }
     if platforms.telegram.enabled {
-        match telegram(home, &platforms.telegram, env) {
+        match telegram(home, &platforms.telegram, env, &net) {
             Ok(adapter) => {
                 if let Some(router) = adapter.webhook_router() {
                     match webhook_addr(env) {
@@ -81,7 +85,7 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
         }
     }
     if platforms.slack.enabled {
-        match slack(home, &platforms.slack, env) {
+        match slack(home, &platforms.slack, env, &net) {
             Ok(adapter) => built.adapters.push(Arc::new(adapter)),
             Err(e) => errors.extend(e),
         }
@@ -97,10 +101,12 @@ fn discord(
     home: &HermesHome,
     config: &PlatformConfig,
     env: &BTreeMap<String, String>,
+    net: &Net,
 ) -> Result<hermes_discord::DiscordAdapter, Vec<String>> {
     let token = token("discord", config)?;
     let extra = extra_map(config);
     let mut settings = hermes_discord::Settings::from_config(&token, &extra, env)?;
+    settings.net = net.clone();
     if !extra.contains_key("cache_dir") {
         settings.cache_dir = cache_dir(home, "discord");
     }
@@ -119,10 +125,12 @@ fn telegram(
     home: &HermesHome,
     config: &PlatformConfig,
     env: &BTreeMap<String, String>,
+    net: &Net,
 ) -> Result<hermes_telegram::TelegramAdapter, Vec<String>> {
     let token = token("telegram", config)?;
     let extra = extra_map(config);
     let mut settings = hermes_telegram::Settings::from_config(&token, &extra, env)?;
+    settings.net = net.clone();
     if !extra.contains_key("cache_dir") {
         settings.cache_dir = cache_dir(home, "telegram");
     }
@@ -137,6 +145,7 @@ fn slack(
     home: &HermesHome,
     config: &PlatformConfig,
     env: &BTreeMap<String, String>,
+    net: &Net,
 ) -> Result<hermes_slack::SlackAdapter, Vec<String>> {
     let token = token("slack", config)?;
     let app_token = config
@@ -148,6 +157,7 @@ fn slack(
         })?;
     let extra = extra_map(config);
     let mut settings = hermes_slack::Settings::from_config(&token, &app_token, &extra, env)?;
+    settings.net = net.clone();
     if !extra.contains_key("cache_dir") {
         settings.cache_dir = cache_dir(home, "slack");
     }

@@ -9,6 +9,7 @@
 
 mod adapter;
 mod event;
+pub mod net;
 mod outbound;
 mod progress;
 

@@ -28,6 +28,7 @@ struct Identity {
 impl Inner {
     pub fn new(settings: Settings) -> Self {
         let rest = RestClient::new(
+            &settings.net,
             &settings.api_base_url,
             settings.token.clone(),
             settings.http_timeout,

@@ -96,6 +96,8 @@ pub struct Settings {
     pub max_connect_failures: u32,
     /// Wait before re-IDENTIFYing after INVALID_SESSION (Discord asks for 1–5 s).
     pub invalid_session_delay: Duration,
+    /// Proxies and TLS trust for REST and the gateway socket (the core hands in its own).
+    pub net: hermes_adapter::net::Net,
 }
 
 const TRUE_WORDS: [&str; 4] = ["true", "1", "yes", "on"];
@@ -272,6 +274,10 @@ impl Settings {
                 },
             };
         let backfill = read_backfill(&mut r);
+        let net = hermes_adapter::net::Net::from_env(env).unwrap_or_else(|net_errors| {
+            r.errors.extend(net_errors);
+            hermes_adapter::net::Net::default()
+        });
         let settings = Settings {
             token: Token::new(token),
             api_base_url,
@@ -317,6 +323,7 @@ impl Settings {
             reconnect_max: Duration::from_secs(60),
             max_connect_failures: 10,
             invalid_session_delay: Duration::from_secs(2),
+            net,
         };
         if r.errors.is_empty() {
             Ok(settings)

@@ -62,6 +62,7 @@ impl SlackAdapter {
     /// As [`SlackAdapter::new`] with socket timings changed (tests, benchmarks).
     pub fn with_tunables(settings: Settings, tunables: Tunables) -> Self {
         let api = WebApi::new(
+            &settings.net,
             &settings.api_base_url,
             settings.bot_token.clone(),
             settings.app_token.clone(),

@@ -119,6 +119,7 @@ pub enum Token {
 #[derive(Debug, Clone)]
 pub struct WebApi {
     http: reqwest::Client,
+    net: hermes_adapter::net::Net,
     base: String,
     bot_token: Secret,
     app_token: Secret,
@@ -129,7 +130,8 @@ pub struct WebApi {
 pub(crate) fn classify(error: reqwest::Error) -> ApiError {
     // reqwest's Display never includes headers, so the Bearer token cannot leak here.
     let connect = error.is_connect();
-    let text = error.without_url().to_string();
+    // The whole chain: the reason (a refused certificate, a refused CONNECT) is at its end.
+    let text = hermes_adapter::net::error_chain(&error.without_url());
     if connect {
         ApiError::Connect(text)
     } else {
@@ -143,8 +145,14 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
 }
 
 impl WebApi {
-    pub fn new(base: &str, bot_token: Secret, app_token: Secret) -> Self {
-        let http = reqwest::Client::builder()
+    pub fn new(
+        net: &hermes_adapter::net::Net,
+        base: &str,
+        bot_token: Secret,
+        app_token: Secret,
+    ) -> Self {
+        let http = net
+            .http_client()
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(CONNECT_TIMEOUT)
             .tcp_nodelay(true)
@@ -152,6 +160,7 @@ impl WebApi {
             .expect("reqwest client with rustls");
         Self {
             http,
+            net: net.clone(),
             base: base.trim_end_matches('/').to_owned(),
             bot_token,
             app_token,
@@ -165,6 +174,11 @@ impl WebApi {
         self.request_timeout = request;
         self.transfer_timeout = transfer;
         self
+    }
+
+    /// Proxies and TLS trust, for the Socket Mode connection.
+    pub fn net(&self) -> &hermes_adapter::net::Net {
+        &self.net
     }
 
     /// A GET (download) or POST (upload) of file bytes, bounded by the transfer timeout

@@ -16,7 +16,6 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::{Connector, connect_async_tls_with_config};
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{ApiError, Token, WebApi};
@@ -199,18 +198,6 @@ pub fn check_socket_url(url: &str) -> Result<(), OpenError> {
     }
 }
 
-fn tls_connector() -> Connector {
-    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("ring supports the default TLS versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    Connector::Rustls(Arc::new(config))
-}
-
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -240,15 +227,18 @@ async fn open(api: &WebApi) -> Result<Socket, OpenError> {
         .and_then(Value::as_str)
         .ok_or_else(|| OpenError::Retryable("apps.connections.open returned no url".into()))?;
     check_socket_url(url)?;
-    let (socket, _) = connect_async_tls_with_config(
-        url,
-        Some(WebSocketConfig::default()),
-        true,
-        Some(tls_connector()),
-    )
-    .await
-    // The URL carries a one-time ticket: keep it out of the message.
-    .map_err(|e| OpenError::Retryable(format!("Socket Mode handshake failed: {e}")))?;
+    let (socket, _) = api
+        .net()
+        .connect_websocket(url, Some(WebSocketConfig::default()))
+        .await
+        // The URL carries a one-time ticket: keep it out of the message (no error in the
+        // chain quotes the URL).
+        .map_err(|e| {
+            OpenError::Retryable(format!(
+                "Socket Mode handshake failed: {}",
+                hermes_adapter::net::error_chain(&e)
+            ))
+        })?;
     Ok(socket)
 }
 

@@ -63,6 +63,8 @@ pub struct Settings {
     /// How long a socket may stay silent (no frame, no pong) before it is replaced
     /// (`slack.extra.socket_silence_seconds`).
     pub socket_silence_window: Duration,
+    /// Proxies and TLS trust for the Web API and the socket (the core hands in its own).
+    pub net: hermes_adapter::net::Net,
 }
 
 fn env_value<'a>(env: &'a BTreeMap<String, String>, name: &str) -> Option<&'a str> {
@@ -338,6 +340,10 @@ impl Settings {
         env: &BTreeMap<String, String>,
     ) -> Result<Settings, Vec<String>> {
         let mut errors = Vec::new();
+        let net = hermes_adapter::net::Net::from_env(env).unwrap_or_else(|net_errors| {
+            errors.extend(net_errors);
+            hermes_adapter::net::Net::default()
+        });
         let token = token.trim();
         let app_token = app_token.trim();
         if token.is_empty() {
@@ -409,6 +415,7 @@ impl Settings {
                 Tunables::default().silence_window,
                 &mut errors,
             ),
+            net,
         };
         if errors.is_empty() {
             Ok(settings)

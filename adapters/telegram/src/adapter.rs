@@ -44,6 +44,7 @@ impl std::fmt::Debug for TelegramAdapter {
 impl TelegramAdapter {
     pub fn new(settings: Settings) -> Self {
         let api = BotApi::new(
+            &settings.net,
             &settings.base_url,
             &settings.base_file_url,
             settings.token.clone(),

@@ -64,6 +64,8 @@ pub struct Settings {
     pub poll_margin: Duration,
     /// Bound on every other request.
     pub request_timeout: Duration,
+    /// Proxies and TLS trust for every call (the core hands in its configured one).
+    pub net: hermes_adapter::net::Net,
 }
 
 type Env = BTreeMap<String, String>;
@@ -75,6 +77,10 @@ impl Settings {
         env: &Env,
     ) -> Result<Settings, Vec<String>> {
         let mut errors = Vec::new();
+        let net = hermes_adapter::net::Net::from_env(env).unwrap_or_else(|net_errors| {
+            errors.extend(net_errors);
+            hermes_adapter::net::Net::default()
+        });
         let mut read = Reader {
             extra,
             env,
@@ -207,6 +213,7 @@ impl Settings {
                 0.5,
                 300.0,
             ),
+            net,
         };
         if errors.is_empty() {
             Ok(settings)

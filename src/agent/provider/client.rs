@@ -9,6 +9,7 @@ use super::policy::{NextStep, next_step};
 use super::prepared::Prepared;
 use super::types::{ModelReply, ModelRequest, StreamDelta};
 use crate::config::Config;
+use hermes_adapter::net::Net;
 
 /// Timeouts and retry limits of model calls.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,7 +66,8 @@ impl ModelClient {
         let primary = endpoints
             .next()
             .ok_or_else(|| ProviderError::NotConfigured("no model provider configured".into()))?;
-        Self::with_endpoints(primary, endpoints.collect(), http)
+        let net = Net::new(&config.network).map_err(|e| ProviderError::Client(e.to_string()))?;
+        Self::with_net(&net, primary, endpoints.collect(), http)
     }
 
     /// A client for explicit endpoints (tests, tools that pick their own model).
@@ -74,7 +76,18 @@ impl ModelClient {
         fallbacks: Vec<Endpoint>,
         http: HttpSettings,
     ) -> Result<ModelClient, ProviderError> {
-        let client = reqwest::Client::builder()
+        Self::with_net(&Net::direct(), primary, fallbacks, http)
+    }
+
+    /// [`ModelClient::with_endpoints`] through the given proxies and TLS trust.
+    pub fn with_net(
+        net: &Net,
+        primary: Endpoint,
+        fallbacks: Vec<Endpoint>,
+        http: HttpSettings,
+    ) -> Result<ModelClient, ProviderError> {
+        let client = net
+            .http_client()
             .connect_timeout(http.connect_timeout)
             .user_agent(concat!("hermesd/", env!("CARGO_PKG_VERSION")))
             .build()

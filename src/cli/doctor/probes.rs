@@ -39,15 +39,7 @@ async fn send(request: RequestBuilder) -> Result<(StatusCode, Value), Outcome> {
 /// The error and its causes ("tcp connect error: Connection refused"), never the URL: a
 /// Telegram URL carries the token.
 fn describe(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+    hermes_adapter::net::error_chain(&error.without_url())
 }
 
 fn http_error(status: StatusCode) -> Outcome {
@@ -58,10 +50,10 @@ fn http_error(status: StatusCode) -> Outcome {
     }
 }
 
-/// The client every probe uses: short timeouts, no redirects (a redirect would carry the
-/// credential to another host).
-pub fn client(timeout: Duration) -> reqwest::Result<Client> {
-    Client::builder()
+/// The client every probe uses: the daemon's proxies and TLS trust, short timeouts, no
+/// redirects (a redirect would carry the credential to another host).
+pub fn client(net: &hermes_adapter::net::Net, timeout: Duration) -> reqwest::Result<Client> {
+    net.http_client()
         .timeout(timeout)
         .connect_timeout(timeout)
         .redirect(reqwest::redirect::Policy::none())

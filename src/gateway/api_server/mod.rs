@@ -7,6 +7,7 @@
 
 mod chat;
 mod errors;
+mod layers;
 mod sse;
 
 use std::net::SocketAddr;
@@ -92,7 +93,7 @@ pub fn serve(
                 .unwrap_or_else(|| DEFAULT_MODEL_NAME.to_owned()),
         ),
     };
-    let app = routes(state);
+    let app = routes(state, config);
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
     });
@@ -103,13 +104,21 @@ pub fn serve(
     })
 }
 
-fn routes(state: ApiState) -> HttpRouter {
-    HttpRouter::new()
+fn routes(state: ApiState, config: &ApiServerConfig) -> HttpRouter {
+    let runs = layers::RunLimit::new(config.max_concurrent_runs);
+    let app = HttpRouter::new()
         .route("/health", get(chat::health))
         .route("/v1/health", get(chat::health))
         .route("/v1/models", get(chat::models))
-        .route("/v1/chat/completions", post(chat::completions))
+        .route(
+            "/v1/chat/completions",
+            post(chat::completions).route_layer(axum::middleware::from_fn_with_state(
+                runs,
+                layers::shed_load,
+            )),
+        )
         .fallback(errors::not_found)
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
-        .with_state(state)
+        .with_state(state);
+    layers::wrap(app, &config.cors_origins)
 }

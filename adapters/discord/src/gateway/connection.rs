@@ -4,7 +4,6 @@
 //! progress on every HELLO, ACK and dispatch, and returns *why* it ended; the session loop
 //! in `gateway::session` decides what comes next.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -15,7 +14,6 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::{Connector, connect_async_tls_with_config};
 use tokio_util::sync::CancellationToken;
 
 use crate::settings::Token;
@@ -71,26 +69,13 @@ pub struct Outcome {
 #[derive(Debug)]
 pub struct ConnectParams<'a> {
     pub url: &'a str,
+    /// Proxies and TLS trust for the socket.
+    pub net: &'a hermes_adapter::net::Net,
     pub token: &'a Token,
     pub timeout: Duration,
     pub progress: &'a Progress,
     pub shutdown: &'a CancellationToken,
     pub dispatches: &'a mpsc::Sender<Dispatch>,
-}
-
-fn tls_connector() -> Connector {
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    match rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-    {
-        Ok(builder) => Connector::Rustls(Arc::new(
-            builder.with_root_certificates(roots).with_no_client_auth(),
-        )),
-        Err(_) => Connector::Plain,
-    }
 }
 
 fn with_query(url: &str) -> String {
@@ -123,12 +108,12 @@ pub async fn run(params: ConnectParams<'_>, resume: &mut Option<ResumeState>) ->
         established: false,
     };
     let url = with_query(params.url);
-    let connect = connect_async_tls_with_config(url.as_str(), None, true, Some(tls_connector()));
+    let connect = params.net.connect_websocket(url.as_str(), None);
     let mut socket = tokio::select! {
         _ = params.shutdown.cancelled() => return not_established(ConnectionEnd::Shutdown),
         result = tokio::time::timeout(params.timeout, connect) => match result {
             Ok(Ok((socket, _))) => socket,
-            Ok(Err(e)) => return not_established(ConnectionEnd::Io(format!("gateway handshake failed: {e}"))),
+            Ok(Err(e)) => return not_established(ConnectionEnd::Io(format!("gateway handshake failed: {}", hermes_adapter::net::error_chain(&e)))),
             Err(_) => return not_established(ConnectionEnd::Io("gateway handshake timed out".into())),
         },
     };

@@ -53,6 +53,7 @@ pub async fn run(
         let outcome = connection::run(
             ConnectParams {
                 url: &url,
+                net: &settings.net,
                 token: &settings.token,
                 timeout: settings.http_timeout,
                 progress,

@@ -43,7 +43,8 @@ pub(super) fn transport_error(route: &str, method: &Method, error: reqwest::Erro
         route: route.to_owned(),
         status: None,
         code: None,
-        message: error.without_url().to_string(),
+        // The whole chain: the reason (a refused certificate, a refused CONNECT) is at its end.
+        message: hermes_adapter::net::error_chain(&error.without_url()),
         kind,
         retry_after: None,
     }

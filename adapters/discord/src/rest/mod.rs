@@ -59,8 +59,14 @@ pub struct Upload {
 }
 
 impl RestClient {
-    pub fn new(base: &str, token: Token, timeout: Duration) -> Self {
-        let http = reqwest::Client::builder()
+    pub fn new(
+        net: &hermes_adapter::net::Net,
+        base: &str,
+        token: Token,
+        timeout: Duration,
+    ) -> Self {
+        let http = net
+            .http_client()
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .tcp_nodelay(true)

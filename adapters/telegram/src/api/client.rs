@@ -30,8 +30,14 @@ impl std::fmt::Debug for BotApi {
 }
 
 impl BotApi {
-    pub fn new(base_url: &str, file_base_url: &str, token: Secret) -> Self {
-        let http = reqwest::Client::builder()
+    pub fn new(
+        net: &hermes_adapter::net::Net,
+        base_url: &str,
+        file_base_url: &str,
+        token: Secret,
+    ) -> Self {
+        let http = net
+            .http_client()
             .connect_timeout(Duration::from_secs(10))
             .tcp_nodelay(true)
             .pool_idle_timeout(Duration::from_secs(60))
@@ -110,12 +116,10 @@ impl BotApi {
     fn transport_error(&self, error: reqwest::Error) -> ApiError {
         let unreachable = error.is_connect() || error.is_builder();
         let timed_out = error.is_timeout();
-        let source = std::error::Error::source(&error).map(|s| self.token.redact(&s.to_string()));
-        let message = self.token.redact(&error.without_url().to_string());
-        let detail = match source {
-            Some(source) => format!("{message}: {source}"),
-            None => message,
-        };
+        // The whole chain: the reason (a refused certificate, a refused CONNECT) is at its end.
+        let detail = self
+            .token
+            .redact(&hermes_adapter::net::error_chain(&error.without_url()));
         if unreachable {
             ApiError::Unreachable(detail)
         } else if timed_out {

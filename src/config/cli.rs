@@ -59,12 +59,36 @@ pub(crate) fn check_to(
     err: &mut impl Write,
 ) -> i32 {
     match loaded_or_report(home, env, err) {
-        Ok(_) => match writeln!(out, "config ok") {
-            Ok(()) => 0,
-            Err(_) => EXIT_INTERNAL,
+        Ok(loaded) => match report_platform_errors(home, &loaded, err) {
+            Some(code) => code,
+            None => match writeln!(out, "config ok") {
+                Ok(()) => 0,
+                Err(_) => EXIT_INTERNAL,
+            },
         },
         Err(code) => code,
     }
+}
+
+/// Runs the platform validation `hermesd run` does before serving; prints what it refuses
+/// and returns [`EXIT_CONFIG`] (the code `run` would exit with), or `None` when it passes.
+fn report_platform_errors(
+    home: &HermesHome,
+    loaded: &LoadedConfig,
+    err: &mut impl Write,
+) -> Option<i32> {
+    let errors = crate::gateway::preflight::platform_errors(home, loaded);
+    if errors.is_empty() {
+        return None;
+    }
+    for error in &errors {
+        let _ = writeln!(
+            err,
+            "{}",
+            crate::logging::mask(&format!("config error: {error}"))
+        );
+    }
+    Some(EXIT_CONFIG)
 }
 
 pub(crate) fn show_to(

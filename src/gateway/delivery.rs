@@ -3,6 +3,7 @@
 //! rejection, split further when the platform still says "too long", and never re-send a
 //! send that may already have happened. The outcome says exactly how far delivery got.
 
+mod edit;
 mod ledger;
 mod media;
 mod retry;

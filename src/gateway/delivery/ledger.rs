@@ -74,23 +74,36 @@ impl Deliverer {
                 reply_to_mode,
             )
             .await;
-        match &report.outcome {
-            DeliveryOutcome::Delivered => {
-                store.mark_delivered(id).await.map_err(ledger)?;
-            }
-            DeliveryOutcome::Ambiguous { after_chunk, error } => {
-                // `failed` marks the row ambiguous for recovery: it is resent with the
-                // marker, never silently, if this process dies before reconciling it.
-                let error = format!("ambiguous send after {after_chunk} chunk(s): {error}");
-                store.mark_failed(id, &error).await.map_err(ledger)?;
-            }
-            DeliveryOutcome::Failed { error } => {
-                store
-                    .mark_failed(id, &error.to_string())
-                    .await
-                    .map_err(ledger)?;
-            }
-        }
-        Ok(ObligationDelivery::Attempted(report))
+        record_outcome(store, id, report).await
     }
+}
+
+/// Writes how a claimed obligation's delivery went: `delivered`, or `failed` with the reason.
+pub(super) async fn record_outcome(
+    store: &Store,
+    id: &str,
+    report: DeliveryReport,
+) -> Result<ObligationDelivery, DeliveryError> {
+    let ledger = |source| DeliveryError::Ledger {
+        obligation_id: id.to_owned(),
+        source,
+    };
+    match &report.outcome {
+        DeliveryOutcome::Delivered => {
+            store.mark_delivered(id).await.map_err(ledger)?;
+        }
+        DeliveryOutcome::Ambiguous { after_chunk, error } => {
+            // `failed` marks the row ambiguous for recovery: it is resent with the
+            // marker, never silently, if this process dies before reconciling it.
+            let error = format!("ambiguous send after {after_chunk} chunk(s): {error}");
+            store.mark_failed(id, &error).await.map_err(ledger)?;
+        }
+        DeliveryOutcome::Failed { error } => {
+            store
+                .mark_failed(id, &error.to_string())
+                .await
+                .map_err(ledger)?;
+        }
+    }
+    Ok(ObligationDelivery::Attempted(report))
 }

@@ -46,12 +46,94 @@ impl Router {
             }
         };
         for id in ids {
-            self.deliver_recorded(&id, Some(event)).await;
+            self.deliver_obligation(&id, Some(event), None).await;
         }
     }
 
-    /// Sends one recorded obligation; `event` (when known) lets the reply quote the message.
+    /// Answers `job` by editing its streamed preview `preview_id` into `text`, through the
+    /// ledger (exactly once across a crash: an edit is idempotent). When the text does not
+    /// fit one message, the preview is removed and the reply sent as usual.
+    pub(super) async fn respond_by_edit(
+        &self,
+        job: &Job,
+        text: &str,
+        session_id: Option<&str>,
+        preview_id: String,
+    ) {
+        let event = &job.event;
+        let fits = self
+            .link(&event.source.platform)
+            .is_some_and(|link| link.deliverer.fits_one_edit(text));
+        if job.api.is_some() || !fits {
+            self.delete_preview(&event.source, preview_id).await;
+            self.respond_in(job, text, session_id).await;
+            return;
+        }
+        let obligation = NewObligation {
+            session_key: self.session_key(event),
+            message_ref: event.event_id.clone(),
+            platform: event.source.platform.clone(),
+            chat_id: event.source.chat_id.clone(),
+            thread_id: event.source.thread_id.clone(),
+            content: text.to_owned(),
+        };
+        let recorded = self
+            .store
+            .answer_inbound_by_edit(
+                &event.source.platform,
+                &event.event_id,
+                obligation,
+                &preview_id,
+            )
+            .await;
+        match recorded {
+            Ok(id) => {
+                self.deliver_obligation(&id, Some(event), Some(preview_id))
+                    .await
+            }
+            // The event stays unfinished in the journal and is retried after a restart.
+            Err(e) => {
+                tracing::error!(platform = %event.source.platform, event_id = %event.event_id, error = %e, "cannot record a reply")
+            }
+        }
+    }
+
+    /// Removes a streamed preview that will not become the reply (best effort).
+    pub(super) async fn delete_preview(
+        &self,
+        source: &hermes_adapter::SessionSource,
+        message_id: String,
+    ) {
+        if let Some(link) = self.link(&source.platform) {
+            let _ = link
+                .adapter
+                .send(hermes_adapter::Outbound {
+                    chat_id: source.chat_id.clone(),
+                    thread_id: source.thread_id.clone(),
+                    kind: hermes_adapter::OutboundKind::Delete { message_id },
+                })
+                .await;
+        }
+    }
+
+    /// Sends one recorded obligation (recovery: whether it edits a message is read from the
+    /// store); `event` (when known) lets the reply quote the message.
     pub(super) async fn deliver_recorded(&self, id: &str, event: Option<&MessageEvent>) {
+        match self.store.reply_edit_target(id).await {
+            Ok(edit_target) => self.deliver_obligation(id, event, edit_target).await,
+            Err(e) => {
+                tracing::error!(obligation_id = id, error = %e, "cannot read a reply obligation")
+            }
+        }
+    }
+
+    /// Sends one recorded obligation, by editing `edit_target` when it is set.
+    async fn deliver_obligation(
+        &self,
+        id: &str,
+        event: Option<&MessageEvent>,
+        edit_target: Option<String>,
+    ) {
         let obligation: Obligation = match self.store.get_obligation(id).await {
             Ok(Some(obligation)) => obligation,
             Ok(None) => return,
@@ -65,11 +147,31 @@ impl Router {
             return;
         };
         let reply_to = event.and_then(|e| e.message_id.clone());
-        match link
-            .deliverer
-            .deliver_obligation_quoting(&self.store, &obligation, reply_to, link.reply_to_mode)
-            .await
-        {
+        let delivered = match edit_target {
+            Some(message_id) => {
+                link.deliverer
+                    .deliver_obligation_by_edit(
+                        &self.store,
+                        &obligation,
+                        &message_id,
+                        reply_to,
+                        link.reply_to_mode,
+                    )
+                    .await
+            }
+            None => {
+                link.deliverer
+                    .deliver_obligation_quoting(
+                        &self.store,
+                        &obligation,
+                        reply_to,
+                        link.reply_to_mode,
+                    )
+                    .await
+            }
+        };
+        self.follow_chat_migrations(&link.adapter).await;
+        match delivered {
             Ok(ObligationDelivery::Attempted(report)) => {
                 let sent = report.sent_message_ids.len() as u64;
                 self.metrics
@@ -90,6 +192,26 @@ impl Router {
             }
             Ok(ObligationDelivery::NotClaimed) => {}
             Err(e) => tracing::error!(error = %e, "delivery ledger write failed"),
+        }
+    }
+
+    /// Moves the conversations of chats the adapter saw move (a group upgraded to a
+    /// supergroup) so the next message there continues the same session.
+    async fn follow_chat_migrations(&self, adapter: &std::sync::Arc<dyn hermes_adapter::Adapter>) {
+        for (old, new) in adapter.take_chat_migrations() {
+            let platform = adapter.platform();
+            match self
+                .routing
+                .move_chat(&self.store, platform, &old, &new)
+                .await
+            {
+                Ok(moved) => {
+                    tracing::info!(platform, chat_id = %old, to_chat_id = %new, moved, "chat moved; its conversations follow")
+                }
+                Err(e) => {
+                    tracing::error!(platform, chat_id = %old, error = %e, "cannot move the chat's conversations")
+                }
+            }
         }
     }
 

@@ -4,8 +4,9 @@
 //! joins two messages); the fake model answers instantly. Reports messages/s sustained, the
 //! latency from pushing an update to the fake receiving the reply's `sendMessage`, that
 //! latency minus a direct call to the same fake model and minus the configured quiet window
-//! the adapter waits for further parts of a split paste ("gateway-side"), and RSS idle and
-//! after load. Prints one JSON line (also `target/bench-telegram.json`); `-- --quick` is the
+//! the adapter waits for further parts of a split paste ("gateway-side"), RSS idle and
+//! after load, and how often the adapter calls getUpdates while one chat's attachment
+//! download is held open by the fake (nothing else arriving). Prints one JSON line (also `target/bench-telegram.json`); `-- --quick` is the
 //! CI size.
 
 #[path = "../tests/support/fake_model.rs"]
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fake_model::FakeModel;
-use fake_telegram::{Chat, FakeTelegram, SentRecord, TOKEN, User};
+use fake_telegram::{Attachment, Chat, FakeTelegram, MessageSpec, SentRecord, TOKEN, User};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
@@ -155,6 +156,42 @@ async fn conversation(
     }
 }
 
+/// How long getUpdates calls are counted while a download is held.
+const SLOW_DOWNLOAD_WINDOW: Duration = Duration::from_secs(5);
+
+/// getUpdates calls per second while one chat's attachment download is held open by the
+/// fake and nothing else arrives (the poller cannot long-poll with an update in flight).
+async fn polls_during_slow_download(telegram: &FakeTelegram) -> Result<Value, String> {
+    telegram.hold_downloads();
+    let spec = MessageSpec::text(Chat::private(1), User::new(1, "Bench"), "see attached")
+        .with_attachment(Attachment::Document {
+            bytes: vec![b'x'; 64 * 1024],
+            file_name: "slow.txt".into(),
+            mime_type: "text/plain".into(),
+        });
+    let sent_before = telegram.sent_count();
+    telegram.push_message(spec);
+    let started = Instant::now();
+    while telegram.calls_of("(download)").is_empty() {
+        if started.elapsed() > WAIT || !telegram.next_change(WAIT).await {
+            return Err("the download never started".into());
+        }
+    }
+    // Once the poll that fetched the document is past, the window measures the idle pace.
+    let from = telegram.get_updates_times().len();
+    tokio::time::sleep(SLOW_DOWNLOAD_WINDOW).await;
+    let calls = telegram.get_updates_times().len() - from;
+    telegram.release_downloads();
+    if !telegram.wait_sent_count(sent_before + 1, WAIT).await {
+        return Err("no reply after the download finished".into());
+    }
+    Ok(json!({
+        "window_s": SLOW_DOWNLOAD_WINDOW.as_secs_f64(),
+        "get_updates_calls": calls,
+        "get_updates_per_s": (calls as f64 / SLOW_DOWNLOAD_WINDOW.as_secs_f64() * 10.0).round() / 10.0,
+    }))
+}
+
 /// Warm-up, then the measured conversation, then the figures (RSS of `pid`).
 async fn measure(
     telegram: &Arc<FakeTelegram>,
@@ -182,7 +219,9 @@ async fn measure(
     let overhead = model_p50 + BATCH_DELAY_S * 1000.0;
     let gateway_side: Vec<f64> = latencies.iter().map(|l| l - overhead).collect();
     let messages = latencies.len();
+    let slow_download = polls_during_slow_download(telegram).await?;
     Ok(json!({
+        "polls_during_slow_download": slow_download,
         "saturated": saturated,
         "paced": {
             "offered_per_s": PACED_RATE,

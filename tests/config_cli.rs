@@ -260,3 +260,118 @@ fn settings_not_supported_yet_are_named_and_strict_refuses_them() {
     assert_eq!(strict.status.code(), Some(0), "{}", text(&strict.stderr));
     assert_eq!(text(&strict.stdout).trim(), "config ok");
 }
+
+// `config check` and `doctor` run the validation `hermesd run` runs before serving, for
+// every platform: a home `run` refuses with exit 78 fails `config check` with 78 and the
+// same key named, and doctor reports it as an error.
+
+/// Runs `run`, `config check` and `doctor --offline` on a fresh home with `env`; asserts
+/// `run` and `config check` exit 78 naming `needle`, and doctor reports it as an error.
+fn all_refuse(env: &[(&str, &str)], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join(".hermes");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = hermesd(&home, &["run"], env);
+    assert_eq!(
+        run.status.code(),
+        Some(EXIT_CONFIG),
+        "run: {}",
+        text(&run.stderr)
+    );
+    assert!(
+        text(&run.stderr).contains(needle),
+        "run: {}",
+        text(&run.stderr)
+    );
+
+    let check = hermesd(&home, &["config", "check"], env);
+    let stderr = text(&check.stderr);
+    assert_eq!(check.status.code(), Some(EXIT_CONFIG), "check: {stderr}");
+    assert!(stderr.contains(needle), "check names {needle}: {stderr}");
+    assert!(!text(&check.stdout).contains("config ok"));
+
+    let doctor = hermesd(&home, &["doctor", "--offline", "--json"], env);
+    let report: serde_json::Value =
+        serde_json::from_slice(&doctor.stdout).expect("doctor --json prints JSON");
+    let errors: Vec<String> = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["status"] == "error")
+        .map(|c| c["message"].to_string())
+        .collect();
+    assert!(
+        errors.iter().any(|e| e.contains(needle)),
+        "doctor reports {needle}: {report:#}"
+    );
+    assert_ne!(doctor.status.code(), Some(0));
+}
+
+const PLATFORM_TOKEN: &str = "123456:ABCdefGhIJKlmnOPqrstUVwxyz012345678";
+
+#[test]
+fn a_webhook_without_its_secret_fails_check_as_it_fails_run() {
+    all_refuse(
+        &[
+            ("TELEGRAM_BOT_TOKEN", PLATFORM_TOKEN),
+            ("TELEGRAM_WEBHOOK_URL", "https://bot.example.com/telegram"),
+        ],
+        "TELEGRAM_WEBHOOK_SECRET",
+    );
+}
+
+#[test]
+fn a_webhook_secret_telegram_would_refuse_fails_check() {
+    all_refuse(
+        &[
+            ("TELEGRAM_BOT_TOKEN", PLATFORM_TOKEN),
+            ("TELEGRAM_WEBHOOK_URL", "https://bot.example.com/telegram"),
+            ("TELEGRAM_WEBHOOK_SECRET", "not allowed: spaces and colons"),
+        ],
+        "TELEGRAM_WEBHOOK_SECRET",
+    );
+}
+
+#[test]
+fn a_webhook_on_a_port_telegram_does_not_deliver_to_fails_check() {
+    all_refuse(
+        &[
+            ("TELEGRAM_BOT_TOKEN", PLATFORM_TOKEN),
+            (
+                "TELEGRAM_WEBHOOK_URL",
+                "https://bot.example.com:9000/telegram",
+            ),
+            ("TELEGRAM_WEBHOOK_SECRET", "fine_secret-1"),
+        ],
+        "TELEGRAM_WEBHOOK_URL",
+    );
+}
+
+#[test]
+fn an_http_api_without_its_key_fails_check_as_it_fails_run() {
+    all_refuse(&[("API_SERVER_ENABLED", "true")], "API_SERVER_KEY");
+}
+
+#[test]
+fn slack_without_its_app_token_fails_check() {
+    all_refuse(&[("SLACK_BOT_TOKEN", "xoxb-1-2-abc")], "SLACK_APP_TOKEN");
+}
+
+/// Guard for the cases above: a home that passes `config check` is one `run` starts.
+#[test]
+fn a_valid_webhook_home_passes_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join(".hermes");
+    std::fs::create_dir_all(&home).unwrap();
+    let env = [
+        ("TELEGRAM_BOT_TOKEN", PLATFORM_TOKEN),
+        (
+            "TELEGRAM_WEBHOOK_URL",
+            "https://bot.example.com:8443/telegram",
+        ),
+        ("TELEGRAM_WEBHOOK_SECRET", "fine_secret-1"),
+    ];
+    let check = hermesd(&home, &["config", "check"], &env);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stderr));
+    assert_eq!(text(&check.stdout).trim(), "config ok");
+}

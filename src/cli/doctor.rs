@@ -46,6 +46,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &DoctorArgs)
         Ok(loaded) => {
             redactor.add_all(config_secrets(&loaded.config));
             redactor.add_all(env_secrets(&loaded.env));
+            checks.extend(platform_validation(home, loaded));
             checks.extend(service_checks(&loaded.config, args));
         }
         Err(_) => {
@@ -92,6 +93,18 @@ fn config_checks(loaded: &Result<LoadedConfig, config::ConfigErrors>) -> Vec<Che
             })
             .collect(),
     }
+}
+
+/// What `hermesd run` refuses before serving (adapter settings, the HTTP API's key), as
+/// errors: a home doctor passes must start.
+fn platform_validation(home: &HermesHome, loaded: &LoadedConfig) -> Vec<Check> {
+    crate::gateway::preflight::platform_errors(home, loaded)
+        .into_iter()
+        .map(|error| {
+            Check::error("config", error)
+                .hint("`hermesd run` exits 78 on this; `hermesd config check` lists it too")
+        })
+        .collect()
 }
 
 /// Token shapes always; then, unless `--offline`, whether the platforms and the model

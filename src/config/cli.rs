@@ -29,7 +29,9 @@ pub(crate) fn check_strict_to(
     err: &mut impl Write,
 ) -> i32 {
     match loaded_or_report(home, env, err) {
-        Ok(loaded) if loaded.warnings.is_empty() => say_ok(out),
+        Ok(loaded) if loaded.warnings.is_empty() => {
+            report_platform_errors(home, &loaded, err).unwrap_or_else(|| say_ok(out))
+        }
         Ok(loaded) => {
             let _ = writeln!(
                 err,
@@ -89,9 +91,30 @@ pub(crate) fn check_to(
     err: &mut impl Write,
 ) -> i32 {
     match loaded_or_report(home, env, err) {
-        Ok(_) => say_ok(out),
+        Ok(loaded) => report_platform_errors(home, &loaded, err).unwrap_or_else(|| say_ok(out)),
         Err(code) => code,
     }
+}
+
+/// Runs the platform validation `hermesd run` does before serving; prints what it refuses
+/// and returns [`EXIT_CONFIG`] (the code `run` would exit with), or `None` when it passes.
+fn report_platform_errors(
+    home: &HermesHome,
+    loaded: &LoadedConfig,
+    err: &mut impl Write,
+) -> Option<i32> {
+    let errors = crate::gateway::preflight::platform_errors(home, loaded);
+    if errors.is_empty() {
+        return None;
+    }
+    for error in &errors {
+        let _ = writeln!(
+            err,
+            "{}",
+            crate::logging::mask(&format!("config error: {error}"))
+        );
+    }
+    Some(EXIT_CONFIG)
 }
 
 pub(crate) fn show_to(

@@ -5,6 +5,7 @@
 //! long", and never re-send a send that may already have happened. The outcome says exactly
 //! how far delivery got.
 
+mod edit;
 mod ledger;
 mod media;
 mod retry;

@@ -13,6 +13,7 @@ pub mod media_tags;
 pub mod metrics;
 pub mod pairing;
 pub mod platforms;
+pub mod preflight;
 pub mod process_info;
 pub mod reload;
 pub mod reset;

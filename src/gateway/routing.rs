@@ -140,6 +140,45 @@ impl RoutingIndex {
         Ok(())
     }
 
+    /// Moves every conversation routed to group chat `old` on `platform` to chat `new` (a
+    /// group that became a supergroup): same sessions, keys and origin naming the new chat.
+    /// Returns how many moved.
+    pub async fn move_chat(
+        &self,
+        store: &Store,
+        platform: &str,
+        old: &str,
+        new: &str,
+    ) -> StoreResult<usize> {
+        let marker = format!(":{platform}:group:{old}");
+        let moving: Vec<RouteEntry> = self
+            .lock()
+            .values()
+            .filter(|e| {
+                e.session_key.find(&marker).is_some_and(|at| {
+                    let rest = &e.session_key[at + marker.len()..];
+                    rest.is_empty() || rest.starts_with(':')
+                })
+            })
+            .cloned()
+            .collect();
+        for mut entry in moving.iter().cloned() {
+            let old_key = entry.session_key.clone();
+            entry.session_key = old_key.replacen(&marker, &format!(":{platform}:group:{new}"), 1);
+            if let Some(origin) = entry
+                .fields
+                .get_mut("origin")
+                .and_then(Value::as_object_mut)
+            {
+                origin.insert("chat_id".into(), Value::String(new.to_owned()));
+            }
+            self.save(store, entry).await?;
+            store.delete_routing_entry(&self.scope, &old_key).await?;
+            self.lock().remove(&old_key);
+        }
+        Ok(moving.len())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RouteEntry>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -83,6 +83,14 @@ pub enum WriteCommand {
         obligation: Box<NewObligation>,
         owner: OwnerStamp,
     },
+    /// As `AnswerInbound` with one reply, delivered by editing `message_id`.
+    AnswerInboundByEdit {
+        platform: String,
+        event_id: String,
+        reply: Box<NewObligation>,
+        message_id: String,
+        owner: OwnerStamp,
+    },
     MarkAttempting {
         id: String,
         owner: OwnerStamp,
@@ -208,6 +216,7 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
         | WriteCommand::PruneInbound { .. }
         | WriteCommand::AnswerInbound { .. }
         | WriteCommand::CreateObligation { .. }
+        | WriteCommand::AnswerInboundByEdit { .. }
         | WriteCommand::MarkAttempting { .. }
         | WriteCommand::MarkDelivered { .. }
         | WriteCommand::MarkFailed { .. }
@@ -246,6 +255,13 @@ fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outco
         WriteCommand::CreateObligation { obligation, owner } => {
             gateway::create_obligation(conn, obligation, *owner)
         }
+        WriteCommand::AnswerInboundByEdit {
+            platform,
+            event_id,
+            reply,
+            message_id,
+            owner,
+        } => gateway::answer_inbound_by_edit(conn, (platform, event_id), reply, message_id, *owner),
         WriteCommand::MarkAttempting { id, owner } => gateway::mark_attempting(conn, id, *owner),
         WriteCommand::MarkDelivered { id } => gateway::mark_delivered(conn, id),
         WriteCommand::MarkFailed { id, error } => gateway::mark_failed(conn, id, error),

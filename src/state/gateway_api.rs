@@ -112,6 +112,35 @@ impl Store {
         Ok(ids)
     }
 
+    /// As [`Store::answer_inbound`] with one reply that is to be delivered by editing the
+    /// chat's message `message_id` (a streamed preview); [`Store::reply_edit_target`] tells
+    /// delivery and recovery so. Returns the obligation id.
+    pub async fn answer_inbound_by_edit(
+        &self,
+        platform: &str,
+        event_id: &str,
+        reply: NewObligation,
+        message_id: &str,
+    ) -> StoreResult<String> {
+        let id = reply.obligation_id();
+        self.write(WriteCommand::AnswerInboundByEdit {
+            platform: platform.to_owned(),
+            event_id: event_id.to_owned(),
+            reply: Box::new(reply),
+            message_id: message_id.to_owned(),
+            owner: self.inner.ledger_owner,
+        })
+        .await?;
+        Ok(id)
+    }
+
+    /// The message obligation `id` is delivered by editing, if any.
+    pub async fn reply_edit_target(&self, id: &str) -> StoreResult<Option<String>> {
+        let id = id.to_owned();
+        self.read(move |c, _| gateway_read::reply_edit_target(c, &id))
+            .await
+    }
+
     // ---- delivery obligations -------------------------------------------------------------
 
     /// Records a reply as owed (`pending`, owned by this process) and returns its Hermes id.

@@ -86,6 +86,24 @@ pub fn answer_inbound(
     Ok(Outcome::Changed(replies.len()))
 }
 
+/// `answer_inbound` with one reply that is delivered by editing `message_id` (noted in
+/// `hermesd_reply_edits`), in the same transaction.
+pub fn answer_inbound_by_edit(
+    conn: &Connection,
+    (platform, event_id): (&str, &str),
+    reply: &NewObligation,
+    message_id: &str,
+    owner: OwnerStamp,
+) -> StoreResult<Outcome> {
+    let outcome = answer_inbound(conn, platform, event_id, std::slice::from_ref(reply), owner)?;
+    conn.execute(
+        "INSERT OR IGNORE INTO hermesd_reply_edits (obligation_id, message_id, created_at)
+         VALUES (?1, ?2, ?3)",
+        params![reply.obligation_id(), message_id, now_epoch()],
+    )?;
+    Ok(outcome)
+}
+
 /// Records one obligation as `pending`, owned by `owner`. Unlike Python's `INSERT OR REPLACE`,
 /// re-recording an existing id keeps the row: a delivered reply is never reset to pending.
 pub fn create_obligation(
@@ -224,6 +242,11 @@ fn prune_obligations(conn: &Connection, now: f64) -> StoreResult<()> {
             [excess],
         )?;
     }
+    conn.execute(
+        "DELETE FROM hermesd_reply_edits WHERE obligation_id NOT IN
+             (SELECT obligation_id FROM delivery_obligations)",
+        [],
+    )?;
     Ok(())
 }
 

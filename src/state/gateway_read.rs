@@ -94,6 +94,14 @@ fn obligation_from_row(r: &Row<'_>) -> rusqlite::Result<Obligation> {
     })
 }
 
+/// The message an obligation is delivered by editing, if it is one (`hermesd_reply_edits`).
+pub fn reply_edit_target(conn: &Connection, id: &str) -> StoreResult<Option<String>> {
+    let mut stmt =
+        conn.prepare("SELECT message_id FROM hermesd_reply_edits WHERE obligation_id = ?1")?;
+    let mut rows = stmt.query_map([id], |r| r.get::<_, String>(0))?;
+    Ok(rows.next().transpose()?)
+}
+
 pub fn get_obligation(conn: &Connection, id: &str) -> StoreResult<Option<Obligation>> {
     let mut stmt = conn.prepare(&format!(
         "SELECT {OBLIGATION_COLUMNS} FROM delivery_obligations WHERE obligation_id = ?1"

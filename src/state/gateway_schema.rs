@@ -51,6 +51,16 @@ pub const INBOUND_EVENTS_SQL: &str = "CREATE TABLE IF NOT EXISTS hermesd_inbound
     PRIMARY KEY (platform, event_id)
 )";
 
+/// hermesd's note that an obligation is delivered by editing a message already in the chat
+/// (a streamed preview) rather than by sending a new one. Kept beside Hermes's ledger, whose
+/// DDL is shared with Python and never altered; an edit is idempotent, so a recovered row is
+/// edited again rather than resent with the recovered marker.
+pub const REPLY_EDITS_SQL: &str = "CREATE TABLE IF NOT EXISTS hermesd_reply_edits (
+    obligation_id TEXT PRIMARY KEY,
+    message_id TEXT NOT NULL,
+    created_at REAL NOT NULL
+)";
+
 /// The states [`unfinished`](super::Store::unfinished_inbound) looks for, as SQL.
 pub const UNFINISHED_STATES: &str = "('received', 'processing')";
 
@@ -64,10 +74,11 @@ pub fn inbound_unfinished_index_sql() -> String {
 }
 
 /// The gateway's table names (ours and the two shared with Hermes).
-pub const GATEWAY_TABLES: [&str; 3] = [
+pub const GATEWAY_TABLES: [&str; 4] = [
     "gateway_routing",
     "delivery_obligations",
     "hermesd_inbound_events",
+    "hermesd_reply_edits",
 ];
 
 /// Creates whatever is missing. Idempotent; runs as one writer command.
@@ -75,6 +86,7 @@ pub fn ensure(conn: &Connection) -> StoreResult<()> {
     conn.execute_batch(GATEWAY_ROUTING_SQL)?;
     conn.execute_batch(DELIVERY_OBLIGATIONS_SQL)?;
     conn.execute_batch(INBOUND_EVENTS_SQL)?;
+    conn.execute_batch(REPLY_EDITS_SQL)?;
     conn.execute_batch(&inbound_unfinished_index_sql())?;
     Ok(())
 }

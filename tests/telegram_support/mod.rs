@@ -20,15 +20,26 @@ pub struct Rig {
     pub model: FakeModel,
     pub home: tempfile::TempDir,
     pub daemon: Option<Daemon>,
-    /// The daemon's environment, for [`Rig::restart`].
-    env: Vec<(String, String)>,
+    /// The daemon's environment, to start it again on the same home.
+    vars: Vec<(String, String)>,
 }
 
 /// Starts the fakes and the daemon. `extra` is YAML for `telegram.extra` (one key per
 /// line, unindented), `tail` is appended to config.yaml at the top level, `env` adds to
 /// the environment. Users 7, 8 and 9001 are authorised (`TELEGRAM_ALLOWED_USERS`).
 pub async fn start(extra: &str, tail: &str, env: &[(&str, &str)]) -> Rig {
+    start_at(|url| url.to_owned(), extra, tail, env).await
+}
+
+/// As [`start`], with `telegram.extra.base_url` computed from the fake's address.
+pub async fn start_at(
+    base_url: impl FnOnce(&str) -> String,
+    extra: &str,
+    tail: &str,
+    env: &[(&str, &str)],
+) -> Rig {
     let telegram = FakeTelegram::start().await;
+    let base_url = base_url(&telegram.url());
     let model = FakeModel::start().await;
     let home = tempfile::tempdir().expect("temp home");
     let extra: String = extra
@@ -37,8 +48,7 @@ pub async fn start(extra: &str, tail: &str, env: &[(&str, &str)]) -> Rig {
         .map(|l| format!("    {l}\n"))
         .collect();
     let config = format!(
-        "telegram:\n  enabled: true\n  extra:\n    base_url: {}\n    poll_timeout_seconds: 1\n{extra}{tail}",
-        telegram.url()
+        "telegram:\n  enabled: true\n  extra:\n    base_url: \"{base_url}\"\n    poll_timeout_seconds: 1\n{extra}{tail}"
     );
     std::fs::write(home.path().join("config.yaml"), config).expect("write config.yaml");
     let mut vars = base_env(home.path());
@@ -60,7 +70,7 @@ pub async fn start(extra: &str, tail: &str, env: &[(&str, &str)]) -> Rig {
     }
     let path = home.path().to_path_buf();
     let env = vars.clone();
-    let daemon = tokio::task::spawn_blocking(move || Daemon::start(&path, &vars))
+    let daemon = tokio::task::spawn_blocking(move || Daemon::start(&path, &env))
         .await
         .expect("start daemon");
     Rig {
@@ -68,11 +78,24 @@ pub async fn start(extra: &str, tail: &str, env: &[(&str, &str)]) -> Rig {
         model,
         home,
         daemon: Some(daemon),
-        env,
+        vars,
     }
 }
 
 impl Rig {
+    /// SIGKILLs the daemon (no shutdown at all) and starts a new one on the same home.
+    pub async fn crash_and_restart(&mut self) {
+        let daemon = self.daemon.take().expect("daemon running");
+        tokio::task::spawn_blocking(move || daemon.kill9())
+            .await
+            .expect("kill -9");
+        let (path, env) = (self.home.path().to_path_buf(), self.vars.clone());
+        let daemon = tokio::task::spawn_blocking(move || Daemon::start(&path, &env))
+            .await
+            .expect("restart daemon");
+        self.daemon = Some(daemon);
+    }
+
     pub fn daemon(&self) -> &Daemon {
         self.daemon.as_ref().expect("daemon running")
     }
@@ -155,7 +178,7 @@ impl Rig {
 
     /// Starts the daemon again on the same home and fakes (after [`Rig::stop_daemon`]).
     pub async fn start_daemon(&mut self) {
-        let (path, vars) = (self.home.path().to_path_buf(), self.env.clone());
+        let (path, vars) = (self.home.path().to_path_buf(), self.vars.clone());
         let daemon = tokio::task::spawn_blocking(move || Daemon::start(&path, &vars))
             .await
             .expect("start daemon");

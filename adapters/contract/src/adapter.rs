@@ -91,4 +91,12 @@ pub trait Adapter: Send + Sync + 'static {
         let _ = (thread_id, name);
         Box::pin(async { SendResult::sent(None) })
     }
+
+    /// Chats that moved to a new id since the last call, as (old id, new id): a Telegram
+    /// group upgraded to a supergroup, learnt from a send. The core moves the conversations
+    /// routed to the old chat onto the new one. Platforms whose chats never move keep this
+    /// default.
+    fn take_chat_migrations(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }

@@ -16,7 +16,8 @@ use crate::api::{ApiError, BotApi};
 use crate::commands;
 use crate::gating::BotIdentity;
 use crate::inbound::PLATFORM;
-use crate::intake::Intake;
+use crate::intake;
+use crate::migrations::Migrations;
 use crate::outbound::Sender;
 use crate::polling::Poller;
 use crate::settings::Settings;
@@ -31,6 +32,8 @@ pub struct TelegramAdapter {
     settings: Arc<Settings>,
     api: BotApi,
     webhook_slot: WebhookSlot,
+    /// Groups that became supergroups (learnt from sends), so replies follow them.
+    migrations: Migrations,
 }
 
 impl std::fmt::Debug for TelegramAdapter {
@@ -43,16 +46,12 @@ impl std::fmt::Debug for TelegramAdapter {
 
 impl TelegramAdapter {
     pub fn new(settings: Settings) -> Self {
-        let api = BotApi::new(
-            &settings.net,
-            &settings.base_url,
-            &settings.base_file_url,
-            settings.token.clone(),
-        );
+        let api = BotApi::new(&settings.net, &settings.endpoints, settings.token.clone());
         Self {
             settings: Arc::new(settings),
             api,
             webhook_slot: WebhookSlot::default(),
+            migrations: Migrations::default(),
         }
     }
 
@@ -82,18 +81,16 @@ impl TelegramAdapter {
             .api
             .call("getMe", &json!({}), self.settings.request_timeout)
             .await
-            .map_err(|e| {
-                if e.is_unauthorized() {
-                    AdapterError::Fatal(format!(
-                        "telegram: the bot token was rejected (getMe): {e}"
-                    ))
-                } else {
-                    AdapterError::Retryable(format!("telegram: getMe failed: {e}"))
-                }
-            })?;
+            .map_err(|e| self.get_me_error(&e))?;
         let me: Me = serde_json::from_value(me).map_err(|e| {
             AdapterError::Retryable(format!("telegram: getMe answer not understood: {e}"))
         })?;
+        if me.can_read_all_group_messages == Some(false) && self.settings.needs_group_messages() {
+            tracing::warn!(
+                platform = PLATFORM,
+                "the bot has privacy mode on (getMe can_read_all_group_messages=false): in groups Telegram delivers only commands, replies to the bot and @mentions, so require_mention=false, free_response_chats, free_response_topics and mention_patterns never see other messages; turn privacy off with @BotFather (/setprivacy) and re-add the bot to the group"
+            );
+        }
         let bot = BotIdentity {
             id: me.id,
             username: me.username.unwrap_or_default().to_lowercase(),
@@ -122,7 +119,7 @@ impl TelegramAdapter {
             _ = ctx.shutdown.cancelled() => return Ok(()),
         };
         let (intake, intake_task) =
-            Intake::spawn(self.api.clone(), self.settings.clone(), bot, ctx.clone());
+            intake::spawn(self.api.clone(), self.settings.clone(), bot, ctx.clone());
         let result = match &self.settings.webhook {
             Some(webhook) => {
                 let params = json!({"url": webhook.url, "secret_token": webhook.secret.expose(),
@@ -166,6 +163,23 @@ impl TelegramAdapter {
         self.webhook_slot.clear();
         intake_task.abort();
         result
+    }
+
+    /// Why start-up stopped at getMe. A 404 means nothing answers Bot API methods at the
+    /// configured prefix (or the token is malformed): retrying cannot help, so it is fatal,
+    /// and the message shows the URL that was tried, the token masked.
+    fn get_me_error(&self, e: &ApiError) -> AdapterError {
+        if e.status() == Some(404) {
+            return AdapterError::Fatal(format!(
+                "telegram: getMe answered 404 at {}: no Bot API answers there. extra.base_url is the prefix the token is appended to (python-telegram-bot's convention), e.g. https://api.telegram.org/bot or http://localhost:8081/bot for a local Bot API server; a malformed bot token also gets 404 ({e})",
+                self.api.method_url_shape("getMe")
+            ));
+        }
+        if e.is_unauthorized() {
+            AdapterError::Fatal(format!("telegram: the bot token was rejected (getMe): {e}"))
+        } else {
+            AdapterError::Retryable(format!("telegram: getMe failed: {e}"))
+        }
     }
 
     /// Webhook mode has nothing to poll: confirm the Bot API answers now and then.
@@ -238,6 +252,10 @@ impl Adapter for TelegramAdapter {
         self.settings.liveness_window()
     }
 
+    fn take_chat_migrations(&self) -> Vec<(String, String)> {
+        self.migrations.take_untold()
+    }
+
     fn run(&self, ctx: AdapterContext) -> BoxFuture<'_, Result<(), AdapterError>> {
         self.run_inner(ctx).boxed()
     }
@@ -247,6 +265,7 @@ impl Adapter for TelegramAdapter {
             let sender = Sender {
                 api: &self.api,
                 settings: &self.settings,
+                migrations: &self.migrations,
             };
             sender
                 .send(

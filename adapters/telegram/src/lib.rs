@@ -11,11 +11,14 @@
 mod adapter;
 pub mod api;
 mod commands;
+mod endpoints;
 mod gating;
 mod inbound;
 mod intake;
 mod markdown;
 mod media;
+mod media_limits;
+mod migrations;
 mod outbound;
 mod polling;
 mod secret;
@@ -24,10 +27,11 @@ mod webhook;
 
 pub use adapter::{MESSAGE_LIMIT, TelegramAdapter};
 pub use commands::{menu as command_menu, sanitize_name as sanitize_command_name};
+pub use endpoints::Endpoints;
 pub use gating::{BotIdentity, GENERAL_TOPIC};
 pub use markdown::{
     escape as escape_markdown_v2, strip as strip_markdown_v2, to_markdown_v2, to_plain,
 };
 pub use secret::Secret;
-pub use settings::{DEFAULT_BASE_URL, ReplyToMode, Settings, WebhookSettings};
+pub use settings::{ReplyToMode, Settings, WebhookSettings};
 pub use webhook::SECRET_HEADER;

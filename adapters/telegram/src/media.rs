@@ -120,12 +120,33 @@ pub async fn download(
         "tg_{update_id}_{}",
         safe_name(&attachment.file_name)
     ));
+    if settings.local_mode && Path::new(&file_path).is_absolute() {
+        return copy_local(Path::new(&file_path), &dest, cap).await;
+    }
     let timeout = settings.request_timeout * 6;
     match api.download(&file_path, &dest, cap, timeout).await {
         Ok(_) => Ok(dest),
         Err(ApiError::Api { status: 413, .. }) => Err(MediaError::TooLarge { size: cap + 1, cap }),
         Err(e) => Err(e.into()),
     }
+}
+
+/// A local Bot API server started with `--local` answers getFile with an absolute path on
+/// its own filesystem (https://github.com/tdlib/telegram-bot-api#usage), which shares a disk
+/// with us; the file is copied from there instead of downloaded.
+async fn copy_local(source: &Path, dest: &Path, cap: u64) -> Result<PathBuf, MediaError> {
+    let unreadable = |e: std::io::Error| {
+        malformed(format!(
+            "local_mode: getFile's path {} cannot be read: {e}",
+            source.display()
+        ))
+    };
+    let size = tokio::fs::metadata(source).await.map_err(unreadable)?.len();
+    if size > cap {
+        return Err(MediaError::TooLarge { size, cap });
+    }
+    tokio::fs::copy(source, dest).await.map_err(unreadable)?;
+    Ok(dest.to_path_buf())
 }
 
 /// A getFile answer that cannot be used; retrying would not change it.

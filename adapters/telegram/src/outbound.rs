@@ -1,7 +1,9 @@
 //! The core's outbound operations as Bot API calls: one attempt each, except the protocol
 //! cases the reference handles itself ("message to be replied not found" → once without
 //! the reply; "message thread not found" → once more, then without the thread; an edit
-//! rejected for its formatting → once as plain text; "message is not modified" = success).
+//! rejected for its formatting → once as plain text; "message is not modified" = success;
+//! a group upgraded to a supergroup → once more to the supergroup, which later sends use).
+//! Files Telegram would refuse are not sent blindly (`media_limits`).
 
 use std::path::Path;
 
@@ -12,6 +14,8 @@ use crate::api::{ApiError, BotApi};
 use crate::gating::GENERAL_TOPIC;
 use crate::markdown;
 use crate::media;
+use crate::media_limits::{self, Upload};
+use crate::migrations::Migrations;
 use crate::settings::{ReplyToMode, Settings};
 
 /// Telegram's limit on `callback_data`.
@@ -20,10 +24,34 @@ const CALLBACK_DATA_MAX_BYTES: usize = 64;
 pub struct Sender<'a> {
     pub api: &'a BotApi,
     pub settings: &'a Settings,
+    pub migrations: &'a Migrations,
 }
 
 impl Sender<'_> {
     pub async fn send(
+        &self,
+        chat_id: &str,
+        thread_id: Option<&str>,
+        kind: OutboundKind,
+    ) -> SendResult {
+        let target = self.migrations.resolve(chat_id);
+        let result = self.send_to(&target, thread_id, kind.clone()).await;
+        let moved = self.migrations.resolve(chat_id);
+        if result.is_ok() || moved == target {
+            if result.kind() == Some(SendErrorKind::Forbidden) {
+                tracing::warn!(platform = "telegram", chat_id = %target, error = ?result.error,
+                    "Telegram refuses the bot in this chat (no rights, closed topic, or blocked); not retrying");
+            }
+            return result;
+        }
+        // The group became a supergroup during this send: once more, there. A plain group
+        // has no topics, so there is no thread to keep.
+        tracing::info!(platform = "telegram", chat_id, to_chat_id = %moved,
+            "the group was upgraded to a supergroup; sending there from now on");
+        self.send_to(&moved, None, kind).await
+    }
+
+    async fn send_to(
         &self,
         chat_id: &str,
         thread_id: Option<&str>,
@@ -90,9 +118,23 @@ impl Sender<'_> {
     }
 
     async fn call(&self, method: &str, params: &Value) -> Result<Value, ApiError> {
-        self.api
+        let result = self
+            .api
             .call(method, params, self.settings.request_timeout)
-            .await
+            .await;
+        self.note_migration(&params["chat_id"], &result);
+        result
+    }
+
+    /// Remembers a supergroup upgrade a call ran into, for this send's retry and later ones.
+    fn note_migration(&self, chat: &Value, result: &Result<Value, ApiError>) {
+        if let Err(ApiError::Migrated { to_chat_id, .. }) = result {
+            let from = match chat {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            self.migrations.record(&from, &to_chat_id.to_string());
+        }
     }
 
     async fn send_text(
@@ -116,11 +158,14 @@ impl Sender<'_> {
             params.insert("message_thread_id".into(), json!(thread));
         }
         if let Some(reply_to) = reply_to {
+            // A quote whose message was deleted meanwhile must not cost a failed round trip
+            // (https://core.telegram.org/bots/api#replyparameters).
             params.insert(
                 "reply_parameters".into(),
-                json!({"message_id": int_or_str(reply_to)}),
+                json!({"message_id": int_or_str(reply_to), "allow_sending_without_reply": true}),
             );
         }
+        self.link_previews(&mut params);
         if let Some(markup) = reply_markup {
             params.insert("reply_markup".into(), markup);
         }
@@ -162,6 +207,9 @@ impl Sender<'_> {
     async fn edit(&self, chat: Value, message_id: &str, text: &str) -> SendResult {
         let mut params = json!({"chat_id": chat, "message_id": int_or_str(message_id),
             "text": markdown::to_markdown_v2(text), "parse_mode": "MarkdownV2"});
+        if let Some(params) = params.as_object_mut() {
+            self.link_previews(params);
+        }
         let mut result = self.call("editMessageText", &params).await;
         if let Err(e) = &result
             && e.to_send_result().kind() == Some(SendErrorKind::BadFormat)
@@ -176,6 +224,13 @@ impl Sender<'_> {
                 SendResult::sent(Some(message_id.to_owned()))
             }
             Err(e) => e.to_send_result(),
+        }
+    }
+
+    /// `extra.disable_link_previews` (https://core.telegram.org/bots/api#linkpreviewoptions).
+    fn link_previews(&self, params: &mut Map<String, Value>) {
+        if self.settings.disable_link_previews {
+            params.insert("link_preview_options".into(), json!({"is_disabled": true}));
         }
     }
 
@@ -196,7 +251,16 @@ impl Sender<'_> {
                 );
             }
         };
-        let (method, field) = media::send_method(file_path);
+        let (method, field) = match media_limits::check(
+            media::send_method(file_path),
+            &bytes,
+            self.settings.local_mode,
+        ) {
+            Upload::Send(method, field) => (method, field),
+            Upload::Refuse(reason) => {
+                return self.refuse_upload(&chat, thread_id, path, &reason).await;
+            }
+        };
         let file_name = file_path
             .file_name()
             .and_then(|n| n.to_str())
@@ -221,10 +285,33 @@ impl Sender<'_> {
                 .text("parse_mode", "MarkdownV2");
         }
         let timeout = self.settings.request_timeout * 6;
-        match self.api.call_multipart(method, form, timeout).await {
+        let result = self.api.call_multipart(method, form, timeout).await;
+        self.note_migration(&chat, &result);
+        match result {
             Ok(message) => SendResult::sent(message_id(&message)),
             Err(e) => e.to_send_result(),
         }
+    }
+
+    /// A file Telegram would refuse: the user is told in the chat, the core gets a
+    /// permanent failure (no retries).
+    async fn refuse_upload(
+        &self,
+        chat: &Value,
+        thread_id: Option<&str>,
+        path: &str,
+        reason: &str,
+    ) -> SendResult {
+        let name = Path::new(path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.to_owned());
+        tracing::warn!(platform = "telegram", chat_id = %chat, file = %name, reason, "attachment not sent");
+        let notice = format!("⚠️ I couldn't send the file {name}: {reason}.");
+        let _ = self
+            .send_text(chat.clone(), thread_id, &notice, None, true, None)
+            .await;
+        SendResult::failed(SendErrorKind::Unknown, format!("{name} not sent: {reason}"))
     }
 }
 

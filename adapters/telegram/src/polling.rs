@@ -27,8 +27,20 @@ use crate::api::{ApiError, BotApi};
 use crate::intake::{Completion, Disposition, IntakeHandle};
 use crate::settings::Settings;
 
-/// While updates are in flight, poll without waiting, at most this often.
-const IN_FLIGHT_PACE: Duration = Duration::from_millis(20);
+/// While updates are in flight, Telegram answers a poll at once (the in-flight updates are
+/// still pending), so a long poll is impossible and the poller re-polls on a pace instead.
+/// The pace starts at `IN_FLIGHT_PACE_MIN` (new messages keep flowing while earlier ones
+/// wait out their short merge window) and doubles with every poll that brings nothing new,
+/// up to `IN_FLIGHT_PACE_MAX`: a download or hand-over that lasts minutes costs 2 polls a
+/// second, not 50. A poll that brings something new resets it; the wait ends early when the
+/// last in-flight update completes.
+pub const IN_FLIGHT_PACE_MIN: Duration = Duration::from_millis(20);
+pub const IN_FLIGHT_PACE_MAX: Duration = Duration::from_millis(500);
+
+/// The in-flight pace after `idle_polls` consecutive polls that brought nothing new.
+pub fn in_flight_pace(idle_polls: u32) -> Duration {
+    (IN_FLIGHT_PACE_MIN * 2u32.pow(idle_polls.min(8))).min(IN_FLIGHT_PACE_MAX)
+}
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Consecutive failed polls (not counting 409s) before giving the adapter back to the
 /// runner's supervisor.
@@ -108,6 +120,8 @@ impl Poller<'_> {
         let mut refused_records = 0u32;
         let mut conflicts = 0u32;
         let mut last_poll_had_new = false;
+        // Polls in a row, with updates in flight, that brought nothing new (sets the pace).
+        let mut idle_polls = 0u32;
         let mut carried_retry = false;
         // Still fetching what was pending before this poller started (see the module doc).
         let mut backlog = true;
@@ -125,13 +139,15 @@ impl Poller<'_> {
                 }
             } else if !offsets.has_in_flight() {
                 refused_records = 0;
+                idle_polls = 0;
             }
             if !retry_pending && offsets.has_in_flight() && !last_poll_had_new {
                 // Telegram answers a poll at once while earlier updates are unconfirmed, so
                 // a long poll is impossible: poll again after the pace (sooner when the last
                 // in-flight update completes), taking completions as they come. New updates
                 // keep flowing while earlier ones wait for their merge window or the core.
-                let next_poll = tokio::time::Instant::now() + IN_FLIGHT_PACE;
+                let next_poll = tokio::time::Instant::now() + in_flight_pace(idle_polls);
+                idle_polls = idle_polls.saturating_add(1);
                 loop {
                     tokio::select! {
                         Some((id, disposition)) = done_rx.recv() => {
@@ -175,6 +191,7 @@ impl Poller<'_> {
                             continue;
                         }
                         last_poll_had_new = true;
+                        idle_polls = 0;
                         match update {
                             Some(update) => {
                                 let done = Completion::channel(id, done_tx.clone());
@@ -306,6 +323,14 @@ mod tests {
         offsets.resolve(10, Disposition::Acknowledge);
         assert_eq!(offsets.offset(), 13);
         assert!(!offsets.accept(12));
+    }
+
+    #[test]
+    fn the_in_flight_pace_slows_to_two_polls_a_second() {
+        assert_eq!(in_flight_pace(0), Duration::from_millis(20));
+        assert_eq!(in_flight_pace(3), Duration::from_millis(160));
+        assert_eq!(in_flight_pace(5), IN_FLIGHT_PACE_MAX);
+        assert_eq!(in_flight_pace(u32::MAX), IN_FLIGHT_PACE_MAX);
     }
 
     #[test]

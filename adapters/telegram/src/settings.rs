@@ -8,12 +8,14 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::endpoints::Endpoints;
 use crate::secret::Secret;
 
-/// The public Bot API; `extra.base_url` points elsewhere (a local Bot API server, a fake).
-pub const DEFAULT_BASE_URL: &str = "https://api.telegram.org";
-/// getFile's cap on the public Bot API; a local Bot API server (base_url set) allows 2 GiB.
+/// getFile's cap (https://core.telegram.org/bots/api#getfile: "up to 20 MB"); it holds for
+/// any server not started with `--local`, whatever `base_url` says.
 const CLOUD_FILE_CAP: u64 = 20 * 1024 * 1024;
+/// A local Bot API server in `--local` mode has no download cap of its own
+/// (https://github.com/tdlib/telegram-bot-api#usage); 2 GiB is its upload limit.
 const LOCAL_FILE_CAP: u64 = 2 * 1024 * 1024 * 1024;
 /// `gateway.max_inbound_media_bytes` default in the reference.
 const DEFAULT_INBOUND_MEDIA_CAP: u64 = 128 * 1024 * 1024;
@@ -35,8 +37,14 @@ pub struct WebhookSettings {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub token: Secret,
-    pub base_url: String,
-    pub base_file_url: String,
+    /// Method and file-download URL prefixes (`extra.base_url`, `extra.base_file_url`).
+    pub endpoints: Endpoints,
+    /// `extra.local_mode`: a local Bot API server started with `--local`, whose getFile
+    /// answers an absolute path on its own filesystem (read from disk, no 20 MB cap).
+    pub local_mode: bool,
+    /// `extra.disable_link_previews`: sends and edits carry
+    /// `link_preview_options: {is_disabled: true}`.
+    pub disable_link_previews: bool,
     /// Webhook mode when set (`TELEGRAM_WEBHOOK_URL`); long polling otherwise.
     pub webhook: Option<WebhookSettings>,
     pub require_mention: bool,
@@ -92,13 +100,23 @@ impl Settings {
         }
         let base_url = read.string("base_url", None);
         let base_file_url = read.string("base_file_url", None);
+        let endpoints = Endpoints::resolve(base_url.as_deref(), base_file_url.as_deref())
+            .unwrap_or_else(|e| {
+                read.errors.push(e);
+                Endpoints::default()
+            });
+        let local_mode = read.flag_extra("local_mode", false);
         let webhook_url = read.string("webhook_url", Some("TELEGRAM_WEBHOOK_URL"));
         let webhook_secret = read.string("webhook_secret", Some("TELEGRAM_WEBHOOK_SECRET"));
         let webhook = match (webhook_url, webhook_secret) {
-            (Some(url), Some(secret)) => Some(WebhookSettings {
-                url,
-                secret: Secret::new(secret),
-            }),
+            (Some(url), Some(secret)) => {
+                read.errors
+                    .extend(crate::webhook::check_set_webhook_rules(&url, &secret));
+                Some(WebhookSettings {
+                    url,
+                    secret: Secret::new(secret),
+                })
+            }
             (Some(_), None) => {
                 read.errors.push(
                     "telegram: webhook mode (TELEGRAM_WEBHOOK_URL) also needs TELEGRAM_WEBHOOK_SECRET".into(),
@@ -140,7 +158,7 @@ impl Settings {
             None,
             DEFAULT_INBOUND_MEDIA_CAP as f64,
         ) as u64;
-        let file_cap = if base_url.is_some() {
+        let file_cap = if local_mode {
             LOCAL_FILE_CAP
         } else {
             CLOUD_FILE_CAP
@@ -156,10 +174,9 @@ impl Settings {
             .unwrap_or_else(|| std::env::temp_dir().join("hermes-telegram-cache"));
         let settings = Settings {
             token: Secret::new(token.trim()),
-            base_file_url: base_file_url
-                .or_else(|| base_url.clone())
-                .unwrap_or_else(|| DEFAULT_BASE_URL.into()),
-            base_url: base_url.unwrap_or_else(|| DEFAULT_BASE_URL.into()),
+            endpoints,
+            local_mode,
+            disable_link_previews: read.flag_extra("disable_link_previews", false),
             webhook,
             require_mention: read.flag("require_mention", "TELEGRAM_REQUIRE_MENTION", false),
             mention_patterns: read.patterns(),
@@ -222,6 +239,16 @@ impl Settings {
         }
     }
 
+    /// Whether group gating lets through messages that neither mention nor reply to the bot,
+    /// which Telegram only delivers with privacy mode off
+    /// (https://core.telegram.org/bots/features#privacy-mode).
+    pub fn needs_group_messages(&self) -> bool {
+        !self.require_mention
+            || !self.free_response_chats.is_empty()
+            || !self.free_response_topics.is_empty()
+            || !self.mention_patterns.is_empty()
+    }
+
     /// The window within which a healthy poller reports progress (for the runner's watchdog).
     pub fn liveness_window(&self) -> Duration {
         self.poll_timeout + self.poll_margin * 2
@@ -266,7 +293,16 @@ impl Reader<'_> {
     }
 
     fn flag(&mut self, key: &str, var: &str, default: bool) -> bool {
-        match self.raw(key, Some(var)) {
+        self.flag_from(key, Some(var), default)
+    }
+
+    /// A flag that only `extra` sets (no environment variable).
+    fn flag_extra(&mut self, key: &str, default: bool) -> bool {
+        self.flag_from(key, None, default)
+    }
+
+    fn flag_from(&mut self, key: &str, var: Option<&str>, default: bool) -> bool {
+        match self.raw(key, var) {
             None => default,
             Some(Value::Bool(b)) => b,
             Some(Value::String(s)) => match s.to_ascii_lowercase().as_str() {
@@ -275,7 +311,7 @@ impl Reader<'_> {
                 _ => {
                     self.errors.push(format!(
                         "telegram: {} must be true or false, not {s:?}",
-                        name(key, Some(var))
+                        name(key, var)
                     ));
                     default
                 }
@@ -283,7 +319,7 @@ impl Reader<'_> {
             Some(other) => {
                 self.errors.push(format!(
                     "telegram: {} must be true or false, not {other}",
-                    name(key, Some(var))
+                    name(key, var)
                 ));
                 default
             }

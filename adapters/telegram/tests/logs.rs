@@ -3,33 +3,9 @@
 
 mod support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use fake_telegram::{Chat, FakeTelegram, Fault, TOKEN, User};
 use serde_json::json;
-use support::{TestCore, settings, start};
-
-/// A log sink shared with the test.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
+use support::{Captured, TestCore, settings, start};
 
 // A current-thread runtime: every adapter task runs on this thread, under the test's
 // thread-local subscriber.

@@ -160,7 +160,7 @@ async fn errors_map_to_the_core_kinds() {
 }
 
 #[tokio::test]
-async fn a_reply_to_a_missing_message_is_sent_without_the_reply() {
+async fn a_reply_to_a_missing_message_is_sent_at_once_without_the_quote() {
     let fake = FakeTelegram::start().await;
     let adapter = adapter(&fake).await;
     let (_, user_message) = fake.push_message(MessageSpec::text(
@@ -187,14 +187,16 @@ async fn a_reply_to_a_missing_message_is_sent_without_the_reply() {
         Some(user_message)
     );
 
+    // `allow_sending_without_reply`: a deleted quote costs no failed round trip.
     assert!(send(&adapter, reply("999999".into())).await.is_ok());
     let calls = fake.calls_of("sendMessage");
-    assert_eq!(calls.len(), 3);
-    assert!(calls[1].json("reply_parameters").is_some());
-    assert!(
-        calls[2].json("reply_parameters").is_none(),
-        "resent once without the reply"
+    assert_eq!(calls.len(), 2, "sent at once");
+    let quote = calls[1].json("reply_parameters").expect("still quoting");
+    assert_eq!(
+        quote["allow_sending_without_reply"],
+        serde_json::json!(true)
     );
+    assert_eq!(calls[1].status, Some(200));
 }
 
 #[tokio::test]

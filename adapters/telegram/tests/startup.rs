@@ -186,7 +186,7 @@ fn env_wins_over_extra_when_set_and_non_empty() {
         "an empty env value does not override"
     );
     assert!(!settings.exclusive_bot_mentions);
-    assert_eq!(settings.base_url, hermes_telegram::DEFAULT_BASE_URL);
+    assert_eq!(settings.endpoints, hermes_telegram::Endpoints::default());
     assert_eq!(
         settings.max_media_bytes,
         20 * 1024 * 1024,

@@ -61,18 +61,12 @@ pub fn client(net: &hermes_adapter::net::Net, timeout: Duration) -> reqwest::Res
         .build()
 }
 
-/// `getMe` URL the way python-telegram-bot reads `base_url` (`.../bot`, the token appended,
-/// or a `{token}` placeholder); a bare server root gets `/bot` added.
+/// A method URL the way the adapter reads `base_url` (python-telegram-bot's convention: a
+/// `.../bot` prefix or a `{token}` placeholder; a bare server root gets `/bot` added).
 pub fn telegram_url(base: &str, token: &str, method: &str) -> String {
-    let base = base.trim();
-    let prefix = if base.contains("{token}") {
-        base.replace("{token}", token)
-    } else if base.ends_with("/bot") {
-        format!("{base}{token}")
-    } else {
-        format!("{}/bot{token}", base.trim_end_matches('/'))
-    };
-    format!("{}/{method}", prefix.trim_end_matches('/'))
+    hermes_telegram::Endpoints::resolve(Some(base.trim()), None)
+        .unwrap_or_default()
+        .method_url(token, method)
 }
 
 pub async fn telegram(client: &Client, base: &str, token: &str) -> Check {

@@ -48,15 +48,9 @@ pub enum ApiServerError {
     },
 }
 
-#[derive(Clone)]
-pub(crate) struct ApiState {
-    router: Arc<Router>,
-    key: Arc<str>,
-    model_name: Arc<str>,
-}
-
-/// Validates the configuration and binds the listener; serving starts with [`serve`].
-pub async fn bind(config: &ApiServerConfig) -> Result<tokio::net::TcpListener, ApiServerError> {
+/// Checks the key and host without binding (also run by `config check`); the address to
+/// listen on.
+pub fn validate(config: &ApiServerConfig) -> Result<SocketAddr, ApiServerError> {
     let key = config.key.as_ref().ok_or(ApiServerError::MissingKey)?;
     let chars = key.expose().chars().count();
     if chars < MIN_KEY_CHARS {
@@ -66,7 +60,19 @@ pub async fn bind(config: &ApiServerConfig) -> Result<tokio::net::TcpListener, A
         .host
         .parse()
         .map_err(|_| ApiServerError::BadHost(config.host.clone()))?;
-    let addr = SocketAddr::new(ip, config.port);
+    Ok(SocketAddr::new(ip, config.port))
+}
+
+#[derive(Clone)]
+pub(crate) struct ApiState {
+    router: Arc<Router>,
+    key: Arc<str>,
+    model_name: Arc<str>,
+}
+
+/// Validates the configuration and binds the listener; serving starts with [`serve`].
+pub async fn bind(config: &ApiServerConfig) -> Result<tokio::net::TcpListener, ApiServerError> {
+    let addr = validate(config)?;
     tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| ApiServerError::Bind { addr, source })

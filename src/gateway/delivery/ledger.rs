@@ -75,39 +75,52 @@ impl Deliverer {
                 reply_to_mode,
             )
             .await;
-        match &report.outcome {
-            DeliveryOutcome::Delivered => {
-                store.mark_delivered(id).await.map_err(ledger)?;
-            }
-            DeliveryOutcome::Ambiguous { after_chunk, error } => {
-                // `failed` marks the row ambiguous for recovery: it is resent with the
-                // marker, never silently, if this process dies before reconciling it.
-                let error = format!("ambiguous send after {after_chunk} chunk(s): {error}");
-                store.mark_failed(id, &error).await.map_err(ledger)?;
-            }
-            DeliveryOutcome::Deferred {
-                after_chunk: 0,
-                error,
-            } => {
-                // Nothing reached the user: the reply is owed as before, and a restart sends
-                // it as new (no recovered marker).
-                store
-                    .mark_deferred(id, &format!("deferred: {error}"))
-                    .await
-                    .map_err(ledger)?;
-            }
-            DeliveryOutcome::Deferred { after_chunk, error } => {
-                // Part of it is out: resend the whole with the marker rather than a fragment.
-                let error = format!("deferred after {after_chunk} chunk(s): {error}");
-                store.mark_failed(id, &error).await.map_err(ledger)?;
-            }
-            DeliveryOutcome::Failed { error } => {
-                store
-                    .mark_failed(id, &error.to_string())
-                    .await
-                    .map_err(ledger)?;
-            }
-        }
-        Ok(ObligationDelivery::Attempted(report))
+        record_outcome(store, id, report).await
     }
+}
+
+/// Writes how a claimed obligation's delivery went: `delivered`, or `failed` with the reason.
+pub(super) async fn record_outcome(
+    store: &Store,
+    id: &str,
+    report: DeliveryReport,
+) -> Result<ObligationDelivery, DeliveryError> {
+    let ledger = |source| DeliveryError::Ledger {
+        obligation_id: id.to_owned(),
+        source,
+    };
+    match &report.outcome {
+        DeliveryOutcome::Delivered => {
+            store.mark_delivered(id).await.map_err(ledger)?;
+        }
+        DeliveryOutcome::Ambiguous { after_chunk, error } => {
+            // `failed` marks the row ambiguous for recovery: it is resent with the
+            // marker, never silently, if this process dies before reconciling it.
+            let error = format!("ambiguous send after {after_chunk} chunk(s): {error}");
+            store.mark_failed(id, &error).await.map_err(ledger)?;
+        }
+        DeliveryOutcome::Deferred {
+            after_chunk: 0,
+            error,
+        } => {
+            // Nothing reached the user: the reply is owed as before, and a restart sends
+            // it as new (no recovered marker).
+            store
+                .mark_deferred(id, &format!("deferred: {error}"))
+                .await
+                .map_err(ledger)?;
+        }
+        DeliveryOutcome::Deferred { after_chunk, error } => {
+            // Part of it is out: resend the whole with the marker rather than a fragment.
+            let error = format!("deferred after {after_chunk} chunk(s): {error}");
+            store.mark_failed(id, &error).await.map_err(ledger)?;
+        }
+        DeliveryOutcome::Failed { error } => {
+            store
+                .mark_failed(id, &error.to_string())
+                .await
+                .map_err(ledger)?;
+        }
+    }
+    Ok(ObligationDelivery::Attempted(report))
 }

@@ -1,8 +1,9 @@
 //! Answering an event exactly once. A chat reply is recorded as a delivery obligation and
 //! the event marked answered in one transaction, then handed to its chat's delivery lane
 //! (`outbox.rs`), which sends it through the ledger (claim → send → delivered/failed, or back
-//! to pending when flow control deferred it); a restart resends exactly what may be
-//! missing. HTTP API requests are answered in their HTTP response instead.
+//! to pending when flow control deferred it) — as a new message, or as the final edit of the
+//! turn's streamed preview when one was recorded with it; a restart resends exactly what may
+//! be missing. HTTP API requests are answered in their HTTP response instead.
 
 use super::Router;
 use super::outbox::Outgoing;
@@ -57,8 +58,81 @@ impl Router {
         self.send_later(&event.source.platform, &event.source.chat_id, replies);
     }
 
-    /// Sends one recorded obligation, quoting `reply_to` where the platform's mode says so;
-    /// returns how far it got (`None`: not sent at all).
+    /// Answers `job` by editing its streamed preview `preview_id` into `text`, through the
+    /// ledger (exactly once across a crash: an edit is idempotent). When the text does not
+    /// fit one message, the preview is removed and the reply sent as usual.
+    pub(super) async fn respond_by_edit(
+        &self,
+        job: &Job,
+        text: &str,
+        session_id: Option<&str>,
+        preview_id: String,
+    ) {
+        let event = &job.event;
+        let fits = self
+            .link(&event.source.platform)
+            .is_some_and(|link| link.deliverer.fits_one_edit(text));
+        if job.api.is_some() || !fits {
+            self.delete_preview(&event.source, preview_id).await;
+            self.respond_in(job, text, session_id).await;
+            return;
+        }
+        let obligation = NewObligation {
+            session_key: self.session_key(event),
+            message_ref: event.event_id.clone(),
+            platform: event.source.platform.clone(),
+            chat_id: event.source.chat_id.clone(),
+            thread_id: event.source.thread_id.clone(),
+            content: text.to_owned(),
+        };
+        let recorded = self
+            .store
+            .answer_inbound_by_edit(
+                &event.source.platform,
+                &event.event_id,
+                obligation,
+                &preview_id,
+            )
+            .await;
+        match recorded {
+            // Sent by the chat's lane like any reply; the lane finds the edit target.
+            Ok(obligation_id) => self.send_later(
+                &event.source.platform,
+                &event.source.chat_id,
+                vec![Outgoing {
+                    obligation_id,
+                    reply_to: event.message_id.clone(),
+                    event_id: Some(event.event_id.clone()),
+                }],
+            ),
+            // The event stays unfinished in the journal and is retried after a restart.
+            Err(e) => {
+                tracing::error!(platform = %event.source.platform, event_id = %event.event_id, error = %e, "cannot record a reply")
+            }
+        }
+    }
+
+    /// Removes a streamed preview that will not become the reply (best effort).
+    pub(super) async fn delete_preview(
+        &self,
+        source: &hermes_adapter::SessionSource,
+        message_id: String,
+    ) {
+        if let Some(link) = self.link(&source.platform) {
+            let _ = link
+                .adapter
+                .send(hermes_adapter::Outbound {
+                    chat_id: source.chat_id.clone(),
+                    thread_id: source.thread_id.clone(),
+                    kind: hermes_adapter::OutboundKind::Delete { message_id },
+                })
+                .await;
+        }
+    }
+
+    /// Sends one recorded obligation, quoting `reply_to` where the platform's mode says so,
+    /// by editing the streamed preview recorded with it if there is one; returns how far it
+    /// got (`None`: not sent at all).
     pub(super) async fn deliver_recorded(
         &self,
         id: &str,
@@ -77,11 +151,38 @@ impl Router {
             tracing::warn!(platform = %obligation.platform, obligation_id = id, "reply for a platform that is not running; kept for later");
             return None;
         };
-        match link
-            .deliverer
-            .deliver_obligation_quoting(&self.store, &obligation, reply_to, link.reply_to_mode)
-            .await
-        {
+        let edit_target = match self.store.reply_edit_target(id).await {
+            Ok(edit_target) => edit_target,
+            Err(e) => {
+                tracing::error!(obligation_id = id, error = %e, "cannot read a reply obligation");
+                return None;
+            }
+        };
+        let delivered = match edit_target {
+            Some(message_id) => {
+                link.deliverer
+                    .deliver_obligation_by_edit(
+                        &self.store,
+                        &obligation,
+                        &message_id,
+                        reply_to,
+                        link.reply_to_mode,
+                    )
+                    .await
+            }
+            None => {
+                link.deliverer
+                    .deliver_obligation_quoting(
+                        &self.store,
+                        &obligation,
+                        reply_to,
+                        link.reply_to_mode,
+                    )
+                    .await
+            }
+        };
+        self.follow_chat_migrations(&link.adapter).await;
+        match delivered {
             Ok(ObligationDelivery::Attempted(report)) => {
                 let sent = report.sent_message_ids.len() as u64;
                 self.metrics
@@ -109,6 +210,26 @@ impl Router {
             Err(e) => {
                 tracing::error!(error = %e, "delivery ledger write failed");
                 None
+            }
+        }
+    }
+
+    /// Moves the conversations of chats the adapter saw move (a group upgraded to a
+    /// supergroup) so the next message there continues the same session.
+    async fn follow_chat_migrations(&self, adapter: &std::sync::Arc<dyn hermes_adapter::Adapter>) {
+        for (old, new) in adapter.take_chat_migrations() {
+            let platform = adapter.platform();
+            match self
+                .routing
+                .move_chat(&self.store, platform, &old, &new)
+                .await
+            {
+                Ok(moved) => {
+                    tracing::info!(platform, chat_id = %old, to_chat_id = %new, moved, "chat moved; its conversations follow")
+                }
+                Err(e) => {
+                    tracing::error!(platform, chat_id = %old, error = %e, "cannot move the chat's conversations")
+                }
             }
         }
     }

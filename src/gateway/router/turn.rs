@@ -137,17 +137,16 @@ impl Router {
             Some(forwarder) => forwarder.await.ok().flatten(),
             None => None,
         };
-        // The streamed preview made way for the final reply, which goes through the ledger.
-        if let (Some(message_id), Some(link)) = (preview, self.link(&event.source.platform)) {
-            let _ = link
-                .adapter
-                .send(hermes_adapter::Outbound {
-                    chat_id: event.source.chat_id.clone(),
-                    thread_id: event.source.thread_id.clone(),
-                    kind: hermes_adapter::OutboundKind::Delete { message_id },
-                })
-                .await;
-        }
+        // A completed turn edits its streamed preview into the reply (`respond_by_edit`);
+        // any other outcome removes the preview before answering.
+        let completed = matches!(&result, Ok(outcome) if !outcome.interrupted);
+        let preview = match preview {
+            Some(message_id) if !completed => {
+                self.delete_preview(&event.source, message_id).await;
+                None
+            }
+            preview => preview,
+        };
         let stopped = slot
             .lock()
             .running
@@ -183,8 +182,16 @@ impl Router {
                 } else {
                     "(The agent finished without a reply.)".to_owned()
                 };
-                self.respond_in(&job, &reply, Some(&outcome.session_id))
-                    .await;
+                match preview {
+                    Some(preview_id) => {
+                        self.respond_by_edit(&job, &reply, Some(&outcome.session_id), preview_id)
+                            .await
+                    }
+                    None => {
+                        self.respond_in(&job, &reply, Some(&outcome.session_id))
+                            .await
+                    }
+                }
                 if answered {
                     self.spawn_auto_title(
                         &event.source,
@@ -294,7 +301,8 @@ const MAX_FLOOD_HITS: u32 = 3;
 
 /// Edit-in-place streaming: the first `buffer_threshold` characters open a preview
 /// message, then it is edited at most every `edit_interval` until the turn ends. The
-/// preview is best effort (never journaled); the final reply goes through the ledger.
+/// preview is best effort (never journaled); the final reply goes through the ledger as an
+/// edit of the preview (`respond_by_edit`).
 struct StreamPreview {
     text: String,
     message_id: Option<String>,

@@ -12,6 +12,7 @@ mod flood;
 mod markdown_v2;
 mod objects;
 mod params;
+mod rules;
 mod server;
 mod state;
 
@@ -79,6 +80,7 @@ impl FakeTelegram {
             updates_changed: Notify::new(),
             calls_seen: watch::channel(0).0,
             shutdown: watch::channel(false).0,
+            downloads_open: watch::channel(true).0,
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -184,6 +186,48 @@ impl FakeTelegram {
             .files
             .insert(file_id.clone(), (path.to_owned(), bytes));
         file_id
+    }
+
+    /// Upgrades group `chat_id` to the supergroup `new_chat_id`: every send to the old id is
+    /// refused with `migrate_to_chat_id` (https://core.telegram.org/bots/api#responseparameters).
+    pub fn migrate_chat(&self, chat_id: i64, new_chat_id: i64) {
+        let mut inner = self.shared.lock();
+        inner.migrated.insert(chat_id, new_chat_id);
+        let chat = json!({"id": new_chat_id, "type": "supergroup", "title": "migrated"});
+        inner.chats.insert(new_chat_id, chat);
+    }
+
+    /// Behaves as a local Bot API server started with `--local`: getFile answers absolute
+    /// paths of files written under `dir`, and uploads may reach 2000 MB.
+    pub fn enable_local_mode(&self, dir: &std::path::Path) {
+        self.shared.lock().local_dir = Some(dir.to_path_buf());
+    }
+
+    /// File downloads are held (their requests recorded as `(download)` calls, their bodies
+    /// not sent) until [`release_downloads`](Self::release_downloads): a transfer that takes
+    /// as long as the test needs.
+    pub fn hold_downloads(&self) {
+        self.shared.downloads_open.send_replace(false);
+    }
+
+    pub fn release_downloads(&self) {
+        self.shared.downloads_open.send_replace(true);
+    }
+
+    /// Arms flood control on getUpdates: more than `per_second` calls within one rolling
+    /// second are answered 429 with `retry_after`.
+    pub fn limit_get_updates(&self, per_second: usize) {
+        self.shared.lock().get_updates_limit = Some(per_second);
+    }
+
+    /// Arrival times of every getUpdates call so far (flood-refused ones included).
+    pub fn get_updates_times(&self) -> Vec<std::time::Instant> {
+        self.shared.lock().get_updates_at.clone()
+    }
+
+    /// What getMe answers for `can_read_all_group_messages` (false: privacy mode on).
+    pub fn set_privacy_mode(&self, on: bool) {
+        self.shared.lock().can_read_all_group_messages = !on;
     }
 
     /// Makes `sendMessage` into this forum topic fail with "message thread not found".

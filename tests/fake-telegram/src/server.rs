@@ -13,12 +13,17 @@ use axum::routing::{any, get};
 use serde_json::{Map, Value, json};
 
 use crate::markdown_v2;
-use crate::state::{Call, Fault, Shared, StoredMessage, param_i64, param_json};
+use crate::rules;
+use crate::state::{Call, Fault, Shared, StoredMessage, UploadedFile, param_i64, param_json};
 
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/{bot}/{method}", any(api_call))
         .route("/file/{bot}/{*path}", get(download))
+        .fallback(unrouted)
+        // Telegram takes uploads up to 50 MB (2000 MB locally) and judges the size itself
+        // (`rules::check_upload`), so the framework's 2 MB default must not answer first.
+        .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(shared)
 }
 
@@ -26,12 +31,12 @@ type Reply = Result<Value, ApiFailure>;
 
 /// A Bot API error: HTTP status, description and optional `parameters`.
 pub(crate) struct ApiFailure {
-    status: u16,
-    description: String,
-    parameters: Option<Value>,
+    pub status: u16,
+    pub description: String,
+    pub parameters: Option<Value>,
 }
 
-fn bad_request(description: &str) -> ApiFailure {
+pub(crate) fn bad_request(description: &str) -> ApiFailure {
     ApiFailure {
         status: 400,
         description: format!("Bad Request: {description}"),
@@ -70,11 +75,12 @@ async fn api_call(
     let index = shared.record(Call {
         method: method.clone(),
         params: parsed.params.clone(),
-        files: parsed.files,
+        files: parsed.files.clone(),
         fault: fault.clone(),
         status: None,
     });
-    let response = answer(&shared, &method, &parsed.params, authorized, fault).await;
+    let request = (method.as_str(), &parsed.params, parsed.files.as_slice());
+    let response = answer(&shared, request, authorized, fault).await;
     if !matches!(
         &shared.lock().calls[index].fault,
         Some(Fault::DropConnection | Fault::Stall)
@@ -84,10 +90,12 @@ async fn api_call(
     response
 }
 
+/// A request as the dispatcher sees it: method (lowercased), parameters, uploaded files.
+type MethodCall<'a> = (&'a str, &'a Map<String, Value>, &'a [UploadedFile]);
+
 async fn answer(
     shared: &Shared,
-    method: &str,
-    params: &Map<String, Value>,
+    request: MethodCall<'_>,
     authorized: bool,
     fault: Option<Fault>,
 ) -> Response {
@@ -100,6 +108,7 @@ async fn answer(
     {
         return fault_response(shared, fault).await;
     }
+    let (method, params, _) = request;
     if method == "sendmessage"
         && let Some(chat_id) = params.get("chat_id").and_then(param_i64)
     {
@@ -109,7 +118,7 @@ async fn answer(
             return fault_response(shared, Fault::TooManyRequests { retry_after }).await;
         }
     }
-    match dispatch(shared, method, params, duplicate).await {
+    match dispatch(shared, request, duplicate).await {
         Ok(result) => axum::Json(json!({"ok": true, "result": result})).into_response(),
         Err(failure) => failure.into_response(),
     }
@@ -147,20 +156,24 @@ async fn fault_response(shared: &Shared, fault: Fault) -> Response {
     failure.into_response()
 }
 
-async fn dispatch(
-    shared: &Shared,
-    method: &str,
-    params: &Map<String, Value>,
-    duplicate: bool,
-) -> Reply {
+async fn dispatch(shared: &Shared, request: MethodCall<'_>, duplicate: bool) -> Reply {
+    let (method, params, files) = request;
+    if method.starts_with("send") {
+        rules::check_migrated(&shared.lock(), params)?;
+    }
     match method {
         "getme" => Ok(json!({
             "id": shared.bot_id, "is_bot": true, "first_name": "Hermes", "username": shared.bot_username,
-            "can_join_groups": true, "can_read_all_group_messages": false,
+            "can_join_groups": true,
+            "can_read_all_group_messages": shared.lock().can_read_all_group_messages,
             "supports_inline_queries": false, "has_main_web_app": false,
         })),
-        "getupdates" => get_updates(shared, params, duplicate).await,
+        "getupdates" => {
+            rules::pace_get_updates(&mut shared.lock())?;
+            get_updates(shared, params, duplicate).await
+        }
         "setwebhook" => {
+            rules::check_set_webhook(params)?;
             let mut inner = shared.lock();
             inner.webhook_url = str_param(params, "url").unwrap_or_default();
             inner.webhook_secret = str_param(params, "secret_token");
@@ -193,19 +206,13 @@ async fn dispatch(
             }
         }
         "sendchataction" | "answercallbackquery" => Ok(json!(true)),
-        "getfile" => {
-            let file_id = str_param(params, "file_id").unwrap_or_default();
-            let inner = shared.lock();
-            let (path, bytes) = inner
-                .files
-                .get(&file_id)
-                .ok_or_else(|| bad_request("invalid file_id"))?;
-            Ok(
-                json!({"file_id": file_id, "file_unique_id": format!("u{file_id}"), "file_size": bytes.len(), "file_path": path}),
-            )
-        }
+        "getfile" => get_file(shared, params),
         "sendphoto" | "senddocument" | "sendvoice" | "sendaudio" | "sendvideo"
-        | "sendanimation" => send_media(shared, method, params),
+        | "sendanimation" => {
+            let local = shared.lock().local_dir.is_some();
+            rules::check_upload(method, files, local)?;
+            send_media(shared, method, params)
+        }
         _ => Err(ApiFailure {
             status: 404,
             description: "Not Found: method not found".into(),
@@ -266,6 +273,32 @@ async fn get_updates(shared: &Shared, params: &Map<String, Value>, duplicate: bo
     }
 }
 
+/// https://core.telegram.org/bots/api#getfile. A local Bot API server started with `--local`
+/// answers `file_path` as an absolute path on its disk instead of a download path
+/// (https://github.com/tdlib/telegram-bot-api#usage); the fake writes the file there.
+fn get_file(shared: &Shared, params: &Map<String, Value>) -> Reply {
+    let file_id = str_param(params, "file_id").unwrap_or_default();
+    let inner = shared.lock();
+    let (path, bytes) = inner
+        .files
+        .get(&file_id)
+        .ok_or_else(|| bad_request("invalid file_id"))?;
+    let file_path = match &inner.local_dir {
+        Some(dir) => {
+            let on_disk = dir.join(path);
+            if let Some(parent) = on_disk.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| bad_request(&e.to_string()))?;
+            }
+            std::fs::write(&on_disk, bytes).map_err(|e| bad_request(&e.to_string()))?;
+            on_disk.display().to_string()
+        }
+        None => path.clone(),
+    };
+    Ok(
+        json!({"file_id": file_id, "file_unique_id": format!("u{file_id}"), "file_size": bytes.len(), "file_path": file_path}),
+    )
+}
+
 fn set_my_commands(shared: &Shared, params: &Map<String, Value>) -> Reply {
     let commands = params
         .get("commands")
@@ -307,13 +340,20 @@ fn send_message(shared: &Shared, params: &Map<String, Value>) -> Reply {
     {
         return Err(bad_request("message thread not found"));
     }
-    let reply = params
-        .get("reply_parameters")
-        .and_then(param_json)
+    let reply_parameters = params.get("reply_parameters").and_then(param_json);
+    let reply = reply_parameters
+        .as_ref()
         .and_then(|r| r["message_id"].as_i64())
         .or_else(|| params.get("reply_to_message_id").and_then(param_i64));
+    // https://core.telegram.org/bots/api#replyparameters: with
+    // `allow_sending_without_reply` the message "should be sent even if the specified message
+    // to be replied to is not found".
+    let without_reply_ok = reply_parameters
+        .as_ref()
+        .is_some_and(|r| r["allow_sending_without_reply"] == json!(true));
     if let Some(reply_to) = reply
         && !inner.messages.contains_key(&(chat_id, reply_to))
+        && !without_reply_ok
     {
         return Err(bad_request("message to be replied not found"));
     }
@@ -470,6 +510,22 @@ async fn download(
     if bot.strip_prefix("bot") != Some(shared.token.as_str()) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
+    let mut params = Map::new();
+    params.insert("path".into(), Value::String(path.clone()));
+    let index = shared.record(Call {
+        method: "(download)".into(),
+        params,
+        files: Vec::new(),
+        fault: None,
+        status: None,
+    });
+    let mut open = shared.downloads_open.subscribe();
+    let mut shutdown = shared.shutdown.subscribe();
+    tokio::select! {
+        _ = open.wait_for(|open| *open) => {}
+        _ = shutdown.wait_for(|stopped| *stopped) => {}
+    }
+    shared.answered(index, 200);
     let inner = shared.lock();
     match inner
         .files
@@ -479,4 +535,27 @@ async fn download(
         Some((_, bytes)) => bytes.clone().into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+/// Anything that is not `/bot<token>/<method>` or a file download: the Bot API answers
+/// 404 `Not Found` in its usual envelope (https://core.telegram.org/bots/api#making-requests:
+/// requests go to `https://api.telegram.org/bot<token>/METHOD_NAME`). Recorded with the
+/// method `(unrouted)` and the path, so tests can see what a misconfigured client asked for.
+async fn unrouted(State(shared): State<Arc<Shared>>, uri: axum::http::Uri) -> Response {
+    let mut params = Map::new();
+    params.insert("path".into(), Value::String(uri.path().to_owned()));
+    let index = shared.record(Call {
+        method: "(unrouted)".into(),
+        params,
+        files: Vec::new(),
+        fault: None,
+        status: None,
+    });
+    shared.answered(index, 404);
+    ApiFailure {
+        status: 404,
+        description: "Not Found".into(),
+        parameters: None,
+    }
+    .into_response()
 }

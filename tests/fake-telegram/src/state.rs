@@ -124,6 +124,16 @@ pub(crate) struct Inner {
     pub sent_log: Vec<SentRecord>,
     /// Flood control on `sendMessage` (off unless switched on).
     pub flood: crate::flood::FloodControl,
+    /// Groups upgraded to supergroups: old chat id → the supergroup's id.
+    pub migrated: HashMap<i64, i64>,
+    /// Set in local mode: getFile answers absolute paths of copies under this directory.
+    pub local_dir: Option<std::path::PathBuf>,
+    /// Arrival times of every getUpdates call (for pacing checks and the flood limit).
+    pub get_updates_at: Vec<std::time::Instant>,
+    /// At most this many getUpdates calls per rolling second; more are answered 429.
+    pub get_updates_limit: Option<usize>,
+    /// Whether getMe says privacy mode is off.
+    pub can_read_all_group_messages: bool,
 }
 
 /// One accepted `sendMessage`: when it arrived, where it went, the id the fake gave it.
@@ -163,6 +173,8 @@ pub(crate) struct Shared {
     /// Counts recorded calls, so tests can wait for them.
     pub calls_seen: watch::Sender<usize>,
     pub shutdown: watch::Sender<bool>,
+    /// False while file downloads are held (a slow transfer the test ends).
+    pub downloads_open: watch::Sender<bool>,
 }
 
 impl Shared {

@@ -132,3 +132,74 @@ async fn pushed_files_are_served_through_get_file() {
         .unwrap();
     assert_eq!(bytes.to_vec(), vec![5; 64]);
 }
+
+/// The documented rules the fake holds clients to: setWebhook's URL and secret, group →
+/// supergroup migration, upload size limits, flood control on getUpdates, 404 elsewhere.
+#[tokio::test]
+async fn documented_refusals() {
+    let fake = FakeTelegram::start().await;
+    let client = reqwest::Client::new();
+    for (params, ok) in [
+        (
+            json!({"url": "https://h.example/hook", "secret_token": "a-Z_9"}),
+            true,
+        ),
+        (json!({"url": "http://h.example/hook"}), false),
+        (json!({"url": "https://h.example:8080/hook"}), false),
+        (json!({"url": "https://h.example:8443/hook"}), true),
+        (
+            json!({"url": "https://h.example/hook", "secret_token": "no spaces"}),
+            false,
+        ),
+        (
+            json!({"url": "https://h.example/hook", "secret_token": "x".repeat(257)}),
+            false,
+        ),
+    ] {
+        let (status, _) = call(&client, &fake, "setWebhook", params.clone()).await;
+        assert_eq!(status == 200, ok, "{params}");
+    }
+
+    fake.migrate_chat(-5, -1005);
+    let (status, moved) = call(
+        &client,
+        &fake,
+        "sendMessage",
+        json!({"chat_id": -5, "text": "x"}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(moved["parameters"]["migrate_to_chat_id"], -1005);
+
+    let part = reqwest::multipart::Part::bytes(vec![0u8; 10 * 1024 * 1024 + 1]).file_name("a.jpg");
+    let form = reqwest::multipart::Form::new()
+        .text("chat_id", "42")
+        .part("photo", part);
+    let big_photo = client
+        .post(format!("{}/bot{TOKEN}/sendPhoto", fake.url()))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big_photo.status(), 400, "photos are capped at 10 MB");
+
+    fake.limit_get_updates(2);
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(
+            call(&client, &fake, "getUpdates", json!({"timeout": 0}))
+                .await
+                .0,
+        );
+    }
+    assert_eq!(statuses, [200, 200, 429]);
+    assert_eq!(fake.get_updates_times().len(), 3, "every call is counted");
+
+    let stray = client
+        .get(format!("{}/api/bot{TOKEN}/getMe", fake.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stray.status(), 404);
+    assert_eq!(fake.calls_of("(unrouted)").len(), 1);
+}

@@ -1,6 +1,7 @@
-//! The HTTP side: `POST {base}/bot{token}/{method}` with a JSON or multipart body and a
-//! per-request timeout, and file downloads from `{file_base}/file/bot{token}/{path}` with a
-//! size cap. Error text is scrubbed of the token before it leaves this module.
+//! The HTTP side: `POST {api prefix}/{method}` with a JSON or multipart body and a
+//! per-request timeout, and file downloads from `{file prefix}/{path}` with a size cap (the
+//! prefixes carry the token, see `endpoints`). Error text is scrubbed of the token before
+//! it leaves this module.
 
 use std::path::Path;
 use std::time::Duration;
@@ -10,32 +11,27 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::ApiError;
+use crate::endpoints::{self, Endpoints};
 use crate::secret::Secret;
 
 #[derive(Clone)]
 pub struct BotApi {
     http: reqwest::Client,
-    base_url: String,
-    file_base_url: String,
+    endpoints: Endpoints,
     token: Secret,
 }
 
 impl std::fmt::Debug for BotApi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BotApi")
-            .field("base_url", &self.base_url)
+            .field("endpoints", &self.endpoints)
             .field("token", &self.token)
             .finish()
     }
 }
 
 impl BotApi {
-    pub fn new(
-        net: &hermes_adapter::net::Net,
-        base_url: &str,
-        file_base_url: &str,
-        token: Secret,
-    ) -> Self {
+    pub fn new(net: &hermes_adapter::net::Net, endpoints: &Endpoints, token: Secret) -> Self {
         let http = net
             .http_client()
             .connect_timeout(Duration::from_secs(10))
@@ -45,14 +41,18 @@ impl BotApi {
             .unwrap_or_default();
         Self {
             http,
-            base_url: base_url.trim_end_matches('/').to_owned(),
-            file_base_url: file_base_url.trim_end_matches('/').to_owned(),
+            endpoints: endpoints.clone(),
             token,
         }
     }
 
     fn method_url(&self, method: &str) -> String {
-        format!("{}/bot{}/{method}", self.base_url, self.token.expose())
+        self.endpoints.method_url(self.token.expose(), method)
+    }
+
+    /// The URL `method` is called at, with `<token>` in place of the token (for errors).
+    pub fn method_url_shape(&self, method: &str) -> String {
+        format!("{}/{method}", endpoints::display(&self.endpoints.api))
     }
 
     /// Calls `method` with a JSON body; `timeout` bounds the whole exchange.
@@ -103,6 +103,12 @@ impl BotApi {
             return Ok(envelope.get("result").cloned().unwrap_or(Value::Null));
         }
         let description = envelope["description"].as_str().unwrap_or("no description");
+        if let Some(to_chat_id) = envelope["parameters"]["migrate_to_chat_id"].as_i64() {
+            return Err(ApiError::Migrated {
+                to_chat_id,
+                description: self.token.redact(description),
+            });
+        }
         Err(ApiError::Api {
             status: envelope["error_code"]
                 .as_u64()
@@ -138,11 +144,8 @@ impl BotApi {
         max_bytes: u64,
         timeout: Duration,
     ) -> Result<u64, ApiError> {
-        let url = format!(
-            "{}/file/bot{}/{file_path}",
-            self.file_base_url,
-            self.token.expose()
-        );
+        let prefix = endpoints::fill(&self.endpoints.files, self.token.expose());
+        let url = format!("{prefix}/{file_path}");
         let response = self
             .http
             .get(url)

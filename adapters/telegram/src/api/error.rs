@@ -14,6 +14,14 @@ pub enum ApiError {
         description: String,
         retry_after: Option<u64>,
     },
+    /// The group became a supergroup: the request must go to `to_chat_id` instead
+    /// (400 with `parameters.migrate_to_chat_id`,
+    /// https://core.telegram.org/bots/api#responseparameters).
+    #[error("Telegram API error 400: {description} (moved to chat {to_chat_id})")]
+    Migrated {
+        to_chat_id: i64,
+        description: String,
+    },
     /// The request never reached Telegram (connect refused, DNS): safe to retry.
     #[error("could not reach the Bot API: {0}")]
     Unreachable(String),
@@ -30,20 +38,23 @@ impl ApiError {
     pub fn status(&self) -> Option<u16> {
         match self {
             ApiError::Api { status, .. } => Some(*status),
+            ApiError::Migrated { .. } => Some(400),
             _ => None,
         }
     }
 
     pub fn description(&self) -> &str {
         match self {
-            ApiError::Api { description, .. } => description,
+            ApiError::Api { description, .. } | ApiError::Migrated { description, .. } => {
+                description
+            }
             ApiError::Unreachable(m) | ApiError::NoAnswer(m) | ApiError::TimedOut(m) => m,
         }
     }
 
     /// Whether Telegram's description contains `needle` (case-insensitive).
     pub fn says(&self, needle: &str) -> bool {
-        matches!(self, ApiError::Api { .. })
+        matches!(self, ApiError::Api { .. } | ApiError::Migrated { .. })
             && self
                 .description()
                 .to_ascii_lowercase()
@@ -76,6 +87,8 @@ impl ApiError {
         match self {
             ApiError::Unreachable(_) => SendErrorKind::Transient,
             ApiError::NoAnswer(_) | ApiError::TimedOut(_) => SendErrorKind::Ambiguous,
+            // Only reaches the core when the resend to the supergroup failed too.
+            ApiError::Migrated { .. } => SendErrorKind::NotFound,
             ApiError::Api { status, .. } => match status {
                 429 => SendErrorKind::RateLimited,
                 401 | 403 => SendErrorKind::Forbidden,
@@ -87,7 +100,13 @@ impl ApiError {
                 _ if self.says("not found") || self.says("chat not found") => {
                     SendErrorKind::NotFound
                 }
-                _ if self.says("bot was blocked") || self.says("kicked") => {
+                // Refusals that no retry changes: the bot lacks rights in the chat, the forum
+                // topic is closed, the user blocked the bot or removed it.
+                _ if self.says("bot was blocked")
+                    || self.says("kicked")
+                    || self.says("not enough rights")
+                    || self.says("topic_closed") =>
+                {
                     SendErrorKind::Forbidden
                 }
                 _ => SendErrorKind::Unknown,
@@ -129,6 +148,21 @@ mod tests {
             ),
             (
                 api(403, "Forbidden: bot was blocked by the user"),
+                SendErrorKind::Forbidden,
+            ),
+            (
+                api(
+                    400,
+                    "Bad Request: not enough rights to send text messages to the chat",
+                ),
+                SendErrorKind::Forbidden,
+            ),
+            (
+                api(400, "Bad Request: TOPIC_CLOSED"),
+                SendErrorKind::Forbidden,
+            ),
+            (
+                api(400, "Bad Request: bot was blocked by the user"),
                 SendErrorKind::Forbidden,
             ),
             (api(500, "Internal Server Error"), SendErrorKind::Transient),

@@ -193,6 +193,9 @@ pub struct Me {
     pub id: i64,
     #[serde(default)]
     pub username: Option<String>,
+    /// False while privacy mode is on (https://core.telegram.org/bots/api#user).
+    #[serde(default)]
+    pub can_read_all_group_messages: Option<bool>,
 }
 
 /// Slices `text` by a UTF-16 offset and length (entity coordinates).

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::collections::{HashSet, VecDeque};
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -237,5 +238,26 @@ pub fn start_with_ctx(settings: Settings, ctx: AdapterContext) -> Running {
         adapter,
         task,
         shutdown,
+    }
+}
+
+/// A log sink shared with the test.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
     }
 }

@@ -1,23 +1,24 @@
 //! The intake: every update (from polling or the webhook) passes through here on its way to
 //! the core. It gates messages, downloads attachments, merges Telegram's split pastes and
 //! albums into one event, answers button clicks, and tells the submitter whether the update
-//! may be acknowledged (`Disposition`) only once the event carrying it is recorded.
+//! may be acknowledged (`Disposition`) only once the event carrying it is recorded. Each
+//! chat is served by its own worker ([`dispatch`]), so chats never wait on each other.
+
+mod dispatch;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use hermes_adapter::{AdapterContext, MessageEvent, RecordOutcome};
+use hermes_adapter::{MessageEvent, RecordOutcome};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::api::BotApi;
 use crate::api::types::{CallbackQuery, Message, Update};
-use crate::gating::{self, BotIdentity};
+use crate::gating;
 use crate::inbound;
 use crate::media;
-use crate::settings::Settings;
+pub use dispatch::spawn;
 
 /// Telegram clients split pastes at 4096; a last part this long almost surely continues.
 const SPLIT_THRESHOLD: usize = 4000;
@@ -140,45 +141,44 @@ struct Batch {
     deadline: Instant,
 }
 
-pub struct Intake {
-    api: BotApi,
-    settings: Arc<Settings>,
-    bot: BotIdentity,
-    ctx: AdapterContext,
+/// One chat's worker: its updates in order, its merge batches, its downloads.
+pub(crate) struct ChatIntake {
+    shared: dispatch::Shared,
     batches: HashMap<String, Batch>,
 }
 
-impl Intake {
-    /// Starts the intake task; it stops when every handle is dropped or on shutdown.
-    pub fn spawn(
-        api: BotApi,
-        settings: Arc<Settings>,
-        bot: BotIdentity,
-        ctx: AdapterContext,
-    ) -> (IntakeHandle, tokio::task::JoinHandle<()>) {
-        let (tx, rx) = mpsc::channel(256);
-        let intake = Intake {
-            api,
-            settings,
-            bot,
-            ctx,
+impl ChatIntake {
+    fn new(shared: dispatch::Shared) -> Self {
+        Self {
+            shared,
             batches: HashMap::new(),
-        };
-        let task = tokio::spawn(intake.run(rx));
-        (IntakeHandle { tx }, task)
+        }
     }
 
-    async fn run(mut self, mut rx: mpsc::Receiver<Submission>) {
-        let shutdown = self.ctx.shutdown.clone();
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Submission>) {
+        let stop = self.shared.stop.clone();
         loop {
             let next_deadline = self.batches.values().map(|b| b.deadline).min();
+            let idle_until = match next_deadline {
+                Some(_) => None,
+                None => Some(Instant::now() + dispatch::WORKER_IDLE),
+            };
             tokio::select! {
                 submission = rx.recv() => match submission {
                     Some(submission) => self.accept(submission).await,
                     None => break,
                 },
                 _ = sleep_until_opt(next_deadline) => self.flush_due().await,
-                _ = shutdown.cancelled() => break,
+                _ = sleep_until_opt(idle_until) => {
+                    // Idle: refuse new work, finish whatever slipped in, and end.
+                    rx.close();
+                    while let Ok(submission) = rx.try_recv() {
+                        self.accept(submission).await;
+                    }
+                    self.finish_batches().await;
+                    return;
+                }
+                _ = stop.cancelled() => break,
             }
         }
         // Pending batches are dropped unrecorded: their waiters see Retry, so the updates
@@ -203,13 +203,20 @@ impl Intake {
             done.send(Disposition::Acknowledge);
             return;
         };
-        if !gating::should_process(&message, &self.bot, &self.settings) {
+        if !gating::should_process(&message, &self.shared.bot, &self.shared.settings) {
             done.send(Disposition::Acknowledge);
             return;
         }
-        let mut event = inbound::message_event(update_id, &message, &self.bot);
+        let mut event = inbound::message_event(update_id, &message, &self.shared.bot);
         if let Some(attachment) = media::attachment(&message) {
-            match media::download(&self.api, &self.settings, update_id, &attachment).await {
+            match media::download(
+                &self.shared.api,
+                &self.shared.settings,
+                update_id,
+                &attachment,
+            )
+            .await
+            {
                 Ok(path) => {
                     event.media_paths.push(path.to_string_lossy().into_owned());
                     event.media_types.push(attachment.mime_type.clone());
@@ -235,7 +242,7 @@ impl Intake {
             done.send(disposition);
         } else if let Some(group) = &message.media_group_id {
             let key = format!("album:{}:{group}", message.chat.id);
-            self.enqueue(key, event, done, self.settings.media_group_delay);
+            self.enqueue(key, event, done, self.shared.settings.media_group_delay);
         } else if is_batchable_text(&message, &event) {
             let key = format!(
                 "text:{}:{}:{}",
@@ -305,15 +312,25 @@ impl Intake {
     }
 
     fn text_delay(&self, last_part_chars: usize, total_chars: usize) -> Duration {
-        let configured = self.settings.text_batch_delay;
+        let configured = self.shared.settings.text_batch_delay;
         if last_part_chars >= SPLIT_THRESHOLD {
-            self.settings.text_batch_split_delay
+            self.shared.settings.text_batch_split_delay
         } else if total_chars <= FAST_LEN {
             configured.min(FAST_DELAY)
         } else if total_chars <= SHORT_LEN {
             configured.min(SHORT_DELAY)
         } else {
             configured
+        }
+    }
+
+    /// Waits out the batches still open (their quiet periods) and flushes them.
+    async fn finish_batches(&mut self) {
+        while let Some(deadline) = self.batches.values().map(|b| b.deadline).min() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => self.flush_due().await,
+                _ = self.shared.stop.cancelled() => return,
+            }
         }
     }
 
@@ -336,7 +353,7 @@ impl Intake {
     }
 
     async fn deliver(&self, event: MessageEvent) -> Disposition {
-        match self.ctx.deliver(event).await {
+        match self.shared.ctx.deliver(event).await {
             RecordOutcome::Recorded | RecordOutcome::Duplicate | RecordOutcome::Refused => {
                 Disposition::Acknowledge
             }
@@ -348,8 +365,9 @@ impl Intake {
     /// buttons off the prompt so it cannot be answered twice. A click the core refused (a
     /// user who may not talk to the agent) leaves them for someone who may.
     async fn click(&self, query: &CallbackQuery) -> Disposition {
-        let timeout = self.settings.request_timeout;
+        let timeout = self.shared.settings.request_timeout;
         if let Err(e) = self
+            .shared
             .api
             .call(
                 "answerCallbackQuery",
@@ -363,7 +381,7 @@ impl Intake {
         let Some(event) = inbound::callback_event(query) else {
             return Disposition::Acknowledge;
         };
-        let outcome = self.ctx.deliver(event).await;
+        let outcome = self.shared.ctx.deliver(event).await;
         let disposition = match outcome {
             RecordOutcome::Failed => Disposition::Retry,
             _ => Disposition::Acknowledge,
@@ -373,6 +391,7 @@ impl Intake {
         {
             let params = json!({"chat_id": message.chat.id, "message_id": message.message_id, "reply_markup": {"inline_keyboard": []}});
             if let Err(e) = self
+                .shared
                 .api
                 .call("editMessageReplyMarkup", &params, timeout)
                 .await

@@ -31,6 +31,28 @@ impl ChannelInfo {
         }
     }
 
+    /// A DM channel known by its id only.
+    pub fn dm(id: &str) -> Self {
+        Self::bare(id, channel_kind::DM, None)
+    }
+
+    /// A guild channel known by its id (and guild) only.
+    pub fn in_guild(id: &str, guild_id: Option<String>) -> Self {
+        Self::bare(id, 0, guild_id)
+    }
+
+    fn bare(id: &str, kind: u8, guild_id: Option<String>) -> Self {
+        Self {
+            id: id.to_owned(),
+            kind,
+            name: None,
+            guild_id,
+            parent_id: None,
+            topic: None,
+            owner_id: None,
+        }
+    }
+
     pub fn is_thread(&self) -> bool {
         channel_kind::is_thread(self.kind)
     }
@@ -81,6 +103,11 @@ pub struct Directory {
     /// DM channels and threads to include in backfill scans.
     pub known_conversations: BTreeSet<String>,
     pub handed_over: RecentIds,
+    /// Message ids being handled right now (live and backfill never both take one).
+    pub in_progress: HashSet<String>,
+    /// Channel id → the newest message id a backfill scan read there (the next scan in
+    /// this process pages back to it, not further).
+    pub scanned_to: HashMap<String, u64>,
 }
 
 impl Default for Directory {
@@ -92,6 +119,8 @@ impl Default for Directory {
             auto_threads: HashSet::new(),
             known_conversations: BTreeSet::new(),
             handed_over: RecentIds::new(20_000),
+            in_progress: HashSet::new(),
+            scanned_to: HashMap::new(),
         }
     }
 }

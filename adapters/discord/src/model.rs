@@ -151,11 +151,15 @@ pub struct UnavailableGuild {
     pub id: String,
 }
 
+/// A slash-command option; subcommands and groups carry their own `options`
+/// (<https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-interaction-data-option-structure>).
 #[derive(Debug, Clone, Deserialize, Default)]
 pub struct CommandOption {
     pub name: String,
     #[serde(default)]
     pub value: Option<serde_json::Value>,
+    #[serde(default)]
+    pub options: Vec<CommandOption>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]

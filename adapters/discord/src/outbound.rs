@@ -56,7 +56,9 @@ pub async fn send(
     thread_id: Option<&str>,
     kind: OutboundKind,
 ) -> SendResult {
-    let target = thread_id.unwrap_or(chat_id);
+    // An auto-thread still being opened is waited for (or swapped for its parent).
+    let target = inner.threads.target(thread_id.unwrap_or(chat_id)).await;
+    let target = target.as_str();
     let rest = &inner.rest;
     match kind {
         OutboundKind::Text {

@@ -50,13 +50,16 @@ pub struct SlashCommand {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BackfillSettings {
     pub enabled: bool,
-    /// Channels to scan; empty means the allowed ∪ free-response channels; `*` every
-    /// text channel of the guilds. Known DM channels and bot threads are always added.
+    /// Channels to scan; empty means every text channel the bot may answer in (not
+    /// excluded by the allowed / ignored channel lists); `*` every text channel of the
+    /// guilds. Known DM channels and bot threads are always added.
     pub channels: BTreeSet<String>,
     pub max_age: Duration,
-    /// Messages fetched per channel.
+    /// Messages per history request (Discord serves at most 100); a scan pages through as
+    /// many as the window holds.
     pub limit: usize,
-    /// Messages handed over per scan.
+    /// Hand-overs per second during a scan (a pace, never a cut: every missed message is
+    /// handed over).
     pub max_dispatches: usize,
 }
 

@@ -230,12 +230,17 @@ async fn a_button_click_becomes_a_command_and_the_buttons_disappear() {
     let callbacks = h.fake.calls_to("POST /interactions/{id}/{token}/callback");
     assert_eq!(callbacks.len(), 1, "a duplicated click is answered once");
     assert_eq!(h.deliveries_of(&event.event_id), 1);
+    // Acknowledged at once (deferred), then the accepted click removes the buttons.
     let callback = &callbacks[0];
-    assert_eq!(
-        callback.body,
-        json!({"type": 7, "data": {"components": []}})
-    );
+    assert_eq!(callback.body, json!({"type": 6}));
+    assert_eq!(callback.status, 204, "within Discord's 3 seconds");
     assert!(callback.path.contains(&interaction));
+    let edits = h
+        .fake
+        .wait_for_calls("PATCH /webhooks/{id}/{token}/messages/@original", 1)
+        .await;
+    assert_eq!(edits[0].body, json!({"components": []}));
+    assert_eq!(edits[0].status, 200);
     let components = h.fake.read(|s| {
         s.history[&dm]
             .iter()
@@ -281,6 +286,18 @@ async fn slash_commands_are_registered_and_become_command_events() {
     assert_eq!(event.event_id, format!("slash:{id}"));
     assert_eq!(event.text, "/model gpt-5 --global");
     assert_eq!(event.command().as_deref(), Some("model"));
+    // Subcommands and groups arrive as nested options; their names are part of the text.
+    h.fake.push_command_options(
+        &general,
+        &alice,
+        "config",
+        json!([{"name": "set", "type": 1, "options": [
+            {"name": "key", "type": 3, "value": "display.tool_progress"},
+            {"name": "value", "type": 3, "value": "off"},
+        ]}]),
+    );
+    let event = h.next_event().await;
+    assert_eq!(event.text, "/config set display.tool_progress off");
     let deferred = h
         .fake
         .calls_to("POST /interactions/{id}/{token}/callback")

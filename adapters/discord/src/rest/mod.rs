@@ -10,9 +10,10 @@ use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::model::{Channel, Message, User};
+use crate::model::{Channel, Member, Message, User};
 
 mod errors;
+mod limits;
 
 use crate::settings::Token;
 use errors::{classify, route_of, transport_error};
@@ -41,6 +42,7 @@ pub struct RestClient {
     http: reqwest::Client,
     base: String,
     token: Token,
+    limits: std::sync::Arc<limits::Limits>,
 }
 
 impl std::fmt::Debug for RestClient {
@@ -49,6 +51,18 @@ impl std::fmt::Debug for RestClient {
             .field("base", &self.base)
             .finish_non_exhaustive()
     }
+}
+
+/// Which page of a channel's history to read
+/// (<https://discord.com/developers/docs/resources/message#get-channel-messages>).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Page {
+    /// The newest messages.
+    Latest,
+    /// The newest messages older than this id.
+    Before(u64),
+    /// The oldest messages newer than this id.
+    After(u64),
 }
 
 /// A file to upload as a multipart attachment.
@@ -71,6 +85,7 @@ impl RestClient {
             http,
             base: base.trim_end_matches('/').to_owned(),
             token,
+            limits: Default::default(),
         }
     }
 
@@ -119,12 +134,21 @@ impl RestClient {
             (Some(body), None) => request = request.json(body),
             (None, None) => {}
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| transport_error(&route, &method, e))?;
+        let permit = self.limits.permit(&method, path).await;
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => {
+                if let Some(permit) = permit {
+                    permit.complete(None);
+                }
+                return Err(transport_error(&route, &method, e));
+            }
+        };
         let status = response.status();
         let headers = response.headers().clone();
+        if let Some(permit) = permit {
+            permit.complete(limits::bucket_headers(&headers));
+        }
         let bytes = response
             .bytes()
             .await
@@ -222,6 +246,16 @@ impl RestClient {
             .await
     }
 
+    /// `GET /guilds/{guild}/members/{user}` (roles of a history message's author).
+    pub async fn get_member(&self, guild_id: &str, user_id: &str) -> Result<Member, RestError> {
+        self.call(
+            Method::GET,
+            &format!("/guilds/{guild_id}/members/{user_id}"),
+            None,
+        )
+        .await
+    }
+
     pub async fn modify_channel(
         &self,
         channel_id: &str,
@@ -235,19 +269,21 @@ impl RestClient {
         .await
     }
 
-    /// Up to `limit` (≤ 100) messages; with `after`, the oldest ones after that id.
+    /// Up to `limit` (≤ 100) messages of one page of history, newest first.
     pub async fn list_messages(
         &self,
         channel_id: &str,
         limit: usize,
-        after: Option<u64>,
+        page: Page,
     ) -> Result<Vec<Message>, RestError> {
         let mut path = format!(
             "/channels/{channel_id}/messages?limit={}",
             limit.clamp(1, 100)
         );
-        if let Some(after) = after {
-            path.push_str(&format!("&after={after}"));
+        match page {
+            Page::Latest => {}
+            Page::Before(id) => path.push_str(&format!("&before={id}")),
+            Page::After(id) => path.push_str(&format!("&after={id}")),
         }
         let value = self.call_raw(Method::GET, &path, None, None).await?;
         // Skip (rather than fail on) a message the decoder cannot read.
@@ -270,6 +306,20 @@ impl RestClient {
     ) -> Result<(), RestError> {
         let path = format!("/interactions/{interaction_id}/{token}/callback");
         self.call_raw(Method::POST, &path, Some(body), None)
+            .await
+            .map(drop)
+    }
+
+    /// `PATCH /webhooks/{app}/{token}/messages/@original`: for a deferred component
+    /// update, the message the component is on.
+    pub async fn edit_original_response(
+        &self,
+        application_id: &str,
+        token: &str,
+        body: &Value,
+    ) -> Result<(), RestError> {
+        let path = format!("/webhooks/{application_id}/{token}/messages/@original");
+        self.call_raw(Method::PATCH, &path, Some(body), None)
             .await
             .map(drop)
     }

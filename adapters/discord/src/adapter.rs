@@ -210,6 +210,7 @@ async fn serial_loop(
                         if let Some(name) = guild.name.clone() {
                             d.guild_names.insert(guild.id.clone(), name);
                         }
+                        d.guild_tiers.insert(guild.id.clone(), guild.premium_tier);
                         for channel in guild.channels.iter().chain(&guild.threads) {
                             d.upsert(ChannelInfo::from_channel(channel, Some(&guild.id)));
                         }

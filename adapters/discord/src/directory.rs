@@ -95,6 +95,8 @@ impl RecentIds {
 pub struct Directory {
     pub channels: HashMap<String, ChannelInfo>,
     pub guild_names: HashMap<String, String>,
+    /// Guild id → boost level (`premium_tier`), for the upload limit.
+    pub guild_tiers: HashMap<String, u8>,
     /// Threads the bot created or answered in (no mention needed there).
     pub bot_threads: HashSet<String>,
     /// Threads the bot opened itself (auto-threads): the only ones renamed from a
@@ -115,6 +117,7 @@ impl Default for Directory {
         Self {
             channels: HashMap::new(),
             guild_names: HashMap::new(),
+            guild_tiers: HashMap::new(),
             bot_threads: HashSet::new(),
             auto_threads: HashSet::new(),
             known_conversations: BTreeSet::new(),
@@ -156,6 +159,25 @@ impl Directory {
             }
         }
         keys
+    }
+
+    /// The most a bot may upload in `channel_id`: 10 MiB, 50 MiB in guilds at boost level 2,
+    /// 100 MiB at level 3 (<https://discord.com/developers/docs/reference#uploading-files>;
+    /// `premium_tier` in <https://discord.com/developers/docs/resources/guild#guild-object>).
+    pub fn upload_limit(&self, channel_id: &str) -> u64 {
+        const MIB: u64 = 1024 * 1024;
+        let tier = self
+            .channels
+            .get(channel_id)
+            .and_then(|c| c.guild_id.as_ref())
+            .and_then(|g| self.guild_tiers.get(g))
+            .copied()
+            .unwrap_or(0);
+        match tier {
+            3 => 100 * MIB,
+            2 => 50 * MIB,
+            _ => 10 * MIB,
+        }
     }
 
     /// Whether the bot takes part in `thread` (remembered, or the bot owns it).

@@ -122,6 +122,9 @@ pub struct Guild {
     pub id: String,
     #[serde(default)]
     pub name: Option<String>,
+    /// Boost level 0–3 (raises the upload limit).
+    #[serde(default)]
+    pub premium_tier: u8,
     #[serde(default)]
     pub channels: Vec<Channel>,
     #[serde(default)]

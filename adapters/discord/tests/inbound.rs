@@ -380,3 +380,30 @@ async fn attachments_are_cached_under_the_size_cap() {
     assert_eq!(event.text, "(The user sent a message with no text content)");
     h.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_slow_download_has_its_own_deadline_not_the_rest_timeout() {
+    // REST calls time out after 1 s here; the attachment takes 2 s to arrive.
+    let mut h = Harness::start_with(std::time::Duration::from_secs(30), json!({}), &[], |s| {
+        s.http_timeout = std::time::Duration::from_secs(1);
+    })
+    .await;
+    h.ready(1).await;
+    let alice = h.fake.new_user("alice", false, &[]);
+    let dm = h.fake.add_dm_channel(&alice);
+    h.fake.delay_attachments(std::time::Duration::from_secs(2));
+    h.fake
+        .push_message(Incoming::new(&dm, &alice, "slow file").with_attachment(
+            "notes.txt",
+            "text/plain",
+            b"hi",
+        ));
+    let event = h.next_event().await;
+    assert_eq!(
+        event.media_paths.len(),
+        1,
+        "downloaded despite the 1 s REST timeout"
+    );
+    assert_eq!(std::fs::read(&event.media_paths[0]).unwrap(), b"hi");
+    h.stop().await.unwrap();
+}

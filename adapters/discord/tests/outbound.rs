@@ -362,3 +362,49 @@ async fn files_go_out_as_multipart_attachments() {
     assert!(!missing.is_ok());
     h.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn what_discord_would_refuse_is_refused_before_sending_with_a_clear_reason() {
+    let mut h = Harness::start(json!({}), &[]).await;
+    h.ready(1).await;
+    let general = h.fake.add_text_channel("general");
+    // A button whose data exceeds a custom_id's 100 characters: refused, not cut.
+    let long_data = format!("/approve {}", "x".repeat(95));
+    let result = send(
+        &h,
+        &general,
+        None,
+        OutboundKind::Prompt {
+            text: "Run it?".into(),
+            buttons: vec![hermes_adapter::Button {
+                label: "Approve".into(),
+                data: long_data,
+            }],
+        },
+    )
+    .await;
+    let (kind, reason) = result.error.clone().expect("refused");
+    assert_eq!(kind, hermes_adapter::SendErrorKind::BadFormat);
+    assert!(reason.contains("100"), "{reason}");
+    // A file over the guild's upload limit (10 MiB without boosts): refused with the sizes.
+    let file = h.cache.path().join("big.bin");
+    std::fs::write(&file, vec![0u8; 10 * 1024 * 1024 + 1]).unwrap();
+    let result = send(
+        &h,
+        &general,
+        None,
+        OutboundKind::Media {
+            path: file.to_string_lossy().into(),
+            caption: None,
+        },
+    )
+    .await;
+    let (kind, reason) = result.error.clone().expect("refused");
+    assert_eq!(kind, hermes_adapter::SendErrorKind::BadFormat);
+    assert!(reason.contains("at most 10 MiB"), "{reason}");
+    assert!(
+        h.fake.calls_to("POST /channels/{id}/messages").is_empty(),
+        "nothing was sent"
+    );
+    h.stop().await.unwrap();
+}

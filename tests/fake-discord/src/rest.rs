@@ -88,6 +88,9 @@ pub async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: Request)
     })
 }
 
+/// The upload limit of a guild without boosts (and of DMs).
+const UPLOAD_LIMIT: usize = 10 * 1024 * 1024;
+
 type Files = Vec<(String, Vec<u8>)>;
 
 async fn read_body(request: Request, headers: &HeaderMap) -> Result<(Value, Files), Response> {
@@ -377,6 +380,16 @@ fn create_message(
 ) -> (StatusCode, Option<Response>) {
     if !state.channels.contains_key(channel_id) {
         return error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
+    }
+    // https://discord.com/developers/docs/reference#uploading-files: 10 MiB per message in
+    // the fake's guild (boost level 0) and DMs; over it, 413 "Request entity too large".
+    let uploaded: usize = files.iter().map(|(_, bytes)| bytes.len()).sum();
+    if uploaded > UPLOAD_LIMIT {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            40005,
+            "Request entity too large",
+        );
     }
     let content = body["content"].as_str().unwrap_or_default();
     if content.chars().count() > state.max_message_chars {

@@ -232,6 +232,7 @@ impl State {
             "id": self.guild_id,
             "name": self.guild_name,
             "unavailable": false,
+            "premium_tier": 0,
             "channels": channels.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
             "threads": threads.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
             "roles": [],

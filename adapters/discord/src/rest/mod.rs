@@ -40,6 +40,9 @@ impl RestError {
 #[derive(Clone)]
 pub struct RestClient {
     http: reqwest::Client,
+    /// Attachment downloads: no total deadline of the REST kind (a large file on a slow
+    /// link takes longer than any API call should), but a stall between reads ends it.
+    downloads: reqwest::Client,
     base: String,
     token: Token,
     limits: std::sync::Arc<limits::Limits>,
@@ -52,6 +55,11 @@ impl std::fmt::Debug for RestClient {
             .finish_non_exhaustive()
     }
 }
+
+/// A download that receives nothing for this long is abandoned.
+const DOWNLOAD_STALL: Duration = Duration::from_secs(30);
+/// The most one attachment download may take.
+const DOWNLOAD_TOTAL: Duration = Duration::from_secs(600);
 
 /// Which page of a channel's history to read
 /// (<https://discord.com/developers/docs/resources/message#get-channel-messages>).
@@ -81,8 +89,16 @@ impl RestClient {
             .user_agent("DiscordBot (https://github.com/hermesd, 0.1) hermesd")
             .build()
             .unwrap_or_default();
+        let downloads = reqwest::Client::builder()
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .read_timeout(DOWNLOAD_STALL)
+            .timeout(DOWNLOAD_TOTAL)
+            .tcp_nodelay(true)
+            .build()
+            .unwrap_or_default();
         Self {
             http,
+            downloads,
             base: base.trim_end_matches('/').to_owned(),
             token,
             limits: Default::default(),
@@ -351,7 +367,7 @@ impl RestClient {
     pub async fn download(&self, url: &str, cap: u64) -> Result<Vec<u8>, RestError> {
         let route = "GET attachment".to_owned();
         let mut response = self
-            .http
+            .downloads
             .get(url)
             .send()
             .await

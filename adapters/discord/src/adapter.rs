@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::directory::ChannelInfo;
+use crate::gateway::budget::IdentifyBudget;
 use crate::gateway::{Dispatch, session};
 use crate::inner::Inner;
 use crate::model::{Channel, Guild, Interaction, Message, Ready};
@@ -66,9 +67,12 @@ impl DiscordAdapter {
         })?;
         inner.set_identity(&me.id, None);
         ctx.progress.report();
-        let gateway_url = match &inner.settings.gateway_url {
-            Some(url) => url.clone(),
-            None => inner.rest.gateway_url().await.map_err(|e| {
+        let (gateway_url, budget) = match &inner.settings.gateway_url {
+            Some(url) => (url.clone(), None),
+            None => inner.rest.gateway_bot().await.map(|(url, limit)| {
+                let window = Some(inner.settings.identify_window);
+                (url, IdentifyBudget::from_lookup(&limit, window))
+            }).map_err(|e| {
                 let message = format!(
                     "could not look up the Discord gateway URL (GET /gateway/bot): {e}; set discord.extra.gateway_url to skip the lookup"
                 );
@@ -86,6 +90,7 @@ impl DiscordAdapter {
             &ctx.progress,
             &ctx.shutdown,
             &dispatch_tx,
+            budget,
         );
         let events = event_loop(inner, &ctx, dispatch_rx);
         tokio::pin!(events);

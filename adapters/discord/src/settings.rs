@@ -99,6 +99,11 @@ pub struct Settings {
     pub max_connect_failures: u32,
     /// Wait before re-IDENTIFYing after INVALID_SESSION (Discord asks for 1–5 s).
     pub invalid_session_delay: Duration,
+    /// How long a started session must live before a reconnect counts as healthy (no
+    /// backoff); shorter ones back off like failed attempts.
+    pub stable_after: Duration,
+    /// Discord's identify window (5 s per `max_concurrency` IDENTIFYs); shorter in tests.
+    pub identify_window: Duration,
 }
 
 const TRUE_WORDS: [&str; 4] = ["true", "1", "yes", "on"];
@@ -320,6 +325,8 @@ impl Settings {
             reconnect_max: Duration::from_secs(60),
             max_connect_failures: 10,
             invalid_session_delay: Duration::from_secs(2),
+            stable_after: Duration::from_secs(60),
+            identify_window: Duration::from_secs(5),
         };
         if r.errors.is_empty() {
             Ok(settings)

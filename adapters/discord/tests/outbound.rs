@@ -29,6 +29,13 @@ async fn send(
         .await
 }
 
+fn media(path: &std::path::Path, caption: Option<&str>) -> OutboundKind {
+    OutboundKind::Media {
+        path: path.to_string_lossy().into(),
+        caption: caption.map(Into::into),
+    }
+}
+
 fn text(text: &str, reply_to: Option<&str>, plain: bool) -> OutboundKind {
     OutboundKind::Text {
         text: text.into(),
@@ -317,16 +324,7 @@ async fn files_go_out_as_multipart_attachments() {
     let general = h.fake.add_text_channel("general");
     let file = h.cache.path().join("report.txt");
     std::fs::write(&file, b"quarterly numbers").unwrap();
-    let result = send(
-        &h,
-        &general,
-        None,
-        OutboundKind::Media {
-            path: file.to_string_lossy().into(),
-            caption: Some("the report".into()),
-        },
-    )
-    .await;
+    let result = send(&h, &general, None, media(&file, Some("the report"))).await;
     assert!(result.is_ok(), "{result:?}");
     let call = h
         .fake
@@ -389,16 +387,7 @@ async fn what_discord_would_refuse_is_refused_before_sending_with_a_clear_reason
     // A file over the guild's upload limit (10 MiB without boosts): refused with the sizes.
     let file = h.cache.path().join("big.bin");
     std::fs::write(&file, vec![0u8; 10 * 1024 * 1024 + 1]).unwrap();
-    let result = send(
-        &h,
-        &general,
-        None,
-        OutboundKind::Media {
-            path: file.to_string_lossy().into(),
-            caption: None,
-        },
-    )
-    .await;
+    let result = send(&h, &general, None, media(&file, None)).await;
     let (kind, reason) = result.error.clone().expect("refused");
     assert_eq!(kind, hermes_adapter::SendErrorKind::BadFormat);
     assert!(reason.contains("at most 10 MiB"), "{reason}");

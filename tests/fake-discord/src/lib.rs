@@ -369,6 +369,16 @@ impl FakeDiscord {
         });
     }
 
+    /// The next `count` IDENTIFYs get their socket closed (4000) instead of READY.
+    pub fn close_after_identify(&self, count: u32) {
+        self.shared.update(|s| s.close_after_identify += count);
+    }
+
+    /// What `GET /gateway/bot` reports as `session_start_limit`.
+    pub fn set_session_start_limit(&self, limit: Value) {
+        self.shared.update(|s| s.session_start_limit = limit);
+    }
+
     /// Attachment downloads take `delay` from now on (a slow CDN).
     pub fn delay_attachments(&self, delay: Duration) {
         self.shared.update(|s| s.attachment_delay = delay);

@@ -80,11 +80,33 @@ impl Window {
     }
 }
 
+/// The global limit as a token bucket: 50 requests' worth, refilled at 50 per second
+/// (any burst beyond what the last second paid for is refused).
+#[derive(Debug, Clone, Copy)]
+struct Global {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Global {
+    fn take(&mut self, now: Instant) -> Result<(), Duration> {
+        let rate = f64::from(GLOBAL_PER_SECOND);
+        let refill = now.saturating_duration_since(self.at).as_secs_f64() * rate;
+        self.tokens = (self.tokens + refill).min(rate);
+        self.at = now;
+        if self.tokens < 1.0 {
+            return Err(Duration::from_secs_f64((1.0 - self.tokens) / rate));
+        }
+        self.tokens -= 1.0;
+        Ok(())
+    }
+}
+
 /// The fake's rate-limit state.
 #[derive(Debug)]
 pub struct Limits {
     pub enabled: bool,
-    global: Window,
+    global: Global,
     buckets: HashMap<(&'static str, String), Window>,
     /// 401, 403 and non-shared 429 answers so far.
     pub invalid_requests: u32,
@@ -97,9 +119,9 @@ impl Default for Limits {
         let now = Instant::now();
         Self {
             enabled: true,
-            global: Window {
-                remaining: 0,
-                reset_at: now,
+            global: Global {
+                tokens: f64::from(GLOBAL_PER_SECOND),
+                at: now,
             },
             buckets: HashMap::new(),
             invalid_requests: 0,
@@ -186,10 +208,7 @@ impl Limits {
             return Ok(None);
         };
         let now = Instant::now();
-        if let Err(wait) = self
-            .global
-            .take(GLOBAL_PER_SECOND, Duration::from_secs(1), now)
-        {
+        if let Err(wait) = self.global.take(now) {
             self.rate_limited += 1;
             return Err(Box::new(too_many(wait, true, None)));
         }

@@ -214,7 +214,7 @@ fn respond(
             ok(json!({
                 "url": state.ws_url,
                 "shards": 1,
-                "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1},
+                "session_start_limit": state.session_start_limit,
             }))
         }
         ("GET", ["users", "@me"]) => ok(state.bot_user.clone()),

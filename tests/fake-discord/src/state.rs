@@ -43,6 +43,8 @@ pub struct GatewayFrame {
     pub connection: u64,
     pub op: u64,
     pub d: Value,
+    /// When the fake received it.
+    pub at: std::time::Instant,
 }
 
 /// A fault armed for the next calls of one REST route.
@@ -148,6 +150,10 @@ pub struct State {
     pub max_message_chars: usize,
     /// Listeners told about every message the bot creates (see `FakeDiscord::tap_created`).
     pub created_taps: Vec<mpsc::UnboundedSender<CreatedMessage>>,
+    /// The next IDENTIFYs are answered by closing the socket (code 4000) instead of READY.
+    pub close_after_identify: u32,
+    /// `session_start_limit` of `GET /gateway/bot`.
+    pub session_start_limit: Value,
     /// How long attachment downloads take (a slow CDN).
     pub attachment_delay: std::time::Duration,
     /// Rate limits and the invalid-request count (`crate::limits`).
@@ -190,6 +196,8 @@ impl State {
             members: HashMap::new(),
             limits: Default::default(),
             attachment_delay: Duration::ZERO,
+            close_after_identify: 0,
+            session_start_limit: json!({"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}),
         };
         let bot_id = state.snowflake(Duration::ZERO);
         state.bot_user = user_json(&bot_id, "hermes", true);

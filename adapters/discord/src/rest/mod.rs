@@ -184,13 +184,14 @@ impl RestClient {
         self.call(Method::GET, "/users/@me", None).await
     }
 
-    /// `GET /gateway/bot` → the gateway URL.
-    pub async fn gateway_url(&self) -> Result<String, RestError> {
+    /// `GET /gateway/bot` → the gateway URL and the `session_start_limit` object.
+    pub async fn gateway_bot(&self) -> Result<(String, Value), RestError> {
         let value: Value = self.call(Method::GET, "/gateway/bot", None).await?;
+        let limit = value["session_start_limit"].clone();
         value["url"]
             .as_str()
             .filter(|url| !url.is_empty())
-            .map(str::to_owned)
+            .map(|url| (url.to_owned(), limit))
             .ok_or_else(|| RestError {
                 route: "GET /gateway/bot".into(),
                 status: None,

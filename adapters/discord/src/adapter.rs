@@ -108,16 +108,21 @@ impl DiscordAdapter {
 /// channels they carry) before it runs with what it has.
 const GUILDS_WAIT: Duration = Duration::from_secs(10);
 
-/// Starts a backfill scan in its own task (a scan still running from an earlier session
-/// is stopped first: the new one covers the same ground).
-fn start_backfill(inner: &Arc<Inner>, ctx: &AdapterContext, tasks: &mut Option<AbortOnDrop>) {
+/// Starts a backfill scan in its own task. A scan still running from an earlier session
+/// is finished first, not cut short: stopped between handing a message over and opening
+/// its thread, it would leave the answer nowhere to go.
+fn start_backfill(inner: &Arc<Inner>, ctx: &AdapterContext, scan: &mut Option<AbortOnDrop>) {
     let (inner, ctx) = (inner.clone(), ctx.clone());
-    *tasks = Some(AbortOnDrop(tokio::spawn(async move {
+    let mut previous = scan.take();
+    *scan = Some(AbortOnDrop(tokio::spawn(async move {
+        if let Some(previous) = previous.as_mut() {
+            let _ = (&mut previous.0).await;
+        }
         backfill::run(&inner, &ctx).await;
     })));
 }
 
-/// A task stopped when its handle is dropped (the adapter stops, or it is replaced).
+/// A task stopped when its handle is dropped (the adapter stops).
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {

@@ -116,16 +116,18 @@ fn is_down_notice(content: &str) -> bool {
 }
 
 /// Reads `channel_id`'s history newer than `floor`, paging back from the newest message;
-/// returns it oldest first, plus the messages older than `floor` seen on the last page.
+/// returns it oldest first, the messages older than `floor` seen on the last page, and
+/// whether the read reached `floor` (a page that failed leaves it short).
 async fn read_since(
     inner: &Inner,
     channel_id: &str,
     floor: u64,
     page_size: usize,
-) -> Option<(Vec<Message>, Vec<Message>)> {
+) -> Option<(Vec<Message>, Vec<Message>, bool)> {
     let mut newer = Vec::new();
     let mut older = Vec::new();
     let mut before = None;
+    let mut complete = true;
     loop {
         let page = match before {
             None => {
@@ -144,10 +146,11 @@ async fn read_since(
         let page = match page {
             Ok(page) => page,
             Err(error) => {
-                tracing::debug!(platform = "discord", channel_id, %error, "backfill cannot read history");
+                tracing::warn!(platform = "discord", channel_id, %error, "backfill cannot read history; the channel is read again at the next new session");
                 if newer.is_empty() {
                     return None;
                 }
+                complete = false;
                 break;
             }
         };
@@ -167,7 +170,7 @@ async fn read_since(
     }
     newer.sort_by_key(|m| snowflake_key(&m.id));
     newer.dedup_by(|a, b| a.id == b.id);
-    Some((newer, older))
+    Some((newer, older, complete))
 }
 
 /// Runs one scan; returns how many messages were handed over.
@@ -201,7 +204,8 @@ pub async fn run(inner: &Inner, ctx: &AdapterContext) -> usize {
         }
         let seen_to = inner.with_directory(|d| d.scanned_to.get(channel_id).copied());
         let floor = seen_to.unwrap_or(0).max(cutoff);
-        let Some((messages, older)) = read_since(inner, channel_id, floor, settings.limit).await
+        let Some((messages, older, complete)) =
+            read_since(inner, channel_id, floor, settings.limit).await
         else {
             continue;
         };
@@ -249,7 +253,8 @@ pub async fn run(inner: &Inner, ctx: &AdapterContext) -> usize {
                 burst.1 += 1;
             }
         }
-        if let Some(newest) = messages.last() {
+        // A read cut short leaves the mark where it was, so the next scan reads it all.
+        if let Some(newest) = messages.last().filter(|_| complete) {
             let newest = snowflake_key(&newest.id);
             inner.with_directory(|d| d.scanned_to.insert(channel_id.clone(), newest));
         }

@@ -82,21 +82,8 @@ impl Inner {
         if let Some(info) = self.with_directory(|d| d.channels.get(channel_id).cloned()) {
             return Some(info);
         }
-        // A 429 is "later", not "unknown": wait it out (a few times) before giving up.
-        let mut fetched = self.rest.get_channel(channel_id).await;
-        for _ in 0..5 {
-            match &fetched {
-                Err(error) if error.kind == hermes_adapter::SendErrorKind::RateLimited => {
-                    let wait = error
-                        .retry_after
-                        .unwrap_or(std::time::Duration::from_secs(1));
-                    tokio::time::sleep(wait).await;
-                    fetched = self.rest.get_channel(channel_id).await;
-                }
-                _ => break,
-            }
-        }
-        match fetched {
+        // A 429 is "later", not "unknown": the REST client waits reads' 429s out.
+        match self.rest.get_channel(channel_id).await {
             Ok(channel) => {
                 let info = ChannelInfo::from_channel(&channel, None);
                 self.with_directory(|d| d.upsert(info.clone()));

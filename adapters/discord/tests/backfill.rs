@@ -238,3 +238,36 @@ async fn a_guild_message_read_back_from_history_keeps_the_guild_rules() {
     assert_eq!(h.fake.calls_to("GET /guilds/{id}/members/{id}").len(), 1);
     h.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_history_read_answered_429_is_waited_out_not_skipped() {
+    // Seen in the repeated-outage end-to-end test: the scan's burst of history reads met
+    // Discord's limit, and every channel whose read got a 429 was skipped, its missed
+    // messages never answered. A 429 means "later": the read waits and goes again.
+    let mut h = Harness::start(json!({"auto_thread": false}), &[]).await;
+    h.ready(1).await;
+    let alice = h.fake.new_user("alice", false, &[]);
+    let dm = h.fake.add_dm_channel(&alice);
+    h.stop().await.unwrap();
+    let missed = h
+        .fake
+        .add_history_message(Incoming::new(&dm, &alice, "while down"));
+    h.fake.fail_next(
+        "GET /channels/{id}/messages",
+        fake_discord::Fault::RateLimited { retry_after: 0.2 },
+        2,
+    );
+    h.adapter = DiscordAdapter::new(h.settings.clone());
+    h.adapter.remember_conversations([dm.clone()]);
+    h.run();
+    h.ready(2).await;
+    assert_eq!(h.next_event().await.event_id, missed);
+    let reads: Vec<u16> = h
+        .fake
+        .calls_to("GET /channels/{id}/messages")
+        .iter()
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(reads, [429, 429, 200], "waited out, then read");
+    h.stop().await.unwrap();
+}

@@ -61,6 +61,10 @@ const DOWNLOAD_STALL: Duration = Duration::from_secs(30);
 /// The most one attachment download may take.
 const DOWNLOAD_TOTAL: Duration = Duration::from_secs(600);
 
+/// How long a read keeps waiting out 429s before the error is handed back (a limit
+/// that stays for minutes is an outage, not flow control).
+const READ_RETRY_BUDGET: Duration = Duration::from_secs(300);
+
 /// Which page of a channel's history to read
 /// (<https://discord.com/developers/docs/resources/message#get-channel-messages>).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +126,36 @@ impl RestClient {
         })
     }
 
+    /// One call; a read (GET) answered 429 is waited out and sent again, since a read is
+    /// safe to repeat and its callers (history scans, channel lookups) have no later retry
+    /// of their own: a skipped history page is a missed message. Writes are handed back
+    /// as `RateLimited` for the core's delivery retry. Nothing is held while waiting.
     async fn call_raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        files: Option<&[Upload]>,
+    ) -> Result<Value, RestError> {
+        let mut waited = Duration::ZERO;
+        loop {
+            match self.attempt(method.clone(), path, body, files).await {
+                Err(error)
+                    if method == Method::GET
+                        && error.kind == SendErrorKind::RateLimited
+                        && waited < READ_RETRY_BUDGET =>
+                {
+                    let wait = error.retry_after.unwrap_or(Duration::from_secs(1));
+                    tracing::debug!(platform = "discord", route = %error.route, wait_ms = wait.as_millis() as u64, "read rate limited; waiting it out");
+                    tokio::time::sleep(wait).await;
+                    waited += wait;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn attempt(
         &self,
         method: Method,
         path: &str,

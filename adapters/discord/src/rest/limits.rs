@@ -3,7 +3,8 @@
 //! queues learned from `x-ratelimit-bucket`, and the global 50 requests/s enforced before
 //! sending (interaction routes exempt, as Discord exempts them) — and the
 //! `x-ratelimit-*` headers of every answer fed back with the permit. A 429 that still
-//! happens is classified once and handed to the core as before (`errors::classify`).
+//! happens on a write is classified once and handed to the core (`errors::classify`); a
+//! read waits it out in `RestClient::call_raw`.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};

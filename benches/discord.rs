@@ -5,7 +5,8 @@
 //! to the reply's `POST /channels/{id}/messages`, and that minus a direct call to the same
 //! fake model ("gateway-side"); and the daemon's RSS with Discord
 //! connected vs the same daemon serving only the HTTP API. Title generation is off so every
-//! model call is a conversation turn. Prints one JSON line (also written to
+//! model call is a conversation turn. The fake enforces Discord's rate limits (per-bucket
+//! and the global 50 requests/s); the report counts the 429s and invalid requests seen. Prints one JSON line (also written to
 //! `target/bench-discord.json`); `-- --quick` is the CI size.
 
 #[path = "../tests/support/fake_model.rs"]
@@ -182,6 +183,13 @@ fn main() {
         }
         drop(daemon);
         let unrouted = fake.read(|s| s.unrouted.len());
+        // Discord's limits (enforced by the fake): what the limiter let through anyway.
+        let (rate_limited, invalid_requests) = fake.read(|s| {
+            (
+                s.calls.iter().filter(|c| c.status == 429).count(),
+                s.limits.invalid_requests,
+            )
+        });
         assert_eq!(
             unrouted, 0,
             "the daemon called routes the fake does not serve"
@@ -199,6 +207,8 @@ fn main() {
             "rss_discord_idle_kib": rss_discord_idle,
             "rss_discord_after_load_kib": rss_discord_loaded,
             "adapter_adds_kib": rss_discord_idle as i64 - rss_api_only as i64,
+            "responses_429": rate_limited,
+            "invalid_requests": invalid_requests,
             "targets": {"messages_per_s": 300, "gateway_side_p99_ms": 50, "adapter_adds_mb": 5},
         })
     });

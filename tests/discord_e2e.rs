@@ -11,7 +11,9 @@ mod support;
 
 use std::time::Duration;
 
-use rig::{INTERACTION_CALLBACK, MODIFY_CHANNEL, Rig, START_THREAD, content, conversation};
+use rig::{
+    EDIT_ORIGINAL, INTERACTION_CALLBACK, MODIFY_CHANNEL, Rig, START_THREAD, content, conversation,
+};
 use support::fake_model::{Reply, Step};
 
 const HEARTBEAT: Duration = Duration::from_secs(30);
@@ -58,9 +60,12 @@ async fn dm_conversation_keeps_history_and_strangers_pair_before_reaching_the_mo
     rig.say(&dm, &rig.owner, "still there?");
     rig.wait_texts(&dm, 3).await;
     assert!(rig.texts_in(&general).is_empty());
-    // (The adapter may open the auto-thread before the core denies the sender; nothing is
-    // ever posted in it.)
+    // The core refused the sender, so the auto-thread was never opened.
     assert!(rig.texts_in(&ignored_mention).is_empty());
+    assert!(
+        rig.fake.calls_to(START_THREAD).is_empty(),
+        "a stranger's mention opens no thread"
+    );
     assert_eq!(
         rig.model_saw(),
         ["my name is Ada", "what is my name?", "still there?"]
@@ -343,27 +348,28 @@ async fn a_dangerous_command_runs_only_after_the_allowed_user_clicks_approve() {
         texts.iter().filter(|t| t.as_str() == "deleted it").count(),
         1
     );
-    // The owner's click was answered by removing the buttons.
+    // Both clicks were acknowledged at once (DEFERRED_UPDATE, within Discord's 3 s); the
+    // owner's accepted click then removed the buttons through `@original`.
     let answered = rig.fake.wait_for_calls(INTERACTION_CALLBACK, 2).await;
-    let owner_answer = answered
-        .iter()
-        .find(|c| c.path.contains(&format!("/interactions/{click}/")))
-        .expect("the click was answered");
-    assert_eq!(owner_answer.body["type"], 7);
-    assert_eq!(
-        owner_answer.body["data"]["components"],
-        serde_json::json!([])
-    );
-    // The stranger's click was acknowledged without touching the prompt (DEFERRED_UPDATE).
-    let stranger_answer = answered
-        .iter()
-        .find(|c| c.path.contains(&format!("/interactions/{stranger_click}/")))
-        .expect("the stranger's click was acknowledged");
-    assert_eq!(
-        stranger_answer.body["type"], 6,
-        "{:?}",
-        stranger_answer.body
-    );
+    for interaction in [&click, &stranger_click] {
+        let answer = answered
+            .iter()
+            .find(|c| c.path.contains(&format!("/interactions/{interaction}/")))
+            .expect("the click was acknowledged");
+        assert_eq!(answer.body["type"], 6, "{:?}", answer.body);
+        assert_eq!(answer.status, 204);
+    }
+    let edits = rig.fake.wait_for_calls(EDIT_ORIGINAL, 1).await;
+    assert_eq!(edits.len(), 1, "only the accepted click edits the prompt");
+    assert!(edits[0].path.contains(&format!("itoken-{click}")));
+    assert_eq!(edits[0].body["components"], serde_json::json!([]));
+    let buttons = rig.fake.read(|s| {
+        s.history[&ops]
+            .iter()
+            .find(|m| m["id"] == prompt_id.as_str())
+            .map(|m| m["components"].clone())
+    });
+    assert_eq!(buttons, Some(serde_json::json!([])));
     // The model got the command's result and nothing from the stranger.
     assert_eq!(rig.model.requests().len(), 2);
     assert_eq!(rig.model_saw(), ["clean up the junk", "clean up the junk"]);

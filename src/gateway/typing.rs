@@ -1,6 +1,8 @@
 //! The typing indicator while a turn runs (Hermes's `_keep_typing`): one `Typing` send per
 //! interval, each bounded so a slow platform cannot stall the cadence, a cool-down after the
-//! platform pushes back, paused while an approval is pending, stopped when dropped.
+//! platform pushes back, paused while an approval is pending, stopped when dropped — or
+//! when the platform forbids it (repeating a refused call only earns more refusals, and
+//! Discord counts each toward its invalid-request limit, then bans the IP for a while).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,6 +98,9 @@ async fn run(
                     if let Some((kind, error)) = &result.error {
                         tracing::debug!(platform = adapter.platform(), ?kind, %error,
                             "typing indicator failed");
+                        if *kind == SendErrorKind::Forbidden {
+                            return;
+                        }
                         if matches!(kind, SendErrorKind::RateLimited | SendErrorKind::Transient) {
                             wait = result
                                 .retry_after

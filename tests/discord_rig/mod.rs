@@ -17,6 +17,8 @@ pub const CREATE_MESSAGE: &str = "POST /channels/{id}/messages";
 pub const START_THREAD: &str = "POST /channels/{id}/messages/{id}/threads";
 pub const MODIFY_CHANNEL: &str = "PATCH /channels/{id}";
 pub const INTERACTION_CALLBACK: &str = "POST /interactions/{id}/{token}/callback";
+pub const EDIT_ORIGINAL: &str = "PATCH /webhooks/{id}/{token}/messages/@original";
+pub const TYPING: &str = "POST /channels/{id}/typing";
 
 pub struct Rig {
     pub fake: FakeDiscord,
@@ -77,6 +79,14 @@ impl Rig {
         let mut yaml = std::fs::read_to_string(&path).expect("config.yaml");
         yaml.push_str(&format!("    {key}: {value}\n"));
         std::fs::write(&path, yaml).expect("config.yaml");
+    }
+
+    /// Appends top-level YAML to config.yaml (before [`Rig::launch`]).
+    pub fn append_config(&self, yaml: &str) {
+        let path = self.home.path().join("config.yaml");
+        let mut text = std::fs::read_to_string(&path).expect("config.yaml");
+        text.push_str(yaml);
+        std::fs::write(&path, text).expect("config.yaml");
     }
 
     pub fn set_env(&mut self, name: &str, value: &str) {

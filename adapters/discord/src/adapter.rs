@@ -1,8 +1,9 @@
 //! `DiscordAdapter`: checks the token, finds the gateway, then runs two tasks joined in
 //! `run` — the gateway session (socket, heartbeats, reconnects) and the event loop that
-//! handles dispatches in order (directory updates, messages, interactions, the backfill
-//! after every new session). The gateway keeps heartbeating while the event loop waits on
-//! the core.
+//! handles dispatches in order (directory updates, messages). Interactions run in tasks
+//! of their own (Discord wants their answer within 3 s, whatever the loop is doing), and
+//! so does the backfill after every new session. The gateway keeps heartbeating while the
+//! event loop waits on the core.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -17,9 +18,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::directory::ChannelInfo;
+use crate::gateway::budget::IdentifyBudget;
 use crate::gateway::{Dispatch, session};
 use crate::inner::Inner;
 use crate::model::{Channel, Guild, Interaction, Message, Ready};
+use crate::place::Origin;
 use crate::rest::RestError;
 use crate::settings::Settings;
 use crate::{backfill, inbound, interactions, outbound};
@@ -64,9 +67,12 @@ impl DiscordAdapter {
         })?;
         inner.set_identity(&me.id, None);
         ctx.progress.report();
-        let gateway_url = match &inner.settings.gateway_url {
-            Some(url) => url.clone(),
-            None => inner.rest.gateway_url().await.map_err(|e| {
+        let (gateway_url, budget) = match &inner.settings.gateway_url {
+            Some(url) => (url.clone(), None),
+            None => inner.rest.gateway_bot().await.map(|(url, limit)| {
+                let window = Some(inner.settings.identify_window);
+                (url, IdentifyBudget::from_lookup(&limit, window))
+            }).map_err(|e| {
                 let message = format!(
                     "could not look up the Discord gateway URL (GET /gateway/bot): {e}; set discord.extra.gateway_url to skip the lookup"
                 );
@@ -84,6 +90,7 @@ impl DiscordAdapter {
             &ctx.progress,
             &ctx.shutdown,
             &dispatch_tx,
+            budget,
         );
         let events = event_loop(inner, &ctx, dispatch_rx);
         tokio::pin!(events);
@@ -101,11 +108,82 @@ impl DiscordAdapter {
 /// channels they carry) before it runs with what it has.
 const GUILDS_WAIT: Duration = Duration::from_secs(10);
 
-async fn event_loop(inner: &Inner, ctx: &AdapterContext, mut dispatches: mpsc::Receiver<Dispatch>) {
+/// Starts a backfill scan in its own task. A scan still running from an earlier session
+/// is finished first, not cut short: stopped between handing a message over and opening
+/// its thread, it would leave the answer nowhere to go.
+fn start_backfill(inner: &Arc<Inner>, ctx: &AdapterContext, scan: &mut Option<AbortOnDrop>) {
+    let (inner, ctx) = (inner.clone(), ctx.clone());
+    let mut previous = scan.take();
+    *scan = Some(AbortOnDrop(tokio::spawn(async move {
+        if let Some(previous) = previous.as_mut() {
+            let _ = (&mut previous.0).await;
+        }
+        backfill::run(&inner, &ctx).await;
+    })));
+}
+
+/// A task stopped when its handle is dropped (the adapter stops).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Routes dispatches: interactions start at once in tasks of their own (whatever the
+/// serial loop is busy with: downloads, the core, thread creation), everything else goes to
+/// the serial loop in gateway order.
+async fn event_loop(
+    inner: &Arc<Inner>,
+    ctx: &AdapterContext,
+    mut dispatches: mpsc::Receiver<Dispatch>,
+) {
+    let (serial_tx, serial_rx) = mpsc::channel(DISPATCH_BUFFER);
+    let serial = serial_loop(inner, ctx, serial_rx);
+    tokio::pin!(serial);
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            () = &mut serial => return,
+            Some(_) = running.join_next(), if !running.is_empty() => {}
+            dispatch = dispatches.recv() => {
+                let Some(dispatch) = dispatch else { break };
+                if dispatch.name != "INTERACTION_CREATE" {
+                    // Waiting here only when the serial loop is 1024 dispatches behind.
+                    tokio::select! {
+                        () = &mut serial => return,
+                        sent = serial_tx.send(dispatch) => if sent.is_err() { return },
+                    }
+                    continue;
+                }
+                match serde_json::from_value::<Interaction>(dispatch.data) {
+                    Ok(interaction) => {
+                        running.spawn(interactions::handle(inner.clone(), ctx.clone(), interaction));
+                    }
+                    Err(error) => {
+                        tracing::warn!(platform = "discord", %error, "undecodable INTERACTION_CREATE")
+                    }
+                }
+            }
+        }
+    }
+    // The gateway is gone: the serial loop drains what it has, then ends.
+    drop(serial_tx);
+    serial.await;
+}
+
+/// Handles directory updates, READY and messages one at a time, in gateway order.
+async fn serial_loop(
+    inner: &Arc<Inner>,
+    ctx: &AdapterContext,
+    mut dispatches: mpsc::Receiver<Dispatch>,
+) {
     let mut commands_registered = false;
     // Guild ids still expected after READY; the backfill runs when none is left.
     let mut awaiting_guilds: Option<HashSet<String>> = None;
     let mut guilds_deadline = Instant::now();
+    let mut scan: Option<AbortOnDrop> = None;
     loop {
         let dispatch = tokio::select! {
             dispatch = dispatches.recv() => match dispatch {
@@ -114,7 +192,7 @@ async fn event_loop(inner: &Inner, ctx: &AdapterContext, mut dispatches: mpsc::R
             },
             () = tokio::time::sleep_until(guilds_deadline), if awaiting_guilds.is_some() => {
                 awaiting_guilds = None;
-                backfill::run(inner, ctx).await;
+                start_backfill(inner, ctx, &mut scan);
                 continue;
             }
         };
@@ -142,6 +220,7 @@ async fn event_loop(inner: &Inner, ctx: &AdapterContext, mut dispatches: mpsc::R
                         if let Some(name) = guild.name.clone() {
                             d.guild_names.insert(guild.id.clone(), name);
                         }
+                        d.guild_tiers.insert(guild.id.clone(), guild.premium_tier);
                         for channel in guild.channels.iter().chain(&guild.threads) {
                             d.upsert(ChannelInfo::from_channel(channel, Some(&guild.id)));
                         }
@@ -163,23 +242,17 @@ async fn event_loop(inner: &Inner, ctx: &AdapterContext, mut dispatches: mpsc::R
             }
             "MESSAGE_CREATE" => match serde_json::from_value::<Message>(data) {
                 Ok(message) => {
-                    inbound::handle(inner, ctx, message).await;
+                    inbound::handle(inner, ctx, message, Origin::Gateway).await;
                 }
                 Err(error) => {
                     tracing::warn!(platform = "discord", %error, "undecodable MESSAGE_CREATE")
-                }
-            },
-            "INTERACTION_CREATE" => match serde_json::from_value::<Interaction>(data) {
-                Ok(interaction) => interactions::handle(inner, ctx, interaction).await,
-                Err(error) => {
-                    tracing::warn!(platform = "discord", %error, "undecodable INTERACTION_CREATE")
                 }
             },
             _ => {}
         }
         if awaiting_guilds.as_ref().is_some_and(HashSet::is_empty) {
             awaiting_guilds = None;
-            backfill::run(inner, ctx).await;
+            start_backfill(inner, ctx, &mut scan);
         }
     }
 }

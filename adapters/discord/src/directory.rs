@@ -31,6 +31,28 @@ impl ChannelInfo {
         }
     }
 
+    /// A DM channel known by its id only.
+    pub fn dm(id: &str) -> Self {
+        Self::bare(id, channel_kind::DM, None)
+    }
+
+    /// A guild channel known by its id (and guild) only.
+    pub fn in_guild(id: &str, guild_id: Option<String>) -> Self {
+        Self::bare(id, 0, guild_id)
+    }
+
+    fn bare(id: &str, kind: u8, guild_id: Option<String>) -> Self {
+        Self {
+            id: id.to_owned(),
+            kind,
+            name: None,
+            guild_id,
+            parent_id: None,
+            topic: None,
+            owner_id: None,
+        }
+    }
+
     pub fn is_thread(&self) -> bool {
         channel_kind::is_thread(self.kind)
     }
@@ -73,6 +95,8 @@ impl RecentIds {
 pub struct Directory {
     pub channels: HashMap<String, ChannelInfo>,
     pub guild_names: HashMap<String, String>,
+    /// Guild id → boost level (`premium_tier`), for the upload limit.
+    pub guild_tiers: HashMap<String, u8>,
     /// Threads the bot created or answered in (no mention needed there).
     pub bot_threads: HashSet<String>,
     /// Threads the bot opened itself (auto-threads): the only ones renamed from a
@@ -81,6 +105,11 @@ pub struct Directory {
     /// DM channels and threads to include in backfill scans.
     pub known_conversations: BTreeSet<String>,
     pub handed_over: RecentIds,
+    /// Message ids being handled right now (live and backfill never both take one).
+    pub in_progress: HashSet<String>,
+    /// Channel id → the newest message id a backfill scan read there (the next scan in
+    /// this process pages back to it, not further).
+    pub scanned_to: HashMap<String, u64>,
 }
 
 impl Default for Directory {
@@ -88,10 +117,13 @@ impl Default for Directory {
         Self {
             channels: HashMap::new(),
             guild_names: HashMap::new(),
+            guild_tiers: HashMap::new(),
             bot_threads: HashSet::new(),
             auto_threads: HashSet::new(),
             known_conversations: BTreeSet::new(),
             handed_over: RecentIds::new(20_000),
+            in_progress: HashSet::new(),
+            scanned_to: HashMap::new(),
         }
     }
 }
@@ -127,6 +159,25 @@ impl Directory {
             }
         }
         keys
+    }
+
+    /// The most a bot may upload in `channel_id`: 10 MiB, 50 MiB in guilds at boost level 2,
+    /// 100 MiB at level 3 (<https://discord.com/developers/docs/reference#uploading-files>;
+    /// `premium_tier` in <https://discord.com/developers/docs/resources/guild#guild-object>).
+    pub fn upload_limit(&self, channel_id: &str) -> u64 {
+        const MIB: u64 = 1024 * 1024;
+        let tier = self
+            .channels
+            .get(channel_id)
+            .and_then(|c| c.guild_id.as_ref())
+            .and_then(|g| self.guild_tiers.get(g))
+            .copied()
+            .unwrap_or(0);
+        match tier {
+            3 => 100 * MIB,
+            2 => 50 * MIB,
+            _ => 10 * MIB,
+        }
     }
 
     /// Whether the bot takes part in `thread` (remembered, or the bot owns it).

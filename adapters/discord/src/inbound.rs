@@ -1,74 +1,45 @@
 //! One Discord message → at most one `MessageEvent` handed to the core: duplicates and
-//! the bot's own messages skipped, the channel resolved, the guild rules applied, an
-//! auto-thread opened when they say so, attachments cached, and the id remembered once
-//! the core has recorded it (live dispatches and backfill share this path).
+//! the bot's own messages skipped, the channel resolved by its type (`place`), the guild
+//! rules applied, attachments cached, the event handed over until recorded (`handover`),
+//! an auto-thread opened only once the core accepted the sender (`threads`), and the id
+//! remembered (live dispatches and backfill share this path).
 
 use hermes_adapter::{
     AdapterContext, ChatType, MessageEvent, MessageType, RecordOutcome, SessionSource,
 };
 
-use crate::attachments;
 use crate::directory::ChannelInfo;
 use crate::gating::{self, MessageView, Verdict};
 use crate::inner::Inner;
 use crate::model::{Message, message_kind, snowflake_unix_seconds};
-
-/// Where a message lives, as far as the rules and the session source care.
-struct Place {
-    channel: ChannelInfo,
-    is_dm: bool,
-}
-
-async fn resolve_place(inner: &Inner, message: &Message) -> Place {
-    if message.guild_id.is_none() {
-        let channel = ChannelInfo {
-            id: message.channel_id.clone(),
-            kind: crate::model::channel_kind::DM,
-            name: None,
-            guild_id: None,
-            parent_id: None,
-            topic: None,
-            owner_id: None,
-        };
-        return Place {
-            channel,
-            is_dm: true,
-        };
-    }
-    let channel = match inner.channel(&message.channel_id).await {
-        Some(channel) => channel,
-        None => ChannelInfo {
-            id: message.channel_id.clone(),
-            kind: 0,
-            name: None,
-            guild_id: message.guild_id.clone(),
-            parent_id: None,
-            topic: None,
-            owner_id: None,
-        },
-    };
-    Place {
-        channel,
-        is_dm: false,
-    }
-}
+use crate::place::{self, Origin};
+use crate::{attachments, handover, threads};
 
 /// Handles one message; true when it was handed over (recorded or a known duplicate).
-pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message) -> bool {
+pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message, origin: Origin) -> bool {
     let bot_id = inner.bot_id();
     if message.author.id == bot_id || inner.already_handed_over(&message.id) {
         return false;
     }
+    // The live path and a backfill scan may meet on one message: one of them handles it.
+    let Some(_claim) = Claim::take(inner, &message.id) else {
+        return false;
+    };
     if message.kind != message_kind::DEFAULT && message.kind != message_kind::REPLY {
         return false;
     }
-    let place = resolve_place(inner, &message).await;
+    let Some(place) = place::resolve(inner, &message, origin).await else {
+        tracing::warn!(platform = "discord", message_id = %message.id, "channel unknown; message left for a later scan");
+        return false;
+    };
     let (keys, in_bot_thread) = inner.with_directory(|d| {
         (
             d.channel_keys(&place.channel),
             place.channel.is_thread() && d.is_bot_thread(&place.channel, &bot_id),
         )
     });
+    // Roles are judged once the rules admitted the message (a history message needs a
+    // member lookup for them).
     let roles = message
         .member
         .as_ref()
@@ -91,7 +62,7 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message) -> bo
         mentions: &mentions,
         is_reply: message.kind == message_kind::REPLY,
     };
-    let admitted = match gating::judge(&inner.settings, &view) {
+    let mut admitted = match gating::judge(&inner.settings, &view) {
         Verdict::Admit(admitted) => admitted,
         Verdict::Drop(reason) => {
             tracing::debug!(platform = "discord", message_id = %message.id, reason, "message not for the bot");
@@ -99,17 +70,29 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message) -> bo
         }
     };
 
-    let mut chat = place.channel.clone();
-    let mut thread_id = chat.is_thread().then(|| chat.id.clone());
-    if admitted.auto_thread {
-        match open_thread(inner, &message).await {
-            Some(thread) => {
-                thread_id = Some(thread.id.clone());
-                chat = thread;
-            }
-            None => return false,
-        }
+    if message.member.is_none() && !place.is_dm && !inner.settings.allowed_roles.is_empty() {
+        let roles = place::author_roles(inner, &message, &place).await;
+        admitted.role_authorized = roles
+            .iter()
+            .any(|r| inner.settings.allowed_roles.contains(r));
     }
+    let mut chat = place.channel.clone();
+    let mut planned_thread = None;
+    if admitted.auto_thread {
+        chat = match &message.thread {
+            Some(existing) => {
+                let info = ChannelInfo::from_channel(existing, chat.guild_id.as_deref());
+                inner.with_directory(|d| d.upsert(info.clone()));
+                info
+            }
+            None => {
+                let thread = threads::plan(inner, &message, &chat);
+                planned_thread = Some(thread.clone());
+                thread
+            }
+        };
+    }
+    let thread_id = chat.is_thread().then(|| chat.id.clone());
 
     let mut media_paths = Vec::new();
     let mut media_types = Vec::new();
@@ -162,9 +145,23 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message) -> bo
         }
     }
     let conversation = chat.id.clone();
-    let outcome = ctx.deliver(event).await;
+    let outcome = handover::deliver(ctx, event).await;
+    // A thread never opened (refused sender) is not a conversation to remember.
+    let conversation_exists = planned_thread.is_none()
+        || matches!(outcome, RecordOutcome::Recorded | RecordOutcome::Duplicate);
+    if let Some(thread) = planned_thread {
+        match outcome {
+            RecordOutcome::Recorded | RecordOutcome::Duplicate => {
+                threads::open(inner, &message, thread).await;
+            }
+            RecordOutcome::Refused | RecordOutcome::Failed => threads::abandon(inner, &thread),
+        }
+    }
     inner.with_directory(|d| {
         // Remembered whatever the outcome, so a later backfill scan looks here.
+        if !conversation_exists {
+            return;
+        }
         if place.is_dm || chat.is_thread() {
             d.known_conversations.insert(conversation.clone());
         }
@@ -178,52 +175,34 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message) -> bo
             true
         }
         RecordOutcome::Failed => {
-            // Discord cannot redeliver; leaving the id unmarked lets the next backfill scan
-            // hand it over again.
-            tracing::warn!(platform = "discord", message_id = %message.id, "the core could not record a message");
+            // Only at shutdown: the id stays unmarked, so the next start's backfill offers it.
+            tracing::warn!(platform = "discord", message_id = %message.id, "shutting down before the core recorded a message");
             false
         }
     }
 }
 
-/// Opens (or, for a message that already has one, reuses) the thread for an auto-thread
-/// conversation. On failure the user is told, and the message is not processed in the
-/// parent channel (reference #20243).
-async fn open_thread(inner: &Inner, message: &Message) -> Option<ChannelInfo> {
-    if let Some(existing) = &message.thread {
-        let info = ChannelInfo::from_channel(existing, message.guild_id.as_deref());
-        inner.with_directory(|d| d.upsert(info.clone()));
-        return Some(info);
+/// A message being handled; released when dropped.
+struct Claim<'a> {
+    inner: &'a Inner,
+    id: String,
+}
+
+impl<'a> Claim<'a> {
+    fn take(inner: &'a Inner, id: &str) -> Option<Self> {
+        inner
+            .with_directory(|d| d.in_progress.insert(id.to_owned()))
+            .then(|| Self {
+                inner,
+                id: id.to_owned(),
+            })
     }
-    let name = gating::auto_thread_name(&message.content);
-    match inner
-        .rest
-        .start_thread(&message.channel_id, &message.id, &name)
-        .await
-    {
-        Ok(thread) => {
-            let info = ChannelInfo::from_channel(&thread, message.guild_id.as_deref());
-            inner.with_directory(|d| {
-                d.upsert(info.clone());
-                d.bot_threads.insert(info.id.clone());
-                d.auto_threads.insert(info.id.clone());
-            });
-            Some(info)
-        }
-        Err(error) => {
-            tracing::warn!(platform = "discord", %error, "auto-thread creation failed");
-            let notice = serde_json::json!({
-                "content": "⚠️ This message was not handled: opening a thread for it failed. Please send it again.",
-            });
-            if let Err(error) = inner
-                .rest
-                .create_message(&message.channel_id, &notice, &[])
-                .await
-            {
-                tracing::warn!(platform = "discord", %error, "could not tell the user about the failed thread");
-            }
-            None
-        }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.inner
+            .with_directory(|d| d.in_progress.remove(&self.id));
     }
 }
 

@@ -10,6 +10,7 @@ use crate::inbound;
 use crate::model::Message;
 use crate::rest::RestClient;
 use crate::settings::Settings;
+use crate::threads::ThreadGate;
 
 #[derive(Debug)]
 pub struct Inner {
@@ -17,6 +18,8 @@ pub struct Inner {
     pub rest: RestClient,
     identity: Mutex<Identity>,
     directory: Mutex<Directory>,
+    /// Auto-threads being opened (sends to them wait) or refused (sends go to the parent).
+    pub threads: ThreadGate,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -38,6 +41,7 @@ impl Inner {
             rest,
             identity: Mutex::new(Identity::default()),
             directory: Mutex::new(Directory::default()),
+            threads: ThreadGate::default(),
         }
     }
 
@@ -79,6 +83,7 @@ impl Inner {
         if let Some(info) = self.with_directory(|d| d.channels.get(channel_id).cloned()) {
             return Some(info);
         }
+        // A 429 is "later", not "unknown": the REST client waits reads' 429s out.
         match self.rest.get_channel(channel_id).await {
             Ok(channel) => {
                 let info = ChannelInfo::from_channel(&channel, None);

@@ -1,27 +1,69 @@
-//! Interactions: a button click becomes a command event (`text` = the button's data,
-//! `event_id` = `cb:<interaction id>`) and is answered once the core has judged it — with an
-//! UPDATE_MESSAGE that removes the buttons when it was accepted, or with a DEFERRED_UPDATE
-//! that leaves the prompt as it was when the core refused the clicker (or could not record
-//! the click), so the buttons stay for someone who may answer; a slash command is deferred (ephemeral), becomes `/name args`,
-//! and the deferred placeholder is deleted once the core has it. The core re-checks who
-//! clicked.
+//! Interactions, answered within Discord's 3-second deadline
+//! (<https://discord.com/developers/docs/interactions/receiving-and-responding#responding-to-an-interaction>):
+//! each runs in its own task, outside the serial dispatch loop, and acknowledges at once —
+//! a button click with a deferred update (type 6), a slash command with a deferred
+//! ephemeral answer (type 5) — before any lookup or hand-over. Then the click becomes a
+//! command event (`text` = the button's data, `event_id` = `cb:<interaction id>`), and
+//! when the core accepted it the prompt's buttons are removed by editing `@original`; a
+//! refused click leaves them for someone who may answer. A slash command becomes
+//! `/name args` and its deferred placeholder is deleted once the core has it. The core
+//! re-checks who clicked.
+
+use std::sync::Arc;
 
 use hermes_adapter::{AdapterContext, MessageEvent, MessageType, RecordOutcome};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::directory::ChannelInfo;
 use crate::inner::Inner;
-use crate::model::{Interaction, channel_kind, interaction_kind, snowflake_unix_seconds};
+use crate::model::{CommandOption, Interaction, interaction_kind, snowflake_unix_seconds};
 
-/// UPDATE_MESSAGE (type 7) with no components: the prompt's buttons disappear.
-const UPDATE_MESSAGE: u8 = 7;
-/// DEFERRED_UPDATE_MESSAGE (type 6): acknowledged, the message stays as it is.
+/// DEFERRED_UPDATE_MESSAGE (type 6): acknowledged, the message stays as it is for now.
 const DEFERRED_UPDATE: u8 = 6;
 /// DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE.
 const DEFERRED_CHANNEL_MESSAGE: u8 = 5;
 const EPHEMERAL: u64 = 1 << 6;
 
-pub async fn handle(inner: &Inner, ctx: &AdapterContext, interaction: Interaction) {
+/// Option values in order, subcommand groups and subcommands flattened into their names
+/// (`/config set key value` arrives as options `set` → `key`, `value`).
+fn option_words(options: &[CommandOption], words: &mut Vec<String>) {
+    for option in options {
+        match &option.value {
+            Some(value) => {
+                let text = value
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| value.to_string());
+                if !text.is_empty() {
+                    words.push(text);
+                }
+            }
+            None => {
+                // Subcommand (type 1) or group (type 2): its name is part of the command.
+                words.push(option.name.clone());
+                option_words(&option.options, words);
+            }
+        }
+    }
+}
+
+/// Acknowledges at once; false when Discord did not take the acknowledgement.
+async fn acknowledge(inner: &Inner, interaction: &Interaction, body: &Value) -> bool {
+    match inner
+        .rest
+        .interaction_callback(&interaction.id, &interaction.token, body)
+        .await
+    {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(platform = "discord", %error, "could not acknowledge an interaction");
+            false
+        }
+    }
+}
+
+pub async fn handle(inner: Arc<Inner>, ctx: AdapterContext, interaction: Interaction) {
+    let inner = &*inner;
     let Some(user) = interaction.invoker().cloned() else {
         return;
     };
@@ -30,15 +72,20 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, interaction: Interactio
     };
     // A RESUME replay or duplicate dispatch must not answer the interaction twice.
     let key = format!("interaction:{}", interaction.id);
-    if inner.already_handed_over(&key) {
+    let first = inner.with_directory(|d| {
+        let first = !d.handed_over.contains(&key);
+        d.handed_over.insert(&key);
+        first
+    });
+    if !first {
         return;
     }
-    inner.with_directory(|d| d.handed_over.insert(&key));
     let (event_id, text) = match interaction.kind {
         interaction_kind::MESSAGE_COMPONENT => {
             let Some(custom_id) = interaction.data.custom_id.clone() else {
                 return;
             };
+            acknowledge(inner, &interaction, &json!({"type": DEFERRED_UPDATE})).await;
             (format!("cb:{}", interaction.id), custom_id)
         }
         interaction_kind::APPLICATION_COMMAND => {
@@ -46,56 +93,22 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, interaction: Interactio
                 return;
             };
             let body = json!({"type": DEFERRED_CHANNEL_MESSAGE, "data": {"flags": EPHEMERAL}});
-            if let Err(error) = inner
-                .rest
-                .interaction_callback(&interaction.id, &interaction.token, &body)
-                .await
-            {
-                tracing::warn!(platform = "discord", %error, "could not defer a slash command");
-            }
-            let args: Vec<String> = interaction
-                .data
-                .options
-                .iter()
-                .filter_map(|o| o.value.as_ref())
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_owned)
-                        .unwrap_or_else(|| v.to_string())
-                })
-                .filter(|v| !v.is_empty())
-                .collect();
-            let text = if args.is_empty() {
-                format!("/{name}")
-            } else {
-                format!("/{name} {}", args.join(" "))
-            };
-            (format!("slash:{}", interaction.id), text)
+            acknowledge(inner, &interaction, &body).await;
+            let mut words = vec![format!("/{name}")];
+            option_words(&interaction.data.options, &mut words);
+            (format!("slash:{}", interaction.id), words.join(" "))
         }
         _ => return,
     };
 
     let is_dm = interaction.guild_id.is_none();
     let chat = if is_dm {
-        ChannelInfo {
-            id: channel_id.clone(),
-            kind: channel_kind::DM,
-            name: None,
-            guild_id: None,
-            parent_id: None,
-            topic: None,
-            owner_id: None,
-        }
+        ChannelInfo::dm(&channel_id)
     } else {
-        inner.channel(&channel_id).await.unwrap_or(ChannelInfo {
-            id: channel_id.clone(),
-            kind: 0,
-            name: None,
-            guild_id: interaction.guild_id.clone(),
-            parent_id: None,
-            topic: None,
-            owner_id: None,
-        })
+        match inner.channel(&channel_id).await {
+            Some(chat) => chat,
+            None => ChannelInfo::in_guild(&channel_id, interaction.guild_id.clone()),
+        }
     };
     let mut source = inner.source_for_user(&chat, is_dm, &user.id, user.display_name());
     let roles = interaction
@@ -123,34 +136,32 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, interaction: Interactio
         ?outcome,
         "interaction handed over"
     );
-    if interaction.kind == interaction_kind::MESSAGE_COMPONENT {
-        // Recording is a local write, well within Discord's 3 s answer deadline.
-        let body = match outcome {
-            RecordOutcome::Recorded | RecordOutcome::Duplicate => {
-                json!({"type": UPDATE_MESSAGE, "data": {"components": []}})
-            }
-            RecordOutcome::Refused | RecordOutcome::Failed => json!({"type": DEFERRED_UPDATE}),
-        };
+    let application_id = if interaction.application_id.is_empty() {
+        inner.application_id().unwrap_or_default()
+    } else {
+        interaction.application_id.clone()
+    };
+    let accepted = matches!(outcome, RecordOutcome::Recorded | RecordOutcome::Duplicate);
+    if interaction.kind == interaction_kind::MESSAGE_COMPONENT && accepted {
+        // The answered prompt loses its buttons.
         if let Err(error) = inner
             .rest
-            .interaction_callback(&interaction.id, &interaction.token, &body)
+            .edit_original_response(
+                &application_id,
+                &interaction.token,
+                &json!({"components": []}),
+            )
             .await
         {
-            tracing::warn!(platform = "discord", %error, "could not acknowledge a button click");
+            tracing::warn!(platform = "discord", %error, "could not remove an answered prompt's buttons");
         }
     }
-    if interaction.kind == interaction_kind::APPLICATION_COMMAND {
-        let application_id = if interaction.application_id.is_empty() {
-            inner.application_id().unwrap_or_default()
-        } else {
-            interaction.application_id.clone()
-        };
-        if let Err(error) = inner
+    if interaction.kind == interaction_kind::APPLICATION_COMMAND
+        && let Err(error) = inner
             .rest
             .delete_original_response(&application_id, &interaction.token)
             .await
-        {
-            tracing::debug!(platform = "discord", %error, "could not clean up a deferred slash response");
-        }
+    {
+        tracing::debug!(platform = "discord", %error, "could not clean up a deferred slash response");
     }
 }

@@ -14,14 +14,17 @@ mod backfill;
 mod directory;
 pub mod gateway;
 mod gating;
+mod handover;
 mod inbound;
 mod inner;
 mod interactions;
 mod markdown;
 pub mod model;
 mod outbound;
+mod place;
 pub mod rest;
 mod settings;
+mod threads;
 
 pub use adapter::DiscordAdapter;
 pub use gating::auto_thread_name;

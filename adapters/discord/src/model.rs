@@ -122,6 +122,9 @@ pub struct Guild {
     pub id: String,
     #[serde(default)]
     pub name: Option<String>,
+    /// Boost level 0–3 (raises the upload limit).
+    #[serde(default)]
+    pub premium_tier: u8,
     #[serde(default)]
     pub channels: Vec<Channel>,
     #[serde(default)]
@@ -151,11 +154,15 @@ pub struct UnavailableGuild {
     pub id: String,
 }
 
+/// A slash-command option; subcommands and groups carry their own `options`
+/// (<https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-interaction-data-option-structure>).
 #[derive(Debug, Clone, Deserialize, Default)]
 pub struct CommandOption {
     pub name: String,
     #[serde(default)]
     pub value: Option<serde_json::Value>,
+    #[serde(default)]
+    pub options: Vec<CommandOption>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]

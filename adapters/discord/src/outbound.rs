@@ -30,8 +30,27 @@ fn reply_target_rejected(error: &RestError) -> bool {
             && (error.message.contains("reply") || error.message.contains("REPLIES_")))
 }
 
+/// Discord's limit on a button's `custom_id`
+/// (<https://discord.com/developers/docs/components/reference#button>).
+const MAX_CUSTOM_ID: usize = 100;
+
 /// Action rows of up to five buttons (Discord's limits: 5 rows, labels ≤ 80, ids ≤ 100).
-fn components(buttons: &[Button]) -> Value {
+/// A button whose data is longer than a `custom_id` may be is refused: cut, it would
+/// come back as a different command.
+fn components(buttons: &[Button]) -> Result<Value, SendResult> {
+    if let Some(long) = buttons
+        .iter()
+        .find(|b| b.data.chars().count() > MAX_CUSTOM_ID)
+    {
+        return Err(SendResult::failed(
+            SendErrorKind::BadFormat,
+            format!(
+                "button \"{}\" carries {} characters of data; Discord allows {MAX_CUSTOM_ID} in a custom_id",
+                long.label,
+                long.data.chars().count()
+            ),
+        ));
+    }
     let rows: Vec<Value> = buttons
         .chunks(5)
         .take(5)
@@ -40,14 +59,13 @@ fn components(buttons: &[Button]) -> Value {
                 .iter()
                 .map(|b| {
                     let label: String = b.label.chars().take(80).collect();
-                    let custom_id: String = b.data.chars().take(100).collect();
-                    json!({"type": 2, "style": 1, "label": label, "custom_id": custom_id})
+                    json!({"type": 2, "style": 1, "label": label, "custom_id": b.data})
                 })
                 .collect();
             json!({"type": 1, "components": buttons})
         })
         .collect();
-    Value::Array(rows)
+    Ok(Value::Array(rows))
 }
 
 pub async fn send(
@@ -56,7 +74,9 @@ pub async fn send(
     thread_id: Option<&str>,
     kind: OutboundKind,
 ) -> SendResult {
-    let target = thread_id.unwrap_or(chat_id);
+    // An auto-thread still being opened is waited for (or swapped for its parent).
+    let target = inner.threads.target(thread_id.unwrap_or(chat_id)).await;
+    let target = target.as_str();
     let rest = &inner.rest;
     match kind {
         OutboundKind::Text {
@@ -104,7 +124,10 @@ pub async fn send(
         OutboundKind::Prompt { text, buttons } => {
             let mut body = json!({"content": text, "allowed_mentions": allowed_mentions()});
             if !buttons.is_empty() {
-                body["components"] = components(&buttons);
+                body["components"] = match components(&buttons) {
+                    Ok(rows) => rows,
+                    Err(refused) => return refused,
+                };
             }
             match rest.create_message(target, &body, &[]).await {
                 Ok(message) => SendResult::sent(Some(message.id)),
@@ -121,6 +144,18 @@ pub async fn send(
                     );
                 }
             };
+            let limit = inner.with_directory(|d| d.upload_limit(target));
+            if bytes.len() as u64 > limit {
+                const MIB: f64 = 1024.0 * 1024.0;
+                return SendResult::failed(
+                    SendErrorKind::BadFormat,
+                    format!(
+                        "the file is {:.1} MiB; Discord accepts at most {:.0} MiB here",
+                        bytes.len() as f64 / MIB,
+                        limit as f64 / MIB
+                    ),
+                );
+            }
             let file_name = std::path::Path::new(&path)
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())

@@ -50,13 +50,16 @@ pub struct SlashCommand {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BackfillSettings {
     pub enabled: bool,
-    /// Channels to scan; empty means the allowed ∪ free-response channels; `*` every
-    /// text channel of the guilds. Known DM channels and bot threads are always added.
+    /// Channels to scan; empty means every text channel the bot may answer in (not
+    /// excluded by the allowed / ignored channel lists); `*` every text channel of the
+    /// guilds. Known DM channels and bot threads are always added.
     pub channels: BTreeSet<String>,
     pub max_age: Duration,
-    /// Messages fetched per channel.
+    /// Messages per history request (Discord serves at most 100); a scan pages through as
+    /// many as the window holds.
     pub limit: usize,
-    /// Messages handed over per scan.
+    /// Hand-overs per second during a scan (a pace, never a cut: every missed message is
+    /// handed over).
     pub max_dispatches: usize,
 }
 
@@ -98,6 +101,11 @@ pub struct Settings {
     pub invalid_session_delay: Duration,
     /// Proxies and TLS trust for REST and the gateway socket (the core hands in its own).
     pub net: hermes_adapter::net::Net,
+    /// How long a started session must live before a reconnect counts as healthy (no
+    /// backoff); shorter ones back off like failed attempts.
+    pub stable_after: Duration,
+    /// Discord's identify window (5 s per `max_concurrency` IDENTIFYs); shorter in tests.
+    pub identify_window: Duration,
 }
 
 const TRUE_WORDS: [&str; 4] = ["true", "1", "yes", "on"];
@@ -324,6 +332,8 @@ impl Settings {
             max_connect_failures: 10,
             invalid_session_delay: Duration::from_secs(2),
             net,
+            stable_after: Duration::from_secs(60),
+            identify_window: Duration::from_secs(5),
         };
         if r.errors.is_empty() {
             Ok(settings)

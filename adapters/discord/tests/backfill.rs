@@ -131,29 +131,143 @@ async fn backfill_can_be_switched_off() {
 }
 
 #[tokio::test]
-async fn a_message_the_core_could_not_record_is_offered_again_by_the_next_backfill() {
-    let mut h = Harness::start(json!({}), &[]).await;
+async fn a_message_the_core_could_not_record_is_offered_again_until_it_is() {
+    let mut h = Harness::start(json!({"auto_thread": false}), &[]).await;
+    h.ready(1).await;
+    let bot = h.fake.bot_user();
+    let general = h.fake.add_text_channel("general");
+    let alice = h.fake.new_user("alice", false, &[]);
+    // A plain guild-channel message, which no DM/thread backfill would ever find again.
+    h.fail_next.store(2, std::sync::atomic::Ordering::SeqCst);
+    let lost = h.fake.push_message(
+        Incoming::new(&general, &alice, &format!("<@{}> storage was down", bot.id))
+            .mentioning(&bot),
+    );
+    let next = h.fake.push_message(
+        Incoming::new(&general, &alice, &format!("<@{}> next", bot.id)).mentioning(&bot),
+    );
+    assert_eq!(h.next_event().await.event_id, lost, "re-offered in order");
+    assert_eq!(h.next_event().await.event_id, next);
+    assert_eq!(h.deliveries_of(&lost), 3, "refused twice, then recorded");
+    assert_eq!(h.deliveries_of(&next), 1);
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn history_is_read_page_by_page_in_every_channel_the_bot_answers_in() {
+    // Pages of 5 messages; 12 DMs from one user and a mention in a channel no setting
+    // names: all 13 are handed over (the scan used to stop after 10, in DMs and threads).
+    let mut h = Harness::start(
+        json!({"auto_thread": false, "missed_message_backfill": {"limit": 5}}),
+        &[],
+    )
+    .await;
+    h.ready(1).await;
+    let bot = h.fake.bot_user();
+    let general = h.fake.add_text_channel("general");
+    let alice = h.fake.new_user("alice", false, &[]);
+    let dm = h.fake.add_dm_channel(&alice);
+    h.stop().await.unwrap();
+    let mut missed = BTreeSet::new();
+    for i in 0..12 {
+        missed.insert(h.fake.add_history_message(Incoming::new(
+            &dm,
+            &alice,
+            &format!("while down {i}"),
+        )));
+    }
+    missed.insert(h.fake.add_history_message(
+        Incoming::new(&general, &alice, &format!("<@{}> in the channel", bot.id)).mentioning(&bot),
+    ));
+    h.fake
+        .add_history_message(Incoming::new(&general, &alice, "not for the bot"));
+
+    h.adapter = DiscordAdapter::new(h.settings.clone());
+    h.adapter.remember_conversations([dm.clone()]);
+    h.run();
+    h.ready(2).await;
+    let mut handed_over = BTreeSet::new();
+    for _ in 0..13 {
+        handed_over.insert(h.next_event().await.event_id);
+    }
+    assert_eq!(handed_over, missed);
+    let pages = h
+        .fake
+        .calls_to("GET /channels/{id}/messages")
+        .iter()
+        .filter(|c| c.path.ends_with(&format!("/{dm}/messages")))
+        .count();
+    assert!(pages >= 3, "12 messages in pages of 5: {pages} requests");
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_guild_message_read_back_from_history_keeps_the_guild_rules() {
+    // REST history has no guild_id and no member: the channel's type says "guild", the
+    // member lookup gives the roles, the mention rule applies.
+    let mut h = Harness::start(
+        json!({"auto_thread": false}),
+        &[("DISCORD_ALLOWED_ROLES", "crew")],
+    )
+    .await;
+    h.ready(1).await;
+    let bot = h.fake.bot_user();
+    let general = h.fake.add_text_channel("general");
+    let alice = h.fake.new_user("alice", false, &["crew"]);
+    h.stop().await.unwrap();
+    h.fake.add_history_message(Incoming::new(
+        &general,
+        &alice,
+        "no mention, not for the bot",
+    ));
+    let mention = h.fake.add_history_message(
+        Incoming::new(&general, &alice, &format!("<@{}> hello", bot.id)).mentioning(&bot),
+    );
+    h.adapter = DiscordAdapter::new(h.settings.clone());
+    h.run();
+    h.ready(2).await;
+    let event = h.next_event().await;
+    assert_eq!(event.event_id, mention);
+    assert_eq!(event.source.chat_type, ChatType::Group);
+    assert_eq!(event.source.chat_id, general);
+    assert_eq!(
+        event.source.scope_id.as_deref(),
+        Some(h.fake.guild_id().as_str())
+    );
+    assert!(event.source.role_authorized, "roles from the member lookup");
+    assert_eq!(h.fake.calls_to("GET /guilds/{id}/members/{id}").len(), 1);
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_history_read_answered_429_is_waited_out_not_skipped() {
+    // Seen in the repeated-outage end-to-end test: the scan's burst of history reads met
+    // Discord's limit, and every channel whose read got a 429 was skipped, its missed
+    // messages never answered. A 429 means "later": the read waits and goes again.
+    let mut h = Harness::start(json!({"auto_thread": false}), &[]).await;
     h.ready(1).await;
     let alice = h.fake.new_user("alice", false, &[]);
     let dm = h.fake.add_dm_channel(&alice);
-    h.fail_next.store(1, std::sync::atomic::Ordering::SeqCst);
-    let lost = h
+    h.stop().await.unwrap();
+    let missed = h
         .fake
-        .push_message(Incoming::new(&dm, &alice, "storage was down"));
-    let next = h.fake.push_message(Incoming::new(&dm, &alice, "next"));
-    assert_eq!(h.next_event().await.event_id, next);
-    assert_eq!(h.deliveries_of(&lost), 1, "offered once, refused");
-
-    // A new session (Discord does not replay it) runs the backfill.
-    h.fake.invalidate_session();
-    h.ready(2).await;
-    assert_eq!(h.next_event().await.event_id, lost);
-    let live = h.fake.push_message(Incoming::new(&dm, &alice, "live"));
-    assert_eq!(h.next_event().await.event_id, live);
-    assert_eq!(
-        h.deliveries_of(&next),
-        1,
-        "recorded messages are not offered again"
+        .add_history_message(Incoming::new(&dm, &alice, "while down"));
+    h.fake.fail_next(
+        "GET /channels/{id}/messages",
+        fake_discord::Fault::RateLimited { retry_after: 0.2 },
+        2,
     );
+    h.adapter = DiscordAdapter::new(h.settings.clone());
+    h.adapter.remember_conversations([dm.clone()]);
+    h.run();
+    h.ready(2).await;
+    assert_eq!(h.next_event().await.event_id, missed);
+    let reads: Vec<u16> = h
+        .fake
+        .calls_to("GET /channels/{id}/messages")
+        .iter()
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(reads, [429, 429, 200], "waited out, then read");
     h.stop().await.unwrap();
 }

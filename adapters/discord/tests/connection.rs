@@ -275,3 +275,52 @@ async fn an_unreachable_gateway_is_given_up_after_the_configured_attempts() {
         "{error:?}"
     );
 }
+
+#[tokio::test]
+async fn a_socket_closed_right_after_identify_backs_off_instead_of_reconnecting_at_once() {
+    let fake = FakeDiscord::start(TOKEN, Duration::from_secs(30)).await;
+    fake.close_after_identify(4);
+    let cache = tempfile::tempdir().unwrap();
+    let mut settings = settings(&fake, json!({}), &[], cache.path());
+    settings.reconnect_min = Duration::from_millis(100);
+    settings.reconnect_max = Duration::from_millis(400);
+    let mut h = Harness::from_parts(fake, settings, cache);
+    let identifies = h.fake.wait_for_frames(2, 5).await;
+    let gaps: Vec<Duration> = identifies
+        .windows(2)
+        .map(|pair| pair[1].at - pair[0].at)
+        .collect();
+    for (index, gap) in gaps.iter().enumerate() {
+        let floor = Duration::from_millis(100 << index).min(Duration::from_millis(400));
+        assert!(
+            *gap >= floor,
+            "gap {index} was {gap:?}, backoff ≥ {floor:?}: {gaps:?}"
+        );
+    }
+    // The fifth IDENTIFY got READY: the session works.
+    let alice = h.fake.new_user("alice", false, &[]);
+    let dm = h.fake.add_dm_channel(&alice);
+    h.fake.push_message(Incoming::new(&dm, &alice, "finally"));
+    assert_eq!(h.next_event().await.text, "finally");
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn identifies_wait_for_the_session_start_budget() {
+    let fake = FakeDiscord::start(TOKEN, Duration::from_secs(30)).await;
+    // One IDENTIFY left until the budget resets in 3 s; the first socket dies at once.
+    fake.set_session_start_limit(
+        json!({"total": 1000, "remaining": 1, "reset_after": 3000, "max_concurrency": 1}),
+    );
+    fake.close_after_identify(1);
+    let cache = tempfile::tempdir().unwrap();
+    let settings = settings(&fake, json!({}), &[], cache.path());
+    let mut h = Harness::from_parts(fake, settings, cache);
+    let identifies = h.fake.wait_for_frames(2, 2).await;
+    let gap = identifies[1].at - identifies[0].at;
+    assert!(
+        gap >= Duration::from_secs(2),
+        "second IDENTIFY after {gap:?}"
+    );
+    h.stop().await.unwrap();
+}

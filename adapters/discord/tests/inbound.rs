@@ -5,7 +5,7 @@
 mod support;
 
 use fake_discord::{FakeUser, Incoming};
-use hermes_adapter::{ChatType, MessageType};
+use hermes_adapter::{Adapter, ChatType, MessageType};
 use serde_json::json;
 use support::Harness;
 
@@ -240,7 +240,11 @@ async fn a_mention_opens_a_thread_and_the_conversation_lives_there() {
         "a thread started from a message has its id"
     );
     assert_eq!(event.source.thread_id.as_deref(), Some(id.as_str()));
-    let calls = h.fake.calls_to("POST /channels/{id}/messages/{id}/threads");
+    // Opened once the core recorded the message (a refused sender opens none).
+    let calls = h
+        .fake
+        .wait_for_calls("POST /channels/{id}/messages/{id}/threads", 1)
+        .await;
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].body["name"], "plan the launch");
     assert!(calls[0].path.contains(&general));
@@ -291,30 +295,55 @@ async fn a_mention_opens_a_thread_and_the_conversation_lives_there() {
 }
 
 #[tokio::test]
-async fn a_failed_thread_creation_tells_the_user_and_hands_nothing_over() {
+async fn a_refused_thread_is_announced_and_the_answer_goes_to_the_channel() {
     let mut h = Harness::start(json!({}), &[]).await;
     h.ready(1).await;
     let bot = h.fake.bot_user();
     let general = h.fake.add_text_channel("general");
     let alice = h.fake.new_user("alice", false, &[]);
-    let dm = h.fake.add_dm_channel(&alice);
     h.fake.fail_next(
         "POST /channels/{id}/messages/{id}/threads",
         fake_discord::Fault::Status(403),
         1,
     );
-    h.fake.push_message(
+    let id = h.fake.push_message(
         Incoming::new(&general, &alice, &format!("<@{}> hi", bot.id)).mentioning(&bot),
     );
-    expect_dropped(&mut h, &dm, &alice, "failed auto-thread").await;
-    let notices = h.fake.calls_to("POST /channels/{id}/messages");
-    assert_eq!(notices.len(), 1);
+    // The core has the message (addressed to the thread it would open) before Discord
+    // refuses the thread.
+    let event = h.next_event().await;
+    assert_eq!(event.source.chat_id, id);
+    let answer = h
+        .adapter
+        .send(hermes_adapter::Outbound {
+            chat_id: id.clone(),
+            thread_id: Some(id.clone()),
+            kind: hermes_adapter::OutboundKind::Text {
+                text: "the answer".into(),
+                reply_to: None,
+                plain: false,
+            },
+        })
+        .await;
+    assert!(answer.is_ok(), "{answer:?}");
+    let sent = h.fake.calls_to("POST /channels/{id}/messages");
+    let texts: Vec<(&str, &str)> = sent
+        .iter()
+        .map(|c| {
+            (
+                c.path.as_str(),
+                c.body["content"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let in_general = format!("/api/v10/channels/{general}/messages");
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert_eq!(texts[0].0, in_general);
     assert!(
-        notices[0].body["content"]
-            .as_str()
-            .unwrap()
-            .contains("opening a thread for it failed")
+        texts[0].1.contains("Discord refused the new thread"),
+        "{texts:?}"
     );
+    assert_eq!(texts[1], (in_general.as_str(), "the answer"));
     h.stop().await.unwrap();
 }
 
@@ -349,5 +378,32 @@ async fn attachments_are_cached_under_the_size_cap() {
     let event = h.next_event().await;
     assert_eq!(event.message_type, MessageType::Photo);
     assert_eq!(event.text, "(message without text)");
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_slow_download_has_its_own_deadline_not_the_rest_timeout() {
+    // REST calls time out after 1 s here; the attachment takes 2 s to arrive.
+    let mut h = Harness::start_with(std::time::Duration::from_secs(30), json!({}), &[], |s| {
+        s.http_timeout = std::time::Duration::from_secs(1);
+    })
+    .await;
+    h.ready(1).await;
+    let alice = h.fake.new_user("alice", false, &[]);
+    let dm = h.fake.add_dm_channel(&alice);
+    h.fake.delay_attachments(std::time::Duration::from_secs(2));
+    h.fake
+        .push_message(Incoming::new(&dm, &alice, "slow file").with_attachment(
+            "notes.txt",
+            "text/plain",
+            b"hi",
+        ));
+    let event = h.next_event().await;
+    assert_eq!(
+        event.media_paths.len(),
+        1,
+        "downloaded despite the 1 s REST timeout"
+    );
+    assert_eq!(std::fs::read(&event.media_paths[0]).unwrap(), b"hi");
     h.stop().await.unwrap();
 }

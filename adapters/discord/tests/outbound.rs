@@ -29,6 +29,13 @@ async fn send(
         .await
 }
 
+fn media(path: &std::path::Path, caption: Option<&str>) -> OutboundKind {
+    OutboundKind::Media {
+        path: path.to_string_lossy().into(),
+        caption: caption.map(Into::into),
+    }
+}
+
 fn text(text: &str, reply_to: Option<&str>, plain: bool) -> OutboundKind {
     OutboundKind::Text {
         text: text.into(),
@@ -230,12 +237,17 @@ async fn a_button_click_becomes_a_command_and_the_buttons_disappear() {
     let callbacks = h.fake.calls_to("POST /interactions/{id}/{token}/callback");
     assert_eq!(callbacks.len(), 1, "a duplicated click is answered once");
     assert_eq!(h.deliveries_of(&event.event_id), 1);
+    // Acknowledged at once (deferred), then the accepted click removes the buttons.
     let callback = &callbacks[0];
-    assert_eq!(
-        callback.body,
-        json!({"type": 7, "data": {"components": []}})
-    );
+    assert_eq!(callback.body, json!({"type": 6}));
+    assert_eq!(callback.status, 204, "within Discord's 3 seconds");
     assert!(callback.path.contains(&interaction));
+    let edits = h
+        .fake
+        .wait_for_calls("PATCH /webhooks/{id}/{token}/messages/@original", 1)
+        .await;
+    assert_eq!(edits[0].body, json!({"components": []}));
+    assert_eq!(edits[0].status, 200);
     let components = h.fake.read(|s| {
         s.history[&dm]
             .iter()
@@ -281,6 +293,18 @@ async fn slash_commands_are_registered_and_become_command_events() {
     assert_eq!(event.event_id, format!("slash:{id}"));
     assert_eq!(event.text, "/model gpt-5 --global");
     assert_eq!(event.command().as_deref(), Some("model"));
+    // Subcommands and groups arrive as nested options; their names are part of the text.
+    h.fake.push_command_options(
+        &general,
+        &alice,
+        "config",
+        json!([{"name": "set", "type": 1, "options": [
+            {"name": "key", "type": 3, "value": "display.tool_progress"},
+            {"name": "value", "type": 3, "value": "off"},
+        ]}]),
+    );
+    let event = h.next_event().await;
+    assert_eq!(event.text, "/config set display.tool_progress off");
     let deferred = h
         .fake
         .calls_to("POST /interactions/{id}/{token}/callback")
@@ -300,16 +324,7 @@ async fn files_go_out_as_multipart_attachments() {
     let general = h.fake.add_text_channel("general");
     let file = h.cache.path().join("report.txt");
     std::fs::write(&file, b"quarterly numbers").unwrap();
-    let result = send(
-        &h,
-        &general,
-        None,
-        OutboundKind::Media {
-            path: file.to_string_lossy().into(),
-            caption: Some("the report".into()),
-        },
-    )
-    .await;
+    let result = send(&h, &general, None, media(&file, Some("the report"))).await;
     assert!(result.is_ok(), "{result:?}");
     let call = h
         .fake
@@ -343,5 +358,42 @@ async fn files_go_out_as_multipart_attachments() {
     )
     .await;
     assert!(!missing.is_ok());
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn what_discord_would_refuse_is_refused_before_sending_with_a_clear_reason() {
+    let mut h = Harness::start(json!({}), &[]).await;
+    h.ready(1).await;
+    let general = h.fake.add_text_channel("general");
+    // A button whose data exceeds a custom_id's 100 characters: refused, not cut.
+    let long_data = format!("/approve {}", "x".repeat(95));
+    let result = send(
+        &h,
+        &general,
+        None,
+        OutboundKind::Prompt {
+            text: "Run it?".into(),
+            buttons: vec![hermes_adapter::Button {
+                label: "Approve".into(),
+                data: long_data,
+            }],
+        },
+    )
+    .await;
+    let (kind, reason) = result.error.clone().expect("refused");
+    assert_eq!(kind, hermes_adapter::SendErrorKind::BadFormat);
+    assert!(reason.contains("100"), "{reason}");
+    // A file over the guild's upload limit (10 MiB without boosts): refused with the sizes.
+    let file = h.cache.path().join("big.bin");
+    std::fs::write(&file, vec![0u8; 10 * 1024 * 1024 + 1]).unwrap();
+    let result = send(&h, &general, None, media(&file, None)).await;
+    let (kind, reason) = result.error.clone().expect("refused");
+    assert_eq!(kind, hermes_adapter::SendErrorKind::BadFormat);
+    assert!(reason.contains("at most 10 MiB"), "{reason}");
+    assert!(
+        h.fake.calls_to("POST /channels/{id}/messages").is_empty(),
+        "nothing was sent"
+    );
     h.stop().await.unwrap();
 }

@@ -82,6 +82,7 @@ fn handle_frame(shared: &Shared, connection: u64, frame: Value) -> bool {
             connection,
             op,
             d: d.clone(),
+            at: std::time::Instant::now(),
         });
         let Some(conn) = state.connections.iter().find(|c| c.id == connection) else {
             return false;
@@ -101,6 +102,13 @@ fn handle_frame(shared: &Shared, connection: u64, frame: Value) -> bool {
             2 => {
                 if d["token"].as_str() != Some(state.token.as_str()) {
                     let _ = tx.send(ConnCommand::Close(4004));
+                    return true;
+                }
+                // A socket that dies right after IDENTIFY (the identify was still spent:
+                // https://discord.com/developers/docs/events/gateway#session-start-limit-object).
+                if state.close_after_identify > 0 {
+                    state.close_after_identify -= 1;
+                    let _ = tx.send(ConnCommand::Close(4000));
                     return true;
                 }
                 let session_id = format!("session-{}", state.next_session);

@@ -10,6 +10,8 @@
 
 mod gateway;
 mod incoming;
+pub mod interactions;
+mod limits;
 mod rest;
 pub mod state;
 mod time;
@@ -28,7 +30,8 @@ pub use incoming::{FakeUser, Incoming};
 pub use rest::normalise_route;
 pub use state::{Channel, CreatedMessage, Fault, GatewayFrame, RestCall, State};
 
-use state::{ConnCommand, message_json};
+use interactions::InteractionRecord;
+use state::{ConnCommand, gateway_message, message_json};
 
 /// How long [`FakeDiscord::wait_for`] waits before failing the test.
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -129,7 +132,12 @@ impl FakeDiscord {
     }
 
     pub fn new_user(&self, name: &str, bot: bool, roles: &[&str]) -> FakeUser {
-        let id = self.shared.update(|s| s.snowflake(Duration::ZERO));
+        let id = self.shared.update(|s| {
+            let id = s.snowflake(Duration::ZERO);
+            s.members
+                .insert(id.clone(), roles.iter().map(|r| (*r).to_owned()).collect());
+            id
+        });
         FakeUser {
             id,
             name: name.to_owned(),
@@ -191,16 +199,12 @@ impl FakeDiscord {
         })
     }
 
+    /// The message as stored and served by REST (no `guild_id`, no `member`).
     fn build_message(s: &mut State, incoming: &Incoming) -> Value {
         let id = s.snowflake(incoming.age);
-        let guild_id = s
-            .channels
-            .get(&incoming.channel_id)
-            .and_then(|c| c.guild_id.clone());
         let mut message = message_json(
             &id,
             &incoming.channel_id,
-            guild_id.as_deref(),
             &incoming.author.json(),
             &incoming.content,
         );
@@ -211,9 +215,6 @@ impl FakeDiscord {
                 .map(FakeUser::json)
                 .collect::<Vec<_>>()
         );
-        if guild_id.is_some() {
-            message["member"] = json!({"roles": incoming.author.roles, "nick": null});
-        }
         if let Some(reply_to) = &incoming.reply_to {
             message["type"] = json!(19);
             message["message_reference"] =
@@ -249,6 +250,11 @@ impl FakeDiscord {
             let message = Self::build_message(s, &incoming);
             let id = message["id"].as_str().unwrap_or_default().to_owned();
             s.store_message(message.clone());
+            let guild_id = s
+                .channels
+                .get(&incoming.channel_id)
+                .and_then(|c| c.guild_id.clone());
+            let message = gateway_message(message, guild_id.as_deref(), &incoming.author.roles);
             s.dispatch("MESSAGE_CREATE", message);
             id
         })
@@ -291,8 +297,10 @@ impl FakeDiscord {
                 "data": {"custom_id": custom_id, "component_type": 2},
             });
             Self::add_invoker(s, &mut interaction, channel_id, user);
-            s.interactions
-                .insert(id.clone(), (channel_id.to_owned(), message_id.to_owned()));
+            s.interactions.insert(
+                id.clone(),
+                InteractionRecord::new(channel_id, Some(message_id), &id),
+            );
             s.dispatch("INTERACTION_CREATE", interaction);
             id
         })
@@ -306,12 +314,24 @@ impl FakeDiscord {
         name: &str,
         options: &[(&str, &str)],
     ) -> String {
+        let options: Vec<Value> = options
+            .iter()
+            .map(|(n, v)| json!({"name": n, "type": 3, "value": v}))
+            .collect();
+        self.push_command_options(channel_id, user, name, Value::Array(options))
+    }
+
+    /// Dispatches INTERACTION_CREATE for a slash command with these `options` (any shape:
+    /// subcommands and groups nest their own `options`).
+    pub fn push_command_options(
+        &self,
+        channel_id: &str,
+        user: &FakeUser,
+        name: &str,
+        options: Value,
+    ) -> String {
         self.shared.update(|s| {
             let id = s.snowflake(Duration::ZERO);
-            let options: Vec<Value> = options
-                .iter()
-                .map(|(n, v)| json!({"name": n, "type": 3, "value": v}))
-                .collect();
             let mut interaction = json!({
                 "id": id,
                 "application_id": s.application_id,
@@ -322,6 +342,8 @@ impl FakeDiscord {
                 "data": {"id": "1", "name": name, "type": 1, "options": options},
             });
             Self::add_invoker(s, &mut interaction, channel_id, user);
+            s.interactions
+                .insert(id.clone(), InteractionRecord::new(channel_id, None, &id));
             s.dispatch("INTERACTION_CREATE", interaction);
             id
         })
@@ -345,6 +367,21 @@ impl FakeDiscord {
             let queue = s.faults.entry(route.to_owned()).or_default();
             queue.extend(std::iter::repeat_n(fault, count));
         });
+    }
+
+    /// The next `count` IDENTIFYs get their socket closed (4000) instead of READY.
+    pub fn close_after_identify(&self, count: u32) {
+        self.shared.update(|s| s.close_after_identify += count);
+    }
+
+    /// What `GET /gateway/bot` reports as `session_start_limit`.
+    pub fn set_session_start_limit(&self, limit: Value) {
+        self.shared.update(|s| s.session_start_limit = limit);
+    }
+
+    /// Attachment downloads take `delay` from now on (a slow CDN).
+    pub fn delay_attachments(&self, delay: Duration) {
+        self.shared.update(|s| s.attachment_delay = delay);
     }
 
     /// `Some(status)`: `GET /gateway[/bot]` fails with that status.

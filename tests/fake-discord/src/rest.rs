@@ -48,10 +48,33 @@ pub async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: Request)
         Ok(parts) => parts,
         Err(response) => return response,
     };
-    let (status, response) = shared.update(|state| {
-        let (status, response) = respond(
-            state, &method, &path, &query, &route, &headers, &body, &files,
-        );
+    if path.starts_with("/attachments/") {
+        let delay = shared.read(|s| s.attachment_delay);
+        tokio::time::sleep(delay).await;
+    }
+    let segments: Vec<&str> = path
+        .strip_prefix("/api/v10/")
+        .map(|rest| rest.split('/').collect())
+        .unwrap_or_default();
+    shared.update(|state| {
+        let (status, response, bucket) = match state.limits.admit(method.as_str(), &segments) {
+            Err(response) => (StatusCode::TOO_MANY_REQUESTS, Some(*response), None),
+            Ok(bucket) => {
+                let (status, response) = respond(
+                    state, &method, &path, &query, &route, &headers, &body, &files,
+                );
+                (status, response, bucket)
+            }
+        };
+        let mut response = response.unwrap_or_else(|| status.into_response());
+        if let Some(bucket) = bucket {
+            bucket.apply(response.headers_mut());
+        }
+        let shared_scope = response
+            .headers()
+            .get("x-ratelimit-scope")
+            .is_some_and(|v| v == "shared");
+        state.limits.record_answer(status.as_u16(), shared_scope);
         state.calls.push(RestCall {
             method: method.to_string(),
             route: route.clone(),
@@ -61,10 +84,12 @@ pub async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: Request)
             files: files.iter().map(|(name, _)| name.clone()).collect(),
             status: status.as_u16(),
         });
-        (status, response)
-    });
-    response.unwrap_or_else(|| status.into_response())
+        response
+    })
 }
+
+/// The upload limit of a guild without boosts (and of DMs).
+const UPLOAD_LIMIT: usize = 10 * 1024 * 1024;
 
 type Files = Vec<(String, Vec<u8>)>;
 
@@ -102,7 +127,11 @@ async fn read_body(request: Request, headers: &HeaderMap) -> Result<(Value, File
     Ok((body, Vec::new()))
 }
 
-fn error(status: StatusCode, code: u64, message: &str) -> (StatusCode, Option<Response>) {
+pub(crate) fn error(
+    status: StatusCode,
+    code: u64,
+    message: &str,
+) -> (StatusCode, Option<Response>) {
     (
         status,
         Some(
@@ -115,11 +144,11 @@ fn error(status: StatusCode, code: u64, message: &str) -> (StatusCode, Option<Re
     )
 }
 
-fn ok(value: Value) -> (StatusCode, Option<Response>) {
+pub(crate) fn ok(value: Value) -> (StatusCode, Option<Response>) {
     (StatusCode::OK, Some(axum::Json(value).into_response()))
 }
 
-fn no_content() -> (StatusCode, Option<Response>) {
+pub(crate) fn no_content() -> (StatusCode, Option<Response>) {
     (StatusCode::NO_CONTENT, None)
 }
 
@@ -185,7 +214,7 @@ fn respond(
             ok(json!({
                 "url": state.ws_url,
                 "shards": 1,
-                "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1},
+                "session_start_limit": state.session_start_limit,
             }))
         }
         ("GET", ["users", "@me"]) => ok(state.bot_user.clone()),
@@ -203,6 +232,24 @@ fn respond(
             None => error(StatusCode::NOT_FOUND, 10003, "Unknown Channel"),
         },
         ("GET", ["channels", id, "messages"]) => list_messages(state, id, query),
+        // https://discord.com/developers/docs/resources/guild#get-guild-member
+        ("GET", ["guilds", guild_id, "members", user_id]) => {
+            match state
+                .members
+                .get(*user_id)
+                .filter(|_| *guild_id == state.guild_id)
+            {
+                Some(roles) => ok(json!({
+                    "user": {"id": user_id},
+                    "roles": roles,
+                    "nick": null,
+                    "joined_at": "2025-01-01T00:00:00.000000+00:00",
+                    "deaf": false,
+                    "mute": false,
+                })),
+                None => error(StatusCode::NOT_FOUND, 10007, "Unknown Member"),
+            }
+        }
         ("POST", ["channels", id, "messages"]) => create_message(state, id, body, files),
         ("PATCH", ["channels", id, "messages", message_id]) => {
             let limit = state.max_message_chars;
@@ -246,21 +293,15 @@ fn respond(
         ("POST", ["channels", id, "messages", message_id, "threads"]) => {
             start_thread(state, id, message_id, body)
         }
-        ("POST", ["interactions", id, _, "callback"]) => {
-            // UPDATE_MESSAGE edits the message the component was on.
-            if body["type"] == 7
-                && let Some((channel_id, message_id)) = state.interactions.get(*id).cloned()
-                && let Some(message) = state.find_message_mut(&channel_id, &message_id)
-            {
-                for field in ["content", "components"] {
-                    if let Some(value) = body["data"].get(field) {
-                        message[field] = value.clone();
-                    }
-                }
-            }
-            no_content()
+        ("POST", ["interactions", id, token, "callback"]) => {
+            crate::interactions::callback(state, id, token, body)
         }
-        ("DELETE", ["webhooks", _, _, "messages", "@original"]) => no_content(),
+        ("PATCH", ["webhooks", _, token, "messages", "@original"]) => {
+            crate::interactions::edit_original(state, token, body)
+        }
+        ("DELETE", ["webhooks", _, token, "messages", "@original"]) => {
+            crate::interactions::delete_original(state, token)
+        }
         ("PUT", ["applications", _, "commands"]) => {
             state.commands = body.as_array().cloned().unwrap_or_default();
             ok(Value::Array(state.commands.clone()))
@@ -293,10 +334,12 @@ fn list_messages(state: &State, channel_id: &str, query: &str) -> (StatusCode, O
     }
     let mut limit = 50usize;
     let mut after: Option<u64> = None;
+    let mut before: Option<u64> = None;
     for pair in query.split('&') {
         match pair.split_once('=') {
             Some(("limit", v)) => limit = v.parse().unwrap_or(50).clamp(1, 100),
             Some(("after", v)) => after = v.parse().ok(),
+            Some(("before", v)) => before = v.parse().ok(),
             _ => {}
         }
     }
@@ -307,8 +350,9 @@ fn list_messages(state: &State, channel_id: &str, query: &str) -> (StatusCode, O
             .unwrap_or(0)
     };
     let all = state.history.get(channel_id).cloned().unwrap_or_default();
-    // Discord: with `after`, the oldest `limit` messages after it; else the newest
-    // `limit`. Either way the response is newest first.
+    // Discord (https://discord.com/developers/docs/resources/message#get-channel-messages):
+    // with `after`, the oldest `limit` messages after it; with `before`, the newest `limit`
+    // before it; else the newest `limit`. Either way the response is newest first.
     let mut selected: Vec<Value> = match after {
         Some(after) => all
             .into_iter()
@@ -316,6 +360,10 @@ fn list_messages(state: &State, channel_id: &str, query: &str) -> (StatusCode, O
             .take(limit)
             .collect(),
         None => {
+            let all: Vec<Value> = all
+                .into_iter()
+                .filter(|m| before.is_none_or(|before| id_of(m) < before))
+                .collect();
             let skip = all.len().saturating_sub(limit);
             all.into_iter().skip(skip).collect()
         }
@@ -330,9 +378,19 @@ fn create_message(
     body: &Value,
     files: &Files,
 ) -> (StatusCode, Option<Response>) {
-    let Some(channel) = state.channels.get(channel_id).cloned() else {
+    if !state.channels.contains_key(channel_id) {
         return error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
-    };
+    }
+    // https://discord.com/developers/docs/reference#uploading-files: 10 MiB per message in
+    // the fake's guild (boost level 0) and DMs; over it, 413 "Request entity too large".
+    let uploaded: usize = files.iter().map(|(_, bytes)| bytes.len()).sum();
+    if uploaded > UPLOAD_LIMIT {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            40005,
+            "Request entity too large",
+        );
+    }
     let content = body["content"].as_str().unwrap_or_default();
     if content.chars().count() > state.max_message_chars {
         return too_long(state.max_message_chars);
@@ -359,7 +417,7 @@ fn create_message(
     }
     let id = state.snowflake(std::time::Duration::ZERO);
     let bot = state.bot_user.clone();
-    let mut message = message_json(&id, channel_id, channel.guild_id.as_deref(), &bot, content);
+    let mut message = message_json(&id, channel_id, &bot, content);
     if let (Some(reference), true) = (reference, reference_exists) {
         message["type"] = json!(19);
         message["message_reference"] = json!({"message_id": reference, "channel_id": channel_id});

@@ -43,6 +43,8 @@ pub struct GatewayFrame {
     pub connection: u64,
     pub op: u64,
     pub d: Value,
+    /// When the fake received it.
+    pub at: std::time::Instant,
 }
 
 /// A fault armed for the next calls of one REST route.
@@ -131,8 +133,8 @@ pub struct State {
     pub history: HashMap<String, Vec<Value>>,
     pub attachments: HashMap<String, Vec<u8>>,
     pub commands: Vec<Value>,
-    /// Interaction id → (channel id, message id) of the clicked message.
-    pub interactions: HashMap<String, (String, String)>,
+    /// Interaction id → what the fake needs to answer its callbacks and token calls.
+    pub interactions: HashMap<String, crate::interactions::InteractionRecord>,
     pub calls: Vec<RestCall>,
     /// Calls no route of the fake serves (a test should fail on any).
     pub unrouted: Vec<String>,
@@ -148,6 +150,16 @@ pub struct State {
     pub max_message_chars: usize,
     /// Listeners told about every message the bot creates (see `FakeDiscord::tap_created`).
     pub created_taps: Vec<mpsc::UnboundedSender<CreatedMessage>>,
+    /// The next IDENTIFYs are answered by closing the socket (code 4000) instead of READY.
+    pub close_after_identify: u32,
+    /// `session_start_limit` of `GET /gateway/bot`.
+    pub session_start_limit: Value,
+    /// How long attachment downloads take (a slow CDN).
+    pub attachment_delay: std::time::Duration,
+    /// Rate limits and the invalid-request count (`crate::limits`).
+    pub limits: crate::limits::Limits,
+    /// Guild members: user id → role ids (served by `GET /guilds/{id}/members/{id}`).
+    pub members: HashMap<String, Vec<String>>,
 }
 
 impl State {
@@ -181,6 +193,11 @@ impl State {
             duplicate_dispatches: 0,
             max_message_chars: 2000,
             created_taps: Vec::new(),
+            members: HashMap::new(),
+            limits: Default::default(),
+            attachment_delay: Duration::ZERO,
+            close_after_identify: 0,
+            session_start_limit: json!({"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}),
         };
         let bot_id = state.snowflake(Duration::ZERO);
         state.bot_user = user_json(&bot_id, "hermes", true);
@@ -223,6 +240,7 @@ impl State {
             "id": self.guild_id,
             "name": self.guild_name,
             "unavailable": false,
+            "premium_tier": 0,
             "channels": channels.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
             "threads": threads.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
             "roles": [],
@@ -304,16 +322,12 @@ pub fn user_json(id: &str, name: &str, bot: bool) -> Value {
     })
 }
 
-/// A full Discord Message object.
-pub fn message_json(
-    id: &str,
-    channel_id: &str,
-    guild_id: Option<&str>,
-    author: &Value,
-    content: &str,
-) -> Value {
+/// A Discord Message object as the REST API returns it: no `guild_id` and no `member`
+/// (<https://discord.com/developers/docs/resources/message#message-object> lists neither;
+/// they are extra fields of the gateway's MESSAGE_CREATE only, see [`gateway_message`]).
+pub fn message_json(id: &str, channel_id: &str, author: &Value, content: &str) -> Value {
     let ms = id.parse::<u64>().map(|n| (n >> 22) + DISCORD_EPOCH_MS);
-    let mut message = json!({
+    let message = json!({
         "id": id,
         "channel_id": channel_id,
         "type": 0,
@@ -330,8 +344,16 @@ pub fn message_json(
         "pinned": false,
         "components": [],
     });
+    message
+}
+
+/// The MESSAGE_CREATE form of a stored (REST) message: in a guild, the gateway adds
+/// `guild_id` and the author's partial `member`
+/// (<https://discord.com/developers/docs/events/gateway-events#message-create>).
+pub fn gateway_message(mut message: Value, guild_id: Option<&str>, roles: &[String]) -> Value {
     if let Some(guild_id) = guild_id {
         message["guild_id"] = json!(guild_id);
+        message["member"] = json!({"roles": roles, "nick": null});
     }
     message
 }

@@ -58,11 +58,14 @@ pub enum ConnectionEnd {
     ConsumerGone,
 }
 
-/// The outcome of [`run`]: why it ended and whether HELLO arrived (the server answered).
+/// The outcome of [`run`]: why it ended, whether HELLO arrived (the server answered),
+/// whether the session started (READY or RESUMED) and how long the connection lived.
 #[derive(Debug)]
 pub struct Outcome {
     pub end: ConnectionEnd,
     pub established: bool,
+    pub ready: bool,
+    pub lasted: Duration,
 }
 
 /// Everything a connection needs from its session.
@@ -106,6 +109,8 @@ pub async fn run(params: ConnectParams<'_>, resume: &mut Option<ResumeState>) ->
     let not_established = |end| Outcome {
         end,
         established: false,
+        ready: false,
+        lasted: Duration::ZERO,
     };
     let url = with_query(params.url);
     let connect = params.net.connect_websocket(url.as_str(), None);
@@ -139,9 +144,13 @@ pub async fn run(params: ConnectParams<'_>, resume: &mut Option<ResumeState>) ->
             .unwrap_or(41_250)
             .max(1),
     );
+    let started = Instant::now();
+    let ready = std::sync::atomic::AtomicBool::new(false);
     let outcome = |end| Outcome {
         end,
         established: true,
+        ready: ready.load(std::sync::atomic::Ordering::Relaxed),
+        lasted: started.elapsed(),
     };
 
     let opening = match resume {
@@ -200,6 +209,9 @@ pub async fn run(params: ConnectParams<'_>, resume: &mut Option<ResumeState>) ->
                         let data = frame["d"].clone();
                         if let (Some(seq), Some(state)) = (frame["s"].as_u64(), resume.as_mut()) {
                             state.seq = state.seq.max(seq);
+                        }
+                        if name == "READY" || name == "RESUMED" {
+                            ready.store(true, std::sync::atomic::Ordering::Relaxed);
                         }
                         if name == "READY" {
                             *resume = Some(ResumeState {

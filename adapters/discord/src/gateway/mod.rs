@@ -2,6 +2,7 @@
 //! ARCHITECTURE.md for why not serenity). `connection` runs one socket, `session` keeps a
 //! session alive across sockets.
 
+pub mod budget;
 pub mod connection;
 pub mod session;
 

@@ -1,7 +1,10 @@
 //! The session loop: keeps one gateway session alive across connections. It RESUMEs after
 //! a dropped socket, a zombie or RECONNECT, re-IDENTIFYs after a non-resumable
 //! INVALID_SESSION or a close code that ends the session, backs off between failed
-//! attempts, and turns authentication close codes into `Fatal`.
+//! attempts — and between short-lived connections: only a session that started (READY or
+//! RESUMED) and then lived for `stable_after` resets the backoff, so a socket closed right
+//! after IDENTIFY cannot make it reconnect at once, forever — spends IDENTIFYs within the
+//! `session_start_limit` budget, and turns authentication close codes into `Fatal`.
 
 use std::time::Duration;
 
@@ -9,6 +12,7 @@ use hermes_adapter::{AdapterError, Progress};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::IdentifyBudget;
 use super::connection::{self, ConnectParams, ConnectionEnd, Dispatch, ResumeState};
 use crate::settings::Settings;
 
@@ -40,6 +44,7 @@ pub async fn run(
     progress: &Progress,
     shutdown: &CancellationToken,
     dispatches: &mpsc::Sender<Dispatch>,
+    mut budget: Option<IdentifyBudget>,
 ) -> Result<(), AdapterError> {
     let mut resume: Option<ResumeState> = None;
     let mut failures = 0u32;
@@ -50,6 +55,20 @@ pub async fn run(
             .and_then(|r| r.resume_url.clone())
             .unwrap_or_else(|| gateway_url.to_owned());
         let resuming = resume.is_some();
+        if let (false, Some(budget)) = (resuming, budget.as_mut()) {
+            let wait = budget.before_identify(tokio::time::Instant::now());
+            if !wait.is_zero() {
+                tracing::warn!(
+                    platform = "discord",
+                    wait_ms = wait.as_millis() as u64,
+                    "waiting for Discord's identify budget (session_start_limit)"
+                );
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Ok(()),
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
         let outcome = connection::run(
             ConnectParams {
                 url: &url,
@@ -82,14 +101,14 @@ pub async fn run(
             ConnectionEnd::Zombie | ConnectionEnd::Reconnect => {}
             ConnectionEnd::Closed { .. } | ConnectionEnd::Io(_) => {}
         }
-        if outcome.established {
+        if outcome.ready && outcome.lasted >= settings.stable_after {
             failures = 0;
             backoff = settings.reconnect_min;
         } else {
             failures += 1;
             if failures >= settings.max_connect_failures {
                 return Err(AdapterError::Retryable(format!(
-                    "the Discord gateway could not be reached {failures} times in a row"
+                    "the Discord gateway could not be reached or kept closing {failures} times in a row"
                 )));
             }
             delay = delay.max(backoff);

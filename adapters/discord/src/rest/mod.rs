@@ -10,9 +10,10 @@ use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::model::{Channel, Message, User};
+use crate::model::{Channel, Member, Message, User};
 
 mod errors;
+mod limits;
 
 use crate::settings::Token;
 use errors::{classify, route_of, transport_error};
@@ -39,8 +40,12 @@ impl RestError {
 #[derive(Clone)]
 pub struct RestClient {
     http: reqwest::Client,
+    /// Attachment downloads: no total deadline of the REST kind (a large file on a slow
+    /// link takes longer than any API call should), but a stall between reads ends it.
+    downloads: reqwest::Client,
     base: String,
     token: Token,
+    limits: std::sync::Arc<limits::Limits>,
 }
 
 impl std::fmt::Debug for RestClient {
@@ -49,6 +54,27 @@ impl std::fmt::Debug for RestClient {
             .field("base", &self.base)
             .finish_non_exhaustive()
     }
+}
+
+/// A download that receives nothing for this long is abandoned.
+const DOWNLOAD_STALL: Duration = Duration::from_secs(30);
+/// The most one attachment download may take.
+const DOWNLOAD_TOTAL: Duration = Duration::from_secs(600);
+
+/// How long a read keeps waiting out 429s before the error is handed back (a limit
+/// that stays for minutes is an outage, not flow control).
+const READ_RETRY_BUDGET: Duration = Duration::from_secs(300);
+
+/// Which page of a channel's history to read
+/// (<https://discord.com/developers/docs/resources/message#get-channel-messages>).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Page {
+    /// The newest messages.
+    Latest,
+    /// The newest messages older than this id.
+    Before(u64),
+    /// The oldest messages newer than this id.
+    After(u64),
 }
 
 /// A file to upload as a multipart attachment.
@@ -73,10 +99,21 @@ impl RestClient {
             .user_agent("DiscordBot (https://github.com/hermesd, 0.1) hermesd")
             .build()
             .unwrap_or_default();
+        // Attachments come from Discord's CDN through the same proxy and trust as REST.
+        let downloads = net
+            .http_client()
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .read_timeout(DOWNLOAD_STALL)
+            .timeout(DOWNLOAD_TOTAL)
+            .tcp_nodelay(true)
+            .build()
+            .unwrap_or_default();
         Self {
             http,
+            downloads,
             base: base.trim_end_matches('/').to_owned(),
             token,
+            limits: Default::default(),
         }
     }
 
@@ -97,7 +134,36 @@ impl RestClient {
         })
     }
 
+    /// One call; a read (GET) answered 429 is waited out and sent again, since a read is
+    /// safe to repeat and its callers (history scans, channel lookups) have no later retry
+    /// of their own: a skipped history page is a missed message. Writes are handed back
+    /// as `RateLimited` for the core's delivery retry. Nothing is held while waiting.
     async fn call_raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        files: Option<&[Upload]>,
+    ) -> Result<Value, RestError> {
+        let mut waited = Duration::ZERO;
+        loop {
+            match self.attempt(method.clone(), path, body, files).await {
+                Err(error)
+                    if method == Method::GET
+                        && error.kind == SendErrorKind::RateLimited
+                        && waited < READ_RETRY_BUDGET =>
+                {
+                    let wait = error.retry_after.unwrap_or(Duration::from_secs(1));
+                    tracing::debug!(platform = "discord", route = %error.route, wait_ms = wait.as_millis() as u64, "read rate limited; waiting it out");
+                    tokio::time::sleep(wait).await;
+                    waited += wait;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn attempt(
         &self,
         method: Method,
         path: &str,
@@ -125,12 +191,21 @@ impl RestClient {
             (Some(body), None) => request = request.json(body),
             (None, None) => {}
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| transport_error(&route, &method, e))?;
+        let permit = self.limits.permit(&method, path).await;
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => {
+                if let Some(permit) = permit {
+                    permit.complete(None);
+                }
+                return Err(transport_error(&route, &method, e));
+            }
+        };
         let status = response.status();
         let headers = response.headers().clone();
+        if let Some(permit) = permit {
+            permit.complete(limits::bucket_headers(&headers));
+        }
         let bytes = response
             .bytes()
             .await
@@ -150,13 +225,14 @@ impl RestClient {
         self.call(Method::GET, "/users/@me", None).await
     }
 
-    /// `GET /gateway/bot` → the gateway URL.
-    pub async fn gateway_url(&self) -> Result<String, RestError> {
+    /// `GET /gateway/bot` → the gateway URL and the `session_start_limit` object.
+    pub async fn gateway_bot(&self) -> Result<(String, Value), RestError> {
         let value: Value = self.call(Method::GET, "/gateway/bot", None).await?;
+        let limit = value["session_start_limit"].clone();
         value["url"]
             .as_str()
             .filter(|url| !url.is_empty())
-            .map(str::to_owned)
+            .map(|url| (url.to_owned(), limit))
             .ok_or_else(|| RestError {
                 route: "GET /gateway/bot".into(),
                 status: None,
@@ -228,6 +304,16 @@ impl RestClient {
             .await
     }
 
+    /// `GET /guilds/{guild}/members/{user}` (roles of a history message's author).
+    pub async fn get_member(&self, guild_id: &str, user_id: &str) -> Result<Member, RestError> {
+        self.call(
+            Method::GET,
+            &format!("/guilds/{guild_id}/members/{user_id}"),
+            None,
+        )
+        .await
+    }
+
     pub async fn modify_channel(
         &self,
         channel_id: &str,
@@ -241,19 +327,21 @@ impl RestClient {
         .await
     }
 
-    /// Up to `limit` (≤ 100) messages; with `after`, the oldest ones after that id.
+    /// Up to `limit` (≤ 100) messages of one page of history, newest first.
     pub async fn list_messages(
         &self,
         channel_id: &str,
         limit: usize,
-        after: Option<u64>,
+        page: Page,
     ) -> Result<Vec<Message>, RestError> {
         let mut path = format!(
             "/channels/{channel_id}/messages?limit={}",
             limit.clamp(1, 100)
         );
-        if let Some(after) = after {
-            path.push_str(&format!("&after={after}"));
+        match page {
+            Page::Latest => {}
+            Page::Before(id) => path.push_str(&format!("&before={id}")),
+            Page::After(id) => path.push_str(&format!("&after={id}")),
         }
         let value = self.call_raw(Method::GET, &path, None, None).await?;
         // Skip (rather than fail on) a message the decoder cannot read.
@@ -276,6 +364,20 @@ impl RestClient {
     ) -> Result<(), RestError> {
         let path = format!("/interactions/{interaction_id}/{token}/callback");
         self.call_raw(Method::POST, &path, Some(body), None)
+            .await
+            .map(drop)
+    }
+
+    /// `PATCH /webhooks/{app}/{token}/messages/@original`: for a deferred component
+    /// update, the message the component is on.
+    pub async fn edit_original_response(
+        &self,
+        application_id: &str,
+        token: &str,
+        body: &Value,
+    ) -> Result<(), RestError> {
+        let path = format!("/webhooks/{application_id}/{token}/messages/@original");
+        self.call_raw(Method::PATCH, &path, Some(body), None)
             .await
             .map(drop)
     }
@@ -307,7 +409,7 @@ impl RestClient {
     pub async fn download(&self, url: &str, cap: u64) -> Result<Vec<u8>, RestError> {
         let route = "GET attachment".to_owned();
         let mut response = self
-            .http
+            .downloads
             .get(url)
             .send()
             .await

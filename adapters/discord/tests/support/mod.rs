@@ -56,6 +56,8 @@ pub fn settings(
     settings.reconnect_min = Duration::from_millis(20);
     settings.reconnect_max = Duration::from_millis(200);
     settings.invalid_session_delay = Duration::from_millis(50);
+    settings.stable_after = Duration::ZERO;
+    settings.identify_window = Duration::from_millis(50);
     settings.http_timeout = Duration::from_secs(10);
     settings
 }

@@ -430,6 +430,50 @@ async fn steer_mode_delivers_the_text_after_the_next_tool_call() {
     assert!(second.contains("use blue"), "{second}");
 }
 
+/// A steer that comes while the model's last reply needs no tool call is never read by the
+/// turn; it must become the next turn (as in Hermes), not vanish after its ack. The inbox is
+/// capped like the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leftover_steer_text_becomes_the_next_turn_and_the_inbox_is_capped() {
+    let rig = Rig::start("display:\n  busy_input_mode: steer\n", ALLOW).await;
+    let gate = held_turn(&rig, "l1", "42", "plain answer").await;
+    for i in 0..32 {
+        rig.platform
+            .inject(dm(&format!("l-steer-{i}"), "42", &format!("also {i}")))
+            .await;
+    }
+    rig.platform
+        .inject(dm("l-full", "42", "one too many"))
+        .await;
+    rig.platform
+        .inject(dm("l-cmd", "42", "/steer and this"))
+        .await;
+    let texts = rig.platform.wait_texts("42", 34).await;
+    let steered = texts
+        .iter()
+        .filter(|t| t.starts_with("⏩ Steered into current run."))
+        .count();
+    assert_eq!(steered, 32, "{texts:?}");
+    let full = "⏳ 32 messages are already waiting; wait for the current task or /stop it.";
+    assert_eq!(texts.iter().filter(|t| *t == full).count(), 2, "{texts:?}");
+    gate.add_permits(1);
+    let texts = rig
+        .platform
+        .wait_until("42", |texts| texts.iter().any(|t| t.starts_with("echo: ")))
+        .await;
+    assert_eq!(texts[34], "plain answer", "{texts:?}");
+    let expected: Vec<String> = (0..32).map(|i| format!("also {i}")).collect();
+    assert_eq!(texts[35], format!("echo: {}", expected.join("\n")));
+    assert_eq!(texts.len(), 36, "{texts:?}");
+    let carried = rig
+        .store
+        .get_inbound("telegram", "l1#steer")
+        .await
+        .unwrap()
+        .expect("the leftover turn is journaled");
+    assert_eq!(carried.state, InboundState::Answered);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_interrupts_and_discards_the_queue() {
     let rig = Rig::start("display:\n  busy_input_mode: queue\n", ALLOW).await;

@@ -10,7 +10,7 @@ use hermes_adapter::MessageEvent;
 
 use super::commands::{self, Command};
 use super::slot::{Job, QUEUE_CAP, Slot, SlotState};
-use super::{API_PLATFORM, Router};
+use super::{API_PLATFORM, Router, steer};
 use crate::config::BusyInputMode;
 use crate::tools::approval::ApprovalDecision;
 
@@ -97,10 +97,7 @@ impl Router {
         }
         if state.queue.len() >= QUEUE_CAP {
             drop(state);
-            self.spawn_answer(
-                job,
-                format!("⏳ {QUEUE_CAP} messages are already waiting; wait for the current task or /stop it."),
-            );
+            self.spawn_answer(job, steer::full_text());
             return;
         }
         let mode = if is_api {
@@ -110,11 +107,11 @@ impl Router {
         };
         let action = match (mode, state.running.as_ref()) {
             (BusyInputMode::Steer, Some(running)) => {
-                running
-                    .steer
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(job.event.text.clone());
+                if !steer::push_steer(running, &job.event.text) {
+                    drop(state);
+                    self.spawn_answer(job, steer::full_text());
+                    return;
+                }
                 BusyAction::Steered
             }
             (BusyInputMode::Interrupt, Some(running)) => {

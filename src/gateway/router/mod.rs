@@ -14,6 +14,7 @@ mod respond;
 mod session;
 mod session_commands;
 pub mod slot;
+mod steer;
 mod title;
 mod turn;
 

@@ -148,11 +148,14 @@ impl Router {
                 })
                 .await;
         }
-        let stopped = slot
-            .lock()
-            .running
-            .take()
-            .is_some_and(|running| running.stopped);
+        let running = slot.lock().running.take();
+        let stopped = running.as_ref().is_some_and(|running| running.stopped);
+        // Steer texts the turn never read (no tool round after they came) are the next turn;
+        // after `/stop` they go the way of the discarded queue.
+        let leftover = match &running {
+            Some(running) if !stopped => super::steer::leftover(running),
+            _ => Vec::new(),
+        };
         match result {
             Ok(outcome) if outcome.interrupted => {
                 // A turn interrupted by shutdown stays unfinished: the next start resumes it.
@@ -208,6 +211,7 @@ impl Router {
                 }
             }
         }
+        self.carry_over_steer(slot, &job, leftover).await;
     }
 
     /// Forwards a turn's events: streamed deltas to an API client; to a chat, tool-progress

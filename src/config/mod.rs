@@ -9,6 +9,7 @@
 
 mod choice;
 pub mod cli;
+pub mod durations;
 mod env_overrides;
 mod error;
 mod known_keys;

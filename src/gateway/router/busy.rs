@@ -3,9 +3,11 @@
 //! one ack per session per 30 s. Control commands and plain-word approval answers are
 //! handled at once even while a turn runs.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt;
 use hermes_adapter::MessageEvent;
 
 use super::commands::{self, Command};
@@ -198,7 +200,27 @@ impl Router {
         }
     }
 
+    /// Runs one job, isolated: a panic anywhere in it (outside tool dispatch, which wraps
+    /// its own) is caught here, so the event is still answered, the slot no longer says
+    /// "running" and the worker goes on with the next job instead of dying with the slot
+    /// wedged.
     async fn run_job(&self, slot: &Arc<Slot>, job: Job) {
+        let event = job.event.clone();
+        let api = job.api.clone();
+        let outcome = AssertUnwindSafe(self.run_job_inner(slot, job))
+            .catch_unwind()
+            .await;
+        if let Err(panic) = outcome {
+            let job = Job {
+                event,
+                resumed: false,
+                api,
+            };
+            self.turn_panicked(slot, &job, panic).await;
+        }
+    }
+
+    async fn run_job_inner(&self, slot: &Arc<Slot>, job: Job) {
         let command = if job.event.source.platform == API_PLATFORM {
             None
         } else {

@@ -6,6 +6,8 @@
 
 mod busy;
 pub mod commands;
+mod failure;
+mod fault;
 mod live;
 mod platforms;
 mod prompts;
@@ -252,7 +254,7 @@ impl Router {
             Job {
                 event,
                 resumed: false,
-                api: Some(ApiResponder::new(reply, deltas)),
+                api: Some(Arc::new(ApiResponder::new(reply, deltas))),
             },
         );
         answer

@@ -58,7 +58,8 @@ pub struct Job {
     pub event: MessageEvent,
     /// A turn a previous process started: its user message is already stored.
     pub resumed: bool,
-    pub api: Option<ApiResponder>,
+    /// Shared so a panicking turn's request can still be answered.
+    pub api: Option<std::sync::Arc<ApiResponder>>,
 }
 
 /// The turn in progress.

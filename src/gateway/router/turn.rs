@@ -10,8 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::slot::{Job, Running, Slot};
 use super::{API_PLATFORM, Router};
-use crate::agent::AgentEvent;
+use crate::agent::{AgentError, AgentEvent};
 use crate::config::ToolProgress;
+use crate::gateway::incident::Incident;
 use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::typing::TypingLoop;
 
@@ -83,12 +84,9 @@ impl Router {
         {
             Ok(prepared) => prepared,
             Err(e) => {
-                tracing::error!(session_key = %slot.key, error = %e, "cannot prepare the session");
-                self.respond(
-                    &job,
-                    &format!("⚠️ Sorry, I couldn't open this conversation: {e}"),
-                )
-                .await;
+                let incident = Incident::new();
+                tracing::error!(incident = incident.id(), session_key = %slot.key, error = %e, "cannot prepare the session");
+                self.answer_incident(&job, &incident).await;
                 return;
             }
         };
@@ -107,6 +105,7 @@ impl Router {
             steer,
             stopped: false,
         });
+        super::fault::maybe_panic(&self.live().env, &event.text);
         let typing = self.link(&event.source.platform).and_then(|link| {
             link.typing.then(|| {
                 TypingLoop::start(
@@ -201,12 +200,24 @@ impl Router {
             Err(e) => {
                 GatewayMetrics::incr(&self.metrics.turns_failed);
                 GatewayMetrics::incr(&self.metrics.agent_errors);
-                tracing::warn!(session_key = %slot.key, error = %e, "turn failed");
-                match &job.api {
-                    Some(api) => Self::answer_api_error(api, &e.to_string()),
-                    None => {
-                        self.respond(&job, &format!("⚠️ Sorry, that failed: {e}"))
-                            .await
+                match e {
+                    // The model's failure, already scrubbed and meant for the user: one line
+                    // naming each provider tried.
+                    AgentError::Provider(e) => {
+                        tracing::warn!(session_key = %slot.key, error = %e, "turn failed");
+                        match &job.api {
+                            Some(api) => Self::answer_api_error(api, &e.to_string()),
+                            None => {
+                                self.respond(&job, &format!("⚠️ Sorry, that failed: {e}"))
+                                    .await
+                            }
+                        }
+                    }
+                    // Our own failure: details to the log, an incident id to the user.
+                    AgentError::Store(e) => {
+                        let incident = Incident::new();
+                        tracing::error!(incident = incident.id(), session_key = %slot.key, error = %e, "turn failed");
+                        self.answer_incident(&job, &incident).await;
                     }
                 }
             }

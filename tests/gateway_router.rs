@@ -498,6 +498,61 @@ async fn stop_interrupts_and_discards_the_queue() {
     }
 }
 
+/// What the agent keeps per session in memory (to-do list, session approvals, shell cwd)
+/// goes with the session's slot; a to-do list comes back from the history afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_session_state_is_evicted_with_the_slot_and_todos_come_back_from_history() {
+    let rig = Rig::start("", ALLOW).await;
+    let router = rig.runner.as_ref().unwrap().router.clone();
+    let deps = router.agent_deps().expect("a model is configured");
+    let todos = serde_json::json!({"todos": [{"id": "1", "content": "paint it blue", "status": "pending"}]});
+    rig.model.push_all([
+        Step::Reply(Reply::tool_call("todo", todos)),
+        Step::Reply(Reply::tool_call(
+            "terminal",
+            serde_json::json!({"command": "echo hi"}),
+        )),
+        Step::text("planned"),
+    ]);
+    rig.platform.inject(dm("m1", "42", "plan it")).await;
+    rig.platform
+        .wait_until("42", |texts| texts.iter().any(|t| t == "planned"))
+        .await;
+    let session = rig.session_of("agent:main:telegram:dm:42").await;
+    deps.approvals.approve_session(&session, "recursive delete");
+    assert_eq!(deps.sessions_in_memory(), (1, 1, 1));
+
+    // The worker clears its flag just after the reply went out; wait for the slot to idle.
+    let deadline = std::time::Instant::now() + WAIT;
+    while router.evict_idle(Duration::ZERO) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the slot never idled");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(deps.sessions_in_memory(), (0, 0, 0));
+
+    rig.model.push_all([
+        Step::Reply(Reply::tool_call("todo", serde_json::json!({}))),
+        Step::text("still planned"),
+    ]);
+    rig.platform
+        .inject(dm("m2", "42", "what was the plan?"))
+        .await;
+    rig.platform
+        .wait_until("42", |texts| texts.iter().any(|t| t == "still planned"))
+        .await;
+    let requests = rig.model.requests();
+    let messages = requests.last().unwrap().body["messages"].clone();
+    let read_back = messages.as_array().unwrap().last().unwrap();
+    assert_eq!(read_back["role"], "tool", "{messages}");
+    assert!(
+        read_back["content"]
+            .as_str()
+            .unwrap()
+            .contains("paint it blue"),
+        "{messages}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_yes_approves_a_dangerous_command_mid_turn() {
     let rig = Rig::start("", ALLOW).await;

@@ -11,6 +11,7 @@ mod prompt;
 pub mod provider;
 pub mod session_id;
 pub mod title;
+mod todo_history;
 mod tool_round;
 mod worker;
 

@@ -119,7 +119,7 @@ async fn execute(
         Err(e) => return tool_error(format!("Invalid JSON arguments for {}: {e}", call.name)),
     };
     match call.name.as_str() {
-        "todo" => todo::todo_tool(Some(&deps.todos(session_id)), &args),
+        "todo" => todo::todo_tool(Some(&deps.todos(session_id, agent.history())), &args),
         "memory" => memory::memory_tool(Some(&deps.memory), &args),
         "session_search" => {
             session_search(

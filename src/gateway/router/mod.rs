@@ -294,19 +294,43 @@ impl Router {
 
     /// Evicts slots idle longer than `idle` with nothing queued or running, bounding memory
     /// by the number of recently active conversations.
+    /// The per-session state the agent keeps in memory (to-do lists, session approvals,
+    /// shell cwds) goes with the slot.
     pub fn evict_idle(&self, idle: Duration) -> usize {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        let before = slots.len();
-        slots.retain(|_, slot| {
-            let state = slot.lock();
-            state.worker
-                || state.running.is_some()
-                || !state.queue.is_empty()
-                || state.approval.is_some()
-                || state.clarify.is_some()
-                || state.last_active.is_some_and(|t| t.elapsed() < idle)
-        });
-        before - slots.len()
+        let mut evicted = Vec::new();
+        {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.retain(|key, slot| {
+                let state = slot.lock();
+                let keep = state.worker
+                    || state.running.is_some()
+                    || !state.queue.is_empty()
+                    || state.approval.is_some()
+                    || state.clarify.is_some()
+                    || state.last_active.is_some_and(|t| t.elapsed() < idle);
+                if !keep {
+                    evicted.push((
+                        key.clone(),
+                        state.agent.as_ref().map(|a| a.session_id().to_owned()),
+                    ));
+                }
+                keep
+            });
+        }
+        if let Ok(deps) = &self.live().agent {
+            for (key, cached) in &evicted {
+                let routed = self.current_session_id(key);
+                for session_id in cached.iter().chain(routed.iter()) {
+                    deps.forget_session(session_id);
+                }
+            }
+        }
+        evicted.len()
+    }
+
+    /// The agent's shared parts, when a model provider is configured.
+    pub fn agent_deps(&self) -> Option<Arc<AgentDeps>> {
+        self.live().agent.as_ref().ok().cloned()
     }
 
     /// Cancels every running turn (shutdown after the drain deadline).

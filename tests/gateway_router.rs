@@ -553,6 +553,57 @@ async fn per_session_state_is_evicted_with_the_slot_and_todos_come_back_from_his
     );
 }
 
+async fn health(url: &str) -> (u16, String) {
+    let response = reqwest::get(url).await.expect("GET /health");
+    let code = response.status().as_u16();
+    (code, response.text().await.expect("body"))
+}
+
+/// Waits (bounded) until `/health` answers `code`; returns the body.
+async fn wait_health(url: &str, code: u16) -> String {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let (now, body) = health(url).await;
+        if now == code {
+            return body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/health stayed {now}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The probe that gates the systemd watchdog ping, also behind `/health`, sees a turn stuck
+/// past its budget and a dead state.db writer (it used to say "ok" whatever happened).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_liveness_probe_sees_a_stuck_turn_and_a_dead_writer() {
+    let rig = Rig::start("agent:\n  gateway_timeout: 1\n", ALLOW).await;
+    let runner = rig.runner.as_ref().unwrap();
+    let url = format!("http://{}/health", runner.admin_addr.expect("admin API"));
+    assert_eq!(health(&url).await.0, 200);
+    assert!(runner.is_healthy());
+
+    let gate = held_turn(&rig, "h1", "42", "late answer").await;
+    let body = wait_health(&url, 503).await;
+    assert!(body.contains("agent:main:telegram:dm:42"), "{body}");
+    assert!(body.contains("agent.gateway_timeout"), "{body}");
+    assert!(!runner.is_healthy());
+    gate.add_permits(1);
+    rig.platform
+        .wait_until("42", |texts| texts.iter().any(|t| t == "late answer"))
+        .await;
+    wait_health(&url, 200).await;
+    assert!(runner.is_healthy());
+
+    rig.store.close().await;
+    let (code, body) = health(&url).await;
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("writer"), "{body}");
+    assert!(!runner.is_healthy());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_yes_approves_a_dangerous_command_mid_turn() {
     let rig = Rig::start("", ALLOW).await;

@@ -188,6 +188,17 @@ impl Store {
 
     /// Stops the writer after it has committed everything queued before this call, then
     /// checkpoints. Later writes through any clone fail with [`StoreError::Closed`].
+    /// Whether the writer thread still runs. Once it is gone (it panicked, or the store
+    /// was closed) no write can succeed, so the daemon can no longer answer anyone.
+    pub fn writer_alive(&self) -> bool {
+        self.inner
+            .writer_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|thread| !thread.is_finished())
+    }
+
     pub async fn close(&self) {
         let (done, finished) = oneshot::channel();
         if self

@@ -9,6 +9,7 @@ pub mod commands;
 mod failure;
 mod fault;
 mod live;
+mod liveness;
 mod platforms;
 mod prompts;
 mod recovery;

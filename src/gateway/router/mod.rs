@@ -207,8 +207,16 @@ impl Router {
     /// it may acknowledge the event to the platform.
     pub async fn handle_inbound(&self, event: MessageEvent) -> RecordOutcome {
         GatewayMetrics::incr(&self.metrics.events_in);
+        // The pairing files are read on tokio's blocking pool, not on a runtime thread.
+        let router = self.arc();
+        let asker = event.source.clone();
+        let authorized = tokio::task::spawn_blocking(move || {
+            is_authorized(&asker, &router.live().auth, &router.pairing)
+        })
+        .await
+        .unwrap_or(false);
         let source = &event.source;
-        if !is_authorized(source, &self.live().auth, &self.pairing) {
+        if !authorized {
             self.deny(&event).await;
             return RecordOutcome::Refused;
         }
@@ -266,8 +274,15 @@ impl Router {
     /// An unauthorized sender: a pairing code for a DM where the platform pairs, else nothing.
     async fn deny(&self, event: &MessageEvent) {
         let now = crate::state::now_epoch();
-        let auth = &self.live().auth;
-        let reply = match unauthorized_reply(&event.source, auth, &self.pairing, now) {
+        // A pairing request takes the pairing lock and writes files: the blocking pool's work.
+        let router = self.arc();
+        let asker = event.source.clone();
+        let reply = tokio::task::spawn_blocking(move || {
+            unauthorized_reply(&asker, &router.live().auth, &router.pairing, now)
+        })
+        .await
+        .unwrap_or(Ok(None));
+        let reply = match reply {
             Ok(reply) => reply,
             Err(e) => {
                 tracing::warn!(error = %e, "pairing store unavailable");

@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod compress;
 pub mod deps;
+pub mod event_channel;
 pub mod events;
 pub mod history;
 pub mod message;
@@ -16,6 +17,7 @@ mod tool_round;
 mod worker;
 
 pub use deps::{AgentDeps, AgentSettings, UserPrompts};
+pub use event_channel::{EventStream, event_channel};
 pub use events::{AgentEvent, EventSink};
 pub use session_id::new_session_id;
 pub use worker::{Agent, AgentError, SteerInbox, TurnOutcome};

@@ -174,7 +174,10 @@ fn delegate<'a>(
                     Some(context) => format!("{}\n\nContext:\n{context}", task.goal),
                     None => task.goal.clone(),
                 };
-                let (sink, _drain) = tokio::sync::mpsc::unbounded_channel();
+                // Nobody shows a child's progress: with its display gone at once, the child's
+                // events are discarded as they come instead of piling up for its whole run.
+                let (sink, display) = super::event_channel::event_channel();
+                drop(display);
                 let outcome = child.run_turn(&prompt, &sink, &cancel.child_token()).await;
                 let _ = deps.store.end_session(&child_id, "delegate_complete").await;
                 match outcome {

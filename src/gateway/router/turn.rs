@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hermes_adapter::MessageEvent;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::slot::{Job, Running, Slot};
@@ -116,7 +115,7 @@ impl Router {
                 )
             })
         });
-        let (events, progress) = mpsc::unbounded_channel();
+        let (events, progress) = crate::agent::event_channel();
         let forwarder = self.spawn_progress(&job, progress);
         GatewayMetrics::incr(&self.metrics.turns_started);
         let text = turn_text(event);
@@ -231,7 +230,7 @@ impl Router {
     fn spawn_progress(
         &self,
         job: &Job,
-        mut progress: mpsc::UnboundedReceiver<AgentEvent>,
+        mut progress: crate::agent::EventStream,
     ) -> Option<tokio::task::JoinHandle<Option<String>>> {
         if let Some(api) = &job.api {
             let deltas = api.deltas.clone()?;

@@ -9,6 +9,7 @@ use super::Router;
 use super::slot::{Job, Slot};
 use crate::gateway::incident::Incident;
 use crate::gateway::metrics::GatewayMetrics;
+use crate::state::StoreError;
 
 impl Router {
     /// Cleans up after `job` panicked (see `run_job`): the slot stops saying "running", the
@@ -54,6 +55,27 @@ impl Router {
     }
 }
 
+/// A store error as a command's answer: what the user can act on (no such session, a title
+/// taken or invalid) in its own words; anything internal as an incident, logged with `doing`.
+pub(super) fn store_error_text(e: &StoreError, doing: &str) -> String {
+    if meant_for_the_user(e) {
+        return format!("⚠️ {e}");
+    }
+    let incident = Incident::new();
+    tracing::error!(incident = incident.id(), error = %e, "{doing} failed");
+    incident.user_text()
+}
+
+fn meant_for_the_user(e: &StoreError) -> bool {
+    matches!(
+        e,
+        StoreError::SessionNotFound(_)
+            | StoreError::AmbiguousPrefix { .. }
+            | StoreError::Invalid(_)
+            | StoreError::TitleInUse { .. }
+    )
+}
+
 /// The panic's message, when it has one.
 fn panic_message(panic: &(dyn Any + Send)) -> String {
     panic
@@ -61,4 +83,23 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
         .map(|text| (*text).to_owned())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(no message)".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_store_errors_become_incidents_and_user_mistakes_stay_readable() {
+        let taken = StoreError::TitleInUse {
+            title: "plans".into(),
+            holder: "s1".into(),
+        };
+        assert_eq!(store_error_text(&taken, "renaming"), format!("⚠️ {taken}"));
+        let internal = StoreError::WriteFailed("disk I/O error at /var/lib/x".into());
+        let text = store_error_text(&internal, "renaming");
+        assert!(text.contains("(incident "), "{text}");
+        assert!(!text.contains("disk") && !text.contains("/var"), "{text}");
+        assert!(store_error_text(&StoreError::Closed, "x").contains("(incident "));
+    }
 }

@@ -22,6 +22,8 @@ pub struct GatewayMetrics {
     pub agent_errors: AtomicU64,
     /// Turns that panicked and were answered with an incident id instead.
     pub turn_panics: AtomicU64,
+    /// Inbound items an adapter could not decode, kept in `hermesd_dead_letters`.
+    pub dead_letters: AtomicU64,
     pub router_queue_depth: AtomicU64,
     pub delivery_queue_depth: AtomicU64,
 }
@@ -88,6 +90,12 @@ impl GatewayMetrics {
             "counter",
             "Agent turns that panicked; each was answered and its session freed.",
             load(&self.turn_panics),
+        );
+        out.single(
+            "dead_letters_total",
+            "counter",
+            "Inbound items an adapter could not decode, kept as dead letters.",
+            load(&self.dead_letters),
         );
         out.single(
             "router_queue_depth",

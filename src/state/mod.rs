@@ -6,6 +6,7 @@
 
 mod commands;
 mod connection;
+mod dead_letters;
 mod encode;
 mod error;
 mod fifo_gate;
@@ -33,6 +34,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 pub use commands::{Outcome, WriteCommand};
+pub use dead_letters::DeadLetterRow;
 pub use encode::content_text;
 pub use error::{StoreError, StoreResult};
 pub use gateway_schema::GATEWAY_TABLES;

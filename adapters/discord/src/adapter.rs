@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use hermes_adapter::{
-    Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, Outbound, SendResult,
+    Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, Outbound, RecordOutcome,
+    SendResult,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -161,19 +162,15 @@ async fn event_loop(inner: &Inner, ctx: &AdapterContext, mut dispatches: mpsc::R
                     inner.with_directory(|d| d.channels.remove(id));
                 }
             }
-            "MESSAGE_CREATE" => match serde_json::from_value::<Message>(data) {
+            "MESSAGE_CREATE" => match serde_json::from_value::<Message>(data.clone()) {
                 Ok(message) => {
                     inbound::handle(inner, ctx, message).await;
                 }
-                Err(error) => {
-                    tracing::warn!(platform = "discord", %error, "undecodable MESSAGE_CREATE")
-                }
+                Err(error) => keep_dead_letter(ctx, &name, &data, &error).await,
             },
-            "INTERACTION_CREATE" => match serde_json::from_value::<Interaction>(data) {
+            "INTERACTION_CREATE" => match serde_json::from_value::<Interaction>(data.clone()) {
                 Ok(interaction) => interactions::handle(inner, ctx, interaction).await,
-                Err(error) => {
-                    tracing::warn!(platform = "discord", %error, "undecodable INTERACTION_CREATE")
-                }
+                Err(error) => keep_dead_letter(ctx, &name, &data, &error).await,
             },
             _ => {}
         }
@@ -181,6 +178,20 @@ async fn event_loop(inner: &Inner, ctx: &AdapterContext, mut dispatches: mpsc::R
             awaiting_guilds = None;
             backfill::run(inner, ctx).await;
         }
+    }
+}
+
+/// Hands an undecodable dispatch to the core. The gateway cannot redeliver it, so a failed
+/// record is only logged (the raw payload with it).
+async fn keep_dead_letter(
+    ctx: &AdapterContext,
+    name: &str,
+    data: &Value,
+    error: &serde_json::Error,
+) {
+    let letter = crate::dead_letter::dead_letter(name, data, error);
+    if ctx.dead_letter(letter).await == RecordOutcome::Failed {
+        tracing::error!(platform = "discord", dispatch = name, %error, raw = %data, "undecodable dispatch could not be kept");
     }
 }
 

@@ -13,6 +13,7 @@ mod adapter;
 mod api;
 mod commands;
 mod connection;
+mod dead_letter;
 mod files;
 mod gating;
 mod inbound;

@@ -253,6 +253,14 @@ async fn handle_envelope(
     kind: &str,
     payload: &Value,
 ) {
+    if let Some(error) = crate::dead_letter::undecodable(kind, payload) {
+        let letter = crate::dead_letter::dead_letter(envelope_id, kind, payload, error);
+        // Acknowledged only once kept; unacknowledged, Slack redelivers it.
+        if ctx.dead_letter(letter).await != RecordOutcome::Failed {
+            ack(conn, envelope_id, None);
+        }
+        return;
+    }
     let translator = Translator {
         settings: &shared.settings,
         gates: &shared.gates,

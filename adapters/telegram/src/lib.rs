@@ -11,6 +11,7 @@
 mod adapter;
 pub mod api;
 mod commands;
+mod dead_letter;
 mod gating;
 mod inbound;
 mod intake;

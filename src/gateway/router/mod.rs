@@ -6,6 +6,7 @@
 
 mod busy;
 pub mod commands;
+mod dead_letter;
 mod failure;
 mod fault;
 mod live;
@@ -40,6 +41,7 @@ use crate::gateway::session_key::{KeyPolicy, build_session_key};
 use crate::home::HermesHome;
 use crate::state::{InboundRecord, Store};
 
+pub use dead_letter::DEAD_LETTER_NOTICE;
 pub use live::Live;
 pub use platforms::PlatformLink;
 pub use recovery::Recovered;

@@ -27,6 +27,8 @@ struct Waiting {
 struct Shared {
     waiting: Mutex<Waiting>,
     ready: Notify,
+    /// Touched by every event sent, shown or not (the turn budget's clock).
+    activity: super::Activity,
 }
 
 impl Shared {
@@ -58,8 +60,14 @@ pub struct EventSink {
 pub struct Closed;
 
 impl EventSink {
+    /// The clock every event sent on this channel touches.
+    pub fn activity(&self) -> super::Activity {
+        self.shared.activity.clone()
+    }
+
     /// Queues `event` (see the module docs for what pressure does); never waits.
     pub fn send(&self, event: AgentEvent) -> Result<(), Closed> {
+        self.shared.activity.touch();
         let mut waiting = self.shared.lock();
         if waiting.receiver_gone {
             return Err(Closed);

@@ -1,6 +1,7 @@
 //! The agent: the conversation's message format, the model providers it talks to, and the
 //! loop that runs one conversation turn by turn with tools, approvals and compression.
 
+pub mod activity;
 pub mod budget;
 pub mod compress;
 pub mod deps;
@@ -16,6 +17,7 @@ mod todo_history;
 mod tool_round;
 mod worker;
 
+pub use activity::Activity;
 pub use deps::{AgentDeps, AgentSettings, UserPrompts};
 pub use event_channel::{EventStream, event_channel};
 pub use events::{AgentEvent, EventSink};

@@ -1,11 +1,13 @@
 //! What the liveness probe (the systemd watchdog and `/health`) asks the router: the
 //! problems that mean the daemon can no longer answer and should be restarted — the state.db
-//! writer thread is gone, or a turn has been running past its budget
-//! (`agent.gateway_timeout`) without waiting on the user.
+//! writer thread is gone, or a turn is still idle past its budget (`agent.gateway_timeout`)
+//! plus the grace its cancellation gets ([`super::turn_budget`] cancels it at the budget),
+//! without waiting on the user: its cancellation is stuck.
 
 use std::time::Duration;
 
 use super::Router;
+use super::turn_budget::stuck;
 
 impl Router {
     /// Every reason the daemon cannot answer right now; empty when it can.
@@ -19,7 +21,7 @@ impl Router {
             let stuck = self.turns_running_longer_than(Duration::from_secs(budget));
             if !stuck.is_empty() {
                 problems.push(format!(
-                    "{} session(s) running past the {budget} s turn budget (agent.gateway_timeout): {}",
+                    "{} session(s) idle past the {budget} s turn budget (agent.gateway_timeout) and not winding down: {}",
                     stuck.len(),
                     stuck.join(", ")
                 ));
@@ -28,8 +30,9 @@ impl Router {
         problems
     }
 
-    /// Session keys whose turn has run longer than `budget` while not waiting for an
-    /// approval or a clarify answer (waiting on a person is not being stuck).
+    /// Session keys whose turn has been idle longer than `budget` plus the cancellation's
+    /// grace while not waiting for an approval or a clarify answer (waiting on a person is
+    /// not being stuck).
     fn turns_running_longer_than(&self, budget: Duration) -> Vec<String> {
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         let mut stuck: Vec<String> = slots
@@ -41,7 +44,7 @@ impl Router {
                     && state
                         .running
                         .as_ref()
-                        .is_some_and(|running| running.started.elapsed() > budget)
+                        .is_some_and(|running| stuck(running.activity.idle(), budget))
             })
             .map(|(key, _)| key.clone())
             .collect();

@@ -21,6 +21,7 @@ pub mod slot;
 mod steer;
 mod title;
 mod turn;
+mod turn_budget;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +49,7 @@ pub use recovery::Recovered;
 pub use slot::{ApiReply, ApiResponder};
 use slot::{Job, Slot};
 pub use turn::no_provider_text;
+pub use turn_budget::TURN_TIMEOUT_NOTICE;
 
 /// The platform name of the HTTP API: its requests are answered in the HTTP response, not
 /// through the delivery ledger.

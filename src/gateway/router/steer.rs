@@ -101,6 +101,8 @@ mod tests {
             event_id: "e".into(),
             steer: Arc::new(Mutex::new(Vec::new())),
             stopped: false,
+            activity: Default::default(),
+            timed_out: false,
         }
     }
 

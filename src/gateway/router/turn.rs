@@ -8,6 +8,7 @@ use hermes_adapter::MessageEvent;
 use tokio_util::sync::CancellationToken;
 
 use super::slot::{Job, Running, Slot};
+use super::turn_budget::TURN_TIMEOUT_NOTICE;
 use super::{API_PLATFORM, Router};
 use crate::agent::{AgentError, AgentEvent};
 use crate::config::ToolProgress;
@@ -96,6 +97,7 @@ impl Router {
         let cancel = CancellationToken::new();
         let steer = Arc::new(Mutex::new(Vec::new()));
         agent.set_steer_inbox(steer.clone());
+        let (events, progress) = crate::agent::event_channel();
         slot.lock().running = Some(Running {
             source: event.source.clone(),
             cancel: cancel.clone(),
@@ -103,7 +105,10 @@ impl Router {
             event_id: event.event_id.clone(),
             steer,
             stopped: false,
+            activity: events.activity(),
+            timed_out: false,
         });
+        let budget = self.watch_turn_budget(slot);
         super::fault::maybe_panic(&self.live().env, &event.text);
         let typing = self.link(&event.source.platform).and_then(|link| {
             link.typing.then(|| {
@@ -115,7 +120,6 @@ impl Router {
                 )
             })
         });
-        let (events, progress) = crate::agent::event_channel();
         let forwarder = self.spawn_progress(&job, progress);
         GatewayMetrics::incr(&self.metrics.turns_started);
         let text = turn_text(event);
@@ -129,6 +133,7 @@ impl Router {
                 .run_journaled_turn(&text, inbound, &events, &cancel)
                 .await
         };
+        drop(budget);
         drop(events);
         drop(typing);
         let preview = match forwarder {
@@ -148,6 +153,7 @@ impl Router {
         }
         let running = slot.lock().running.take();
         let stopped = running.as_ref().is_some_and(|running| running.stopped);
+        let timed_out = running.as_ref().is_some_and(|running| running.timed_out);
         // Steer texts the turn never read (no tool round after they came) are the next turn;
         // after `/stop` they go the way of the discarded queue.
         let leftover = match &running {
@@ -158,8 +164,16 @@ impl Router {
             Ok(outcome) if outcome.interrupted => {
                 // A turn interrupted by shutdown stays unfinished: the next start resumes it.
                 // One interrupted by the user is answered by the reply to what interrupted it.
-                let by_shutdown = self.is_shutting_down() && !stopped;
-                if !by_shutdown {
+                let by_shutdown = self.is_shutting_down() && !stopped && !timed_out;
+                if timed_out {
+                    // Out of its budget: the event's one answer says so.
+                    GatewayMetrics::incr(&self.metrics.turns_failed);
+                    slot.lock().agent = Some(agent);
+                    match &job.api {
+                        Some(api) => Self::answer_api_error(api, TURN_TIMEOUT_NOTICE),
+                        None => self.respond(&job, TURN_TIMEOUT_NOTICE).await,
+                    }
+                } else if !by_shutdown {
                     slot.lock().agent = Some(agent);
                     self.answer_silently(&job).await;
                 } else if let Some(api) = &job.api {

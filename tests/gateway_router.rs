@@ -647,6 +647,28 @@ async fn waiting_for_an_approval_does_not_count_against_the_budget() {
         .await;
 }
 
+/// A tool running longer than the budget is work, not idling (Hermes's terminal keeps its
+/// activity clock going while the command runs): the turn finishes and answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_running_past_the_budget_is_not_cut() {
+    let rig = Rig::start("agent:\n  gateway_timeout: 1\n", ALLOW).await;
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "terminal",
+        serde_json::json!({"command": "sleep 3"}),
+    )));
+    rig.model.push(Step::text("slept"));
+    rig.platform.inject(dm("t1", "42", "take your time")).await;
+    let texts = rig
+        .platform
+        .wait_until("42", |texts| {
+            texts
+                .iter()
+                .any(|t| t == "slept" || t == hermesd::gateway::router::TURN_TIMEOUT_NOTICE)
+        })
+        .await;
+    assert!(texts.iter().any(|t| t == "slept"), "{texts:?}");
+}
+
 /// The probe that gates the systemd watchdog ping, also behind `/health`, sees a dead
 /// state.db writer (it used to say "ok" whatever happened).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

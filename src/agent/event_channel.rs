@@ -67,7 +67,11 @@ impl EventSink {
 
     /// Queues `event` (see the module docs for what pressure does); never waits.
     pub fn send(&self, event: AgentEvent) -> Result<(), Closed> {
-        self.shared.activity.touch();
+        match &event {
+            AgentEvent::ToolStarted { .. } => self.shared.activity.tool(true),
+            AgentEvent::ToolFinished { .. } => self.shared.activity.tool(false),
+            _ => self.shared.activity.touch(),
+        }
         let mut waiting = self.shared.lock();
         if waiting.receiver_gone {
             return Err(Closed);

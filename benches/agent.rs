@@ -66,7 +66,7 @@ async fn timed_turns(
     turns: usize,
     script: &dyn Fn() -> Vec<Step>,
 ) -> Vec<f64> {
-    let (events, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (events, _rx) = hermesd::agent::event_channel();
     let mut own = Vec::with_capacity(turns);
     for i in 0..turns {
         fake.push_all(script());
@@ -147,7 +147,7 @@ fn main() {
         // Idle sessions: first give each session a one-turn history (this also grows the
         // store's caches and the fake's request log), then measure only what holding the
         // resumed agents in memory costs, as the gateway's agent cache does.
-        let (events, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let (events, _rx) = hermesd::agent::event_channel();
         let mut ids = Vec::with_capacity(idle_sessions);
         for i in 0..idle_sessions {
             let mut agent = Agent::create(Arc::clone(&deps), new_session_id(), "bench", None)

@@ -89,7 +89,7 @@ fn tool_reply(calls: Vec<FakeCall>) -> Step {
 }
 
 async fn turn(agent: &mut Agent, text: &str) -> hermesd::agent::TurnOutcome {
-    let (events, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (events, _rx) = hermesd::agent::event_channel();
     tokio::time::timeout(
         WAIT,
         agent.run_turn(text, &events, &CancellationToken::new()),
@@ -176,7 +176,7 @@ async fn parallel_tool_results_come_back_in_call_order() {
         Step::text("done"),
     ]);
     let mut agent = new_agent(&rig).await;
-    let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (events, mut rx) = hermesd::agent::event_channel();
     let outcome = agent
         .run_turn("run them", &events, &CancellationToken::new())
         .await
@@ -247,7 +247,7 @@ async fn an_interrupted_stream_leaves_no_partial_message() {
         delay: Duration::from_millis(200),
     });
     let mut agent = new_agent(&rig).await;
-    let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (events, mut rx) = hermesd::agent::event_channel();
     let cancel = CancellationToken::new();
     let stopper = cancel.clone();
     let watcher = tokio::spawn(async move {
@@ -286,7 +286,7 @@ async fn a_failing_primary_falls_back_and_total_failure_is_one_line() {
 
     rig.fake.push(Step::error(401));
     dir_fallback.push(Step::Malformed);
-    let (events, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (events, _rx) = hermesd::agent::event_channel();
     let err = agent
         .run_turn("again", &events, &CancellationToken::new())
         .await
@@ -539,7 +539,7 @@ async fn a_round_with_clarify_runs_sequentially_and_gets_the_answer() {
         Step::text("thanks"),
     ]);
     let mut agent = new_agent(&rig).await;
-    let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (events, mut rx) = hermesd::agent::event_channel();
     agent
         .run_turn("do it", &events, &CancellationToken::new())
         .await

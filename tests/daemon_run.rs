@@ -65,18 +65,13 @@ fn invalid_config_exits_78_before_touching_anything() {
         "approvals:\n  mode: sometimes\nsession_reset:\n  at_hour: 99\n",
     )
     .unwrap();
-    let out = Command::new(HERMESD)
-        .arg("run")
-        .env_clear()
-        .env("HOME", home.path().join("user"))
-        .env("HERMES_HOME", home.path())
-        .env("HERMES_TEST_ISOLATION", "1")
-        .env("API_SERVER_PORT", "0")
-        .env("HERMES__ADMIN__PORT", "0")
-        .env("TELEGRAM_BOT_TOKEN", "123456:SECRET-TOKEN-VALUE")
-        .env("API_SERVER_KEY", "short")
-        .output()
-        .unwrap();
+    let out = run_once(
+        home.path(),
+        &[
+            ("TELEGRAM_BOT_TOKEN", "123456:SECRET-TOKEN-VALUE"),
+            ("API_SERVER_KEY", "short"),
+        ],
+    );
     assert_eq!(out.status.code(), Some(78));
     let err = String::from_utf8_lossy(&out.stderr);
     for key in ["approvals.mode", "session_reset.at_hour", "API_SERVER_KEY"] {
@@ -87,4 +82,39 @@ fn invalid_config_exits_78_before_touching_anything() {
         "{err}"
     );
     assert!(!home.path().join("state.db").exists());
+}
+
+/// Intervals that would panic in `Duration::from_secs_f64` (once mid-turn or at start) are
+/// refused before anything starts, naming the key.
+#[test]
+fn intervals_too_long_for_a_duration_exit_78_naming_the_key() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "streaming:\n  enabled: true\n  edit_interval: 1e20\n",
+    )
+    .unwrap();
+    let out = run_once(home.path(), &[("HERMESD_DRAIN_TIMEOUT_SECS", "1e30")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{err}");
+    for key in ["streaming.edit_interval", "HERMESD_DRAIN_TIMEOUT_SECS"] {
+        assert!(err.contains(key), "missing {key}: {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!home.path().join("state.db").exists());
+}
+
+/// `hermesd run` on `home` with a clean environment plus `env`, to completion.
+fn run_once(home: &std::path::Path, env: &[(&str, &str)]) -> std::process::Output {
+    Command::new(HERMESD)
+        .arg("run")
+        .env_clear()
+        .env("HOME", home.join("user"))
+        .env("HERMES_HOME", home)
+        .env("HERMES_TEST_ISOLATION", "1")
+        .env("API_SERVER_PORT", "0")
+        .env("HERMES__ADMIN__PORT", "0")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
 }

@@ -387,6 +387,7 @@ fn health_answers_for_the_real_admin_api() {
         adapters: Arc::new(AdapterHealth::new()),
         store: None,
         log: None,
+        router: None,
     };
     let (addr, server) = runtime
         .block_on(serve_admin(

@@ -67,6 +67,7 @@ async fn health_ready_and_metrics_over_http() {
         adapters: adapters.clone(),
         store: Some(store.clone()),
         log: None,
+        router: None,
     };
     let shutdown = CancellationToken::new();
     let (addr, server) = serve_admin(
@@ -143,6 +144,7 @@ async fn refuses_non_loopback_addresses() {
         adapters: Arc::new(AdapterHealth::new()),
         store: None,
         log: None,
+        router: None,
     };
     let err = serve_admin("0.0.0.0:0".parse().expect("addr"), state, shutdown)
         .await

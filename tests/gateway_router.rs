@@ -433,6 +433,50 @@ async fn steer_mode_delivers_the_text_after_the_next_tool_call() {
     assert!(second.contains("use blue"), "{second}");
 }
 
+/// A steer that comes while the model's last reply needs no tool call is never read by the
+/// turn; it must become the next turn (as in Hermes), not vanish after its ack. The inbox is
+/// capped like the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leftover_steer_text_becomes_the_next_turn_and_the_inbox_is_capped() {
+    let rig = Rig::start("display:\n  busy_input_mode: steer\n", ALLOW).await;
+    let gate = held_turn(&rig, "l1", "42", "plain answer").await;
+    for i in 0..32 {
+        rig.platform
+            .inject(dm(&format!("l-steer-{i}"), "42", &format!("also {i}")))
+            .await;
+    }
+    rig.platform
+        .inject(dm("l-full", "42", "one too many"))
+        .await;
+    rig.platform
+        .inject(dm("l-cmd", "42", "/steer and this"))
+        .await;
+    let texts = rig.platform.wait_texts("42", 34).await;
+    let steered = texts
+        .iter()
+        .filter(|t| t.starts_with("⏩ Steered into current run."))
+        .count();
+    assert_eq!(steered, 32, "{texts:?}");
+    let full = "⏳ 32 messages are already waiting; wait for the current task or /stop it.";
+    assert_eq!(texts.iter().filter(|t| *t == full).count(), 2, "{texts:?}");
+    gate.add_permits(1);
+    let texts = rig
+        .platform
+        .wait_until("42", |texts| texts.iter().any(|t| t.starts_with("echo: ")))
+        .await;
+    assert_eq!(texts[34], "plain answer", "{texts:?}");
+    let expected: Vec<String> = (0..32).map(|i| format!("also {i}")).collect();
+    assert_eq!(texts[35], format!("echo: {}", expected.join("\n")));
+    assert_eq!(texts.len(), 36, "{texts:?}");
+    let carried = rig
+        .store
+        .get_inbound("telegram", "l1#steer")
+        .await
+        .unwrap()
+        .expect("the leftover turn is journaled");
+    assert_eq!(carried.state, InboundState::Answered);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_interrupts_and_discards_the_queue() {
     let rig = Rig::start("display:\n  busy_input_mode: queue\n", ALLOW).await;
@@ -455,6 +499,193 @@ async fn stop_interrupts_and_discards_the_queue() {
             .unwrap();
         assert_eq!(event.state, InboundState::Answered, "{id}");
     }
+}
+
+/// What the agent keeps per session in memory (to-do list, session approvals, shell cwd)
+/// goes with the session's slot; a to-do list comes back from the history afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_session_state_is_evicted_with_the_slot_and_todos_come_back_from_history() {
+    let rig = Rig::start("", ALLOW).await;
+    let router = rig.runner.as_ref().unwrap().router.clone();
+    let deps = router.agent_deps().expect("a model is configured");
+    let todos = serde_json::json!({"todos": [{"id": "1", "content": "paint it blue", "status": "pending"}]});
+    rig.model.push_all([
+        Step::Reply(Reply::tool_call("todo", todos)),
+        Step::Reply(Reply::tool_call(
+            "terminal",
+            serde_json::json!({"command": "echo hi"}),
+        )),
+        Step::text("planned"),
+    ]);
+    rig.platform.inject(dm("m1", "42", "plan it")).await;
+    rig.platform
+        .wait_until("42", |texts| texts.iter().any(|t| t == "planned"))
+        .await;
+    let session = rig.session_of("agent:main:telegram:dm:42").await;
+    deps.approvals.approve_session(&session, "recursive delete");
+    assert_eq!(deps.sessions_in_memory(), (1, 1, 1));
+
+    // The worker clears its flag just after the reply went out; wait for the slot to idle.
+    let deadline = std::time::Instant::now() + WAIT;
+    while router.evict_idle(Duration::ZERO) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the slot never idled");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(deps.sessions_in_memory(), (0, 0, 0));
+
+    rig.model.push_all([
+        Step::Reply(Reply::tool_call("todo", serde_json::json!({}))),
+        Step::text("still planned"),
+    ]);
+    rig.platform
+        .inject(dm("m2", "42", "what was the plan?"))
+        .await;
+    rig.platform
+        .wait_until("42", |texts| texts.iter().any(|t| t == "still planned"))
+        .await;
+    let requests = rig.model.requests();
+    let messages = requests.last().unwrap().body["messages"].clone();
+    let read_back = messages.as_array().unwrap().last().unwrap();
+    assert_eq!(read_back["role"], "tool", "{messages}");
+    assert!(
+        read_back["content"]
+            .as_str()
+            .unwrap()
+            .contains("paint it blue"),
+        "{messages}"
+    );
+}
+
+async fn health(url: &str) -> (u16, String) {
+    let response = reqwest::get(url).await.expect("GET /health");
+    let code = response.status().as_u16();
+    (code, response.text().await.expect("body"))
+}
+
+/// A turn idle past `agent.gateway_timeout` (here a model call that never returns) is
+/// cancelled and its event answered once with the timeout notice; the session answers the
+/// next message, the late model answer is never sent, and the liveness probe stays healthy
+/// (it reports only a turn whose cancellation is stuck). The budget used to be reported by
+/// the probe but never enforced, so systemd restarted the daemon instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_idle_past_its_budget_is_cancelled_and_answered_once() {
+    let rig = Rig::start("agent:\n  gateway_timeout: 1\n", ALLOW).await;
+    let runner = rig.runner.as_ref().unwrap();
+    let url = format!("http://{}/health", runner.admin_addr.expect("admin API"));
+    let gate = held_turn(&rig, "b1", "42", "late answer").await;
+    let texts = rig
+        .platform
+        .wait_until("42", |texts| {
+            texts
+                .iter()
+                .any(|t| t == hermesd::gateway::router::TURN_TIMEOUT_NOTICE)
+        })
+        .await;
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert_eq!(health(&url).await.0, 200);
+    assert!(runner.is_healthy());
+    let event = rig
+        .store
+        .get_inbound("telegram", "b1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(event.state, InboundState::Answered);
+
+    // The gate opened now answers nobody: the cancelled call is gone.
+    gate.add_permits(1);
+    rig.platform.inject(dm("b2", "42", "hello again")).await;
+    let texts = rig.platform.wait_texts("42", 2).await;
+    // The fake model echoes every user message since its last answer: the cancelled one too.
+    assert!(
+        texts[1].starts_with("echo: ") && texts[1].ends_with("hello again"),
+        "{texts:?}"
+    );
+    assert!(!texts.iter().any(|t| t == "late answer"), "{texts:?}");
+}
+
+/// Waiting for the user's approval is not idling: with a 1 s budget, a turn whose command
+/// waits for approval outlives two other sessions' turns cancelled one after the other by
+/// the same budget (the proof that the budget passed twice over, no sleeps), then runs on
+/// once approved and answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_for_an_approval_does_not_count_against_the_budget() {
+    let rig = Rig::start("agent:\n  gateway_timeout: 1\n", ALLOW).await;
+    let target = rig.dir.path().join("junk");
+    std::fs::create_dir_all(&target).unwrap();
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "terminal",
+        serde_json::json!({"command": format!("rm -rf {}", target.display())}),
+    )));
+    rig.platform.inject(dm("w1", "42", "clean up")).await;
+    rig.platform
+        .wait_until("42", |texts| {
+            texts
+                .iter()
+                .any(|t| t.contains("Command Approval Required"))
+        })
+        .await;
+    for (id, user) in [("w2", "43"), ("w3", "44")] {
+        let _gate = held_turn(&rig, id, user, "never shown").await;
+        rig.platform
+            .wait_until(user, |texts| {
+                texts
+                    .iter()
+                    .any(|t| t == hermesd::gateway::router::TURN_TIMEOUT_NOTICE)
+            })
+            .await;
+    }
+    assert!(
+        !rig.platform
+            .texts_to("42")
+            .iter()
+            .any(|t| t == hermesd::gateway::router::TURN_TIMEOUT_NOTICE),
+        "the waiting turn was cut"
+    );
+    // Queued only now: the model's script is shared by every session.
+    rig.model.push(Step::text("deleted it"));
+    rig.platform.inject(dm("w4", "42", "yes")).await;
+    rig.platform
+        .wait_until("42", |texts| texts.iter().any(|t| t == "deleted it"))
+        .await;
+}
+
+/// A tool running longer than the budget is work, not idling (Hermes's terminal keeps its
+/// activity clock going while the command runs): the turn finishes and answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_running_past_the_budget_is_not_cut() {
+    let rig = Rig::start("agent:\n  gateway_timeout: 1\n", ALLOW).await;
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "terminal",
+        serde_json::json!({"command": "sleep 3"}),
+    )));
+    rig.model.push(Step::text("slept"));
+    rig.platform.inject(dm("t1", "42", "take your time")).await;
+    let texts = rig
+        .platform
+        .wait_until("42", |texts| {
+            texts
+                .iter()
+                .any(|t| t == "slept" || t == hermesd::gateway::router::TURN_TIMEOUT_NOTICE)
+        })
+        .await;
+    assert!(texts.iter().any(|t| t == "slept"), "{texts:?}");
+}
+
+/// The probe that gates the systemd watchdog ping, also behind `/health`, sees a dead
+/// state.db writer (it used to say "ok" whatever happened).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_liveness_probe_sees_a_dead_writer() {
+    let rig = Rig::start("", ALLOW).await;
+    let runner = rig.runner.as_ref().unwrap();
+    let url = format!("http://{}/health", runner.admin_addr.expect("admin API"));
+    assert_eq!(health(&url).await.0, 200);
+    assert!(runner.is_healthy());
+    rig.store.close().await;
+    let (code, body) = health(&url).await;
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("writer"), "{body}");
+    assert!(!runner.is_healthy());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

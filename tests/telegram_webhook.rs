@@ -1,7 +1,8 @@
 //! Webhook mode through the real binary: with `TELEGRAM_WEBHOOK_URL` and its secret set,
 //! the daemon registers the webhook (setWebhook with the secret) instead of polling, serves
 //! the URL's path, refuses updates without the right secret (401), answers an update posted
-//! with it, and answers a redelivered update only once.
+//! with it, answers a redelivered update only once, and keeps an undecodable one as a dead
+//! letter, telling the user.
 
 mod support;
 #[path = "telegram_support/mod.rs"]
@@ -79,11 +80,25 @@ async fn webhook_updates_need_the_secret_and_are_answered_once() {
         200,
         "a redelivery is acknowledged"
     );
+    rig.wait_sent_to(CHAT, 1).await;
+    // An update that does not decode (`message_id` must be an integer) is kept as a dead
+    // letter before the 200, and the user is told.
+    let mut broken = update(5, 505, "garbled");
+    broken["message"]["message_id"] = json!("garbled");
+    assert_eq!(post(broken, Some(SECRET)).await, 200);
+    let sent = rig.wait_sent_to(CHAT, 2).await;
+    assert_eq!(
+        sent[1].text.replace('\\', ""),
+        hermesd::gateway::router::DEAD_LETTER_NOTICE
+    );
     assert_eq!(post(update(4, 504, "second"), Some(SECRET)).await, 200);
 
-    let sent = rig.wait_sent_to(CHAT, 2).await;
+    let sent = rig.wait_sent_to(CHAT, 3).await;
     let texts: Vec<&str> = sent.iter().map(|m| m.text.as_str()).collect();
-    assert_eq!(texts, ["echo: hi via webhook", "echo: second"]);
+    assert_eq!(
+        (texts[0], texts[2]),
+        ("echo: hi via webhook", "echo: second")
+    );
     let saw = rig.model_saw();
     assert_eq!(
         saw,

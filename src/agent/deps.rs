@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::message::ChatMessage;
 use super::prompt;
 use super::provider::{ModelClient, ProviderError};
 use crate::config::{Config, LoadedConfig};
@@ -229,9 +230,40 @@ impl AgentDeps {
         }
     }
 
-    /// The session's to-do list (kept in memory for the process's life).
-    pub fn todos(&self, session_id: &str) -> Arc<TodoStore> {
+    /// The session's to-do list. Lists live in memory while the session's slot does; a
+    /// session seen again after eviction gets its list back from `history` (the last `todo`
+    /// result answering a `todo` call, as Hermes hydrates a fresh agent).
+    pub fn todos(&self, session_id: &str, history: &[ChatMessage]) -> Arc<TodoStore> {
         let mut todos = self.todos.lock().unwrap_or_else(|p| p.into_inner());
-        Arc::clone(todos.entry(session_id.to_owned()).or_default())
+        let store = todos.entry(session_id.to_owned()).or_insert_with(|| {
+            let store = TodoStore::new();
+            if let Some(items) = super::todo_history::last_written(history) {
+                store.write(&items, false);
+            }
+            Arc::new(store)
+        });
+        Arc::clone(store)
+    }
+
+    /// Forgets what is kept per session in memory (to-do list, approvals for the session,
+    /// the shell's cwd) once the session's slot is evicted, so these maps stay bounded by
+    /// the recently active conversations.
+    pub fn forget_session(&self, session_id: &str) {
+        self.todos
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(session_id);
+        self.approvals.clear_session(session_id);
+        self.processes.forget_session_cwd(session_id);
+    }
+
+    /// Sessions with per-session state in memory: (to-do lists, session approvals, cwds).
+    pub fn sessions_in_memory(&self) -> (usize, usize, usize) {
+        let todos = self.todos.lock().unwrap_or_else(|p| p.into_inner()).len();
+        (
+            todos,
+            self.approvals.sessions_tracked(),
+            self.processes.cwds_tracked(),
+        )
     }
 }

@@ -40,7 +40,7 @@ pub enum AgentEvent {
 }
 
 /// Where a turn's events go. A closed receiver is fine: events are informational.
-pub type EventSink = tokio::sync::mpsc::UnboundedSender<AgentEvent>;
+pub use super::event_channel::EventSink;
 
 pub(crate) fn emit(sink: &EventSink, event: AgentEvent) {
     let _ = sink.send(event);

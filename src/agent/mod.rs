@@ -1,9 +1,11 @@
 //! The agent: the conversation's message format, the model providers it talks to, and the
 //! loop that runs one conversation turn by turn with tools, approvals and compression.
 
+pub mod activity;
 pub mod budget;
 pub mod compress;
 pub mod deps;
+pub mod event_channel;
 pub mod events;
 pub mod history;
 pub mod message;
@@ -11,10 +13,13 @@ mod prompt;
 pub mod provider;
 pub mod session_id;
 pub mod title;
+mod todo_history;
 mod tool_round;
 mod worker;
 
+pub use activity::Activity;
 pub use deps::{AgentDeps, AgentSettings, UserPrompts};
+pub use event_channel::{EventStream, event_channel};
 pub use events::{AgentEvent, EventSink};
 pub use session_id::new_session_id;
 pub use worker::{Agent, AgentError, SteerInbox, TurnOutcome};

@@ -119,7 +119,7 @@ async fn execute(
         Err(e) => return tool_error(format!("Invalid JSON arguments for {}: {e}", call.name)),
     };
     match call.name.as_str() {
-        "todo" => todo::todo_tool(Some(&deps.todos(session_id)), &args),
+        "todo" => todo::todo_tool(Some(&deps.todos(session_id, agent.history())), &args),
         "memory" => memory::memory_tool(Some(&deps.memory), &args),
         "session_search" => {
             session_search(
@@ -174,7 +174,10 @@ fn delegate<'a>(
                     Some(context) => format!("{}\n\nContext:\n{context}", task.goal),
                     None => task.goal.clone(),
                 };
-                let (sink, _drain) = tokio::sync::mpsc::unbounded_channel();
+                // Nobody shows a child's progress: with its display gone at once, the child's
+                // events are discarded as they come instead of piling up for its whole run.
+                let (sink, display) = super::event_channel::event_channel();
+                drop(display);
                 let outcome = child.run_turn(&prompt, &sink, &cancel.child_token()).await;
                 let _ = deps.store.end_session(&child_id, "delegate_complete").await;
                 match outcome {

@@ -232,7 +232,7 @@ async fn one_turn(
     text: &str,
     interactive: bool,
 ) -> Result<bool, crate::agent::AgentError> {
-    let (events, mut rx) = mpsc::unbounded_channel();
+    let (events, mut rx) = crate::agent::event_channel();
     let cancel = CancellationToken::new();
     let interrupt = cancel.clone();
     let ctrl_c = tokio::spawn(async move {

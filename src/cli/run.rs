@@ -306,13 +306,12 @@ fn load_config(
     }
 }
 
+/// A timing variable `config::load` has already validated (an invalid one exited 78).
 fn secs_from_env(env: &BTreeMap<String, String>, name: &str, default: f64) -> Duration {
-    let secs = env
-        .get(name)
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .unwrap_or(default);
-    Duration::from_secs_f64(secs)
+    config::durations::env_seconds(env, name)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Duration::from_secs_f64(default))
 }
 
 /// `HERMESD_ADAPTER_BACKOFF_SECS` / `HERMESD_ADAPTER_BACKOFF_MAX_SECS` override the

@@ -10,6 +10,7 @@
 mod choice;
 pub mod cli;
 mod delivery;
+pub mod durations;
 mod env_overrides;
 mod error;
 mod known_keys;

@@ -20,6 +20,8 @@ use super::types::{
     SessionResetPolicy, StreamingConfig,
 };
 
+use super::durations::MAX_SECONDS;
+
 const U32_MAX: u64 = u32::MAX as u64;
 
 /// A `u32` setting; the range check in `uint` keeps the conversion lossless.
@@ -150,8 +152,8 @@ pub fn streaming(
         edit_interval_secs: issues.float(
             at(key("edit_interval"), raw.edit_interval.as_ref()),
             defaults.edit_interval_secs,
-            |secs| secs > 0.0,
-            "greater than 0",
+            |secs| secs > 0.0 && secs <= MAX_SECONDS,
+            "greater than 0 and at most 31536000 (one year)",
         ),
         buffer_threshold: uint32(
             issues,
@@ -168,8 +170,8 @@ pub fn streaming(
                 raw.fresh_final_after_seconds.as_ref(),
             ),
             defaults.fresh_final_after_secs,
-            |secs| secs >= 0.0,
-            "0 or more",
+            |secs| (0.0..=MAX_SECONDS).contains(&secs),
+            "between 0 and 31536000 (one year)",
         ),
     }
 }

@@ -432,7 +432,30 @@ fn check_prints_ok_or_every_error() {
     assert_eq!(
         String::from_utf8(err).unwrap(),
         "config error: approvals.timeout: must be at least 1, got 0\n\
-         config error: streaming.edit_interval: must be greater than 0, got -1\n"
+         config error: streaming.edit_interval: must be greater than 0 and at most 31536000 (one year), got -1\n"
+    );
+}
+
+/// Values that reach `Duration::from_secs_f64` are bounded here: past `u64::MAX` seconds it
+/// panics, which once happened mid-turn (`edit_interval`) or at start (the drain timeout).
+#[test]
+fn intervals_too_long_for_a_duration_are_errors_naming_the_key() {
+    let (_dir, home) = home_with(
+        "streaming: {edit_interval: 1e20, fresh_final_after_seconds: 1e300}\n",
+        "",
+    );
+    let env: BTreeMap<String, String> =
+        [("HERMESD_DRAIN_TIMEOUT_SECS".to_owned(), "1e30".to_owned())].into();
+    let errors = load(&home, &env).unwrap_err();
+    let keys: Vec<&str> = errors.0.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "streaming.edit_interval",
+            "streaming.fresh_final_after_seconds",
+            "HERMESD_DRAIN_TIMEOUT_SECS"
+        ],
+        "{errors}"
     );
 }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::choice::{ApiMode, UnauthorizedDmBehavior};
+use super::durations;
 use super::env_overrides::{self, ProviderField, env_leaf};
 use super::error::ConfigErrors;
 use super::known_keys::{
@@ -171,6 +172,7 @@ pub fn validate(
     config.platforms.slack =
         platforms::chat_platform(&mut issues, &blocks, &env_overrides::SLACK, env);
     listeners::check_ports(&mut issues, &config.api_server, &config.admin);
+    issues.errors.extend(durations::check_env(env));
 
     if issues.errors.is_empty() {
         Ok(Validated {

@@ -1,5 +1,5 @@
 //! The admin HTTP endpoint (loopback only, no authentication): `/health` says the process
-//! is up, `/ready` that every enabled adapter is live, `/metrics` exposes the counters.
+//! can still answer (see `Router::liveness_problems`), `/ready` that every enabled adapter is live, `/metrics` exposes the counters.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -27,6 +27,8 @@ pub struct AdminState {
     pub store: Option<Store>,
     /// The live log filter (`GET`/`PUT /log-level`), when logging was installed.
     pub log: Option<crate::logging::LogControl>,
+    /// Asked by `/health` for the problems that stop the daemon answering, once it runs.
+    pub router: Option<Arc<super::router::Router>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,8 +139,22 @@ async fn set_log_level(State(state): State<AdminState>, body: String) -> impl In
     }
 }
 
-async fn health() -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "status": "ok" }))
+/// 200 while the daemon can answer; 503 with the reasons when the same probe that gates the
+/// systemd watchdog ping finds a dead state.db writer or a turn stuck past its budget.
+async fn health(State(state): State<AdminState>) -> impl IntoResponse {
+    let problems = state
+        .router
+        .as_ref()
+        .map(|router| router.liveness_problems())
+        .unwrap_or_default();
+    if problems.is_empty() {
+        (StatusCode::OK, Json(serde_json::json!({ "status": "ok" })))
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({ "status": "unhealthy", "problems": problems })),
+        )
+    }
 }
 
 #[derive(Serialize)]

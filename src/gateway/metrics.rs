@@ -20,6 +20,10 @@ pub struct GatewayMetrics {
     pub turns_completed: AtomicU64,
     pub turns_failed: AtomicU64,
     pub agent_errors: AtomicU64,
+    /// Turns that panicked and were answered with an incident id instead.
+    pub turn_panics: AtomicU64,
+    /// Inbound items an adapter could not decode, kept in `hermesd_dead_letters`.
+    pub dead_letters: AtomicU64,
     pub router_queue_depth: AtomicU64,
     pub delivery_queue_depth: AtomicU64,
 }
@@ -81,6 +85,18 @@ impl GatewayMetrics {
         for (name, help, value) in counters {
             out.single(name, "counter", help, load(value));
         }
+        out.single(
+            "turn_panics_total",
+            "counter",
+            "Agent turns that panicked; each was answered and its session freed.",
+            load(&self.turn_panics),
+        );
+        out.single(
+            "dead_letters_total",
+            "counter",
+            "Inbound items an adapter could not decode, kept as dead letters.",
+            load(&self.dead_letters),
+        );
         out.single(
             "router_queue_depth",
             "gauge",

@@ -11,6 +11,7 @@
 //!
 //! All calls do blocking file I/O; async callers use `spawn_blocking`.
 
+mod approved_cache;
 mod code;
 mod dotenv_sync;
 mod entries;

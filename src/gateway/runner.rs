@@ -228,6 +228,7 @@ impl GatewayRunner {
                     adapters: health.clone(),
                     store: Some(store.clone()),
                     log: crate::logging::installed().map(|l| l.control.clone()),
+                    router: Some(router.clone()),
                 };
                 match serve_admin(addr, state, admin_stop.clone()).await {
                     Ok((bound, server)) => {
@@ -275,8 +276,13 @@ impl GatewayRunner {
     /// deadlock there blocks this call, and with it the watchdog ping). A chat adapter that
     /// failed for good is not a reason to be restarted: `/health` reports it instead.
     pub fn is_healthy(&self) -> bool {
-        let _ = self.router.running_turns();
-        !self.janitor.is_finished() && self.servers.iter().all(|s| !s.is_finished())
+        let problems = self.router.liveness_problems();
+        for problem in &problems {
+            tracing::error!(problem = %problem, "liveness probe failed");
+        }
+        problems.is_empty()
+            && !self.janitor.is_finished()
+            && self.servers.iter().all(|s| !s.is_finished())
     }
 
     /// Stops in phases: ingress, drain (then interrupt), flush. The store stays open for the

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hermes_adapter::{Adapter, AdapterContext, AdapterError, Inbound, Liveness, Progress};
+use hermes_adapter::{
+    Adapter, AdapterContext, AdapterError, DeadLetterInbound, Inbound, Liveness, Progress,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -43,6 +45,8 @@ impl Backoff {
 const STOP_GRACE: Duration = Duration::from_secs(10);
 /// Inbound events an adapter may have in flight to the router.
 const INBOUND_QUEUE: usize = 256;
+/// Undecodable items an adapter may have in flight to the router.
+const DEAD_LETTER_QUEUE: usize = 16;
 
 /// Runs `adapter` until `shutdown` fires or it fails for good.
 pub async fn supervise(
@@ -55,11 +59,14 @@ pub async fn supervise(
     let name = adapter.platform();
     health.register(name);
     let (inbound, events) = mpsc::channel(INBOUND_QUEUE);
+    // Dead letters are rare: a small queue of their own, pumped apart from the events.
+    let (dead_letters, letters) = mpsc::channel(DEAD_LETTER_QUEUE);
+    let letters_pump = tokio::spawn(pump_dead_letters(letters, router.clone()));
     let pump = tokio::spawn(pump(events, router));
     let mut failures = 0u32;
     while !shutdown.is_cancelled() {
         let started = Instant::now();
-        let outcome = run_once(&adapter, &inbound, &health, &shutdown).await;
+        let outcome = run_once(&adapter, (&inbound, &dead_letters), &health, &shutdown).await;
         if shutdown.is_cancelled() {
             break;
         }
@@ -92,8 +99,9 @@ pub async fn supervise(
             _ = tokio::time::sleep(delay) => {}
         }
     }
-    drop(inbound);
+    drop((inbound, dead_letters));
     let _ = pump.await;
+    let _ = letters_pump.await;
 }
 
 enum RunOutcome {
@@ -104,7 +112,7 @@ enum RunOutcome {
 
 async fn run_once(
     adapter: &Arc<dyn Adapter>,
-    inbound: &mpsc::Sender<Inbound>,
+    (inbound, dead_letters): (&mpsc::Sender<Inbound>, &mpsc::Sender<DeadLetterInbound>),
     health: &AdapterHealth,
     shutdown: &CancellationToken,
 ) -> RunOutcome {
@@ -113,6 +121,7 @@ async fn run_once(
     let stop = shutdown.child_token();
     let ctx = AdapterContext {
         inbound: inbound.clone(),
+        dead_letters: dead_letters.clone(),
         progress: progress.clone(),
         shutdown: stop.clone(),
     };
@@ -155,6 +164,14 @@ async fn run_once(
 async fn pump(mut events: mpsc::Receiver<Inbound>, router: Arc<Router>) {
     while let Some(Inbound { event, recorded }) = events.recv().await {
         let outcome = router.handle_inbound(event).await;
+        let _ = recorded.send(outcome);
+    }
+}
+
+/// Hands each dead letter to the router and answers the adapter with the outcome.
+async fn pump_dead_letters(mut letters: mpsc::Receiver<DeadLetterInbound>, router: Arc<Router>) {
+    while let Some(DeadLetterInbound { letter, recorded }) = letters.recv().await {
+        let outcome = router.handle_dead_letter(letter).await;
         let _ = recorded.send(outcome);
     }
 }

@@ -68,6 +68,14 @@ pub enum WriteCommand {
         event_id: String,
         state: InboundState,
     },
+    /// Keeps an inbound item an adapter could not decode (`hermesd_dead_letters`).
+    RecordDeadLetter {
+        platform: String,
+        item_id: String,
+        chat_id: Option<String>,
+        raw: String,
+        error: String,
+    },
     /// Deletes finished inbound events last updated before `before` (epoch seconds).
     PruneInbound {
         before: f64,
@@ -214,6 +222,7 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
         | WriteCommand::RecordInbound { .. }
         | WriteCommand::MarkInbound { .. }
         | WriteCommand::PruneInbound { .. }
+        | WriteCommand::RecordDeadLetter { .. }
         | WriteCommand::AnswerInbound { .. }
         | WriteCommand::CreateObligation { .. }
         | WriteCommand::AnswerInboundByEdit { .. }
@@ -246,6 +255,13 @@ fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outco
             state,
         } => gateway::mark_inbound(conn, platform, event_id, state.as_str()),
         WriteCommand::PruneInbound { before } => gateway::prune_inbound(conn, *before),
+        WriteCommand::RecordDeadLetter {
+            platform,
+            item_id,
+            chat_id,
+            raw,
+            error,
+        } => super::dead_letters::record(conn, platform, item_id, chat_id.as_deref(), raw, error),
         WriteCommand::AnswerInbound {
             platform,
             event_id,

@@ -6,6 +6,7 @@
 
 mod commands;
 mod connection;
+mod dead_letters;
 mod encode;
 mod error;
 mod fifo_gate;
@@ -34,6 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use commands::{Outcome, WriteCommand};
 pub use connection::{PageCache, READER_CACHE_KIB, WRITER_CACHE_KIB};
+pub use dead_letters::DeadLetterRow;
 pub use encode::content_text;
 pub use error::{StoreError, StoreResult};
 pub use gateway_schema::GATEWAY_TABLES;
@@ -194,6 +196,17 @@ impl Store {
 
     /// Stops the writer after it has committed everything queued before this call, then
     /// checkpoints. Later writes through any clone fail with [`StoreError::Closed`].
+    /// Whether the writer thread still runs. Once it is gone (it panicked, or the store
+    /// was closed) no write can succeed, so the daemon can no longer answer anyone.
+    pub fn writer_alive(&self) -> bool {
+        self.inner
+            .writer_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|thread| !thread.is_finished())
+    }
+
     pub async fn close(&self) {
         let (done, finished) = oneshot::channel();
         if self

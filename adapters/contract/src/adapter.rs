@@ -4,7 +4,9 @@ use futures_util::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::{Capabilities, MessageEvent, Outbound, Progress, SendResult};
+use crate::{
+    Capabilities, DeadLetter, DeadLetterInbound, MessageEvent, Outbound, Progress, SendResult,
+};
 
 /// What the core answers once it has looked at an inbound event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +35,8 @@ pub struct Inbound {
 #[derive(Debug, Clone)]
 pub struct AdapterContext {
     pub inbound: mpsc::Sender<Inbound>,
+    /// Where undecodable items go ([`AdapterContext::dead_letter`]).
+    pub dead_letters: mpsc::Sender<DeadLetterInbound>,
     pub progress: Progress,
     pub shutdown: CancellationToken,
 }
@@ -40,17 +44,31 @@ pub struct AdapterContext {
 impl AdapterContext {
     /// Hands an event to the core and waits until it is recorded (or refused).
     pub async fn deliver(&self, event: MessageEvent) -> RecordOutcome {
-        let (recorded, answer) = oneshot::channel();
-        if self
-            .inbound
-            .send(Inbound { event, recorded })
-            .await
-            .is_err()
-        {
-            return RecordOutcome::Failed;
-        }
-        answer.await.unwrap_or(RecordOutcome::Failed)
+        hand_over(&self.inbound, |recorded| Inbound { event, recorded }).await
     }
+
+    /// Hands an item the adapter could not decode to the core and waits until it is kept.
+    /// `Recorded` or `Duplicate`: acknowledge it; `Failed`: leave it for redelivery.
+    pub async fn dead_letter(&self, letter: DeadLetter) -> RecordOutcome {
+        hand_over(&self.dead_letters, |recorded| DeadLetterInbound {
+            letter,
+            recorded,
+        })
+        .await
+    }
+}
+
+/// Sends one item with its answer channel and waits for the core's answer; a core that is
+/// gone answers `Failed` (nothing is acknowledged).
+async fn hand_over<T>(
+    to: &mpsc::Sender<T>,
+    item: impl FnOnce(oneshot::Sender<RecordOutcome>) -> T,
+) -> RecordOutcome {
+    let (recorded, answer) = oneshot::channel();
+    if to.send(item(recorded)).await.is_err() {
+        return RecordOutcome::Failed;
+    }
+    answer.await.unwrap_or(RecordOutcome::Failed)
 }
 
 /// Why an adapter task stopped.

@@ -8,12 +8,14 @@
 #![forbid(unsafe_code)]
 
 mod adapter;
+mod dead_letter;
 mod event;
 pub mod net;
 mod outbound;
 mod progress;
 
 pub use adapter::{Adapter, AdapterContext, AdapterError, Inbound, RecordOutcome};
+pub use dead_letter::{DeadLetter, DeadLetterInbound};
 pub use event::{ChatType, MessageEvent, MessageType, SessionSource};
 pub use outbound::{
     Button, Capabilities, LengthUnit, Outbound, OutboundKind, SendErrorKind, SendResult,

@@ -88,6 +88,7 @@ async fn main() {
     let shutdown = CancellationToken::new();
     let ctx = AdapterContext {
         inbound: inbound_tx,
+        dead_letters: tokio::sync::mpsc::channel(1).0,
         progress: Progress::new(),
         shutdown: shutdown.clone(),
     };

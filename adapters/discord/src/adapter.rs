@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use hermes_adapter::{
-    Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, Outbound, SendResult,
+    Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, Outbound, RecordOutcome,
+    SendResult,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -157,12 +158,12 @@ async fn event_loop(
                     }
                     continue;
                 }
-                match serde_json::from_value::<Interaction>(dispatch.data) {
+                match serde_json::from_value::<Interaction>(dispatch.data.clone()) {
                     Ok(interaction) => {
                         running.spawn(interactions::handle(inner.clone(), ctx.clone(), interaction));
                     }
                     Err(error) => {
-                        tracing::warn!(platform = "discord", %error, "undecodable INTERACTION_CREATE")
+                        keep_dead_letter(&ctx, &dispatch.name, &dispatch.data, &error).await
                     }
                 }
             }
@@ -240,13 +241,11 @@ async fn serial_loop(
                     inner.with_directory(|d| d.channels.remove(id));
                 }
             }
-            "MESSAGE_CREATE" => match serde_json::from_value::<Message>(data) {
+            "MESSAGE_CREATE" => match serde_json::from_value::<Message>(data.clone()) {
                 Ok(message) => {
                     inbound::handle(inner, ctx, message, Origin::Gateway).await;
                 }
-                Err(error) => {
-                    tracing::warn!(platform = "discord", %error, "undecodable MESSAGE_CREATE")
-                }
+                Err(error) => keep_dead_letter(ctx, &name, &data, &error).await,
             },
             _ => {}
         }
@@ -254,6 +253,20 @@ async fn serial_loop(
             awaiting_guilds = None;
             start_backfill(inner, ctx, &mut scan);
         }
+    }
+}
+
+/// Hands an undecodable dispatch to the core. The gateway cannot redeliver it, so a failed
+/// record is only logged (the raw payload with it).
+async fn keep_dead_letter(
+    ctx: &AdapterContext,
+    name: &str,
+    data: &Value,
+    error: &serde_json::Error,
+) {
+    let letter = crate::dead_letter::dead_letter(name, data, error);
+    if ctx.dead_letter(letter).await == RecordOutcome::Failed {
+        tracing::error!(platform = "discord", dispatch = name, %error, raw = %data, "undecodable dispatch could not be kept");
     }
 }
 

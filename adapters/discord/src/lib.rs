@@ -11,6 +11,7 @@
 mod adapter;
 mod attachments;
 mod backfill;
+mod dead_letter;
 mod directory;
 pub mod gateway;
 mod gating;

@@ -60,6 +60,7 @@ async fn bench(burst: usize, sequential: usize, quick: bool) {
     let (inbound, mut inbound_rx) = mpsc::channel(1024);
     let ctx = AdapterContext {
         inbound,
+        dead_letters: tokio::sync::mpsc::channel(1).0,
         progress: Progress::new(),
         shutdown: CancellationToken::new(),
     };

@@ -14,6 +14,7 @@ mod api;
 mod assistant;
 mod commands;
 mod connection;
+mod dead_letter;
 mod files;
 mod gating;
 mod inbound;

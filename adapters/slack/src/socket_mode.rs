@@ -321,6 +321,14 @@ async fn handle_envelope(
 ) {
     let (conn, envelope_id, me) = (conn.as_ref(), envelope_id.as_str(), &me);
     let shared = &shared;
+    if let Some(error) = crate::dead_letter::undecodable(&kind, &payload) {
+        let letter = crate::dead_letter::dead_letter(envelope_id, &kind, &payload, error);
+        // Acknowledged only once kept; unacknowledged, Slack redelivers it.
+        if ctx.dead_letter(letter).await != RecordOutcome::Failed {
+            ack(conn, envelope_id, None);
+        }
+        return;
+    }
     let translator = Translator {
         settings: &shared.settings,
         gates: &shared.gates,

@@ -40,6 +40,7 @@ async fn main() {
     let (inbound_tx, mut inbound_rx) = mpsc::channel::<Inbound>(1024);
     let ctx = AdapterContext {
         inbound: inbound_tx,
+        dead_letters: tokio::sync::mpsc::channel(1).0,
         progress: Progress::new(),
         shutdown: CancellationToken::new(),
     };

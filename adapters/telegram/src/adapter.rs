@@ -125,7 +125,7 @@ impl TelegramAdapter {
                 let params = json!({"url": webhook.url, "secret_token": webhook.secret.expose(),
                     "allowed_updates": ["message", "channel_post", "callback_query"]});
                 // Ready before Telegram is told: it may POST the moment setWebhook returns.
-                self.webhook_slot.install(intake, ctx.progress.clone());
+                self.webhook_slot.install(intake, ctx.clone());
                 match self
                     .api
                     .call("setWebhook", &params, self.settings.request_timeout)

@@ -11,6 +11,7 @@
 mod adapter;
 pub mod api;
 mod commands;
+mod dead_letter;
 mod endpoints;
 mod gating;
 mod inbound;

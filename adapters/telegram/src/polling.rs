@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use hermes_adapter::{AdapterContext, AdapterError};
+use hermes_adapter::{AdapterContext, AdapterError, DeadLetter, RecordOutcome};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -193,7 +193,7 @@ impl Poller<'_> {
                         last_poll_had_new = true;
                         idle_polls = 0;
                         match update {
-                            Some(update) => {
+                            Ok(update) => {
                                 let done = Completion::channel(id, done_tx.clone());
                                 if backlog {
                                     self.intake.submit_unmerged(update, done).await
@@ -201,7 +201,14 @@ impl Poller<'_> {
                                     self.intake.submit(update, done).await
                                 }
                             }
-                            None => offsets.resolve(id, Disposition::Acknowledge),
+                            // Kept by the core before the offset passes it.
+                            Err(letter) => {
+                                let disposition = match self.ctx.dead_letter(letter).await {
+                                    RecordOutcome::Failed => Disposition::Retry,
+                                    _ => Disposition::Acknowledge,
+                                };
+                                offsets.resolve(id, disposition);
+                            }
                         }
                     }
                     if page < POLL_LIMIT {
@@ -253,12 +260,13 @@ impl Poller<'_> {
         }
     }
 
-    /// One poll; each element is (update id, the update if it could be decoded).
+    /// One poll; each element is (update id, the update or, if it does not decode, its
+    /// dead letter).
     async fn get_updates(
         &self,
         offset: i64,
         wait: Duration,
-    ) -> Result<Vec<(i64, Option<Update>)>, ApiError> {
+    ) -> Result<Vec<(i64, Result<Update, DeadLetter>)>, ApiError> {
         let params = json!({
             "offset": offset,
             "timeout": wait.as_secs(),
@@ -274,13 +282,8 @@ impl Poller<'_> {
             .into_iter()
             .filter_map(|item| {
                 let id = item["update_id"].as_i64()?;
-                let update = match serde_json::from_value::<Update>(item) {
-                    Ok(update) => Some(update),
-                    Err(e) => {
-                        tracing::warn!(platform = "telegram", update_id = id, error = %e, "undecodable update skipped");
-                        None
-                    }
-                };
+                let update = serde_json::from_value::<Update>(item.clone())
+                    .map_err(|e| crate::dead_letter::dead_letter(id, &item, &e));
                 Some((id, update))
             })
             .collect())

@@ -10,7 +10,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use hermes_adapter::Progress;
+use hermes_adapter::{AdapterContext, RecordOutcome};
+use serde_json::Value;
 
 use crate::api::types::Update;
 use crate::intake::{Completion, Disposition, IntakeHandle};
@@ -21,19 +22,19 @@ pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 /// Where `run` installs the intake while the adapter is running.
 #[derive(Debug, Clone, Default)]
 pub struct WebhookSlot {
-    inner: Arc<RwLock<Option<(IntakeHandle, Progress)>>>,
+    inner: Arc<RwLock<Option<(IntakeHandle, AdapterContext)>>>,
 }
 
 impl WebhookSlot {
-    pub fn install(&self, intake: IntakeHandle, progress: Progress) {
-        *self.inner.write().unwrap_or_else(|e| e.into_inner()) = Some((intake, progress));
+    pub fn install(&self, intake: IntakeHandle, ctx: AdapterContext) {
+        *self.inner.write().unwrap_or_else(|e| e.into_inner()) = Some((intake, ctx));
     }
 
     pub fn clear(&self) {
         *self.inner.write().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
-    fn get(&self) -> Option<(IntakeHandle, Progress)> {
+    fn get(&self) -> Option<(IntakeHandle, AdapterContext)> {
         self.inner.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
@@ -59,16 +60,23 @@ async fn receive(State(state): State<WebhookState>, headers: HeaderMap, body: By
     if !constant_time_eq(presented, state.secret.expose().as_bytes()) {
         return StatusCode::UNAUTHORIZED;
     }
-    let Some((intake, progress)) = state.slot.get() else {
+    let Some((intake, ctx)) = state.slot.get() else {
         // Not running (starting or stopping): Telegram will deliver it again.
         return StatusCode::SERVICE_UNAVAILABLE;
     };
-    progress.report();
+    ctx.progress.report();
     let update: Update = match serde_json::from_slice(&body) {
         Ok(update) => update,
+        // Kept by the core before Telegram is told it arrived (an error status: it retries).
         Err(e) => {
-            tracing::warn!(platform = "telegram", error = %e, "undecodable webhook update ignored");
-            return StatusCode::OK;
+            let raw: Value = serde_json::from_slice(&body)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+            let id = raw["update_id"].as_i64().unwrap_or(-1);
+            let letter = crate::dead_letter::dead_letter(id, &raw, &e);
+            return match ctx.dead_letter(letter).await {
+                RecordOutcome::Failed => StatusCode::INTERNAL_SERVER_ERROR,
+                _ => StatusCode::OK,
+            };
         }
     };
     let (done, answer) = Completion::oneshot(update.update_id);

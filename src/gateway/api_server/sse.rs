@@ -23,7 +23,7 @@ pub async fn stream(
     session_id: String,
     model: String,
 ) -> Response {
-    let (deltas_tx, mut deltas) = mpsc::unbounded_channel::<AgentEvent>();
+    let (deltas_tx, mut deltas) = crate::agent::event_channel();
     let (out, body) = mpsc::channel::<Event>(64);
     let id = completion_id();
     let created = now_epoch() as i64;

@@ -9,6 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
+use super::approved_cache::ApprovedCache;
 use super::code::{self, CODE_TTL_SECONDS, LOCKOUT_SECONDS, MAX_FAILED_ATTEMPTS};
 use super::code::{MAX_PENDING_PER_PLATFORM, RATE_LIMIT_SECONDS};
 use super::entries::{ApprovedEntry, PendingEntry, Slot, number};
@@ -34,6 +35,7 @@ pub struct PairingStore {
     env: BTreeMap<String, String>,
     lock_file: File,
     mutex: Mutex<()>,
+    approved: ApprovedCache,
 }
 
 /// Both locks, held for one read-modify-write.
@@ -69,6 +71,7 @@ impl PairingStore {
             env: BTreeMap::new(),
             lock_file,
             mutex: Mutex::new(()),
+            approved: ApprovedCache::default(),
         };
         {
             let _locked = store.lock().map_err(|e| io::Error::other(e.to_string()))?;
@@ -271,19 +274,20 @@ impl PairingStore {
         Ok(found)
     }
 
-    /// Whether `user_id` is approved on `platform`. Reads the file each time, so approvals
-    /// made by another process count at once; an unreadable file means "no".
+    /// Whether `user_id` is approved on `platform`. Answered from memory while the file is
+    /// unchanged (see `approved_cache`), so approvals made by another process count at
+    /// once; an unreadable file means "no".
     pub fn is_approved(&self, platform: &str, user_id: &str) -> bool {
         if validate_platform(platform).is_err() {
             return false;
         }
-        match files::read_object::<Slot<ApprovedEntry>>(&self.paths.approved(platform)) {
-            Ok(approved) => approved.keys().any(|id| same_user(id, user_id)),
-            Err(e) => {
-                tracing::warn!(platform, error = %e, "pairing approvals unreadable; treating the user as not approved");
-                false
-            }
-        }
+        self.approved
+            .contains(platform, &self.paths.approved(platform), user_id)
+    }
+
+    /// How many times an approvals file was read and parsed (the rest came from memory).
+    pub fn approval_file_reads(&self) -> u64 {
+        self.approved.reads()
     }
 
     /// Drops pending entries older than the TTL, and any without a numeric `created_at`;

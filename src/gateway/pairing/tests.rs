@@ -258,3 +258,28 @@ fn platform_names_cannot_escape_the_directory() {
         assert!(!store.is_approved(bad, "1"));
     }
 }
+
+/// Authorization asks on every inbound event: the approvals file is read once and then
+/// answered from memory until another process (the pairing CLI here) replaces it.
+#[test]
+fn approvals_are_cached_until_another_process_changes_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = HermesHome::at(dir.path());
+    let daemon = PairingStore::open(&home).unwrap();
+    let cli = PairingStore::open(&home).unwrap();
+    assert!(!daemon.is_approved("telegram", "42"));
+    for _ in 0..100 {
+        assert!(!daemon.is_approved("telegram", "42"));
+    }
+    assert_eq!(daemon.approval_file_reads(), 1);
+
+    let code = issue(&daemon, "telegram", "42", T0);
+    cli.approve("telegram", code.as_str(), T0 + 1.0).unwrap();
+    assert!(daemon.is_approved("telegram", " 42 "));
+    assert!(!daemon.is_approved("telegram", "43"));
+    assert_eq!(daemon.approval_file_reads(), 2);
+
+    assert!(cli.revoke("telegram", "42").unwrap());
+    assert!(!daemon.is_approved("telegram", "42"));
+    assert_eq!(daemon.approval_file_reads(), 3);
+}

@@ -3,14 +3,16 @@
 //! one ack per session per 30 s. Control commands and plain-word approval answers are
 //! handled at once even while a turn runs.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt;
 use hermes_adapter::MessageEvent;
 
 use super::commands::{self, Command};
 use super::slot::{Job, QUEUE_CAP, Slot, SlotState};
-use super::{API_PLATFORM, Router};
+use super::{API_PLATFORM, Router, steer};
 use crate::config::BusyInputMode;
 use crate::tools::approval::ApprovalDecision;
 
@@ -97,10 +99,7 @@ impl Router {
         }
         if state.queue.len() >= QUEUE_CAP {
             drop(state);
-            self.spawn_answer(
-                job,
-                format!("⏳ {QUEUE_CAP} messages are already waiting; wait for the current task or /stop it."),
-            );
+            self.spawn_answer(job, steer::full_text());
             return;
         }
         let mode = if is_api {
@@ -110,11 +109,11 @@ impl Router {
         };
         let action = match (mode, state.running.as_ref()) {
             (BusyInputMode::Steer, Some(running)) => {
-                running
-                    .steer
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(job.event.text.clone());
+                if !steer::push_steer(running, &job.event.text) {
+                    drop(state);
+                    self.spawn_answer(job, steer::full_text());
+                    return;
+                }
                 BusyAction::Steered
             }
             (BusyInputMode::Interrupt, Some(running)) => {
@@ -201,7 +200,27 @@ impl Router {
         }
     }
 
+    /// Runs one job, isolated: a panic anywhere in it (outside tool dispatch, which wraps
+    /// its own) is caught here, so the event is still answered, the slot no longer says
+    /// "running" and the worker goes on with the next job instead of dying with the slot
+    /// wedged.
     async fn run_job(&self, slot: &Arc<Slot>, job: Job) {
+        let event = job.event.clone();
+        let api = job.api.clone();
+        let outcome = AssertUnwindSafe(self.run_job_inner(slot, job))
+            .catch_unwind()
+            .await;
+        if let Err(panic) = outcome {
+            let job = Job {
+                event,
+                resumed: false,
+                api,
+            };
+            self.turn_panicked(slot, &job, panic).await;
+        }
+    }
+
+    async fn run_job_inner(&self, slot: &Arc<Slot>, job: Job) {
         let command = if job.event.source.platform == API_PLATFORM {
             None
         } else {

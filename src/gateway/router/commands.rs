@@ -284,11 +284,9 @@ impl Router {
         let state = slot.lock();
         match state.running.as_ref() {
             Some(running) => {
-                running
-                    .steer
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(text.to_owned());
+                if !super::steer::push_steer(running, text) {
+                    return Some(super::steer::full_text());
+                }
                 let preview: String = text.chars().take(60).collect();
                 let more = if text.chars().count() > 60 { "..." } else { "" };
                 Some(format!(

@@ -6,7 +6,11 @@
 
 mod busy;
 pub mod commands;
+mod dead_letter;
+mod failure;
+mod fault;
 mod live;
+mod liveness;
 mod outbox;
 mod platforms;
 mod prompts;
@@ -15,8 +19,10 @@ mod respond;
 mod session;
 mod session_commands;
 pub mod slot;
+mod steer;
 mod title;
 mod turn;
+mod turn_budget;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,12 +43,14 @@ use crate::gateway::session_key::{KeyPolicy, build_session_key};
 use crate::home::HermesHome;
 use crate::state::{InboundRecord, Store};
 
+pub use dead_letter::DEAD_LETTER_NOTICE;
 pub use live::Live;
 pub use platforms::PlatformLink;
 pub use recovery::Recovered;
 pub use slot::{ApiReply, ApiResponder};
 use slot::{Job, Slot};
 pub use turn::no_provider_text;
+pub use turn_budget::TURN_TIMEOUT_NOTICE;
 
 /// The platform name of the HTTP API: its requests are answered in the HTTP response, not
 /// through the delivery ledger.
@@ -213,8 +221,16 @@ impl Router {
     /// it may acknowledge the event to the platform.
     pub async fn handle_inbound(&self, event: MessageEvent) -> RecordOutcome {
         GatewayMetrics::incr(&self.metrics.events_in);
+        // The pairing files are read on tokio's blocking pool, not on a runtime thread.
+        let router = self.arc();
+        let asker = event.source.clone();
+        let authorized = tokio::task::spawn_blocking(move || {
+            is_authorized(&asker, &router.live().auth, &router.pairing)
+        })
+        .await
+        .unwrap_or(false);
         let source = &event.source;
-        if !is_authorized(source, &self.live().auth, &self.pairing) {
+        if !authorized {
             self.deny(&event).await;
             return RecordOutcome::Refused;
         }
@@ -261,7 +277,7 @@ impl Router {
             Job {
                 event,
                 resumed: false,
-                api: Some(ApiResponder::new(reply, deltas)),
+                api: Some(Arc::new(ApiResponder::new(reply, deltas))),
             },
         );
         answer
@@ -272,8 +288,15 @@ impl Router {
     /// An unauthorized sender: a pairing code for a DM where the platform pairs, else nothing.
     async fn deny(&self, event: &MessageEvent) {
         let now = crate::state::now_epoch();
-        let auth = &self.live().auth;
-        let reply = match unauthorized_reply(&event.source, auth, &self.pairing, now) {
+        // A pairing request takes the pairing lock and writes files: the blocking pool's work.
+        let router = self.arc();
+        let asker = event.source.clone();
+        let reply = tokio::task::spawn_blocking(move || {
+            unauthorized_reply(&asker, &router.live().auth, &router.pairing, now)
+        })
+        .await
+        .unwrap_or(Ok(None));
+        let reply = match reply {
             Ok(reply) => reply,
             Err(e) => {
                 tracing::warn!(error = %e, "pairing store unavailable");
@@ -301,19 +324,43 @@ impl Router {
 
     /// Evicts slots idle longer than `idle` with nothing queued or running, bounding memory
     /// by the number of recently active conversations.
+    /// The per-session state the agent keeps in memory (to-do lists, session approvals,
+    /// shell cwds) goes with the slot.
     pub fn evict_idle(&self, idle: Duration) -> usize {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        let before = slots.len();
-        slots.retain(|_, slot| {
-            let state = slot.lock();
-            state.worker
-                || state.running.is_some()
-                || !state.queue.is_empty()
-                || state.approval.is_some()
-                || state.clarify.is_some()
-                || state.last_active.is_some_and(|t| t.elapsed() < idle)
-        });
-        before - slots.len()
+        let mut evicted = Vec::new();
+        {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.retain(|key, slot| {
+                let state = slot.lock();
+                let keep = state.worker
+                    || state.running.is_some()
+                    || !state.queue.is_empty()
+                    || state.approval.is_some()
+                    || state.clarify.is_some()
+                    || state.last_active.is_some_and(|t| t.elapsed() < idle);
+                if !keep {
+                    evicted.push((
+                        key.clone(),
+                        state.agent.as_ref().map(|a| a.session_id().to_owned()),
+                    ));
+                }
+                keep
+            });
+        }
+        if let Ok(deps) = &self.live().agent {
+            for (key, cached) in &evicted {
+                let routed = self.current_session_id(key);
+                for session_id in cached.iter().chain(routed.iter()) {
+                    deps.forget_session(session_id);
+                }
+            }
+        }
+        evicted.len()
+    }
+
+    /// The agent's shared parts, when a model provider is configured.
+    pub fn agent_deps(&self) -> Option<Arc<AgentDeps>> {
+        self.live().agent.as_ref().ok().cloned()
     }
 
     /// Cancels every running turn (shutdown after the drain deadline).

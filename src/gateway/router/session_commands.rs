@@ -37,7 +37,7 @@ impl Router {
             .repoint(&slot.key, &event.source, &session_id, true)
             .await
         {
-            return format!("⚠️ Could not start a new session: {e}");
+            return super::failure::store_error_text(&e, "starting a new session");
         }
         let name = name.trim();
         if name.is_empty() {
@@ -104,7 +104,7 @@ impl Router {
                     "No session is called '**{name}**'.\n`/resume` on its own lists the ones you can go back to."
                 );
             }
-            Err(e) => return format!("⚠️ {e}"),
+            Err(e) => return super::failure::store_error_text(&e, "a session command"),
         };
         if let Some(old) = self.current_session_id(&slot.key)
             && old != target
@@ -113,11 +113,11 @@ impl Router {
             tracing::warn!(error = %e, "cannot end the session switched away from");
         }
         if let Err(e) = self.store.reopen_session(&target).await {
-            return format!("⚠️ {e}");
+            return super::failure::store_error_text(&e, "a session command");
         }
         slot.lock().agent = None;
         if let Err(e) = self.repoint(&slot.key, &event.source, &target, false).await {
-            return format!("⚠️ {e}");
+            return super::failure::store_error_text(&e, "a session command");
         }
         let session = self.store.get_session(&target).await.ok().flatten();
         let title = session
@@ -184,7 +184,7 @@ impl Router {
         match self.store.get_session(&session_id).await {
             Ok(Some(_)) => {}
             Ok(None) => return "Session not found in database.".to_owned(),
-            Err(e) => return format!("⚠️ {e}"),
+            Err(e) => return super::failure::store_error_text(&e, "a session command"),
         }
         match self.store.set_session_title(&session_id, Some(name)).await {
             Ok(()) => {
@@ -199,7 +199,7 @@ impl Router {
                 self.rename_session_thread(source, &title).await;
                 format!("✏️ Session title set: **{title}**")
             }
-            Err(e) => format!("⚠️ {e}"),
+            Err(e) => super::failure::store_error_text(&e, "setting a title"),
         }
     }
 
@@ -242,7 +242,7 @@ impl Router {
         let (from_id, first_text) = turns[turns.len() - count].clone();
         let removed = match self.store.truncate_messages(&session_id, from_id).await {
             Ok(n) => n,
-            Err(e) => return format!("⚠️ {e}"),
+            Err(e) => return super::failure::store_error_text(&e, "a session command"),
         };
         slot.lock().agent = None;
         let preview: String = first_text.chars().take(80).collect();
@@ -259,7 +259,7 @@ impl Router {
         self.store
             .truncate_messages(&session_id, from_id)
             .await
-            .map_err(|e| format!("⚠️ {e}"))?;
+            .map_err(|e| super::failure::store_error_text(&e, "/retry"))?;
         slot.lock().agent = None;
         Ok(text)
     }
@@ -320,7 +320,7 @@ impl Router {
                     .unwrap_or_default()
             ),
             Ok(None) => "No usage yet — send a message first.".to_owned(),
-            Err(e) => format!("⚠️ {e}"),
+            Err(e) => super::failure::store_error_text(&e, "reading usage"),
         }
     }
 
@@ -331,7 +331,7 @@ impl Router {
             .await
         {
             Ok(sessions) => sessions,
-            Err(e) => return format!("⚠️ {e}"),
+            Err(e) => return super::failure::store_error_text(&e, "a session command"),
         };
         if sessions.is_empty() {
             return "No sessions yet.".to_owned();

@@ -58,7 +58,8 @@ pub struct Job {
     pub event: MessageEvent,
     /// A turn a previous process started: its user message is already stored.
     pub resumed: bool,
-    pub api: Option<ApiResponder>,
+    /// Shared so a panicking turn's request can still be answered.
+    pub api: Option<std::sync::Arc<ApiResponder>>,
 }
 
 /// The turn in progress.
@@ -72,6 +73,10 @@ pub struct Running {
     pub steer: SteerInbox,
     /// Set by `/stop`: the interrupted turn's event is answered by the stop notice.
     pub stopped: bool,
+    /// When the turn last showed activity (the turn budget's clock).
+    pub activity: crate::agent::Activity,
+    /// Set by the turn budget: the turn was cancelled for idling past it.
+    pub timed_out: bool,
 }
 
 #[derive(Debug, Default)]

@@ -5,13 +5,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hermes_adapter::MessageEvent;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::slot::{Job, Running, Slot};
+use super::turn_budget::TURN_TIMEOUT_NOTICE;
 use super::{API_PLATFORM, Router};
-use crate::agent::AgentEvent;
+use crate::agent::{AgentError, AgentEvent};
 use crate::config::ToolProgress;
+use crate::gateway::incident::Incident;
 use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::typing::TypingLoop;
 
@@ -83,12 +84,9 @@ impl Router {
         {
             Ok(prepared) => prepared,
             Err(e) => {
-                tracing::error!(session_key = %slot.key, error = %e, "cannot prepare the session");
-                self.respond(
-                    &job,
-                    &format!("⚠️ Sorry, I couldn't open this conversation: {e}"),
-                )
-                .await;
+                let incident = Incident::new();
+                tracing::error!(incident = incident.id(), session_key = %slot.key, error = %e, "cannot prepare the session");
+                self.answer_incident(&job, &incident).await;
                 return;
             }
         };
@@ -99,6 +97,7 @@ impl Router {
         let cancel = CancellationToken::new();
         let steer = Arc::new(Mutex::new(Vec::new()));
         agent.set_steer_inbox(steer.clone());
+        let (events, progress) = crate::agent::event_channel();
         slot.lock().running = Some(Running {
             source: event.source.clone(),
             cancel: cancel.clone(),
@@ -106,7 +105,11 @@ impl Router {
             event_id: event.event_id.clone(),
             steer,
             stopped: false,
+            activity: events.activity(),
+            timed_out: false,
         });
+        let budget = self.watch_turn_budget(slot);
+        super::fault::maybe_panic(&self.live().env, &event.text);
         let typing = self.link(&event.source.platform).and_then(|link| {
             link.typing.then(|| {
                 TypingLoop::start(
@@ -117,7 +120,6 @@ impl Router {
                 )
             })
         });
-        let (events, progress) = mpsc::unbounded_channel();
         let forwarder = self.spawn_progress(&job, progress);
         GatewayMetrics::incr(&self.metrics.turns_started);
         let text = turn_text(event);
@@ -131,6 +133,7 @@ impl Router {
                 .run_journaled_turn(&text, inbound, &events, &cancel)
                 .await
         };
+        drop(budget);
         drop(events);
         drop(typing);
         let preview = match forwarder {
@@ -147,17 +150,29 @@ impl Router {
             }
             preview => preview,
         };
-        let stopped = slot
-            .lock()
-            .running
-            .take()
-            .is_some_and(|running| running.stopped);
+        let running = slot.lock().running.take();
+        let stopped = running.as_ref().is_some_and(|running| running.stopped);
+        let timed_out = running.as_ref().is_some_and(|running| running.timed_out);
+        // Steer texts the turn never read (no tool round after they came) are the next turn;
+        // after `/stop` they go the way of the discarded queue.
+        let leftover = match &running {
+            Some(running) if !stopped => super::steer::leftover(running),
+            _ => Vec::new(),
+        };
         match result {
             Ok(outcome) if outcome.interrupted => {
                 // A turn interrupted by shutdown stays unfinished: the next start resumes it.
                 // One interrupted by the user is answered by the reply to what interrupted it.
-                let by_shutdown = self.is_shutting_down() && !stopped;
-                if !by_shutdown {
+                let by_shutdown = self.is_shutting_down() && !stopped && !timed_out;
+                if timed_out {
+                    // Out of its budget: the event's one answer says so.
+                    GatewayMetrics::incr(&self.metrics.turns_failed);
+                    slot.lock().agent = Some(agent);
+                    match &job.api {
+                        Some(api) => Self::answer_api_error(api, TURN_TIMEOUT_NOTICE),
+                        None => self.respond(&job, TURN_TIMEOUT_NOTICE).await,
+                    }
+                } else if !by_shutdown {
                     slot.lock().agent = Some(agent);
                     self.answer_silently(&job).await;
                 } else if let Some(api) = &job.api {
@@ -205,16 +220,29 @@ impl Router {
             Err(e) => {
                 GatewayMetrics::incr(&self.metrics.turns_failed);
                 GatewayMetrics::incr(&self.metrics.agent_errors);
-                tracing::warn!(session_key = %slot.key, error = %e, "turn failed");
-                match &job.api {
-                    Some(api) => Self::answer_api_error(api, &e.to_string()),
-                    None => {
-                        self.respond(&job, &format!("⚠️ Sorry, that failed: {e}"))
-                            .await
+                match e {
+                    // The model's failure, already scrubbed and meant for the user: one line
+                    // naming each provider tried.
+                    AgentError::Provider(e) => {
+                        tracing::warn!(session_key = %slot.key, error = %e, "turn failed");
+                        match &job.api {
+                            Some(api) => Self::answer_api_error(api, &e.to_string()),
+                            None => {
+                                self.respond(&job, &format!("⚠️ Sorry, that failed: {e}"))
+                                    .await
+                            }
+                        }
+                    }
+                    // Our own failure: details to the log, an incident id to the user.
+                    AgentError::Store(e) => {
+                        let incident = Incident::new();
+                        tracing::error!(incident = incident.id(), session_key = %slot.key, error = %e, "turn failed");
+                        self.answer_incident(&job, &incident).await;
                     }
                 }
             }
         }
+        self.carry_over_steer(slot, &job, leftover).await;
     }
 
     /// Forwards a turn's events: streamed deltas to an API client; to a chat, tool-progress
@@ -223,7 +251,7 @@ impl Router {
     fn spawn_progress(
         &self,
         job: &Job,
-        mut progress: mpsc::UnboundedReceiver<AgentEvent>,
+        mut progress: crate::agent::EventStream,
     ) -> Option<tokio::task::JoinHandle<Option<String>>> {
         if let Some(api) = &job.api {
             let deltas = api.deltas.clone()?;

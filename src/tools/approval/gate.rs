@@ -239,6 +239,11 @@ impl ApprovalGate {
         lock(&self.session_approved).remove(session_id);
     }
 
+    /// Sessions holding approvals in memory.
+    pub fn sessions_tracked(&self) -> usize {
+        lock(&self.session_approved).len()
+    }
+
     /// Whether `key` is approved permanently or for this session.
     pub fn is_approved(&self, session_id: &str, key: &str) -> bool {
         let aliases = key_aliases(key);

@@ -46,6 +46,15 @@ impl ProcessRegistry {
         lock(&self.session_cwds).insert(session_id.to_owned(), cwd.to_owned());
     }
 
+    pub fn forget_session_cwd(&self, session_id: &str) {
+        lock(&self.session_cwds).remove(session_id);
+    }
+
+    /// Sessions whose cwd is remembered.
+    pub fn cwds_tracked(&self) -> usize {
+        lock(&self.session_cwds).len()
+    }
+
     pub fn get(&self, id: &str) -> Option<Arc<ProcessSession>> {
         lock(&self.sessions).get(id).cloned()
     }

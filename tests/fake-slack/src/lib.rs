@@ -242,6 +242,13 @@ impl FakeSlack {
         }
     }
 
+    /// Fault injection: sends an envelope of `kind` with `payload` as given, however
+    /// malformed (the envelope shape is
+    /// <https://api.slack.com/apis/socket-mode#events>). Returns the envelope id.
+    pub fn push_raw_envelope(&self, kind: &str, payload: Value) -> String {
+        self.shared.lock().send_envelope(kind, payload, 0, "")
+    }
+
     /// Sends an `interactive` `block_actions` envelope: `user` clicked the button
     /// `action_id`/`value` on the prompt message `message_ts` in `channel`.
     pub fn push_block_actions(&self, click: events::Click<'_>) -> Pushed {

@@ -25,6 +25,8 @@ pub struct Harness {
     /// The adapter's settings, to build a fresh adapter (a process restart).
     pub settings: Settings,
     pub events: mpsc::UnboundedReceiver<MessageEvent>,
+    /// Dead letters the adapter handed over (each answered `Recorded`).
+    pub dead_letters: mpsc::UnboundedReceiver<hermes_adapter::DeadLetter>,
     pub progress: Progress,
     pub shutdown: CancellationToken,
     pub task: Option<JoinHandle<Result<(), AdapterError>>>,
@@ -89,6 +91,7 @@ impl Harness {
             adapter,
             settings,
             events: mpsc::unbounded_channel().1,
+            dead_letters: mpsc::unbounded_channel().1,
             progress: Progress::new(),
             shutdown: CancellationToken::new(),
             task: None,
@@ -135,8 +138,20 @@ impl Harness {
                 let _ = recorded.send(outcome);
             }
         });
+        let (letters_tx, mut letters_rx) = mpsc::channel(16);
+        let (kept_tx, kept_rx) = mpsc::unbounded_channel();
+        self.dead_letters = kept_rx;
+        tokio::spawn(async move {
+            while let Some(hermes_adapter::DeadLetterInbound { letter, recorded }) =
+                letters_rx.recv().await
+            {
+                let _ = kept_tx.send(letter);
+                let _ = recorded.send(RecordOutcome::Recorded);
+            }
+        });
         let ctx = AdapterContext {
             inbound: inbound_tx,
+            dead_letters: letters_tx,
             progress: self.progress.clone(),
             shutdown: self.shutdown.clone(),
         };

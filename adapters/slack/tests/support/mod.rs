@@ -24,6 +24,7 @@ pub struct Harness {
     pub fake: FakeSlack,
     pub adapter: SlackAdapter,
     pub inbound: mpsc::Receiver<Inbound>,
+    pub dead_letters: mpsc::Receiver<hermes_adapter::DeadLetterInbound>,
     pub progress: Progress,
     pub shutdown: CancellationToken,
     pub run: JoinHandle<Result<(), AdapterError>>,
@@ -49,13 +50,25 @@ pub fn settings(
 }
 
 pub fn context() -> (AdapterContext, mpsc::Receiver<Inbound>) {
+    let (ctx, rx, _) = context_with_dead_letters();
+    (ctx, rx)
+}
+
+/// A context whose dead letters the test answers by hand.
+pub fn context_with_dead_letters() -> (
+    AdapterContext,
+    mpsc::Receiver<Inbound>,
+    mpsc::Receiver<hermes_adapter::DeadLetterInbound>,
+) {
     let (inbound, rx) = mpsc::channel(64);
+    let (dead_letters, letters) = mpsc::channel(16);
     let ctx = AdapterContext {
         inbound,
+        dead_letters,
         progress: Progress::new(),
         shutdown: CancellationToken::new(),
     };
-    (ctx, rx)
+    (ctx, rx, letters)
 }
 
 impl Harness {
@@ -69,7 +82,7 @@ impl Harness {
         let cache = tempfile::tempdir().expect("cache dir");
         let adapter =
             SlackAdapter::with_tunables(settings(&fake, extra, env, cache.path()), tunables);
-        let (ctx, inbound) = context();
+        let (ctx, inbound, dead_letters) = context_with_dead_letters();
         let progress = ctx.progress.clone();
         let shutdown = ctx.shutdown.clone();
         let runner = adapter.clone();
@@ -79,6 +92,7 @@ impl Harness {
             fake,
             adapter,
             inbound,
+            dead_letters,
             progress,
             shutdown,
             run,

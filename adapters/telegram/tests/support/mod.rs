@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use fake_telegram::FakeTelegram;
 use hermes_adapter::{
-    Adapter, AdapterContext, AdapterError, Inbound, MessageEvent, Progress, RecordOutcome,
+    Adapter, AdapterContext, AdapterError, DeadLetter, Inbound, MessageEvent, Progress,
+    RecordOutcome,
 };
 use hermes_telegram::{Settings, TelegramAdapter};
 use serde_json::{Map, Value, json};
@@ -23,6 +24,8 @@ pub const WAIT: Duration = Duration::from_secs(30);
 pub struct TestCore {
     pub ctx: AdapterContext,
     events: mpsc::UnboundedReceiver<(MessageEvent, RecordOutcome)>,
+    /// Dead letters handed over; each is answered `Recorded`.
+    dead_letters: mpsc::UnboundedReceiver<DeadLetter>,
     script: Arc<Mutex<VecDeque<RecordOutcome>>>,
 }
 
@@ -55,14 +58,26 @@ impl TestCore {
                 let _ = inbound.recorded.send(outcome);
             }
         });
+        let (letters_tx, mut letters_rx) = mpsc::channel(16);
+        let (kept_tx, dead_letters) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(hermes_adapter::DeadLetterInbound { letter, recorded }) =
+                letters_rx.recv().await
+            {
+                let _ = kept_tx.send(letter);
+                let _ = recorded.send(RecordOutcome::Recorded);
+            }
+        });
         let ctx = AdapterContext {
             inbound: inbound_tx,
+            dead_letters: letters_tx,
             progress: Progress::new(),
             shutdown: CancellationToken::new(),
         };
         Self {
             ctx,
             events,
+            dead_letters,
             script,
         }
     }
@@ -80,6 +95,14 @@ impl TestCore {
         tokio::time::timeout(WAIT, self.events.recv())
             .await
             .expect("an event within 30 s")
+            .expect("core channel open")
+    }
+
+    /// The next dead letter handed to the core (answered `Recorded`).
+    pub async fn next_dead_letter(&mut self) -> DeadLetter {
+        tokio::time::timeout(WAIT, self.dead_letters.recv())
+            .await
+            .expect("a dead letter within 30 s")
             .expect("core channel open")
     }
 
@@ -215,6 +238,7 @@ impl ManualCore {
         let (inbound_tx, inbound) = mpsc::channel::<Inbound>(64);
         let ctx = AdapterContext {
             inbound: inbound_tx,
+            dead_letters: mpsc::channel(1).0,
             progress: Progress::new(),
             shutdown: CancellationToken::new(),
         };

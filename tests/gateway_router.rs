@@ -149,13 +149,26 @@ async fn a_dm_gets_exactly_one_reply_and_redeliveries_are_dropped() {
         .unwrap()
         .unwrap();
     assert_eq!(journaled.state, InboundState::Answered);
-    let obligation = rig
-        .store
-        .get_obligation(&journaled.reply_obligation_ids[0])
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(obligation.state, hermesd::state::ObligationState::Delivered);
+    // The ledger marks the reply delivered just after the platform confirmed the send that
+    // `say` saw, on the chat's delivery lane: wait for it (bounded).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let obligation = rig
+            .store
+            .get_obligation(&journaled.reply_obligation_ids[0])
+            .await
+            .unwrap()
+            .unwrap();
+        if obligation.state == hermesd::state::ObligationState::Delivered {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the reply was never marked delivered: {:?}",
+            obligation.state
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // The reply quoted the user's message (reply_to_mode: first).
     let quoted = rig.platform.sent().into_iter().find_map(|o| match o.kind {
         hermes_adapter::OutboundKind::Text { reply_to, .. } => reply_to,
@@ -563,13 +576,18 @@ async fn health(url: &str) -> (u16, String) {
 }
 
 /// A turn idle past `agent.gateway_timeout` (here a model call that never returns) is
-/// cancelled and its event answered once with the timeout notice; the session answers the
+/// warned about once at `agent.gateway_timeout_warning`, then cancelled and its event
+/// answered once with the timeout notice; the session answers the
 /// next message, the late model answer is never sent, and the liveness probe stays healthy
 /// (it reports only a turn whose cancellation is stuck). The budget used to be reported by
 /// the probe but never enforced, so systemd restarted the daemon instead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_idle_past_its_budget_is_cancelled_and_answered_once() {
-    let rig = Rig::start("agent:\n  gateway_timeout: 1\n", ALLOW).await;
+    let rig = Rig::start(
+        "agent:\n  gateway_timeout: 2\n  gateway_timeout_warning: 1\n",
+        ALLOW,
+    )
+    .await;
     let runner = rig.runner.as_ref().unwrap();
     let url = format!("http://{}/health", runner.admin_addr.expect("admin API"));
     let gate = held_turn(&rig, "b1", "42", "late answer").await;
@@ -581,7 +599,14 @@ async fn a_turn_idle_past_its_budget_is_cancelled_and_answered_once() {
                 .any(|t| t == hermesd::gateway::router::TURN_TIMEOUT_NOTICE)
         })
         .await;
-    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert_eq!(
+        texts,
+        [
+            hermesd::gateway::router::TURN_IDLE_WARNING,
+            hermesd::gateway::router::TURN_TIMEOUT_NOTICE
+        ],
+        "one warning, then one answer"
+    );
     assert_eq!(health(&url).await.0, 200);
     assert!(runner.is_healthy());
     let event = rig
@@ -595,10 +620,10 @@ async fn a_turn_idle_past_its_budget_is_cancelled_and_answered_once() {
     // The gate opened now answers nobody: the cancelled call is gone.
     gate.add_permits(1);
     rig.platform.inject(dm("b2", "42", "hello again")).await;
-    let texts = rig.platform.wait_texts("42", 2).await;
+    let texts = rig.platform.wait_texts("42", 3).await;
     // The fake model echoes every user message since its last answer: the cancelled one too.
     assert!(
-        texts[1].starts_with("echo: ") && texts[1].ends_with("hello again"),
+        texts[2].starts_with("echo: ") && texts[2].ends_with("hello again"),
         "{texts:?}"
     );
     assert!(!texts.iter().any(|t| t == "late answer"), "{texts:?}");

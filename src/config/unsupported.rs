@@ -16,7 +16,7 @@ use serde_json::Value;
 #[rustfmt::skip]
 pub const VALIDATED_NOT_HONOURED: &[&str] = &[
     "agent.clarify_timeout", "agent.gateway_auto_continue_freshness",
-    "agent.gateway_notify_interval", "agent.gateway_timeout_warning",
+    "agent.gateway_notify_interval",
     "display.busy_steer_ack_enabled", "display.ephemeral_system_ttl",
     "display.interim_assistant_messages", "display.platforms.*.interim_assistant_messages",
     "display.platforms.*.show_reasoning", "display.platforms.*.tool_preview_length",
@@ -109,7 +109,7 @@ mod tests {
     #[test]
     fn finds_typed_keys_that_are_set_including_per_platform_ones() {
         let tree = json!({
-            "agent": {"gateway_timeout_warning": 60, "max_turns": 10, "clarify_timeout": null},
+            "agent": {"gateway_notify_interval": 60, "max_turns": 10, "clarify_timeout": null},
             "display": {"platforms": {"telegram": {"show_reasoning": true, "streaming": true}}},
             "platforms": {"slack": {"gateway_restart_notification": false}},
             "streaming": "not a mapping",
@@ -119,7 +119,7 @@ mod tests {
         assert_eq!(
             keys,
             [
-                "agent.gateway_timeout_warning",
+                "agent.gateway_notify_interval",
                 "display.platforms.telegram.show_reasoning",
                 "platforms.slack.gateway_restart_notification",
             ]
@@ -154,21 +154,21 @@ mod load_tests {
     #[test]
     fn typed_keys_nothing_reads_are_named_with_the_ignored_sections() {
         let loaded = load_ok(
-            "stt: {enabled: true}\nagent: {gateway_timeout_warning: 60}\n_config_version: 19\n",
+            "stt: {enabled: true}\nagent: {gateway_notify_interval: 60}\n_config_version: 19\n",
             &[("HERMES__STREAMING__TRANSPORT", "edit")],
         );
         assert_eq!(
             loaded.warnings,
             [
                 "3 settings are set but not supported by hermesd yet, so without effect: \
-              agent.gateway_timeout_warning, streaming.transport, stt"
+              agent.gateway_notify_interval, streaming.transport, stt"
             ]
         );
         // Still validated: the value is typed as ever.
-        assert_eq!(loaded.config.agent.gateway_timeout_warning_secs, 60);
-        let errors = load_err("agent: {gateway_timeout_warning: soon}\n", &[]);
+        assert_eq!(loaded.config.agent.gateway_notify_interval_secs, 60);
+        let errors = load_err("agent: {gateway_notify_interval: soon}\n", &[]);
         assert!(
-            errors[0].contains("agent.gateway_timeout_warning"),
+            errors[0].contains("agent.gateway_notify_interval"),
             "{errors:?}"
         );
     }

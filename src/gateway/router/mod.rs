@@ -50,7 +50,7 @@ pub use recovery::Recovered;
 pub use slot::{ApiReply, ApiResponder};
 use slot::{Job, Slot};
 pub use turn::no_provider_text;
-pub use turn_budget::TURN_TIMEOUT_NOTICE;
+pub use turn_budget::{TURN_IDLE_WARNING, TURN_TIMEOUT_NOTICE};
 
 /// The platform name of the HTTP API: its requests are answered in the HTTP response, not
 /// through the delivery ledger.

@@ -4,6 +4,7 @@
 //! answered with [`TURN_TIMEOUT_NOTICE`]. Like Hermes, the budget counts inactivity, not
 //! wall time: a long turn that keeps working runs on. The liveness probe reports only a turn
 //! still idle [`CANCEL_GRACE`] past its budget, i.e. one whose cancellation is stuck.
+//! `agent.gateway_timeout_warning` (below the budget, 0 = off) sends one warning first.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,10 @@ pub const CANCEL_GRACE: Duration = Duration::from_secs(60);
 
 /// What the user reads when a turn ran out of its budget.
 pub const TURN_TIMEOUT_NOTICE: &str = "⏱️ I stopped working on that: nothing happened for too long (agent.gateway_timeout). Please try again, or /reset to start over.";
+
+/// Said once when a turn has idled `agent.gateway_timeout_warning` seconds (when that is
+/// set and below the budget).
+pub const TURN_IDLE_WARNING: &str = "⚠️ Nothing has happened on this for a while; if it stays quiet I'll stop it soon. You can keep waiting or /reset.";
 
 /// Aborts the watchdog when the turn ends.
 pub struct BudgetGuard(Option<JoinHandle<()>>);
@@ -37,12 +42,34 @@ impl Router {
         if budget == 0 {
             return BudgetGuard(None);
         }
+        let warning = match self.live().config.agent.gateway_timeout_warning_secs {
+            0 => None,
+            secs if secs >= budget => None,
+            secs => Some(Duration::from_secs(secs)),
+        };
         let budget = Duration::from_secs(budget);
         let check_every = (budget / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
         let slot = slot.clone();
+        let router = self.arc();
         BudgetGuard(Some(tokio::spawn(async move {
+            let mut warned = false;
             loop {
                 tokio::time::sleep(check_every).await;
+                let warn_to = {
+                    let state = slot.lock();
+                    let waiting = state.approval.is_some() || state.clarify.is_some();
+                    state.running.as_ref().and_then(|running| {
+                        let due = !waiting
+                            && !warned
+                            && warning.is_some_and(|w| running.activity.idle() >= w);
+                        due.then(|| running.source.clone())
+                    })
+                };
+                if let Some(source) = warn_to {
+                    // Once per turn, said outside the slot's lock.
+                    warned = true;
+                    router.send_direct(&source, TURN_IDLE_WARNING).await;
+                }
                 let mut state = slot.lock();
                 let waiting_on_user = state.approval.is_some() || state.clarify.is_some();
                 let Some(running) = state.running.as_mut() else {

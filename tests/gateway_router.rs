@@ -467,7 +467,7 @@ async fn leftover_steer_text_becomes_the_next_turn_and_the_inbox_is_capped() {
     let texts = rig.platform.wait_texts("42", 34).await;
     let steered = texts
         .iter()
-        .filter(|t| t.starts_with("⏩ Steered into current run."))
+        .filter(|t| t.starts_with("⏩ Passed to the running task;"))
         .count();
     assert_eq!(steered, 32, "{texts:?}");
     let full = "⏳ 32 messages are already waiting; wait for the current task or /stop it.";
@@ -880,30 +880,37 @@ async fn streaming_previews_are_edited_in_place_and_the_final_text_arrives_once(
         delay: Duration::from_millis(60),
     });
     rig.platform.inject(dm("st1", "42", "stream please")).await;
-    rig.platform
-        .wait_until("42", |texts| texts.iter().any(|t| t == &reply))
-        .await;
-    let sent = rig.platform.sent();
     use hermes_adapter::OutboundKind;
+    // The answer fits one message: the preview is edited into it (finishing in place).
+    let sent = rig
+        .platform
+        .wait_sent(|sent| {
+            sent.iter()
+                .any(|o| matches!(&o.kind, OutboundKind::Edit { text, .. } if text == &reply))
+        })
+        .await;
     let preview_at = sent
         .iter()
         .position(|o| matches!(&o.kind, OutboundKind::Text { plain: true, text, .. } if text.starts_with("word0")))
         .expect("a preview was sent");
-    let edits = sent
-        .iter()
-        .filter(|o| matches!(o.kind, OutboundKind::Edit { .. }))
-        .count();
-    let deleted = sent
-        .iter()
-        .position(|o| matches!(o.kind, OutboundKind::Delete { .. }));
-    let finals: Vec<usize> = sent
+    let final_edits: Vec<usize> = sent
         .iter()
         .enumerate()
-        .filter(|(_, o)| matches!(&o.kind, OutboundKind::Text { text, .. } if text == &reply))
+        .filter(|(_, o)| matches!(&o.kind, OutboundKind::Edit { text, .. } if text == &reply))
         .map(|(i, _)| i)
         .collect();
-    println!("preview at {preview_at}, {edits} edits, delete at {deleted:?}, final at {finals:?}");
-    assert_eq!(finals.len(), 1, "the final text exactly once");
-    let deleted = deleted.expect("the preview was removed");
-    assert!(preview_at < deleted && deleted < finals[0]);
+    assert_eq!(final_edits.len(), 1, "the final text exactly once");
+    assert!(preview_at < final_edits[0]);
+    assert!(
+        !sent
+            .iter()
+            .any(|o| matches!(o.kind, OutboundKind::Delete { .. })),
+        "the preview stays: it became the answer"
+    );
+    assert!(
+        !sent
+            .iter()
+            .any(|o| matches!(&o.kind, OutboundKind::Text { text, .. } if text == &reply)),
+        "no second message with the answer"
+    );
 }

@@ -64,7 +64,7 @@ async fn the_platform_pushing_back_cools_the_loop_down() {
         .answer(SendResult::failed(SendErrorKind::Transient, "502"))
         .answer(SendResult::rate_limited(Duration::from_millis(100)))
         .answer(SendResult::rate_limited(Duration::from_secs(1_000)))
-        .answer(SendResult::failed(SendErrorKind::Forbidden, "no rights"));
+        .answer(SendResult::failed(SendErrorKind::NotFound, "no such chat"));
     let start = Instant::now();
     let _typing = TypingLoop::start(adapter.clone(), "42", None, DEFAULT_TYPING_INTERVAL);
     advance(341_000).await;

@@ -74,7 +74,10 @@ fn codes_and_grants_cross_between_python_and_hermesd() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("User bob (42) on telegram"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("Approved: bob (42) may now use the bot on telegram")
+    );
     let state = python(home, &["state", "telegram", "42"]);
     assert_eq!(state["is_approved"], json!(true));
     assert_eq!(state["approved"][0]["user_name"], json!("bob"));

@@ -95,6 +95,21 @@ impl TestPlatform {
         }
     }
 
+    /// Waits until everything sent so far satisfies `done`; returns it.
+    #[allow(dead_code)]
+    pub async fn wait_sent(&self, done: impl Fn(&[Outbound]) -> bool) -> Vec<Outbound> {
+        let mut changes = self.sent_count.subscribe();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let sent = self.sent();
+            if done(&sent) {
+                return sent;
+            }
+            let changed = tokio::time::timeout_at(deadline, changes.changed()).await;
+            assert!(changed.is_ok(), "never sent what was awaited: {sent:#?}");
+        }
+    }
+
     /// Waits until the texts sent to `chat` satisfy `done`; returns them.
     pub async fn wait_until(&self, chat: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
         let mut changes = self.sent_count.subscribe();

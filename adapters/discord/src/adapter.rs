@@ -163,7 +163,7 @@ async fn event_loop(
                         running.spawn(interactions::handle(inner.clone(), ctx.clone(), interaction));
                     }
                     Err(error) => {
-                        keep_dead_letter(&ctx, &dispatch.name, &dispatch.data, &error).await
+                        keep_dead_letter(ctx, &dispatch.name, &dispatch.data, &error).await
                     }
                 }
             }

@@ -193,6 +193,22 @@ async fn a_photo_for_a_model_without_vision_is_answered_in_one_line() {
     assert!(text.contains("auxiliary.vision"), "{text}");
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(rig.model.requests().is_empty(), "the model is not asked");
+
+    // With a caption there is still something to answer: the line, then the model's reply
+    // to the caption, which says a photo came that it cannot see.
+    rig.model.push(Step::text("I can only read your words."));
+    send_photo(&rig, "what colour is it?", png());
+    let sent = rig.wait_sent_to(7, 3).await;
+    assert!(sent[1].text.replace('\\', "").contains("can't see images"));
+    assert_eq!(
+        sent[2].text.replace('\\', ""),
+        "I can only read your words."
+    );
+    let seen = rig.model_saw();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].contains("what colour is it?"), "{seen:?}");
+    assert!(seen[0].contains("cannot see"), "{seen:?}");
+    assert!(images_in(&rig.model.requests()[0].body).is_empty());
     rig.stop().await;
 }
 
@@ -359,4 +375,42 @@ async fn a_slack_file_reaches_the_model_as_an_image() {
         vec![("image/png".to_owned(), b64(&photo))]
     );
     run.stop().await;
+}
+
+#[path = "discord_rig/mod.rs"]
+mod discord_rig;
+
+/// An audio file (not a voice note) from Discord, transcribed by the `groq` provider: its
+/// key and base URL come from GROQ_API_KEY / GROQ_BASE_URL, as in Hermes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discord_audio_file_is_transcribed_through_groq() {
+    let stt = FakeStt::start("meeting moved to friday").await;
+    let mut rig = discord_rig::Rig::new(std::time::Duration::from_secs(30)).await;
+    rig.append_config("stt:\n  provider: groq\n");
+    rig.set_env("GROQ_API_KEY", "gsk-test");
+    rig.set_env("GROQ_BASE_URL", &stt.base_url());
+    rig.launch().await;
+    let dm = rig.dm(&rig.owner);
+    let audio = b"ID3 fake mp3 frames".to_vec();
+    rig.fake.push_message(
+        fake_discord::Incoming::new(&dm, &rig.owner, "").with_attachment(
+            "memo.mp3",
+            "audio/mpeg",
+            &audio,
+        ),
+    );
+    let texts = rig.wait_texts(&dm, 2).await;
+    assert_eq!(texts[0], "🎙️ \"meeting moved to friday\"");
+    assert!(texts[1].contains("meeting moved to friday"), "{texts:?}");
+    let uploads = stt.uploads();
+    assert_eq!(uploads.len(), 1);
+    assert_eq!(uploads[0].bytes, audio);
+    assert_eq!(uploads[0].model, "whisper-large-v3-turbo");
+    assert_eq!(uploads[0].authorization, "Bearer gsk-test");
+    assert!(
+        uploads[0].file_name.ends_with(".mp3"),
+        "{}",
+        uploads[0].file_name
+    );
+    rig.stop().await;
 }

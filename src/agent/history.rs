@@ -100,6 +100,7 @@ pub fn from_stored(rows: &[Message]) -> Vec<ChatMessage> {
                 tool_call_id: row.tool_call_id.clone(),
                 name: row.tool_name.clone(),
                 reasoning: row.reasoning.clone(),
+                images: Vec::new(),
             })
         })
         .collect()

@@ -2,6 +2,7 @@
 //! every API mode converts from and back to, and the role-alternation rules.
 
 mod alternation;
+mod image;
 
 use serde::de::{self, Deserializer};
 use serde::ser::{SerializeStruct, Serializer};
@@ -12,6 +13,7 @@ pub use alternation::{
     HistoryError, INTERRUPTED_TURN, INVALID_TOOL_NAME, MISSING_TOOL_RESULT, OPENING_PLACEHOLDER,
     enforce_alternation,
 };
+pub use image::ImagePart;
 
 /// Who wrote a message. `developer` (OpenAI's newer name for the system role) reads as
 /// `System`.
@@ -57,6 +59,10 @@ pub struct ChatMessage {
         alias = "reasoning_content"
     )]
     pub reasoning: Option<String>,
+    /// Images attached to a user message (photos from a chat). In memory only: never
+    /// serialized or stored, and sent only to the model call of the turn they came with.
+    #[serde(skip)]
+    pub images: Vec<ImagePart>,
 }
 
 impl ChatMessage {
@@ -68,6 +74,7 @@ impl ChatMessage {
             tool_call_id: None,
             name: None,
             reasoning: None,
+            images: Vec::new(),
         }
     }
 

@@ -16,7 +16,7 @@ use super::compress;
 use super::deps::AgentDeps;
 use super::events::{AgentEvent, EventSink, emit};
 use super::history;
-use super::message::ChatMessage;
+use super::message::{ChatMessage, ImagePart};
 use super::provider::{ModelReply, ModelRequest, ProviderError, StreamDelta};
 use super::tool_round;
 use crate::state::{NewSession, StoreError, UsageDelta};
@@ -59,6 +59,8 @@ pub struct Agent {
     depth: u32,
     /// Messages the user sent mid-turn (`/steer`), delivered after the next tool round.
     steer: Option<SteerInbox>,
+    /// Images for the next turn's user message ([`Agent::attach_images`]).
+    pending_images: Vec<ImagePart>,
 }
 
 /// Where `/steer` texts wait for the next tool round of a running turn.
@@ -113,6 +115,7 @@ impl Agent {
             budget_max,
             depth: 0,
             steer: None,
+            pending_images: Vec::new(),
         })
     }
 
@@ -137,6 +140,7 @@ impl Agent {
             budget_max,
             depth: 0,
             steer: None,
+            pending_images: Vec::new(),
         })
     }
 
@@ -155,7 +159,28 @@ impl Agent {
             budget_max: budget,
             depth,
             steer: None,
+            pending_images: Vec::new(),
         }
+    }
+
+    /// Images (photos from a chat) to send with the next turn's user message. They reach
+    /// only that turn's model calls: the history keeps the message's text, so later turns
+    /// do not resend megabytes of pixels with every request.
+    pub fn attach_images(&mut self, images: Vec<ImagePart>) {
+        self.pending_images = images;
+    }
+
+    /// Runs the model/tool loop, then drops the images the turn carried.
+    async fn continue_then_forget_images(
+        &mut self,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        let outcome = self.continue_turn(events, cancel).await;
+        for message in &mut self.history {
+            message.images.clear();
+        }
+        outcome
     }
 
     /// Lets `/steer` reach this agent's turns.
@@ -191,8 +216,10 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
         self.deps.memory.reset_consolidation_failures();
-        self.push(ChatMessage::user(user_text), None).await?;
-        self.continue_turn(events, cancel).await
+        let mut message = ChatMessage::user(user_text);
+        message.images = std::mem::take(&mut self.pending_images);
+        self.push(message, None).await?;
+        self.continue_then_forget_images(events, cancel).await
     }
 
     /// Runs a gateway turn for an inbound event: the user's message is stored and the event
@@ -205,7 +232,8 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
         self.deps.memory.reset_consolidation_failures();
-        let message = ChatMessage::user(user_text);
+        let mut message = ChatMessage::user(user_text);
+        message.images = std::mem::take(&mut self.pending_images);
         let stored = history::to_stored(&self.session_id, &message, None);
         let (platform, event_id) = inbound;
         self.deps
@@ -213,7 +241,7 @@ impl Agent {
             .start_turn(stored, platform, event_id)
             .await?;
         self.history.push(message);
-        self.continue_turn(events, cancel).await
+        self.continue_then_forget_images(events, cancel).await
     }
 
     /// Finishes a turn a previous process started (its user message is already stored):

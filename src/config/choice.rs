@@ -87,6 +87,10 @@ choice!(
     ToolProgress { Off = "off", New = "new", All = "all", Verbose = "verbose" } bools(All, Off)
 );
 choice!(
+    /// How a photo from a chat reaches the model (`agent.image_input_mode`).
+    ImageInputMode { Auto = "auto", Native = "native", Text = "text" }
+);
+choice!(
     /// Which chunks of a multi-part reply quote the user's message.
     ReplyToMode { Off = "off", First = "first", All = "all" } bools(First, Off)
 );

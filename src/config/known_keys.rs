@@ -26,8 +26,7 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "plugins", "prefill_messages_file", "privacy", "profile_routes", "prompt_caching", "proxy",
     "quick_commands", "reset_by_platform", "reset_by_type", "reset_triggers", "runtime", "secrets",
     "security", "session", "session_store_max_age_days", "sessions", "skills",
-    "smart_model_routing", "stt", "stt_echo_transcripts", "stt_enabled",
-    "systemd_watchdog_seconds", "telemetry", "terminal", "timezone", "tool_loop_guardrails",
+    "smart_model_routing", "systemd_watchdog_seconds", "telemetry", "terminal", "timezone", "tool_loop_guardrails",
     "tool_output", "tools", "toolsets", "tts", "updates", "vault", "vertex", "voice", "wake_word",
     "web", "worktree", "write_sessions_json", "x_search",
 ];
@@ -123,7 +122,7 @@ pub const IGNORED_AGENT: &[&str] = &[
     "build_wait_timeout", "coding_context", "coding_instructions", "cron_drain_timeout",
     "disabled_toolsets", "empty_response_guard", "environment_hint", "environment_probe",
     "execution_guidance", "fast_auto_seconds", "gateway_startup_restore_drain_timeout",
-    "gateway_startup_warmup_timeout", "gateway_turn_lease_timeout", "image_input_mode",
+    "gateway_startup_warmup_timeout", "gateway_turn_lease_timeout",
     "intent_ack_continuation", "local_stream_stale_timeout", "max_verify_nudges",
     "parallel_tool_call_guidance", "quiet_mode", "reasoning_echo", "reasoning_effort",
     "reasoning_overrides", "reconnect_attention_after", "restart_after_turn_timeout",
@@ -157,8 +156,7 @@ pub const IGNORED_GATEWAY: &[&str] = &[
     "multiplex_profile_allowlist", "multiplex_profiles", "platform_connect_timeout",
     "profile_routes", "quick_commands", "reset_triggers", "respawn_storm", "restart_loop_guard",
     "scale_to_zero", "signal_interrupt_grace_timeout", "startup_watchdog",
-    "startup_watchdog_timeout_seconds", "strict", "stt", "stt_echo_transcripts",
-    "systemd_watchdog_seconds", "trust_env", "trust_recent_files", "trust_recent_files_seconds",
+    "startup_watchdog_timeout_seconds", "strict", "systemd_watchdog_seconds", "trust_env", "trust_recent_files", "trust_recent_files_seconds",
     "write_sessions_json",
 ];
 

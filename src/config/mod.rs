@@ -16,6 +16,7 @@ mod error;
 mod known_keys;
 mod layers;
 mod listeners;
+mod media;
 mod network;
 mod parse;
 mod platform_types;
@@ -40,11 +41,12 @@ use std::fmt;
 use crate::home::HermesHome;
 
 pub use choice::{
-    ApiMode, ApprovalMode, BusyInputMode, Choice, ReplyToMode, ResetMode, StreamingTransport,
-    ToolProgress, UnauthorizedDmBehavior,
+    ApiMode, ApprovalMode, BusyInputMode, Choice, ImageInputMode, ReplyToMode, ResetMode,
+    StreamingTransport, ToolProgress, UnauthorizedDmBehavior,
 };
 pub use delivery::{DeliveryConfig, MAX_RATE_LIMIT_DEADLINE_SECS};
 pub use error::{ConfigError, ConfigErrors};
+pub use media::{AuxVisionConfig, MediaConfig, STT_PROVIDERS, SttConfig, SttOpenAiConfig};
 pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
 };

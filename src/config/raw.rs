@@ -61,6 +61,10 @@ pub struct RawConfig {
     pub auxiliary: Option<Value>,
     /// hermesd's own: extra CA certificates for outbound TLS.
     pub tls: Option<Section<RawTls>>,
+    /// Voice transcription (read in `media.rs`, with the two flat spellings below).
+    pub stt: Option<Value>,
+    pub stt_enabled: Option<Value>,
+    pub stt_echo_transcripts: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -78,7 +82,7 @@ pub struct RawTls {
 #[serde(untagged)]
 pub enum RawModelEntry {
     Name(String),
-    Block(RawModel),
+    Block(Box<RawModel>),
     Invalid(Value),
 }
 
@@ -91,6 +95,7 @@ pub struct RawModel {
     pub default: Option<Value>,
     pub api_key: Option<Value>,
     pub context_length: Option<Value>,
+    pub supports_vision: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -192,6 +197,7 @@ pub struct RawAgent {
     pub restart_drain_timeout: Option<Value>,
     pub gateway_auto_continue_freshness: Option<Value>,
     pub clarify_timeout: Option<Value>,
+    pub image_input_mode: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -290,6 +296,8 @@ pub struct RawGateway {
     pub streaming: Option<Section<RawStreaming>>,
     pub allowed_users: Option<Value>,
     pub allow_all_users: Option<Value>,
+    pub stt: Option<Value>,
+    pub stt_echo_transcripts: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -506,3 +506,66 @@ fn title_generation_is_on_unless_auxiliary_turns_it_off() {
         "{errors:?}"
     );
 }
+
+#[test]
+fn media_keys_are_read_where_hermes_writes_them() {
+    let yaml = "agent:\n  image_input_mode: native\nmodel:\n  supports_vision: false\n\
+                auxiliary:\n  vision:\n    model: gpt-4o-mini\n    base_url: http://127.0.0.1:9/v1\n    timeout: 30\n\
+                stt:\n  provider: groq\n  echo_transcripts: true\n  openai:\n    model: gpt-4o-mini-transcribe\n\
+                stt_echo_transcripts: false\n";
+    let loaded = load_ok(yaml, &[]);
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let media = &loaded.config.media;
+    assert_eq!(media.image_input_mode, ImageInputMode::Native);
+    assert_eq!(media.supports_vision, Some(false));
+    assert!(media.vision.is_configured());
+    assert_eq!(media.vision.timeout_secs, 30);
+    assert_eq!(media.stt.provider, "groq");
+    assert_eq!(media.stt.openai.model, "gpt-4o-mini-transcribe");
+    // The flat key wins over the section's own, as in Hermes.
+    assert!(!media.stt.echo_transcripts);
+    assert!(media.stt.enabled);
+
+    // `gateway.stt` when there is no top-level `stt`.
+    let nested = load_ok(
+        "gateway:\n  stt:\n    enabled: false\n  stt_echo_transcripts: false\n",
+        &[],
+    );
+    assert!(!nested.config.media.stt.enabled);
+    assert!(!nested.config.media.stt.echo_transcripts);
+    assert!(nested.warnings.is_empty(), "{:?}", nested.warnings);
+    assert!(
+        !load_ok("stt_enabled: false\n", &[])
+            .config
+            .media
+            .stt
+            .enabled
+    );
+}
+
+#[test]
+fn bad_media_values_name_their_keys() {
+    let errors = load_err(
+        "agent:\n  image_input_mode: pixels\nstt:\n  enabled: maybe\nauxiliary:\n  vision:\n    base_url: ftp://x\n",
+        &[],
+    );
+    for key in [
+        "agent.image_input_mode",
+        "stt.enabled",
+        "auxiliary.vision.base_url",
+    ] {
+        assert!(errors.iter().any(|e| e.contains(key)), "{key}: {errors:?}");
+    }
+    // A provider hermesd cannot call is named in a warning; Hermes's default `local` is not.
+    let loaded = load_ok("stt:\n  provider: elevenlabs\n", &[]);
+    assert!(
+        loaded.warnings.iter().any(|w| w.contains("stt.provider")),
+        "{:?}",
+        loaded.warnings
+    );
+    assert!(
+        load_ok("stt:\n  provider: local\n", &[])
+            .warnings
+            .is_empty()
+    );
+}

@@ -43,6 +43,8 @@ pub struct Config {
     /// Outbound networking: the proxy variables and the extra CA files (`SSL_CERT_FILE`,
     /// `tls.ca_certificates`), shared by every client through `hermes_adapter::net::Net`.
     pub network: hermes_adapter::net::NetSettings,
+    /// Photos and voice from chats: vision routing and transcription.
+    pub media: super::media::MediaConfig,
 }
 
 /// The auxiliary model tasks hermesd runs (Hermes `auxiliary:`).
@@ -90,6 +92,7 @@ impl Default for Config {
             auxiliary: AuxiliaryConfig::default(),
             delivery: super::delivery::DeliveryConfig::default(),
             network: hermes_adapter::net::NetSettings::default(),
+            media: super::media::MediaConfig::default(),
         }
     }
 }

@@ -154,14 +154,14 @@ mod load_tests {
     #[test]
     fn typed_keys_nothing_reads_are_named_with_the_ignored_sections() {
         let loaded = load_ok(
-            "stt: {enabled: true}\nagent: {gateway_notify_interval: 60}\n_config_version: 19\n",
+            "tts: {provider: edge}\nagent: {gateway_notify_interval: 60}\n_config_version: 19\n",
             &[("HERMES__STREAMING__TRANSPORT", "edit")],
         );
         assert_eq!(
             loaded.warnings,
             [
                 "3 settings are set but not supported by hermesd yet, so without effect: \
-              agent.gateway_notify_interval, streaming.transport, stt"
+              agent.gateway_notify_interval, streaming.transport, tts"
             ]
         );
         // Still validated: the value is typed as ever.
@@ -175,7 +175,7 @@ mod load_tests {
 
     #[test]
     fn nothing_set_means_no_warning() {
-        let loaded = load_ok("stt: null\nmcp_servers: {}\nagent: {max_turns: 5}\n", &[]);
+        let loaded = load_ok("tts: null\nmcp_servers: {}\nagent: {max_turns: 5}\n", &[]);
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     }
 }

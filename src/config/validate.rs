@@ -151,6 +151,7 @@ pub fn validate(
         admin: listeners::admin(&mut issues, raw.admin.as_ref()),
         delivery: super::delivery::delivery(&mut issues, raw.delivery.as_ref()),
         network: network::network(&mut issues, raw.tls.as_ref(), env),
+        media: super::media::media(&mut issues, raw, &gateway),
         auxiliary: AuxiliaryConfig {
             title_generation: TitleGenerationConfig {
                 enabled: issues.bool(

@@ -7,6 +7,7 @@ pub mod authorize;
 pub mod chunk;
 pub mod delivery;
 pub mod first_run;
+pub mod inbound_media;
 pub mod incident;
 pub mod instance_lock;
 pub mod lock_record;

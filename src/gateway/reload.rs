@@ -5,8 +5,8 @@
 //!
 //! Applied live (see `router/live.rs`): authorization (allowlists, allow-all flags, group
 //! and DM gating, from config and environment alike), display, streaming and busy-input
-//! settings, reset policies, and the agent's inputs (model, providers, fallbacks, turn
-//! budget, compression). Everything else is read once at start — platform tokens and
+//! settings, reset policies, the agent's inputs (model, providers, fallbacks, turn
+//! budget, compression), and the photo and voice settings (`media`: vision routing, STT). Everything else is read once at start — platform tokens and
 //! switches, adapter `extra` settings, the HTTP API and admin listeners and key, approval
 //! settings, session-key shape, the daemon's `HERMESD_*` knobs — and is reported as needing
 //! a restart.
@@ -31,6 +31,8 @@ const LIVE_SECTIONS: &[&str] = &[
     "streaming",
     "display",
     "agent.max_turns",
+    // Photos and voice: read from the live config for every event that carries them.
+    "media",
 ];
 
 /// Config paths whose effect authorization already reports as `auth.*` entries.

@@ -50,6 +50,8 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
             .filter_map(|f| f.api_key.as_ref()),
     );
     found.extend(config.api_server.key.as_ref());
+    found.extend(config.media.vision.api_key.as_ref());
+    found.extend(config.media.stt.openai.api_key.as_ref());
     let platforms = &config.platforms;
     let mut values: Vec<String> = Vec::new();
     for platform in [&platforms.telegram, &platforms.discord, &platforms.slack] {
@@ -155,12 +157,18 @@ mod tests {
         );
         std::fs::write(
             home.config_yaml(),
-            "model:\n  api_key: model-key-from-yaml\n",
+            "model:\n  api_key: model-key-from-yaml\nstt:\n  openai:\n    api_key: stt-key-from-yaml\n\
+             auxiliary:\n  vision:\n    api_key: vision-key-from-yaml\n",
         )
         .unwrap();
         let loaded = config::load(&home, &BTreeMap::new()).unwrap();
         let secrets = reloaded_secrets(&home, Some(&loaded));
-        for expected in ["999:new-token-from-dotenv", "model-key-from-yaml"] {
+        for expected in [
+            "999:new-token-from-dotenv",
+            "model-key-from-yaml",
+            "stt-key-from-yaml",
+            "vision-key-from-yaml",
+        ] {
             assert!(secrets.iter().any(|s| s == expected), "{expected}");
         }
         assert!(!secrets.iter().any(|s| s == "9001"));

@@ -3,6 +3,7 @@
 
 pub mod daemon;
 pub mod fake_model;
+pub mod fake_stt;
 pub mod providers;
 pub mod python;
 pub mod scripted_adapter;

@@ -107,6 +107,7 @@ impl Sequence {
         match self.out.last_mut() {
             Some(last) if last.role == Role::User => {
                 last.content = join(last.content.take(), message.content);
+                last.images.extend(message.images);
                 self.repairs.merged_users += 1;
                 return;
             }

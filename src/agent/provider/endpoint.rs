@@ -124,6 +124,27 @@ fn auto_provider(config: &Config) -> Option<(String, String, Option<Secret>)> {
         })
 }
 
+/// The endpoint of an auxiliary task's own model (`auxiliary.vision`), resolved as a
+/// fallback entry is: its base URL, else `providers.<name>`, else the provider's own.
+pub fn auxiliary_endpoint(
+    config: &Config,
+    provider: &str,
+    model: &str,
+    base_url: Option<&str>,
+    api_key: Option<Secret>,
+) -> Result<Endpoint, String> {
+    fallback_endpoint(
+        config,
+        &FallbackProvider {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            api_mode: None,
+            base_url: base_url.map(str::to_owned),
+            api_key,
+        },
+    )
+}
+
 fn fallback_endpoint(config: &Config, fallback: &FallbackProvider) -> Result<Endpoint, String> {
     let provider = canonical_provider(&fallback.provider);
     let entry = config.providers.get(&provider);

@@ -162,3 +162,17 @@ fn extra_keys_authorization_reads_count_as_authorization() {
     assert_eq!(found.applied, vec!["auth.telegram.allowed_users"]);
     assert!(found.need_restart.is_empty(), "{found:?}");
 }
+
+#[test]
+fn photo_and_voice_settings_are_applied_live() {
+    let old = loaded(base(), &[]);
+    let mut config = base();
+    config.media.stt.provider = "groq".to_owned();
+    config.media.supports_vision = Some(true);
+    let found = changes(&old, &loaded(config, &[]));
+    assert_eq!(
+        found.applied,
+        vec!["media.stt.provider", "media.supports_vision"]
+    );
+    assert!(found.need_restart.is_empty(), "{found:?}");
+}

@@ -11,6 +11,7 @@ mod failure;
 mod fault;
 mod live;
 mod liveness;
+mod media_turn;
 mod outbox;
 mod platforms;
 mod prompts;

@@ -78,6 +78,9 @@ impl Router {
             }
         };
         let event = &job.event;
+        let Some(start) = self.turn_start(&job, &deps.model_name()).await else {
+            return;
+        };
         let mut prepared = match self
             .prepare_agent(slot, &event.source, &deps, job.resumed)
             .await
@@ -94,6 +97,7 @@ impl Router {
             self.send_direct(&event.source, &notice).await;
         }
         let mut agent = prepared.agent;
+        agent.attach_images(start.images);
         let cancel = CancellationToken::new();
         let steer = Arc::new(Mutex::new(Vec::new()));
         agent.set_steer_inbox(steer.clone());
@@ -122,7 +126,7 @@ impl Router {
         });
         let forwarder = self.spawn_progress(&job, progress);
         GatewayMetrics::incr(&self.metrics.turns_started);
-        let text = turn_text(event);
+        let text = start.text;
         let result = if job.api.is_some() {
             agent.run_turn(&text, &events, &cancel).await
         } else if job.resumed {

@@ -51,6 +51,10 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/chat/completions", route(Format::Chat))
         .route("/v1/responses", route(Format::Responses))
         .route("/v1/messages", route(Format::Anthropic))
+        // Requests with images are large: Anthropic takes up to 32 MB per request
+        // (https://docs.anthropic.com/en/api/overview#request-size-limits), OpenAI more;
+        // axum's own 2 MB default would refuse what the real servers accept.
+        .layer(axum::extract::DefaultBodyLimit::max(32 * 1024 * 1024))
         .with_state(shared)
 }
 

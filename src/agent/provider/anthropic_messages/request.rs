@@ -85,11 +85,32 @@ fn user_content(message: &ChatMessage, cache: bool) -> Value {
         text if text.trim().is_empty() => "(empty message)",
         text => text,
     };
-    if cache {
-        json!([{"type": "text", "text": text, "cache_control": marker()}])
-    } else {
-        json!(text)
+    if message.images.is_empty() {
+        return if cache {
+            json!([{"type": "text", "text": text, "cache_control": marker()}])
+        } else {
+            json!(text)
+        };
     }
+    // Anthropic's base64 image blocks, placed before the text as its documentation advises;
+    // the cache marker goes on the last block, as for any other message.
+    let mut blocks: Vec<Value> = message
+        .images
+        .iter()
+        .map(|image| {
+            json!({"type": "image", "source": {
+                "type": "base64",
+                "media_type": image.media_type(),
+                "data": image.base64(),
+            }})
+        })
+        .collect();
+    let mut last = json!({"type": "text", "text": text});
+    if cache {
+        last["cache_control"] = marker();
+    }
+    blocks.push(last);
+    Value::Array(blocks)
 }
 
 fn assistant_blocks(message: &ChatMessage, cache: bool) -> Value {

@@ -110,3 +110,25 @@ fn headers_carry_the_key_and_version() {
     assert_eq!(names, ["anthropic-version", "x-api-key"]);
     assert!(headers[1].1.is_sensitive());
 }
+
+#[test]
+fn images_become_base64_blocks_before_the_text_and_survive_a_merge() {
+    let mut first = ChatMessage::user("look");
+    first.images = vec![crate::agent::message::ImagePart::new("image/png", "AAAA")];
+    let mut second = ChatMessage::user("and this");
+    second.images = vec![crate::agent::message::ImagePart::new("image/jpeg", "BBBB")];
+    let request = ModelRequest {
+        messages: vec![first, second],
+        ..ModelRequest::default()
+    };
+    let body = request_body(&request);
+    // The two user messages merge (alternation rules); both images stay.
+    assert_eq!(
+        body["messages"][0]["content"],
+        json!([
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "BBBB"}},
+            {"type": "text", "text": "look\n\nand this", "cache_control": {"type": "ephemeral"}},
+        ])
+    );
+}

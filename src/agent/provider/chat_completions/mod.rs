@@ -57,11 +57,20 @@ fn is_openai_host(base_url: &str) -> bool {
 fn wire_message(message: &ChatMessage) -> Value {
     let mut wire = Map::new();
     wire.insert("role".into(), json!(message.role));
-    let content = match (&message.content, message.role) {
-        (Some(text), _) => json!(text),
-        (None, Role::Assistant) => Value::Null,
-        (None, _) => json!(""),
-    };
+    let content =
+        match (&message.content, message.role) {
+            _ if !message.images.is_empty() => {
+                // OpenAI's content parts: the text, then each image as a data URL.
+                let mut parts = vec![json!({"type": "text", "text": message.text()})];
+                parts.extend(message.images.iter().map(
+                    |image| json!({"type": "image_url", "image_url": {"url": image.data_url()}}),
+                ));
+                Value::Array(parts)
+            }
+            (Some(text), _) => json!(text),
+            (None, Role::Assistant) => Value::Null,
+            (None, _) => json!(""),
+        };
     wire.insert("content".into(), content);
     if !message.tool_calls.is_empty() {
         wire.insert("tool_calls".into(), json!(message.tool_calls));

@@ -30,6 +30,13 @@ pub(crate) fn body(endpoint: &Endpoint, prepared: &Prepared) -> Value {
     let mut input: Vec<Value> = Vec::with_capacity(prepared.messages.len());
     for message in &prepared.messages {
         match message.role {
+            Role::User | Role::System if !message.images.is_empty() => {
+                let mut parts = vec![json!({"type": "input_text", "text": message.text()})];
+                parts.extend(message.images.iter().map(|image| {
+                    json!({"type": "input_image", "image_url": image.data_url(), "detail": "auto"})
+                }));
+                input.push(json!({"role": "user", "content": parts}));
+            }
             Role::User | Role::System => {
                 input.push(json!({"role": "user", "content": message.text()}));
             }

@@ -12,6 +12,7 @@ mod fault;
 mod live;
 mod liveness;
 mod outbox;
+mod pending_media;
 mod platforms;
 mod prompts;
 mod recovery;

@@ -122,7 +122,13 @@ impl Router {
         });
         let forwarder = self.spawn_progress(&job, progress);
         GatewayMetrics::incr(&self.metrics.turns_started);
-        let text = turn_text(event);
+        // Attachments the adapter acked before downloading are fetched now (typing shows).
+        let fetched = if job.resumed {
+            None
+        } else {
+            self.fetch_pending_media(event, &cancel).await
+        };
+        let text = turn_text(fetched.as_ref().unwrap_or(event));
         let result = if job.api.is_some() {
             agent.run_turn(&text, &events, &cancel).await
         } else if job.resumed {

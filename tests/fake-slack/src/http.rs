@@ -305,8 +305,15 @@ async fn download(
             .and_then(|q| q.pop_front())
     };
     // A slow file host (a large file, a slow link): the answer starts after the delay.
-    if let Some(Fault::Delay(delay)) = fault {
-        tokio::time::sleep(delay).await;
+    match fault {
+        Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
+        // A file host failing: any HTTP server may answer 5xx
+        // (<https://www.rfc-editor.org/rfc/rfc9110#section-15.6>).
+        Some(Fault::Status(status)) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return (status, "fake failure").into_response();
+        }
+        _ => {}
     }
     if token.as_deref() != Some(shared.tokens.bot.as_str()) {
         // Slack answers an unauthenticated file fetch with its sign-in page.

@@ -3,7 +3,9 @@
 //! Fifty users under random flood control each get their reply exactly once, no retry comes
 //! early and nobody gets a failure notice; a chat held in a 60 s flood-wait does not stop
 //! other chats, and a shutdown during its wait leaves the reply owed: it is sent after the
-//! restart, as a new message (no recovered marker), exactly once.
+//! restart, as a new message (no recovered marker), exactly once. So does a `kill -9`
+//! during the wait: the 429 proved nothing went out, so the ledger row waits as `pending`,
+//! not as an ambiguous `attempting` one.
 
 mod support;
 #[path = "telegram_support/mod.rs"]
@@ -160,5 +162,60 @@ async fn a_chat_in_a_long_flood_wait_stops_nobody_and_is_answered_after_a_restar
     // Exactly once, as a new message: nothing of it had gone out before the restart.
     assert_eq!(texts, ["echo: wait for me"], "{logs:#?}");
     assert!(!texts[0].starts_with(RECOVERED_MARKER));
+    assert!(!telegram.iter().any(|m| m.text == FAILURE_NOTICE));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_during_a_flood_wait_leaves_a_plain_owed_reply_sent_without_the_marker() {
+    let mut rig = telegram_support::start("", "delivery:\n  rate_limit_deadline: 120\n", &[]).await;
+    let held = 9001;
+    rig.telegram.flood_chat(held, 60, 1);
+    rig.telegram
+        .push_text(Chat::private(held), User::new(held, "Ada"), "still owed");
+    rig.wait_for("the 60 s flood-wait", |rig| {
+        rig.telegram
+            .flood_log()
+            .iter()
+            .any(|e| e.chat_id == held)
+            .then_some(())
+    })
+    .await;
+    // The row is released for the wait (pending, the claim uncounted) before the kill.
+    let path = rig.home.path().join("state.db");
+    let owed = rig
+        .wait_for("the reply owed as pending during the wait", |_| {
+            let db = rusqlite::Connection::open_with_flags(
+                &path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .ok()?;
+            let (state, attempts): (String, i64) = db
+                .query_row(
+                    "SELECT state, attempts FROM delivery_obligations WHERE chat_id = ?1",
+                    [held.to_string()],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .ok()?;
+            (state == "pending").then_some(attempts)
+        })
+        .await;
+    assert_eq!(owed, 0);
+
+    let daemon = rig.daemon.take().expect("daemon running");
+    tokio::task::spawn_blocking(move || daemon.kill9())
+        .await
+        .expect("kill -9");
+    rig.telegram.end_flood(held);
+    rig.start_daemon().await;
+    rig.wait_sent_to(held, 1).await;
+    let logs = rig.stop_daemon().await;
+    let telegram = rig.telegram.sent_messages();
+    let texts: Vec<&str> = telegram
+        .iter()
+        .filter(|m| m.chat_id == held)
+        .map(|m| m.text.as_str())
+        .collect();
+    // Exactly once, as a new message: the 429 had proved nothing went out.
+    assert_eq!(texts, ["echo: still owed"], "{logs:#?}");
     assert!(!telegram.iter().any(|m| m.text == FAILURE_NOTICE));
 }

@@ -101,14 +101,14 @@ async fn fifty_users_under_flood_control_each_get_one_reply_none_early() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_chat_in_a_long_flood_wait_stops_nobody_and_is_answered_after_a_restart() {
-    // The deadline is longer than the wait: the daemon really sits in it.
-    let mut rig = telegram_support::start("", "delivery:\n  rate_limit_deadline: 120\n", &[]).await;
+/// A daemon whose reply to `text` from chat 9001 sits in a 60 s flood-wait (the deadline
+/// is longer than the wait: the daemon really sits in it).
+async fn in_a_flood_wait(text: &str) -> (telegram_support::Rig, i64) {
+    let rig = telegram_support::start("", "delivery:\n  rate_limit_deadline: 120\n", &[]).await;
     let held = 9001;
     rig.telegram.flood_chat(held, 60, 1);
     rig.telegram
-        .push_text(Chat::private(held), User::new(held, "Ada"), "wait for me");
+        .push_text(Chat::private(held), User::new(held, "Ada"), text);
     rig.wait_for("the 60 s flood-wait", |rig| {
         rig.telegram
             .flood_log()
@@ -117,6 +117,28 @@ async fn a_chat_in_a_long_flood_wait_stops_nobody_and_is_answered_after_a_restar
             .then_some(())
     })
     .await;
+    (rig, held)
+}
+
+/// Waits for `held`'s reply, stops the daemon, and asserts the chat got `expected` once,
+/// without the recovered marker, and nobody a failure notice.
+async fn answered_once_as_new(rig: &mut telegram_support::Rig, held: i64, expected: &str) {
+    rig.wait_sent_to(held, 1).await;
+    let logs = rig.stop_daemon().await;
+    let telegram = rig.telegram.sent_messages();
+    let texts: Vec<&str> = telegram
+        .iter()
+        .filter(|m| m.chat_id == held)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(texts, [expected], "{logs:#?}");
+    assert!(!texts[0].starts_with(RECOVERED_MARKER));
+    assert!(!telegram.iter().any(|m| m.text == FAILURE_NOTICE));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_in_a_long_flood_wait_stops_nobody_and_is_answered_after_a_restart() {
+    let (mut rig, held) = in_a_flood_wait("wait for me").await;
 
     // Meanwhile the others are answered.
     for user in [7, 8] {
@@ -151,35 +173,13 @@ async fn a_chat_in_a_long_flood_wait_stops_nobody_and_is_answered_after_a_restar
     // The wait is over by the time the daemon is back.
     rig.telegram.end_flood(held);
     rig.start_daemon().await;
-    rig.wait_sent_to(held, 1).await;
-    let logs = rig.stop_daemon().await;
-    let telegram = rig.telegram.sent_messages();
-    let texts: Vec<&str> = telegram
-        .iter()
-        .filter(|m| m.chat_id == held)
-        .map(|m| m.text.as_str())
-        .collect();
     // Exactly once, as a new message: nothing of it had gone out before the restart.
-    assert_eq!(texts, ["echo: wait for me"], "{logs:#?}");
-    assert!(!texts[0].starts_with(RECOVERED_MARKER));
-    assert!(!telegram.iter().any(|m| m.text == FAILURE_NOTICE));
+    answered_once_as_new(&mut rig, held, "echo: wait for me").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_during_a_flood_wait_leaves_a_plain_owed_reply_sent_without_the_marker() {
-    let mut rig = telegram_support::start("", "delivery:\n  rate_limit_deadline: 120\n", &[]).await;
-    let held = 9001;
-    rig.telegram.flood_chat(held, 60, 1);
-    rig.telegram
-        .push_text(Chat::private(held), User::new(held, "Ada"), "still owed");
-    rig.wait_for("the 60 s flood-wait", |rig| {
-        rig.telegram
-            .flood_log()
-            .iter()
-            .any(|e| e.chat_id == held)
-            .then_some(())
-    })
-    .await;
+    let (mut rig, held) = in_a_flood_wait("still owed").await;
     // The row is released for the wait (pending, the claim uncounted) before the kill.
     let path = rig.home.path().join("state.db");
     let owed = rig
@@ -207,15 +207,6 @@ async fn a_kill_during_a_flood_wait_leaves_a_plain_owed_reply_sent_without_the_m
         .expect("kill -9");
     rig.telegram.end_flood(held);
     rig.start_daemon().await;
-    rig.wait_sent_to(held, 1).await;
-    let logs = rig.stop_daemon().await;
-    let telegram = rig.telegram.sent_messages();
-    let texts: Vec<&str> = telegram
-        .iter()
-        .filter(|m| m.chat_id == held)
-        .map(|m| m.text.as_str())
-        .collect();
     // Exactly once, as a new message: the 429 had proved nothing went out.
-    assert_eq!(texts, ["echo: still owed"], "{logs:#?}");
-    assert!(!telegram.iter().any(|m| m.text == FAILURE_NOTICE));
+    answered_once_as_new(&mut rig, held, "echo: still owed").await;
 }

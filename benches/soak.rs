@@ -12,7 +12,8 @@
 //! incarnation ran long enough), a token or key in the daemon's log, or an unclean exit.
 //!
 //! Options: `--minutes N`, `--seconds N`, `--seed N` (printed; reruns the same fault and
-//! load schedule), `--users N` per platform, `--fault-every-secs S`, `--kill-every-secs S`.
+//! load schedule), `--users N` per platform, `--fault-every-secs S`, `--kill-every-secs S`,
+//! `--seed-db-mb N` (start on a state.db already holding N MiB of conversations).
 
 #[path = "../tests/support/daemon.rs"]
 mod daemon;
@@ -20,6 +21,8 @@ mod daemon;
 mod fake_model;
 #[path = "soak/faults.rs"]
 mod faults;
+#[path = "soak/fds.rs"]
+mod fds;
 #[path = "soak/incarnations.rs"]
 mod incarnations;
 #[path = "soak/ledger.rs"]
@@ -30,7 +33,11 @@ mod load;
 mod options;
 #[path = "soak/report.rs"]
 mod report;
+#[path = "soak/seed.rs"]
+mod seed;
 mod support;
+#[path = "../src/bin/hermesd-stress/workload.rs"]
+mod workload;
 #[path = "soak/world.rs"]
 mod world;
 
@@ -82,12 +89,23 @@ async fn run(options: options::Options) -> (serde_json::Value, bool) {
     let world = Arc::new(world::World::start(options.users).await);
     let home = support::bench_dir();
     world.write_config(home.path());
+    let seeded = if options.seed_db_mb > 0 {
+        seed::seed(
+            &home.path().join("state.db"),
+            options.seed_db_mb,
+            options.seed,
+        )
+        .await
+    } else {
+        serde_json::Value::Null
+    };
     let log_dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/soak"));
     let supervisor = incarnations::Supervisor::start(
         home.path().to_path_buf(),
         world.env(home.path()),
         world.secrets(),
         log_dir.clone(),
+        world.port_names(),
     )
     .await;
     let ledger = Arc::new(Ledger::new(rng.random_range(1000..10_000)));
@@ -203,6 +221,7 @@ async fn run(options: options::Options) -> (serde_json::Value, bool) {
         exit_code,
         state_db: &home.path().join("state.db"),
         log_dir: &log_dir,
+        seeded: &seeded,
     };
     report::build(&inputs)
 }

@@ -11,7 +11,10 @@
 #   deploy/soak.sh --seed 42           # replay a seed printed by an earlier run
 #
 # Other options: --users N (per platform, default 12), --fault-every-secs S (default 4),
-# --kill-every-secs S (default 180). HERMESD_BENCH_DIR moves the home off /dev/shm.
+# --kill-every-secs S (default 180), --seed-db-mb N (start on a state.db already holding
+# N MiB of conversations). HERMESD_BENCH_DIR moves the home off /dev/shm. With
+# --features heap-stats (cargo bench --features heap-stats --bench soak -- ...) the
+# report splits the memory into the Rust heap and the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec cargo bench --bench soak -- "$@"

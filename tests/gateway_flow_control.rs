@@ -312,8 +312,11 @@ async fn a_long_flood_wait_holds_no_permit_and_shutdown_leaves_the_reply_owed() 
         .expect("journaled")
         .reply_obligation_ids;
     assert_eq!(ids.len(), 1);
+    // Waiting, and owed as a plain reply: the 429 proved nothing went out, so a crash now
+    // would resend it as new, not with the recovered marker.
     let row = rig.store.get_obligation(&ids[0]).await.unwrap().unwrap();
-    assert_eq!(row.state, ObligationState::Attempting, "still waiting");
+    assert_eq!(row.state, ObligationState::Pending, "released for the wait");
+    assert_eq!(row.attempts, 0);
 
     // Shutdown cuts the wait: the reply stays owed, never sent, never noticed as failed.
     rig.runner.take().unwrap().shutdown().await;

@@ -3,7 +3,9 @@
 //! Fifty users under random flood control each get their reply exactly once, no retry comes
 //! early and nobody gets a failure notice; a chat held in a 60 s flood-wait does not stop
 //! other chats, and a shutdown during its wait leaves the reply owed: it is sent after the
-//! restart, as a new message (no recovered marker), exactly once.
+//! restart, as a new message (no recovered marker), exactly once. So does a `kill -9`
+//! during the wait: the 429 proved nothing went out, so the ledger row waits as `pending`,
+//! not as an ambiguous `attempting` one.
 
 mod support;
 #[path = "telegram_support/mod.rs"]
@@ -99,14 +101,14 @@ async fn fifty_users_under_flood_control_each_get_one_reply_none_early() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_chat_in_a_long_flood_wait_stops_nobody_and_is_answered_after_a_restart() {
-    // The deadline is longer than the wait: the daemon really sits in it.
-    let mut rig = telegram_support::start("", "delivery:\n  rate_limit_deadline: 120\n", &[]).await;
+/// A daemon whose reply to `text` from chat 9001 sits in a 60 s flood-wait (the deadline
+/// is longer than the wait: the daemon really sits in it).
+async fn in_a_flood_wait(text: &str) -> (telegram_support::Rig, i64) {
+    let rig = telegram_support::start("", "delivery:\n  rate_limit_deadline: 120\n", &[]).await;
     let held = 9001;
     rig.telegram.flood_chat(held, 60, 1);
     rig.telegram
-        .push_text(Chat::private(held), User::new(held, "Ada"), "wait for me");
+        .push_text(Chat::private(held), User::new(held, "Ada"), text);
     rig.wait_for("the 60 s flood-wait", |rig| {
         rig.telegram
             .flood_log()
@@ -115,6 +117,28 @@ async fn a_chat_in_a_long_flood_wait_stops_nobody_and_is_answered_after_a_restar
             .then_some(())
     })
     .await;
+    (rig, held)
+}
+
+/// Waits for `held`'s reply, stops the daemon, and asserts the chat got `expected` once,
+/// without the recovered marker, and nobody a failure notice.
+async fn answered_once_as_new(rig: &mut telegram_support::Rig, held: i64, expected: &str) {
+    rig.wait_sent_to(held, 1).await;
+    let logs = rig.stop_daemon().await;
+    let telegram = rig.telegram.sent_messages();
+    let texts: Vec<&str> = telegram
+        .iter()
+        .filter(|m| m.chat_id == held)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(texts, [expected], "{logs:#?}");
+    assert!(!texts[0].starts_with(RECOVERED_MARKER));
+    assert!(!telegram.iter().any(|m| m.text == FAILURE_NOTICE));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_in_a_long_flood_wait_stops_nobody_and_is_answered_after_a_restart() {
+    let (mut rig, held) = in_a_flood_wait("wait for me").await;
 
     // Meanwhile the others are answered.
     for user in [7, 8] {
@@ -149,16 +173,40 @@ async fn a_chat_in_a_long_flood_wait_stops_nobody_and_is_answered_after_a_restar
     // The wait is over by the time the daemon is back.
     rig.telegram.end_flood(held);
     rig.start_daemon().await;
-    rig.wait_sent_to(held, 1).await;
-    let logs = rig.stop_daemon().await;
-    let telegram = rig.telegram.sent_messages();
-    let texts: Vec<&str> = telegram
-        .iter()
-        .filter(|m| m.chat_id == held)
-        .map(|m| m.text.as_str())
-        .collect();
     // Exactly once, as a new message: nothing of it had gone out before the restart.
-    assert_eq!(texts, ["echo: wait for me"], "{logs:#?}");
-    assert!(!texts[0].starts_with(RECOVERED_MARKER));
-    assert!(!telegram.iter().any(|m| m.text == FAILURE_NOTICE));
+    answered_once_as_new(&mut rig, held, "echo: wait for me").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_during_a_flood_wait_leaves_a_plain_owed_reply_sent_without_the_marker() {
+    let (mut rig, held) = in_a_flood_wait("still owed").await;
+    // The row is released for the wait (pending, the claim uncounted) before the kill.
+    let path = rig.home.path().join("state.db");
+    let owed = rig
+        .wait_for("the reply owed as pending during the wait", |_| {
+            let db = rusqlite::Connection::open_with_flags(
+                &path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .ok()?;
+            let (state, attempts): (String, i64) = db
+                .query_row(
+                    "SELECT state, attempts FROM delivery_obligations WHERE chat_id = ?1",
+                    [held.to_string()],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .ok()?;
+            (state == "pending").then_some(attempts)
+        })
+        .await;
+    assert_eq!(owed, 0);
+
+    let daemon = rig.daemon.take().expect("daemon running");
+    tokio::task::spawn_blocking(move || daemon.kill9())
+        .await
+        .expect("kill -9");
+    rig.telegram.end_flood(held);
+    rig.start_daemon().await;
+    // Exactly once, as a new message: the 429 had proved nothing went out.
+    answered_once_as_new(&mut rig, held, "echo: still owed").await;
 }

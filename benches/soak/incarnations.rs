@@ -3,6 +3,7 @@
 //! stopped with SIGTERM. Each incarnation keeps its RSS and descriptor samples (taken once a
 //! second from `/proc`) and its log, written to `target/soak/incarnation-N.log`.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::daemon::Daemon;
+use crate::fds::{self, FdKinds};
 use crate::support::{fd_count, rss_kib};
 
 /// Samples taken before this age of an incarnation are warm-up (caches, connections,
@@ -27,6 +29,9 @@ pub struct Sample {
     /// The anonymous part of the RSS (heap, stacks, SQLite's page caches); the rest is
     /// file-backed or shared memory (the binary, mmap'ed state.db pages, WAL index).
     pub rss_anon_kib: u64,
+    /// The file-backed part (the binary, and state.db pages read through the readers'
+    /// memory map: bounded by the file, and the kernel's to reclaim).
+    pub rss_file_kib: u64,
     pub fds: usize,
 }
 
@@ -45,6 +50,11 @@ pub struct Incarnation {
     /// From a `heap-stats` build's log (every 5 s): (Rust heap live bytes, anonymous memory
     /// outside the Rust heap: SQLite's caches, stacks), in KiB.
     pub heap: Vec<(u64, u64)>,
+    /// Pages jemalloc holds for the Rust heap (`resident`), in KiB, same readings.
+    pub heap_resident: Vec<u64>,
+    /// Descriptors by kind at the first sample after warm-up, and at the latest sample.
+    pub fd_kinds_warm: Option<FdKinds>,
+    pub fd_kinds_last: FdKinds,
 }
 
 fn median(mut values: Vec<u64>) -> u64 {
@@ -122,7 +132,33 @@ impl Incarnation {
         };
         let (rust_start, rust_end) = edge(|h| h.0).unzip();
         let (outside_start, outside_end) = edge(|h| h.1).unzip();
+        let resident: Vec<u64> = self
+            .heap_resident
+            .iter()
+            .copied()
+            .skip((WARM_UP.as_secs() / HEAP_STATS_EVERY_S) as usize)
+            .collect();
+        let n = 3.min(resident.len());
+        let (resident_start, resident_end) = (n > 0)
+            .then(|| {
+                (
+                    median(resident[..n].to_vec()),
+                    median(resident[resident.len() - n..].to_vec()),
+                )
+            })
+            .unzip();
+        let (file_start, file_end) = self.start_end(|s| s.rss_file_kib).unzip();
+        let fd_changes = self
+            .fd_kinds_warm
+            .as_ref()
+            .map(|warm| fds::changed(warm, &self.fd_kinds_last));
         json!({
+            "heap_rust_resident_start_kib": resident_start,
+            "heap_rust_resident_end_kib": resident_end,
+            "rss_file_start_kib": file_start,
+            "rss_file_end_kib": file_end,
+            "fd_kinds_end": self.fd_kinds_last,
+            "fd_kinds_changed_after_warm_up": fd_changes,
             "heap_rust_allocated_start_kib": rust_start,
             "heap_rust_allocated_end_kib": rust_end,
             "heap_outside_rust_start_kib": outside_start,
@@ -154,6 +190,8 @@ pub struct Supervisor {
     /// Values that must never appear in a log line.
     secrets: Vec<String>,
     log_dir: PathBuf,
+    /// The fakes' ports by name (descriptor labels).
+    ports: HashMap<u16, String>,
     current: Mutex<Option<Daemon>>,
     pub history: Mutex<Vec<Incarnation>>,
 }
@@ -164,6 +202,7 @@ impl Supervisor {
         env: Vec<(String, String)>,
         secrets: Vec<String>,
         log_dir: PathBuf,
+        ports: HashMap<u16, String>,
     ) -> Arc<Self> {
         // Only this run's logs: an earlier run's incarnations would be misleading.
         let _ = std::fs::remove_dir_all(&log_dir);
@@ -173,6 +212,7 @@ impl Supervisor {
             env,
             secrets,
             log_dir,
+            ports,
             current: Mutex::new(None),
             history: Mutex::new(Vec::new()),
         });
@@ -195,6 +235,9 @@ impl Supervisor {
             error_lines: 0,
             secret_lines: 0,
             heap: Vec::new(),
+            heap_resident: Vec::new(),
+            fd_kinds_warm: None,
+            fd_kinds_last: FdKinds::new(),
         });
         *self.current.lock().unwrap() = Some(daemon);
     }
@@ -209,7 +252,10 @@ impl Supervisor {
         let Some(pid) = self.current.lock().unwrap().as_ref().map(Daemon::pid) else {
             return;
         };
-        let (rss, anon, fds) = (rss_kib(pid), rss_anon_kib(pid), fd_count(pid));
+        let (rss, fds) = (rss_kib(pid), fd_count(pid));
+        let (anon, file) = (status_kib(pid, "RssAnon:"), status_kib(pid, "RssFile:"));
+        let home = self.home.to_string_lossy();
+        let kinds = fds::kinds(pid, &home, &self.ports);
         let mut history = self.history.lock().unwrap();
         if let Some(last) = history.last_mut().filter(|i| i.pid == pid && rss > 0) {
             let age = last.started.elapsed();
@@ -217,8 +263,15 @@ impl Supervisor {
                 age,
                 rss_kib: rss,
                 rss_anon_kib: anon,
+                rss_file_kib: file,
                 fds,
             });
+            if age >= WARM_UP && last.fd_kinds_warm.is_none() {
+                last.fd_kinds_warm = Some(kinds.clone());
+            }
+            if !kinds.is_empty() {
+                last.fd_kinds_last = kinds;
+            }
         }
     }
 
@@ -243,6 +296,11 @@ impl Supervisor {
                     let outside = field(l, "outside_rust_bytes")?;
                     Some((rust / 1024, outside / 1024))
                 })
+                .collect();
+            last.heap_resident = logs
+                .iter()
+                .filter(|l| l.contains("heap stats"))
+                .filter_map(|l| Some(field(l, "rust_resident_bytes")? / 1024))
                 .collect();
         }
         let path = self.log_dir.join(format!("incarnation-{index}.log"));
@@ -291,12 +349,13 @@ fn is_level(line: &str, level: &str) -> bool {
     line.contains(&format!(" {level} ")) || line.contains(&format!("\"level\":\"{level}\""))
 }
 
-/// `RssAnon` of `pid` in KiB (0 when the process is gone).
-fn rss_anon_kib(pid: u32) -> u64 {
+/// A `/proc/PID/status` figure (`RssAnon:`, `RssFile:`) of `pid` in KiB (0 when the
+/// process is gone).
+fn status_kib(pid: u32, name: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with("RssAnon:"))?;
+            let line = status.lines().find(|l| l.starts_with(name))?;
             line.split_whitespace().nth(1)?.parse().ok()
         })
         .unwrap_or(0)

@@ -14,6 +14,8 @@ pub struct Options {
     pub fault_every: Duration,
     /// Mean gap between `kill -9`s of the daemon.
     pub kill_every: Duration,
+    /// MiB of conversations state.db holds before the daemon first starts (0: empty).
+    pub seed_db_mb: u64,
 }
 
 impl Options {
@@ -43,6 +45,7 @@ impl Options {
             users: value("--users").map_or(12, |u| u as usize),
             fault_every: Duration::from_secs_f64(value("--fault-every-secs").unwrap_or(4.0)),
             kill_every: Duration::from_secs_f64(value("--kill-every-secs").unwrap_or(180.0)),
+            seed_db_mb: value("--seed-db-mb").map_or(0, |m| m as u64),
         }
     }
 }

@@ -33,6 +33,8 @@ pub struct Inputs<'a> {
     pub exit_code: Option<i32>,
     pub state_db: &'a Path,
     pub log_dir: &'a Path,
+    /// What `--seed-db-mb` wrote before the first start (null without it).
+    pub seeded: &'a Value,
 }
 
 fn file_size(path: &Path) -> u64 {
@@ -155,6 +157,7 @@ pub fn build(inputs: &Inputs<'_>) -> (Value, bool) {
         "seed": inputs.options.seed,
         "load_s": inputs.options.duration.as_secs(),
         "users_per_platform": inputs.options.users,
+        "seeded_state_db": inputs.seeded,
         "platforms": platforms,
         "api": api,
         "kills": inputs.kills,

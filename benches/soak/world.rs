@@ -80,6 +80,39 @@ impl World {
     }
 
     /// Writes `config.yaml` into `home`: all three platforms pointed at the fakes.
+    /// The fakes' ports by name, to tell the daemon's connections apart.
+    pub fn port_names(&self) -> std::collections::HashMap<u16, String> {
+        // `scheme://127.0.0.1:PORT/...`: the digits after the authority's last colon.
+        let port = |url: &str| -> Option<u16> {
+            let authority = url.split("://").nth(1)?.split('/').next()?;
+            authority.rsplit(':').next()?.parse().ok()
+        };
+        [
+            ("telegram", self.telegram.url()),
+            ("discord", self.discord.api_base_url()),
+            ("discord gateway", self.discord.gateway_url()),
+            ("slack", self.slack.api_base_url()),
+            ("model", self.model.base_url()),
+        ]
+        .into_iter()
+        .filter_map(|(name, url)| Some((port(&url)?, name)))
+        .fold(
+            std::collections::HashMap::new(),
+            |mut names, (port, name)| {
+                // Fakes serving two roles on one port are named once.
+                names
+                    .entry(port)
+                    .and_modify(|known: &mut String| {
+                        if !name.starts_with(known.as_str()) {
+                            known.push_str(&format!(" + {name}"));
+                        }
+                    })
+                    .or_insert_with(|| name.to_owned());
+                names
+            },
+        )
+    }
+
     pub fn write_config(&self, home: &Path) {
         let channels: Vec<String> = self
             .discord_channels

@@ -9,6 +9,7 @@ mod edit;
 mod ledger;
 mod media;
 mod retry;
+mod wait_claim;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -303,6 +304,7 @@ impl Deliverer {
         loop {
             let result = self.send_kind(target, what.clone()).await;
             let Some((kind, message)) = result.error.clone() else {
+                wait_claim::sent();
                 return Attempt::Sent(result.message_id);
             };
             let failure = SendFailure { kind, message };
@@ -333,9 +335,15 @@ impl Deliverer {
             tracing::warn!(platform = self.adapter.platform(), chat_id = target.chat_id,
                 retries, rate_limited, delay_ms = delay.as_millis() as u64, error = %failure,
                 "send failed; retrying");
+            // A 429 proves nothing went out: the ledger row is not left looking ambiguous
+            // while the platform makes us wait (`delivery/wait_claim.rs`).
+            let released = flow_control && wait_claim::release().await;
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
                 () = self.stop_waiting.cancelled() => return Attempt::Deferred(failure),
+            }
+            if released {
+                wait_claim::reclaim().await;
             }
         }
     }

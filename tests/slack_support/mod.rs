@@ -144,6 +144,15 @@ impl SlackRun {
             .await;
     }
 
+    /// Waits until the daemon has called `method` (a Web API method, or `file.download`).
+    pub async fn wait_for_call(&self, method: &str) {
+        self.slack
+            .wait_within(WAIT, &format!("a {method} call"), |r| {
+                r.calls.iter().any(|c| c.method == method).then_some(())
+            })
+            .await;
+    }
+
     /// A DM from `user` in `channel`; returns the push and the message ts.
     pub fn dm(&self, channel: &str, user: &str, text: &str) -> (Pushed, String) {
         let ts = self.slack.next_ts();

@@ -110,6 +110,17 @@ pub trait Adapter: Send + Sync + 'static {
         Box::pin(async { SendResult::sent(None) })
     }
 
+    /// Fetches the attachments `event.pending_media` still refers to and puts them into the
+    /// event (files into `media_paths`/`media_types`, what could not be fetched as a
+    /// one-line note in its text), emptying `pending_media`. The core calls it just before
+    /// the event's turn runs, so an adapter can acknowledge an event before a slow download
+    /// and still give the model the file. Adapters that defer no download keep this
+    /// default; whatever is left pending afterwards becomes a note from the core.
+    fn fetch_pending_media<'a>(&'a self, event: &'a mut MessageEvent) -> BoxFuture<'a, ()> {
+        let _ = event;
+        Box::pin(async {})
+    }
+
     /// Chats that moved to a new id since the last call, as (old id, new id): a Telegram
     /// group upgraded to a supergroup, learnt from a send. The core moves the conversations
     /// routed to the old chat onto the new one. Platforms whose chats never move keep this

@@ -80,6 +80,15 @@ pub enum MessageType {
     Command,
 }
 
+/// An attachment an event refers to but its adapter has not fetched yet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingMedia {
+    /// What the adapter needs to fetch it (its platform's file object); opaque to the core.
+    pub reference: serde_json::Value,
+    /// The attachment's name, for the note the model gets when it cannot be fetched.
+    pub label: String,
+}
+
 /// One inbound message, as every adapter produces it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageEvent {
@@ -93,6 +102,12 @@ pub struct MessageEvent {
     /// Local cached paths of downloaded attachments, with their MIME types.
     pub media_paths: Vec<String>,
     pub media_types: Vec<String>,
+    /// Attachments recorded but not fetched yet: the adapter acknowledged the event before
+    /// downloading them (a platform's ack deadline), and the core has the adapter fetch
+    /// them just before the turn ([`crate::Adapter::fetch_pending_media`]). Journaled with
+    /// the event, so a crash after the ack loses nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_media: Vec<PendingMedia>,
     pub reply_to_message_id: Option<String>,
     pub reply_to_text: Option<String>,
     pub reply_to_is_own_message: bool,
@@ -111,6 +126,7 @@ impl MessageEvent {
             message_id: None,
             media_paths: Vec::new(),
             media_types: Vec::new(),
+            pending_media: Vec::new(),
             reply_to_message_id: None,
             reply_to_text: None,
             reply_to_is_own_message: false,

@@ -16,7 +16,7 @@ mod progress;
 
 pub use adapter::{Adapter, AdapterContext, AdapterError, Inbound, RecordOutcome};
 pub use dead_letter::{DeadLetter, DeadLetterInbound};
-pub use event::{ChatType, MessageEvent, MessageType, SessionSource};
+pub use event::{ChatType, MessageEvent, MessageType, PendingMedia, SessionSource};
 pub use outbound::{
     Button, Capabilities, LengthUnit, Outbound, OutboundKind, SendErrorKind, SendResult,
 };

@@ -123,6 +123,14 @@ impl Adapter for SlackAdapter {
         crate::outbound::send(&self.shared, outbound).boxed()
     }
 
+    /// Shared files are downloaded here, after their envelope was acknowledged.
+    fn fetch_pending_media<'a>(
+        &'a self,
+        event: &'a mut hermes_adapter::MessageEvent,
+    ) -> BoxFuture<'a, ()> {
+        crate::pending::fetch(&self.shared, event).boxed()
+    }
+
     /// The session's title becomes the assistant thread's title (Slack's split view lists
     /// threads by it); other threads are left alone.
     fn rename_thread<'a>(&'a self, thread_id: &'a str, name: &'a str) -> BoxFuture<'a, SendResult> {

@@ -1,7 +1,8 @@
 //! Socket Mode envelopes → what to hand the core: `events_api` messages and mentions go
 //! through the gates and become `MessageEvent`s (mention stripped, `!cmd` rewritten,
-//! thread session ids, attachments cached); `slash_commands` become command events;
-//! `interactive` clicks are handled in [`crate::interactive`].
+//! thread session ids, shared files as pending references fetched after the ack by
+//! [`crate::pending`]); `slash_commands` become command events; `interactive` clicks are
+//! handled in [`crate::interactive`].
 
 use hermes_adapter::{ChatType, MessageEvent, MessageType, SessionSource};
 use serde_json::Value;
@@ -9,7 +10,6 @@ use serde_json::Value;
 use crate::api::{ApiError, WebApi};
 use crate::assistant;
 use crate::commands::rewrite_bang_command;
-use crate::files;
 use crate::gating::{BotIdentity, Facts, Gates, MENTION_REQUIRED, Verdict};
 use crate::interactive;
 use crate::memory::{Reacting, SharedMemory, key};
@@ -64,8 +64,8 @@ pub struct Translator<'a> {
     pub me: &'a BotIdentity,
     pub memory: &'a SharedMemory,
     pub api: &'a WebApi,
-    /// When the look-ups that only enrich an event (`users.info`, `conversations.replies`,
-    /// `files.info`) give up, so the envelope is still acked in time: the event is then
+    /// When the look-ups that only enrich an event (`users.info`, `conversations.replies`)
+    /// give up, so the envelope is still acked in time: the event is then
     /// handed over without what they would have added.
     pub lookup_deadline: tokio::time::Instant,
 }
@@ -179,25 +179,9 @@ impl Translator<'_> {
             };
             after.reacting = Some((thread_key, reacting));
         }
-        let (cached, notices) = self.attachments(event).await;
-        for inline in cached.iter().filter_map(|f| f.inline_text.as_ref()) {
-            text = if text.is_empty() {
-                inline.clone()
-            } else {
-                format!("{inline}\n\n{text}")
-            };
-        }
-        let media_paths: Vec<String> = cached.iter().map(|f| f.path.clone()).collect();
-        let media_types: Vec<String> = cached.iter().map(|f| f.mime_type.clone()).collect();
-        if !notices.is_empty() {
-            let notice = format!("[Slack attachment notice]\n- {}", notices.join("\n- "));
-            text = if text.is_empty() {
-                notice
-            } else {
-                format!("{notice}\n\n{text}")
-            };
-        }
-        if text.is_empty() && media_paths.is_empty() {
+        let pending_media = crate::pending::references(event);
+        let media_types = crate::pending::declared_types(&pending_media);
+        if text.is_empty() && pending_media.is_empty() {
             return Handling::Ack("empty message");
         }
         if let Some(note) = facts
@@ -234,8 +218,8 @@ impl Translator<'_> {
         let mut message = MessageEvent::text(event_id, source, &text);
         message.message_type = message_type;
         message.message_id = Some(ts.to_owned());
-        message.media_paths = media_paths;
-        message.media_types = media_types;
+        // Downloaded after the ack, when the core asks (`crate::pending`).
+        message.pending_media = pending_media;
         message.reply_to_message_id = thread_id.filter(|t| t != ts);
         if let Some(thread) = facts.thread_ts.filter(|_| facts.is_thread_reply())
             && let Some((parent, own)) = self.thread_parent(channel_id, thread).await
@@ -248,49 +232,6 @@ impl Translator<'_> {
             event: message,
             after,
         }))
-    }
-
-    /// Downloads every shared file; failures become notices the agent sees.
-    async fn attachments(&self, event: &Value) -> (Vec<files::CachedFile>, Vec<String>) {
-        let (mut cached, mut notices) = (Vec::new(), Vec::new());
-        let Some(shared) = event.get("files").and_then(Value::as_array) else {
-            return (cached, notices);
-        };
-        for file in shared {
-            let full;
-            let file = if file.get("file_access").and_then(Value::as_str) == Some("check_file_info")
-            {
-                // Slack Connect sends a stub; the real object (with URLs) needs files.info.
-                let id = str_field(file, "id").unwrap_or("").to_owned();
-                match self.lookup("files.info", &[("file", id.clone())]).await {
-                    Ok(answer) if answer.get("file").is_some() => {
-                        full = answer["file"].clone();
-                        &full
-                    }
-                    Ok(_) | Err(_) => {
-                        notices.push(format!("file {id} could not be looked up (files.info)"));
-                        continue;
-                    }
-                }
-            } else {
-                file
-            };
-            match files::download(
-                self.api,
-                file,
-                &self.settings.cache_dir,
-                self.settings.max_attachment_bytes,
-            )
-            .await
-            {
-                Ok(file) => cached.push(file),
-                Err(notice) => {
-                    tracing::warn!(platform = "slack", error = %notice, "attachment not cached");
-                    notices.push(notice);
-                }
-            }
-        }
-        (cached, notices)
     }
 
     /// Whether an unmentioned thread reply belongs to a conversation with the bot although

@@ -23,6 +23,7 @@ mod lanes;
 mod memory;
 pub mod mrkdwn;
 mod outbound;
+mod pending;
 mod rich_text;
 mod secret;
 mod settings;

@@ -1,8 +1,8 @@
 //! The socket loop behind `SlackAdapter::run`: `auth.test`, then one live Socket Mode
 //! connection kept at all times. Envelopes are handed to the core concurrently across
-//! lanes and in arrival order within one ([`crate::lanes`]: a slow download in one channel
+//! lanes and in arrival order within one ([`crate::lanes`]: a slow look-up in one channel
 //! never delays another channel's ack, a click or a slash command never waits behind a
-//! message), and each is acknowledged on its own connection only after the core answered
+//! message; files are downloaded only after the ack, [`crate::pending`]), and each is acknowledged on its own connection only after the core answered
 //! `Recorded`/`Duplicate`; on `Failed` nothing is acked and Slack redelivers.
 //!
 //! Reconnects never lose an event: on a `disconnect` frame the replacement is opened first
@@ -31,9 +31,9 @@ use crate::lanes::{Lanes, lane_of};
 /// Frames buffered between the connection tasks and this loop.
 const EVENT_BUFFER: usize = 256;
 
-/// How long an envelope's look-ups (`users.info`, `conversations.replies`, `files.info`)
-/// may take together before the event is handed over without what is still missing: the
-/// ack is owed within 3 seconds (<https://api.slack.com/apis/socket-mode#acknowledge>).
+/// How long an envelope's look-ups (`users.info`, `conversations.replies`) may take
+/// together before the event is handed over without what is still missing: the ack is owed
+/// within 3 seconds (<https://api.slack.com/apis/socket-mode#acknowledge>).
 const LOOKUP_BUDGET: Duration = Duration::from_millis(1500);
 
 /// Calls `auth.test` and learns who we are.

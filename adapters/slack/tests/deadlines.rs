@@ -1,6 +1,6 @@
 //! Slack's 3-second ack deadline (<https://api.slack.com/apis/socket-mode#acknowledge>):
-//! look-ups that only enrich an event give up in time, button clicks and slash commands
-//! never wait behind a message's download, and the envelopes the fake retries on its own
+//! look-ups that only enrich an event give up in time, a message's files are downloaded
+//! only after its ack (and clicks or slash commands never wait for them), and the envelopes the fake retries on its own
 //! while one is still being handled are handed over once.
 
 mod support;
@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use fake_slack::{Fault, events};
-use hermes_adapter::RecordOutcome;
+use hermes_adapter::{Adapter, RecordOutcome};
 use serde_json::json;
 use support::{DM, Harness, USER};
 
@@ -39,7 +39,7 @@ async fn a_slow_users_info_is_abandoned_and_the_event_goes_on_with_the_user_id()
 }
 
 #[tokio::test]
-async fn clicks_and_slash_commands_do_not_wait_behind_a_download() {
+async fn a_message_with_a_slow_file_is_acked_before_its_download() {
     let mut h = Harness::start(json!({})).await;
     let file = h.fake.add_file("big.txt", "text/plain", b"big".to_vec());
     h.fake
@@ -48,6 +48,21 @@ async fn clicks_and_slash_commands_do_not_wait_behind_a_download() {
     let mut shared = events::dm(DM, USER, "see attached", &ts);
     shared["files"] = json!([file]);
     let slow = h.fake.push_event(shared);
+    let mut recorded = h.record().await;
+    assert_eq!(recorded.event_id, slow.event_id);
+    h.fake.wait_for_ack(&slow.envelope_id).await;
+    let latency = h.fake.records().ack_latency(&slow.envelope_id).unwrap();
+    assert!(latency < ACK_BOUND, "acked after {latency:?}");
+    assert!(
+        h.fake.calls("file.download").is_empty(),
+        "downloaded before the ack"
+    );
+    // The core fetches the file before the turn; clicks and commands meanwhile go on.
+    let adapter = h.adapter.clone();
+    let fetching = tokio::spawn(async move {
+        adapter.fetch_pending_media(&mut recorded).await;
+        recorded
+    });
     h.fake.wait_for_calls("file.download", 1).await;
     let slash = h.fake.push_slash_command(DM, USER, "/status", "");
     let click = h.fake.push_block_actions(events::Click {
@@ -60,28 +75,36 @@ async fn clicks_and_slash_commands_do_not_wait_behind_a_download() {
         label: "Allow",
         prompt_text: "Run it?",
     });
-    let mut first_two: Vec<String> = Vec::new();
+    let mut both: Vec<String> = Vec::new();
     for _ in 0..2 {
-        first_two.push(h.record().await.event_id);
+        both.push(h.record().await.event_id);
     }
-    first_two.sort();
+    both.sort();
     let mut expected = vec![
         format!("slash:{}", slash.event_id),
         format!("cb:{}", click.event_id),
     ];
     expected.sort();
-    assert_eq!(
-        first_two, expected,
-        "the download held up a click or a command"
-    );
+    assert_eq!(both, expected);
     for pushed in [&slash, &click] {
         h.fake.wait_for_ack(&pushed.envelope_id).await;
         let latency = h.fake.records().ack_latency(&pushed.envelope_id).unwrap();
         assert!(latency < ACK_BOUND, "acked after {latency:?}");
     }
-    let late = h.record().await;
-    assert_eq!(late.event_id, slow.event_id);
-    assert_eq!(late.media_paths.len(), 1, "{late:?}");
+    let fetched = tokio::time::timeout(support::BOUND, fetching)
+        .await
+        .expect("the download finished")
+        .unwrap();
+    assert_eq!(fetched.media_paths.len(), 1, "{fetched:?}");
+    assert!(
+        fetched.text.contains("[Content of big.txt]:\nbig"),
+        "{}",
+        fetched.text
+    );
+    assert!(
+        h.fake.records().auto_retries.is_empty(),
+        "Slack had to retry"
+    );
     h.stop().await.unwrap();
 }
 

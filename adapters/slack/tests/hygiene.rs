@@ -178,7 +178,7 @@ async fn downloads_are_bounded_by_the_transfer_timeout_not_the_api_one() {
     let mut shared = fake_slack::events::dm(DM, support::USER, "numbers", &ts);
     shared["files"] = json!([file]);
     h.fake.push_event(shared);
-    let event = h.record().await;
+    let event = h.record_and_fetch().await;
     assert_eq!(event.media_paths.len(), 1, "{event:?}");
     assert!(event.text.contains("1,2"), "{}", event.text);
     h.stop().await.unwrap();

@@ -436,7 +436,12 @@ async fn shared_files_are_downloaded_with_the_bot_token_and_capped() {
     // The small file arrives as a Slack Connect stub: files.info supplies the object.
     event["files"] = json!([fake_slack::FakeSlack::connect_stub(&small), big]);
     h.fake.push_event(event);
-    let event = h.record().await;
+    // Recorded first, with nothing downloaded: the files come when the core asks.
+    let mut event = h.record().await;
+    assert!(h.fake.calls("file.download").is_empty());
+    assert_eq!(event.pending_media.len(), 2, "{event:?}");
+    h.adapter.fetch_pending_media(&mut event).await;
+    assert!(event.pending_media.is_empty());
     assert_eq!(event.media_paths.len(), 1, "{event:?}");
     assert_eq!(event.media_types, ["text/plain"]);
     assert!(event.media_paths[0].starts_with(&*h.cache.path().to_string_lossy()));

@@ -159,33 +159,37 @@ async fn an_unreachable_api_is_transient() {
 #[tokio::test]
 async fn edits_deletes_and_typing() {
     let h = Harness::start(json!({})).await;
+    let posted = h.adapter.send(text(CHANNEL, None, "old")).await;
+    let ts = posted.message_id.clone().expect("posted with a ts");
     let edit = Outbound {
         chat_id: CHANNEL.into(),
         thread_id: None,
         kind: OutboundKind::Edit {
-            message_id: "5.5".into(),
+            message_id: ts.clone(),
             text: "~~old~~ new".into(),
         },
     };
     assert_eq!(
         h.adapter.send(edit).await,
-        SendResult::sent(Some("5.5".into()))
+        SendResult::sent(Some(ts.clone()))
     );
     let update = &h.fake.calls("chat.update")[0];
     assert_eq!(
         (update.str("ts"), update.str("text")),
-        (Some("5.5"), Some("~old~ new"))
+        (Some(ts.as_str()), Some("~old~ new"))
     );
+    assert_eq!(h.fake.bot_messages_in(CHANNEL), ["~old~ new"]);
 
     let delete = Outbound {
         chat_id: CHANNEL.into(),
         thread_id: None,
         kind: OutboundKind::Delete {
-            message_id: "5.5".into(),
+            message_id: ts.clone(),
         },
     };
     assert!(h.adapter.send(delete).await.is_ok());
-    assert_eq!(h.fake.calls("chat.delete")[0].str("ts"), Some("5.5"));
+    assert_eq!(h.fake.calls("chat.delete")[0].str("ts"), Some(ts.as_str()));
+    assert!(h.fake.bot_messages_in(CHANNEL).is_empty());
 
     let typing = |thread: Option<&str>| Outbound {
         chat_id: CHANNEL.into(),

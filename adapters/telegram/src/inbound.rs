@@ -88,6 +88,7 @@ pub fn message_event(update_id: i64, message: &Message, bot: &BotIdentity) -> Me
         message_id: Some(message.message_id.to_string()),
         media_paths: Vec::new(),
         media_types: Vec::new(),
+        pending_media: Vec::new(),
         reply_to_message_id: reply.map(|r| r.message_id.to_string()),
         reply_to_text: message
             .quote

@@ -1,12 +1,13 @@
 //! The ledger-backed delivery path: a reply recorded as a `delivery_obligations` row is
 //! claimed (`attempting`) immediately before its first send, marked `delivered` only after
 //! the platform confirmed the last chunk, back to `pending` when flow control deferred it
-//! before anything went out, and `failed` with the reason otherwise, so a restart resends
+//! (or, for the wait, holds it: `wait_claim.rs`) before anything went out, and `failed` with the reason otherwise, so a restart resends
 //! exactly the replies that may be missing (ambiguous ones with the marker).
 
 use crate::config::ReplyToMode;
 use crate::state::{Obligation, Store, StoreError};
 
+use super::wait_claim::WaitClaim;
 use super::{Deliverer, DeliveryOutcome, DeliveryReport};
 
 /// The ledger could not record a delivery step. The row keeps its last recorded state; a
@@ -66,15 +67,14 @@ impl Deliverer {
         } else {
             (None, ReplyToMode::Off)
         };
-        let report = self
-            .deliver_reply(
-                &obligation.chat_id,
-                obligation.thread_id.as_deref(),
-                &text,
-                reply_to,
-                reply_to_mode,
-            )
-            .await;
+        let delivery = self.deliver_reply(
+            &obligation.chat_id,
+            obligation.thread_id.as_deref(),
+            &text,
+            reply_to,
+            reply_to_mode,
+        );
+        let report = WaitClaim::new(store.clone(), id).scope(delivery).await;
         record_outcome(store, id, report).await
     }
 }

@@ -108,7 +108,9 @@ impl Router {
             self.live().config.display.busy_input_mode
         };
         let action = match (mode, state.running.as_ref()) {
-            (BusyInputMode::Steer, Some(running)) => {
+            // Steering passes text only: a message whose files are still to be fetched
+            // waits for its own turn instead.
+            (BusyInputMode::Steer, Some(running)) if job.event.pending_media.is_empty() => {
                 if !steer::push_steer(running, &job.event.text) {
                     drop(state);
                     self.spawn_answer(job, steer::full_text());

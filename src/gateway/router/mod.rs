@@ -13,6 +13,7 @@ mod live;
 mod liveness;
 mod media_turn;
 mod outbox;
+mod pending_media;
 mod platforms;
 mod prompts;
 mod recovery;

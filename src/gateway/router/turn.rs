@@ -20,7 +20,7 @@ use crate::gateway::typing::TypingLoop;
 const REPLY_SNIPPET_CHARS: usize = 500;
 
 /// How often the typing indicator is refreshed during a turn.
-const TYPING_INTERVAL: Duration = Duration::from_secs(4);
+pub(super) const TYPING_INTERVAL: Duration = Duration::from_secs(4);
 
 /// The reply when no model provider is configured.
 pub fn no_provider_text(reason: &str) -> String {
@@ -69,7 +69,7 @@ pub fn turn_text(event: &MessageEvent) -> String {
 }
 
 impl Router {
-    pub(super) async fn run_turn(&self, slot: &Arc<Slot>, job: Job) {
+    pub(super) async fn run_turn(&self, slot: &Arc<Slot>, mut job: Job) {
         let deps = match &self.live().agent {
             Ok(deps) => deps.clone(),
             Err(reason) => {
@@ -77,6 +77,13 @@ impl Router {
                 return;
             }
         };
+        // Attachments the adapter acked before downloading are fetched first, so a photo or
+        // voice note fetched after the ack goes through the same media preparation.
+        if !job.resumed
+            && let Some(fetched) = self.fetch_pending_media(&job.event).await
+        {
+            job.event = fetched;
+        }
         let event = &job.event;
         let Some(start) = self.turn_start(&job, &deps.model_name()).await else {
             return;

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::state::{ApiCall, Fault, Posted, Shared};
+use crate::state::{ApiCall, Fault, Inner, Posted, Shared};
 use crate::{BOT_ID, BOT_USER_ID, TEAM_ID};
 
 /// Slack's documented ceiling for `chat.postMessage` text.
@@ -38,6 +38,38 @@ pub(crate) fn spawn_server(listener: TcpListener, shared: Arc<Shared>, stop: Can
             .with_graceful_shutdown(stop.cancelled_owned())
             .await;
     });
+}
+
+/// Why Slack refuses a message's text (`chat.postMessage`, `chat.update`): over the
+/// 40,000-character ceiling (`msg_too_long`), or neither text nor blocks (`no_text`).
+fn text_refused(call: &ApiCall) -> Option<&'static str> {
+    let text = call.str("text").unwrap_or("");
+    if text.chars().count() > SLACK_TEXT_LIMIT {
+        Some("msg_too_long")
+    } else if text.is_empty() && call.body.get("blocks").is_none() {
+        Some("no_text")
+    } else {
+        None
+    }
+}
+
+/// The app's own stored message that `call` names (`channel` + `ts`) with its key, or
+/// Slack's error code: `message_not_found`, or `not_ours` for someone else's message.
+fn own_message<'i>(
+    inner: &'i mut Inner,
+    call: &ApiCall,
+    not_ours: &'static str,
+) -> Result<(String, &'i mut Value), &'static str> {
+    let key = format!(
+        "{}:{}",
+        call.str("channel").unwrap_or(""),
+        call.str("ts").unwrap_or("")
+    );
+    let message = inner.messages.get_mut(&key).ok_or("message_not_found")?;
+    if message.get("bot_id").and_then(Value::as_str) != Some(BOT_ID) {
+        return Err(not_ours);
+    }
+    Ok((key, message))
 }
 
 fn bearer(headers: &HeaderMap) -> Option<String> {
@@ -157,16 +189,13 @@ fn answer(shared: &Shared, call: &ApiCall) -> Response {
                 return slack_error("channel_not_found");
             };
             let text = call.str("text").unwrap_or("");
-            if text.chars().count() > SLACK_TEXT_LIMIT {
-                return slack_error("msg_too_long");
-            }
-            if text.is_empty() && call.body.get("blocks").is_none() {
-                return slack_error("no_text");
+            if let Some(error) = text_refused(call) {
+                return slack_error(error);
             }
             let mut inner = shared.lock();
             let ts = inner.next_ts();
             let mut message = json!({"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID,
-                "text": text, "ts": ts});
+                "text": text, "ts": ts, "channel": channel});
             if let Some(thread_ts) = call.str("thread_ts") {
                 message["thread_ts"] = json!(thread_ts);
             }
@@ -184,9 +213,39 @@ fn answer(shared: &Shared, call: &ApiCall) -> Response {
             drop(inner);
             ok(json!({"channel": channel, "ts": ts, "message": message}))
         }
-        "chat.update" | "chat.delete" => ok(json!({
-            "channel": call.str("channel"), "ts": call.str("ts"), "text": call.str("text"),
-        })),
+        // <https://api.slack.com/methods/chat.update>: edits a message the app posted
+        // (`message_not_found` for none, `cant_update_message` for someone else's); the new
+        // text has the same ceiling as a post (`msg_too_long`) and text or blocks are
+        // required (`no_text`). Calling it twice with the same text is harmless.
+        "chat.update" => {
+            let text = call.str("text").unwrap_or("");
+            if let Some(error) = text_refused(call) {
+                return slack_error(error);
+            }
+            let mut inner = shared.lock();
+            let message = match own_message(&mut inner, call, "cant_update_message") {
+                Ok((_, message)) => message,
+                Err(error) => return slack_error(error),
+            };
+            message["text"] = json!(text);
+            if let Some(blocks) = call.body.get("blocks") {
+                message["blocks"] = blocks.clone();
+            }
+            drop(inner);
+            ok(json!({"channel": call.str("channel"), "ts": call.str("ts"), "text": text}))
+        }
+        // <https://api.slack.com/methods/chat.delete>: removes a message the app posted
+        // (`message_not_found`, `cant_delete_message`).
+        "chat.delete" => {
+            let mut inner = shared.lock();
+            let key = match own_message(&mut inner, call, "cant_delete_message") {
+                Ok((key, _)) => key,
+                Err(error) => return slack_error(error),
+            };
+            inner.messages.remove(&key);
+            drop(inner);
+            ok(json!({"channel": call.str("channel"), "ts": call.str("ts")}))
+        }
         "reactions.add" | "reactions.remove" => ok(json!({})),
         // <https://api.slack.com/methods/assistant.threads.setStatus>,
         // <https://api.slack.com/methods/assistant.threads.setTitle>: `channel_id` and
@@ -305,8 +364,15 @@ async fn download(
             .and_then(|q| q.pop_front())
     };
     // A slow file host (a large file, a slow link): the answer starts after the delay.
-    if let Some(Fault::Delay(delay)) = fault {
-        tokio::time::sleep(delay).await;
+    match fault {
+        Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
+        // A file host failing: any HTTP server may answer 5xx
+        // (<https://www.rfc-editor.org/rfc/rfc9110#section-15.6>).
+        Some(Fault::Status(status)) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return (status, "fake failure").into_response();
+        }
+        _ => {}
     }
     if token.as_deref() != Some(shared.tokens.bot.as_str()) {
         // Slack answers an unauthenticated file fetch with its sign-in page.

@@ -309,6 +309,51 @@ impl FakeSlack {
         })
     }
 
+    /// The texts of the app's messages in `channel` as they stand now (edits applied,
+    /// deleted ones gone), oldest first.
+    pub fn bot_messages_in(&self, channel: &str) -> Vec<String> {
+        bot_texts(&self.shared.peek(), channel)
+    }
+
+    /// Waits until the app's messages in `channel` read `expected` (see
+    /// [`FakeSlack::bot_messages_in`]); panics after `bound`.
+    pub async fn wait_for_bot_messages(&self, bound: Duration, channel: &str, expected: &[&str]) {
+        let held = self
+            .wait_on(bound, |inner| {
+                (bot_texts(inner, channel) == expected).then_some(())
+            })
+            .await;
+        if held.is_none() {
+            panic!(
+                "timed out waiting for {channel} to hold {expected:#?}; it holds {:#?}",
+                self.bot_messages_in(channel)
+            );
+        }
+    }
+
+    /// Waits (up to `bound`) until `check` finds something in the fake's state; `None`
+    /// when it never did.
+    async fn wait_on<T>(
+        &self,
+        bound: Duration,
+        mut check: impl FnMut(&state::Inner) -> Option<T>,
+    ) -> Option<T> {
+        let mut changes = self.shared.changes.subscribe();
+        tokio::time::timeout(bound, async {
+            loop {
+                changes.borrow_and_update();
+                if let Some(found) = check(&self.shared.peek()) {
+                    return found;
+                }
+                if changes.changed().await.is_err() {
+                    panic!("fake slack stopped while a test waited on it");
+                }
+            }
+        })
+        .await
+        .ok()
+    }
+
     /// The messages `chat.postMessage` accepted so far, in order.
     pub fn posted(&self) -> Vec<Posted> {
         self.shared.peek().records.posted.clone()
@@ -389,22 +434,9 @@ impl FakeSlack {
         what: &str,
         mut check: impl FnMut(&Records) -> Option<T>,
     ) -> T {
-        let mut changes = self.shared.changes.subscribe();
-        let waited = tokio::time::timeout(bound, async {
-            loop {
-                changes.borrow_and_update();
-                if let Some(found) = check(&self.shared.peek().records) {
-                    return found;
-                }
-                if changes.changed().await.is_err() {
-                    panic!("fake slack stopped while waiting for {what}");
-                }
-            }
-        })
-        .await;
-        match waited {
-            Ok(found) => found,
-            Err(_) => panic!(
+        match self.wait_on(bound, |inner| check(&inner.records)).await {
+            Some(found) => found,
+            None => panic!(
                 "timed out waiting for {what}; records: {:#?}",
                 self.shared.peek().records.summary()
             ),
@@ -414,20 +446,12 @@ impl FakeSlack {
     /// Waits until no delivery is waiting for its ack: every envelope written to a socket
     /// was acked, or another copy of its delivery was. Panics after [`WAIT_BOUND`].
     pub async fn wait_until_all_acked(&self) {
-        let mut changes = self.shared.changes.subscribe();
-        let waited = tokio::time::timeout(WAIT_BOUND, async {
-            loop {
-                changes.borrow_and_update();
-                if self.shared.peek().unacked_deliveries() == 0 {
-                    return;
-                }
-                if changes.changed().await.is_err() {
-                    panic!("fake slack stopped while waiting for acks");
-                }
-            }
-        })
-        .await;
-        if waited.is_err() {
+        let acked = self
+            .wait_on(WAIT_BOUND, |inner| {
+                (inner.unacked_deliveries() == 0).then_some(())
+            })
+            .await;
+        if acked.is_none() {
             panic!(
                 "timed out waiting for every envelope to be acked; records: {:#?}",
                 self.shared.peek().records.summary()
@@ -467,4 +491,19 @@ impl FakeSlack {
         })
         .await
     }
+}
+
+/// The app's messages in `channel`, oldest first (ts order), by their current text.
+fn bot_texts(inner: &state::Inner, channel: &str) -> Vec<String> {
+    let mut found: Vec<(&String, String)> = inner
+        .messages
+        .iter()
+        .filter(|(key, message)| {
+            key.split_once(':').is_some_and(|(c, _)| c == channel)
+                && message.get("bot_id").and_then(Value::as_str) == Some(BOT_ID)
+        })
+        .map(|(key, message)| (key, message["text"].as_str().unwrap_or("").to_owned()))
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, text)| text).collect()
 }

@@ -79,7 +79,7 @@ pub enum Fault {
     RateLimited { retry_after_secs: u64 },
     /// HTTP 200 `{"ok":false,"error":...}`.
     Error(String),
-    /// A bare HTTP status (5xx).
+    /// A bare HTTP status (5xx). Also for `file.download`.
     Status(u16),
     /// Holds the request for this long before answering normally (timeouts). Also for
     /// `file.download` and `file.upload` (the file bytes' own URLs).

@@ -115,6 +115,14 @@ impl Harness {
         inbound.event
     }
 
+    /// The next event, answered `Recorded`, with its files then fetched as the core does
+    /// just before the turn.
+    pub async fn record_and_fetch(&mut self) -> MessageEvent {
+        let mut event = self.record().await;
+        self.adapter.fetch_pending_media(&mut event).await;
+        event
+    }
+
     /// Asserts everything pushed so far was ignored (acked without being handed over),
     /// then pushes a DM `marker` and asserts it is the next event. Envelopes of different
     /// channels are handled concurrently, so the acks are waited for first. Returns the

@@ -59,6 +59,11 @@ pub struct Agent {
     depth: u32,
     /// Messages the user sent mid-turn (`/steer`), delivered after the next tool round.
     steer: Option<SteerInbox>,
+    /// An HTTP API request's own `system` text, added after the stored prompt for this
+    /// request's calls only (never stored).
+    request_system: Option<String>,
+    /// The session's `/model` choice: the shared client with that model first.
+    client: Option<super::provider::ModelClient>,
 }
 
 /// Where `/steer` texts wait for the next tool round of a running turn.
@@ -98,7 +103,7 @@ impl Agent {
         source: &str,
         user_id: Option<String>,
     ) -> Result<Self, AgentError> {
-        let system_prompt = deps.system_prompt();
+        let system_prompt = deps.system_prompt(source);
         let mut session = NewSession::new(session_id.clone(), source);
         session.user_id = user_id;
         session.model = Some(deps.model_name());
@@ -113,6 +118,8 @@ impl Agent {
             budget_max,
             depth: 0,
             steer: None,
+            request_system: None,
+            client: None,
         })
     }
 
@@ -125,9 +132,10 @@ impl Agent {
             .ok_or_else(|| StoreError::SessionNotFound(session_id.clone()))?;
         let messages = deps.store.get_messages(&session_id).await?;
         let history = history::from_stored(&messages);
-        let system_prompt = session
-            .system_prompt
-            .unwrap_or_else(|| deps.system_prompt());
+        let system_prompt = match session.system_prompt {
+            Some(prompt) => prompt,
+            None => deps.system_prompt(&session.source),
+        };
         let budget_max = deps.settings.max_turns;
         Ok(Self {
             deps,
@@ -137,6 +145,8 @@ impl Agent {
             budget_max,
             depth: 0,
             steer: None,
+            request_system: None,
+            client: None,
         })
     }
 
@@ -146,7 +156,7 @@ impl Agent {
         budget: u32,
         depth: u32,
     ) -> Self {
-        let system_prompt = deps.system_prompt();
+        let system_prompt = deps.system_prompt("subagent");
         Self {
             deps,
             session_id,
@@ -155,6 +165,31 @@ impl Agent {
             budget_max: budget,
             depth,
             steer: None,
+            request_system: None,
+            client: None,
+        }
+    }
+
+    /// Layers an API request's `system` text onto the prompt for the next turns' calls.
+    pub fn set_request_system(&mut self, system: Option<String>) {
+        self.request_system = system;
+    }
+
+    /// Uses `model` for this session's calls (`None`: the configured default). Returns
+    /// false, changing nothing, when no configured endpoint serves `model`.
+    pub fn set_model(&mut self, model: Option<&str>) -> bool {
+        match model {
+            None => {
+                self.client = None;
+                true
+            }
+            Some(model) => match self.deps.client.with_primary_model(model) {
+                Some(client) => {
+                    self.client = Some(client);
+                    true
+                }
+                None => false,
+            },
         }
     }
 
@@ -294,7 +329,10 @@ impl Agent {
             Vec::new()
         };
         ModelRequest {
-            system: Some(self.system_prompt.clone()),
+            system: Some(super::prompt::with_request_system(
+                &self.system_prompt,
+                self.request_system.as_deref(),
+            )),
             messages: self.history.clone(),
             tools,
             max_tokens: None,
@@ -319,7 +357,7 @@ impl Agent {
         let result = tokio::select! {
             biased;
             _ = cancel.cancelled() => None,
-            reply = self.deps.client.complete(request, &mut on_delta) => Some(reply),
+            reply = self.client.as_ref().unwrap_or(&self.deps.client).complete(request, &mut on_delta) => Some(reply),
         };
         emit(events, AgentEvent::Thinking(false));
         let Some(reply) = result else { return Ok(None) };
@@ -464,6 +502,7 @@ impl Agent {
         let mut child = NewSession::new(child_id.clone(), parent.source.clone());
         child.user_id = parent.user_id.clone();
         child.model = parent.model.clone();
+        child.system_prompt = Some(self.system_prompt.clone());
         child.parent_session_id = Some(self.session_id.clone());
         store.create_session(child).await?;
         store.end_session(&self.session_id, "compression").await?;

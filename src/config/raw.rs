@@ -61,6 +61,8 @@ pub struct RawConfig {
     pub auxiliary: Option<Value>,
     /// hermesd's own: extra CA certificates for outbound TLS.
     pub tls: Option<Section<RawTls>>,
+    pub skills: Option<Section<super::skills::RawSkills>>,
+    pub context_file_max_chars: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -43,6 +43,10 @@ pub struct Config {
     /// Outbound networking: the proxy variables and the extra CA files (`SSL_CERT_FILE`,
     /// `tls.ca_certificates`), shared by every client through `hermes_adapter::net::Net`.
     pub network: hermes_adapter::net::NetSettings,
+    /// `skills:`: per-platform disabling and extra skill directories.
+    pub skills: super::skills::SkillsConfig,
+    /// `context_file_max_chars`: the cap on each context file; `None` follows the window.
+    pub context_file_max_chars: Option<u64>,
 }
 
 /// The auxiliary model tasks hermesd runs (Hermes `auxiliary:`).
@@ -90,6 +94,8 @@ impl Default for Config {
             auxiliary: AuxiliaryConfig::default(),
             delivery: super::delivery::DeliveryConfig::default(),
             network: hermes_adapter::net::NetSettings::default(),
+            skills: super::skills::SkillsConfig::default(),
+            context_file_max_chars: None,
         }
     }
 }

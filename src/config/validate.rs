@@ -151,6 +151,11 @@ pub fn validate(
         admin: listeners::admin(&mut issues, raw.admin.as_ref()),
         delivery: super::delivery::delivery(&mut issues, raw.delivery.as_ref()),
         network: network::network(&mut issues, raw.tls.as_ref(), env),
+        skills: super::skills::skills(&mut issues, raw.skills.as_ref()),
+        context_file_max_chars: super::skills::context_file_max_chars(
+            &mut issues,
+            raw.context_file_max_chars.as_ref(),
+        ),
         auxiliary: AuxiliaryConfig {
             title_generation: TitleGenerationConfig {
                 enabled: issues.bool(

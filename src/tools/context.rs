@@ -64,6 +64,8 @@ pub struct ToolCtx {
     /// How `clarify` reaches the user; `None` where nobody can answer.
     pub clarify: Option<ClarifyCallback>,
     pub limits: ToolLimits,
+    /// `skills:` settings (disabled names, external directories) for the skills tools.
+    pub skills: Arc<crate::config::SkillsConfig>,
 }
 
 impl std::fmt::Debug for ToolCtx {
@@ -121,6 +123,7 @@ impl ToolCtx {
             env,
             clarify: None,
             limits: ToolLimits::default(),
+            skills: Arc::default(),
         }
     }
 }

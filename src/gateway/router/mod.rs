@@ -11,6 +11,7 @@ mod failure;
 mod fault;
 mod live;
 mod liveness;
+mod model_command;
 mod outbox;
 mod platforms;
 mod prompts;
@@ -268,6 +269,7 @@ impl Router {
         &self,
         event: MessageEvent,
         deltas: Option<crate::agent::EventSink>,
+        system: Option<String>,
     ) -> Result<ApiReply, String> {
         GatewayMetrics::incr(&self.metrics.events_in);
         let key = self.session_key(&event);
@@ -277,7 +279,9 @@ impl Router {
             Job {
                 event,
                 resumed: false,
-                api: Some(Arc::new(ApiResponder::new(reply, deltas))),
+                api: Some(Arc::new(
+                    ApiResponder::new(reply, deltas).with_system(system),
+                )),
             },
         );
         answer

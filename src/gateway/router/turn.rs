@@ -94,6 +94,15 @@ impl Router {
             self.send_direct(&event.source, &notice).await;
         }
         let mut agent = prepared.agent;
+        agent.set_request_system(job.api.as_ref().and_then(|api| api.system.clone()));
+        let chosen = (event.source.platform != API_PLATFORM)
+            .then(|| self.session_model(&slot.key))
+            .flatten();
+        if !agent.set_model(chosen.as_deref()) {
+            // The model was removed from config.yaml since `/model` chose it.
+            tracing::warn!(session_key = %slot.key, model = ?chosen, "the session's chosen model is no longer configured; using the default");
+            agent.set_model(None);
+        }
         let cancel = CancellationToken::new();
         let steer = Arc::new(Mutex::new(Vec::new()));
         agent.set_steer_inbox(steer.clone());

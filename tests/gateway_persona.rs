@@ -15,7 +15,7 @@ use hermesd::gateway::delivery::RetryPolicy;
 use hermesd::gateway::runner::{GatewayRunner, RunnerOptions};
 use hermesd::home::HermesHome;
 use hermesd::state::Store;
-use support::fake_model::FakeModel;
+use support::fake_model::{FakeModel, Reply, Step};
 use support::test_platform::{TestPlatform, dm};
 
 const ALLOW: (&str, &str) = ("TELEGRAM_ALLOWED_USERS", "42");
@@ -180,6 +180,12 @@ async fn model_switches_per_chat_survive_a_restart_and_unknown_models_are_refuse
     assert_eq!(yaml["admin"]["port"], 0, "other settings are kept: {text}");
     rig.say("last").await;
     assert_eq!(rig.last_request()["model"], "fake-model");
+
+    // A new conversation starts on the configured model again (Hermes drops the override).
+    rig.say("/model other-model").await;
+    rig.say("/new").await;
+    rig.say("fresh start").await;
+    assert_eq!(rig.last_request()["model"], "fake-model");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -209,6 +215,30 @@ async fn a_skill_runs_as_a_command_and_is_listed_unless_disabled_on_the_platform
         system.contains("- tide-tables: ") && !system.contains("- knots"),
         "{system}"
     );
+
+    // The skills tools hide it on this platform too.
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "skill_view",
+        serde_json::json!({"name": "knots"}),
+    )));
+    rig.model.push(Step::text("No knots skill here."));
+    rig.say("load the knots skill").await;
+    rig.platform
+        .wait_until("42", |texts| {
+            texts.iter().any(|t| t == "No knots skill here.")
+        })
+        .await;
+    let body = rig.last_request();
+    let result = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the tool result")["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(result.contains("No skill named 'knots'"), "{result}");
 
     let calls = rig.model.requests().len();
     let unknown = rig.say("/knots bowline").await;

@@ -203,14 +203,26 @@ impl AgentDeps {
     /// The system prompt for a new conversation on `platform` (`cli`, `telegram`, ...),
     /// stable for the conversation's whole life.
     pub fn system_prompt(&self, platform: &str) -> String {
-        let skills_index = if self.offers_tool("skill_view") {
+        let offered: Vec<String> = self
+            .tool_definitions("", 0)
+            .iter()
+            .filter_map(|d| d["function"]["name"].as_str().map(str::to_owned))
+            .collect();
+        let skills_index = if offered.iter().any(|name| name == "skill_view") {
+            let toolsets: Vec<String> = offered
+                .iter()
+                .filter_map(|name| self.registry.get(name).map(|e| e.toolset.clone()))
+                .collect();
             let roots = crate::skills::skill_dirs(&self.home, &self.settings.skills, &self.env);
-            let skills = crate::skills::enabled(
+            let skills: Vec<_> = crate::skills::enabled(
                 &self.home,
                 &self.settings.skills,
                 &self.env,
                 Some(platform),
-            );
+            )
+            .into_iter()
+            .filter(|skill| crate::skills::fits_tools(skill, &offered, &toolsets))
+            .collect();
             crate::skills::index::render(&skills, &roots)
         } else {
             None
@@ -263,6 +275,7 @@ impl AgentDeps {
             clarify: self.clarify.clone(),
             limits: self.limits,
             skills: Arc::new(self.settings.skills.clone()),
+            platform: None,
         }
     }
 

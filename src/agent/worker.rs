@@ -47,6 +47,9 @@ const BUDGET_EXHAUSTED_PROMPT: &str = "You have reached the maximum number of st
 request. Do not call any tools. Summarise for the user what you have done so far, what \
 remains, and how they can continue.";
 
+/// The platform name a sub-agent's prompt and tools see (no platform's disabled skills).
+const SUBAGENT_PLATFORM: &str = "subagent";
+
 /// One conversation's agent.
 pub struct Agent {
     deps: Arc<AgentDeps>,
@@ -64,6 +67,8 @@ pub struct Agent {
     request_system: Option<String>,
     /// The session's `/model` choice: the shared client with that model first.
     client: Option<super::provider::ModelClient>,
+    /// Where the session talks (`sessions.source`: `telegram`, `cli`, ...).
+    platform: String,
 }
 
 /// Where `/steer` texts wait for the next tool round of a running turn.
@@ -111,6 +116,7 @@ impl Agent {
         deps.store.create_session(session).await?;
         let budget_max = deps.settings.max_turns;
         Ok(Self {
+            platform: source.to_owned(),
             deps,
             session_id,
             history: Vec::new(),
@@ -138,6 +144,7 @@ impl Agent {
         };
         let budget_max = deps.settings.max_turns;
         Ok(Self {
+            platform: session.source,
             deps,
             session_id,
             history,
@@ -156,8 +163,9 @@ impl Agent {
         budget: u32,
         depth: u32,
     ) -> Self {
-        let system_prompt = deps.system_prompt("subagent");
+        let system_prompt = deps.system_prompt(SUBAGENT_PLATFORM);
         Self {
+            platform: SUBAGENT_PLATFORM.to_owned(),
             deps,
             session_id,
             history: Vec::new(),
@@ -200,6 +208,11 @@ impl Agent {
 
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// The platform the session talks on.
+    pub fn platform(&self) -> &str {
+        &self.platform
     }
 
     pub fn history(&self) -> &[ChatMessage] {

@@ -236,6 +236,28 @@ pub fn enabled(
         .collect()
 }
 
+/// Hermes's conditional activation (`metadata.hermes` in the frontmatter): a skill that
+/// `requires_tools`/`requires_toolsets` the agent lacks, or that is only a
+/// `fallback_for_tools`/`fallback_for_toolsets` the agent has, stays out of the index (it
+/// can still be loaded by name).
+pub fn fits_tools(skill: &Skill, tools: &[String], toolsets: &[String]) -> bool {
+    let Some(Value::Object(hermes)) = skill
+        .frontmatter
+        .get("metadata")
+        .and_then(|m| m.get("hermes"))
+    else {
+        return true;
+    };
+    let list = |key: &str| frontmatter::strings(hermes.get(key));
+    let has = |names: &[String], name: &String| names.contains(name);
+    list("fallback_for_toolsets")
+        .iter()
+        .all(|t| !has(toolsets, t))
+        && list("fallback_for_tools").iter().all(|t| !has(tools, t))
+        && list("requires_toolsets").iter().all(|t| has(toolsets, t))
+        && list("requires_tools").iter().all(|t| has(tools, t))
+}
+
 /// Finds a skill by its name, its directory's name, or its path under a skills directory
 /// (`category/name`).
 pub fn find<'a>(skills: &'a [Skill], wanted: &str) -> Option<&'a Skill> {

@@ -86,3 +86,46 @@ fn long_descriptions_are_cut_for_the_index() {
     assert_eq!(short.chars().count(), 60);
     assert!(short.ends_with("..."));
 }
+
+#[test]
+fn conditional_skills_follow_the_tools_on_offer() {
+    let skill = |meta: &str| {
+        let (frontmatter, _) = frontmatter::split(&format!(
+            "---\nname: x\nmetadata:\n  hermes:\n    {meta}\n---\nbody"
+        ));
+        Skill {
+            name: "x".into(),
+            dir: PathBuf::from("/s/x"),
+            category: "x".into(),
+            description: String::new(),
+            frontmatter,
+        }
+    };
+    let tools = vec!["terminal".to_owned()];
+    let toolsets = vec!["terminal".to_owned()];
+    assert!(fits_tools(
+        &skill("requires_tools: [terminal]"),
+        &tools,
+        &toolsets
+    ));
+    assert!(!fits_tools(
+        &skill("requires_tools: [browser_navigate]"),
+        &tools,
+        &toolsets
+    ));
+    assert!(!fits_tools(
+        &skill("fallback_for_toolsets: [terminal]"),
+        &tools,
+        &toolsets
+    ));
+    assert!(fits_tools(
+        &skill("fallback_for_toolsets: [web]"),
+        &tools,
+        &toolsets
+    ));
+    assert!(!fits_tools(
+        &skill("requires_toolsets: [web]"),
+        &tools,
+        &toolsets
+    ));
+}

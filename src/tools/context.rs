@@ -66,6 +66,9 @@ pub struct ToolCtx {
     pub limits: ToolLimits,
     /// `skills:` settings (disabled names, external directories) for the skills tools.
     pub skills: Arc<crate::config::SkillsConfig>,
+    /// The platform the session talks on (`telegram`, `cli`, ...): skills disabled there
+    /// are hidden from the skills tools too. `None`: only the global list applies.
+    pub platform: Option<String>,
 }
 
 impl std::fmt::Debug for ToolCtx {
@@ -124,6 +127,7 @@ impl ToolCtx {
             clarify: None,
             limits: ToolLimits::default(),
             skills: Arc::default(),
+            platform: None,
         }
     }
 }

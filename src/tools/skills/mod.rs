@@ -15,9 +15,9 @@ use crate::skills::{Skill, enabled};
 
 pub use manage::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_SKILL_CHARS, MAX_SUPPORT_FILE_BYTES};
 
-/// The skills this call may see: everything enabled, minus the globally disabled.
+/// The skills this call may see: those enabled on the session's platform.
 fn visible(ctx: &ToolCtx) -> Vec<Skill> {
-    enabled(&ctx.home, &ctx.skills, &ctx.env, None)
+    enabled(&ctx.home, &ctx.skills, &ctx.env, ctx.platform.as_deref())
 }
 
 fn fail(message: impl Into<String>) -> String {

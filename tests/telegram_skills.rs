@@ -87,11 +87,7 @@ async fn the_menu_lists_enabled_skills_within_the_limit_and_a_menu_command_runs_
         "no reply: {:#?}",
         rig.daemon().logs()
     );
-    let request = &rig.model.requests()[0].body;
-    let user = request["messages"].as_array().unwrap().last().unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let user = rig.model.requests()[0].last_message_text();
     assert!(user.contains("Look up the harbour first."), "{user}");
     assert!(user.contains("Dover tomorrow"), "{user}");
     let sent = telegram.sent_messages();

@@ -108,7 +108,7 @@ impl Agent {
         source: &str,
         user_id: Option<String>,
     ) -> Result<Self, AgentError> {
-        let system_prompt = deps.system_prompt(source);
+        let system_prompt = build_prompt(&deps, source).await;
         let mut session = NewSession::new(session_id.clone(), source);
         session.user_id = user_id;
         session.model = Some(deps.model_name());
@@ -140,7 +140,7 @@ impl Agent {
         let history = history::from_stored(&messages);
         let system_prompt = match session.system_prompt {
             Some(prompt) => prompt,
-            None => deps.system_prompt(&session.source),
+            None => build_prompt(&deps, &session.source).await,
         };
         let budget_max = deps.settings.max_turns;
         Ok(Self {
@@ -539,6 +539,18 @@ impl Agent {
         self.session_id = child_id;
         self.history = compressed;
         Ok(())
+    }
+}
+
+/// Builds a session's system prompt on the blocking pool: it reads SOUL.md, the context
+/// file and every SKILL.md, and the first build in a process compiles the threat patterns.
+async fn build_prompt(deps: &Arc<AgentDeps>, platform: &str) -> String {
+    let (shared, name) = (Arc::clone(deps), platform.to_owned());
+    match tokio::task::spawn_blocking(move || shared.system_prompt(&name)).await {
+        Ok(prompt) => prompt,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // The blocking pool is shutting down: build it here instead.
+        Err(_) => deps.system_prompt(platform),
     }
 }
 

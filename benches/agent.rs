@@ -5,6 +5,11 @@
 //! `-- --tool-payload` prints only the size of the tool definitions the model receives with
 //! the default toolsets (issue 18: shorter descriptions cost fewer tokens on every call).
 //!
+//! `-- --prompt` prints only the system-prompt build (issue 19): a home with SOUL.md and 50
+//! skills, a project with a 20 KB AGENTS.md — time per build and the prompt's size. The full
+//! run also times plain turns with the `skills` toolset off, the shape of a turn before
+//! skills existed, next to the same turns with it on.
+//!
 //! "Own time" is the whole turn's wall time: the fake answers from memory in microseconds, so
 //! nearly all of it is ours (HTTP round trips, parsing, tool dispatch, persistence). It is
 //! therefore an upper bound on the agent's overhead.
@@ -102,9 +107,57 @@ fn tool_payload(fake: &FakeModel) -> Value {
     json!({"count": tools.as_array().map_or(0, Vec::len), "bytes": bytes})
 }
 
+/// A home with SOUL.md and 50 skills in 5 categories, and a project directory holding a
+/// 20 KB AGENTS.md; returns the project directory.
+fn persona_home(home: &HermesHome) -> std::path::PathBuf {
+    let write = |path: std::path::PathBuf, text: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        home.path().join("SOUL.md"),
+        "You are Ada, a calm and exact assistant who explains her reasoning briefly.",
+    );
+    for i in 0..50 {
+        let name = format!("skill-{i:02}");
+        let body = "Step one: read the request.\nStep two: do the work.\n".repeat(40);
+        write(
+            home.path()
+                .join(format!("skills/category-{}/{name}/SKILL.md", i % 5)),
+            &format!(
+                "---\nname: {name}\ndescription: What skill number {i} is for, in one line\n---\n{body}"
+            ),
+        );
+    }
+    let project = home.path().join("project");
+    let line = "- Run the tests before every commit and keep the change small.\n";
+    let agents: String = line.repeat(20 * 1024 / line.len() + 1);
+    write(project.join("AGENTS.md"), &agents[..20 * 1024]);
+    project
+}
+
+/// Times `system_prompt` for the persona home: (per-build ms summary, prompt bytes).
+async fn prompt_build(home: &HermesHome, fake: &FakeModel, builds: usize) -> Value {
+    let project = persona_home(home);
+    let deps = deps(home, fake).await;
+    let mut deps = Arc::try_unwrap(deps).expect("sole owner");
+    deps.settings.cwd = project;
+    let mut samples = Vec::with_capacity(builds);
+    let mut bytes = 0;
+    for _ in 0..builds {
+        let started = Instant::now();
+        let prompt = deps.system_prompt("telegram");
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        bytes = prompt.len();
+    }
+    deps.store.close().await;
+    json!({"skills": 50, "agents_md_bytes": 20 * 1024, "build": summary(samples), "prompt_bytes": bytes})
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let payload_only = std::env::args().any(|a| a == "--tool-payload");
+    let prompt_only = std::env::args().any(|a| a == "--prompt");
     let (turns, idle_sessions) = if quick { (100, 200) } else { (1000, 2000) };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -116,6 +169,15 @@ fn main() {
             .unwrap();
         let home = HermesHome::at(dir.path());
         let fake = FakeModel::start_in_background();
+        let prompt = prompt_build(
+            &HermesHome::at(dir.path().join("persona")),
+            &fake,
+            if quick { 50 } else { 200 },
+        )
+        .await;
+        if prompt_only {
+            return json!({"prompt_build": prompt});
+        }
         let deps = deps(&home, &fake).await;
 
         let mut agent = Agent::create(Arc::clone(&deps), new_session_id(), "bench", None)
@@ -129,6 +191,23 @@ fn main() {
             return json!({"tool_definitions": tool_definitions});
         }
         let plain = timed_turns(&mut agent, &fake, turns, &|| vec![Step::text("ok")]).await;
+
+        // The same turns without the skills toolset: what a turn cost before skills.
+        let without_skills = {
+            let mut bare = AgentDeps::with_client(
+                &home,
+                &hermesd::config::load(&home, &BTreeMap::new()).expect("config"),
+                deps.store.clone(),
+                UserPrompts::default(),
+                deps.client.clone(),
+            );
+            bare.settings.disabled_toolsets = vec!["skills".to_owned()];
+            let mut agent = Agent::create(Arc::new(bare), new_session_id(), "bench", None)
+                .await
+                .unwrap();
+            timed_turns(&mut agent, &fake, 10, &|| vec![Step::text("ok")]).await;
+            timed_turns(&mut agent, &fake, turns, &|| vec![Step::text("ok")]).await
+        };
 
         let mut agent = Agent::create(Arc::clone(&deps), new_session_id(), "bench", None)
             .await
@@ -211,7 +290,9 @@ fn main() {
         json!({
             "quick": quick,
             "tool_definitions": tool_definitions,
+            "prompt_build": prompt,
             "own_time_plain_turn": summary(plain),
+            "own_time_plain_turn_without_skills_toolset": summary(without_skills),
             "own_time_turn_with_4_parallel_tools": summary(four_tools),
             "idle_sessions": idle.len(),
             "rss_kib_before_idle_sessions": before,
@@ -223,7 +304,7 @@ fn main() {
     });
     let text = serde_json::to_string_pretty(&report).unwrap();
     println!("{text}");
-    if !payload_only {
+    if !payload_only && !prompt_only {
         let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
         let _ = std::fs::write(target.join("bench-agent.json"), &text);
     }

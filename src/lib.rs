@@ -11,5 +11,6 @@ pub mod gateway;
 pub mod heap_stats;
 pub mod home;
 pub mod logging;
+pub mod skills;
 pub mod state;
 pub mod tools;

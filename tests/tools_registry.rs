@@ -190,6 +190,9 @@ async fn the_builtin_registry_serves_presets_and_stubs_agent_level_tools() {
             "process",
             "read_file",
             "search_files",
+            "skill_manage",
+            "skill_view",
+            "skills_list",
             "terminal",
             "todo",
             "write_file"
@@ -221,7 +224,18 @@ async fn the_builtin_registry_serves_presets_and_stubs_agent_level_tools() {
         .iter()
         .map(|d| d["function"]["name"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(no_debugging, ["clarify", "delegate_task", "memory", "todo"]);
+    assert_eq!(
+        no_debugging,
+        [
+            "clarify",
+            "delegate_task",
+            "memory",
+            "skill_manage",
+            "skill_view",
+            "skills_list",
+            "todo"
+        ]
+    );
 
     for name in AGENT_LEVEL_TOOLS {
         let result = parse(&registry.dispatch(name, "{}", ctx.clone()).await);

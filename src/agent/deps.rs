@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::message::ChatMessage;
 use super::prompt;
 use super::provider::{ModelClient, ProviderError};
-use crate::config::{Config, LoadedConfig};
+use crate::config::{Config, LoadedConfig, SkillsConfig};
 use crate::home::HermesHome;
 use crate::state::Store;
 use crate::tools::approval::{ApprovalGate, ApprovalPrompt, ApprovalSettings};
@@ -39,6 +39,10 @@ pub struct AgentSettings {
     pub enabled_toolsets: Option<Vec<String>>,
     pub disabled_toolsets: Vec<String>,
     pub cwd: PathBuf,
+    /// `context_file_max_chars`: the cap on each context file (`None`: from the window).
+    pub context_file_max_chars: Option<u64>,
+    /// `skills:`: which skills each platform may use, extra skill directories.
+    pub skills: SkillsConfig,
 }
 
 impl AgentSettings {
@@ -57,6 +61,8 @@ impl AgentSettings {
             enabled_toolsets: None,
             disabled_toolsets: Vec::new(),
             cwd,
+            context_file_max_chars: config.context_file_max_chars,
+            skills: config.skills.clone(),
         }
     }
 }
@@ -194,9 +200,50 @@ impl AgentDeps {
             .unwrap_or_default()
     }
 
-    /// The system prompt for a new conversation (stable for its whole life).
-    pub fn system_prompt(&self) -> String {
-        prompt::build(&self.memory, &self.settings.cwd)
+    /// The system prompt for a new conversation on `platform` (`cli`, `telegram`, ...),
+    /// stable for the conversation's whole life.
+    pub fn system_prompt(&self, platform: &str) -> String {
+        let offered: Vec<String> = self
+            .tool_definitions("", 0)
+            .iter()
+            .filter_map(|d| d["function"]["name"].as_str().map(str::to_owned))
+            .collect();
+        let skills_index = if offered.iter().any(|name| name == "skill_view") {
+            let toolsets: Vec<String> = offered
+                .iter()
+                .filter_map(|name| self.registry.get(name).map(|e| e.toolset.clone()))
+                .collect();
+            let roots = crate::skills::skill_dirs(&self.home, &self.settings.skills, &self.env);
+            let skills: Vec<_> = crate::skills::enabled(
+                &self.home,
+                &self.settings.skills,
+                &self.env,
+                Some(platform),
+            )
+            .into_iter()
+            .filter(|skill| crate::skills::fits_tools(skill, &offered, &toolsets))
+            .collect();
+            crate::skills::index::render(&skills, &roots)
+        } else {
+            None
+        };
+        prompt::build(&prompt::PromptSources {
+            home: self.home.path(),
+            memory: &self.memory,
+            cwd: &self.settings.cwd,
+            context_cap: prompt::context_files::cap(
+                self.settings.context_file_max_chars,
+                Some(self.settings.context_length),
+            ),
+            skills_index,
+        })
+    }
+
+    /// Whether the model is offered `name` (its toolset enabled, its check passing).
+    pub fn offers_tool(&self, name: &str) -> bool {
+        self.tool_definitions("", 0)
+            .iter()
+            .any(|d| d["function"]["name"] == name)
     }
 
     /// The tool definitions offered to the model; sub-agents past the spawn depth cannot
@@ -227,6 +274,8 @@ impl AgentDeps {
             env: self.env.clone(),
             clarify: self.clarify.clone(),
             limits: self.limits,
+            skills: Arc::new(self.settings.skills.clone()),
+            platform: None,
         }
     }
 

@@ -104,7 +104,8 @@ async fn execute(
     let session_id = agent.session_id();
     let agent_level = ["todo", "memory", "session_search", "delegate_task"];
     if !agent_level.contains(&call.name.as_str()) {
-        let ctx = deps.tool_ctx(session_id, cancel.child_token());
+        let mut ctx = deps.tool_ctx(session_id, cancel.child_token());
+        ctx.platform = Some(agent.platform().to_owned());
         return deps
             .registry
             .dispatch(&call.name, &call.arguments, ctx)

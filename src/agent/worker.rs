@@ -47,6 +47,9 @@ const BUDGET_EXHAUSTED_PROMPT: &str = "You have reached the maximum number of st
 request. Do not call any tools. Summarise for the user what you have done so far, what \
 remains, and how they can continue.";
 
+/// The platform name a sub-agent's prompt and tools see (no platform's disabled skills).
+const SUBAGENT_PLATFORM: &str = "subagent";
+
 /// One conversation's agent.
 pub struct Agent {
     deps: Arc<AgentDeps>,
@@ -61,6 +64,13 @@ pub struct Agent {
     steer: Option<SteerInbox>,
     /// Images for the next turn's user message ([`Agent::attach_images`]).
     pending_images: Vec<ImagePart>,
+    /// An HTTP API request's own `system` text, added after the stored prompt for this
+    /// request's calls only (never stored).
+    request_system: Option<String>,
+    /// The session's `/model` choice: the shared client with that model first.
+    client: Option<super::provider::ModelClient>,
+    /// Where the session talks (`sessions.source`: `telegram`, `cli`, ...).
+    platform: String,
 }
 
 /// Where `/steer` texts wait for the next tool round of a running turn.
@@ -100,7 +110,7 @@ impl Agent {
         source: &str,
         user_id: Option<String>,
     ) -> Result<Self, AgentError> {
-        let system_prompt = deps.system_prompt();
+        let system_prompt = build_prompt(&deps, source).await;
         let mut session = NewSession::new(session_id.clone(), source);
         session.user_id = user_id;
         session.model = Some(deps.model_name());
@@ -108,6 +118,7 @@ impl Agent {
         deps.store.create_session(session).await?;
         let budget_max = deps.settings.max_turns;
         Ok(Self {
+            platform: source.to_owned(),
             deps,
             session_id,
             history: Vec::new(),
@@ -116,6 +127,8 @@ impl Agent {
             depth: 0,
             steer: None,
             pending_images: Vec::new(),
+            request_system: None,
+            client: None,
         })
     }
 
@@ -128,11 +141,13 @@ impl Agent {
             .ok_or_else(|| StoreError::SessionNotFound(session_id.clone()))?;
         let messages = deps.store.get_messages(&session_id).await?;
         let history = history::from_stored(&messages);
-        let system_prompt = session
-            .system_prompt
-            .unwrap_or_else(|| deps.system_prompt());
+        let system_prompt = match session.system_prompt {
+            Some(prompt) => prompt,
+            None => build_prompt(&deps, &session.source).await,
+        };
         let budget_max = deps.settings.max_turns;
         Ok(Self {
+            platform: session.source,
             deps,
             session_id,
             history,
@@ -141,6 +156,8 @@ impl Agent {
             depth: 0,
             steer: None,
             pending_images: Vec::new(),
+            request_system: None,
+            client: None,
         })
     }
 
@@ -150,8 +167,9 @@ impl Agent {
         budget: u32,
         depth: u32,
     ) -> Self {
-        let system_prompt = deps.system_prompt();
+        let system_prompt = deps.system_prompt(SUBAGENT_PLATFORM);
         Self {
+            platform: SUBAGENT_PLATFORM.to_owned(),
             deps,
             session_id,
             history: Vec::new(),
@@ -160,6 +178,31 @@ impl Agent {
             depth,
             steer: None,
             pending_images: Vec::new(),
+            request_system: None,
+            client: None,
+        }
+    }
+
+    /// Layers an API request's `system` text onto the prompt for the next turns' calls.
+    pub fn set_request_system(&mut self, system: Option<String>) {
+        self.request_system = system;
+    }
+
+    /// Uses `model` for this session's calls (`None`: the configured default). Returns
+    /// false, changing nothing, when no configured endpoint serves `model`.
+    pub fn set_model(&mut self, model: Option<&str>) -> bool {
+        match model {
+            None => {
+                self.client = None;
+                true
+            }
+            Some(model) => match self.deps.client.with_primary_model(model) {
+                Some(client) => {
+                    self.client = Some(client);
+                    true
+                }
+                None => false,
+            },
         }
     }
 
@@ -190,6 +233,11 @@ impl Agent {
 
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// The platform the session talks on.
+    pub fn platform(&self) -> &str {
+        &self.platform
     }
 
     pub fn history(&self) -> &[ChatMessage] {
@@ -322,7 +370,10 @@ impl Agent {
             Vec::new()
         };
         ModelRequest {
-            system: Some(self.system_prompt.clone()),
+            system: Some(super::prompt::with_request_system(
+                &self.system_prompt,
+                self.request_system.as_deref(),
+            )),
             messages: self.history.clone(),
             tools,
             max_tokens: None,
@@ -347,7 +398,7 @@ impl Agent {
         let result = tokio::select! {
             biased;
             _ = cancel.cancelled() => None,
-            reply = self.deps.client.complete(request, &mut on_delta) => Some(reply),
+            reply = self.client.as_ref().unwrap_or(&self.deps.client).complete(request, &mut on_delta) => Some(reply),
         };
         emit(events, AgentEvent::Thinking(false));
         let Some(reply) = result else { return Ok(None) };
@@ -492,6 +543,7 @@ impl Agent {
         let mut child = NewSession::new(child_id.clone(), parent.source.clone());
         child.user_id = parent.user_id.clone();
         child.model = parent.model.clone();
+        child.system_prompt = Some(self.system_prompt.clone());
         child.parent_session_id = Some(self.session_id.clone());
         store.create_session(child).await?;
         store.end_session(&self.session_id, "compression").await?;
@@ -515,6 +567,18 @@ impl Agent {
         self.session_id = child_id;
         self.history = compressed;
         Ok(())
+    }
+}
+
+/// Builds a session's system prompt on the blocking pool: it reads SOUL.md, the context
+/// file and every SKILL.md, and the first build in a process compiles the threat patterns.
+async fn build_prompt(deps: &Arc<AgentDeps>, platform: &str) -> String {
+    let (shared, name) = (Arc::clone(deps), platform.to_owned());
+    match tokio::task::spawn_blocking(move || shared.system_prompt(&name)).await {
+        Ok(prompt) => prompt,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // The blocking pool is shutting down: build it here instead.
+        Err(_) => deps.system_prompt(platform),
     }
 }
 

@@ -27,6 +27,7 @@ const IGNORED_LISTS: &[(&str, &[&str])] = &[
     ("platforms.*.home_channel", IGNORED_HOME_CHANNEL),
     ("platforms.api_server", IGNORED_API_SERVER),
     ("session_reset", IGNORED_SESSION_RESET),
+    ("skills", super::skills::IGNORED_SKILLS),
 ];
 
 /// Implemented keys that `default.yaml` cannot document without overriding their section:

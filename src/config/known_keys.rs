@@ -12,7 +12,7 @@ use super::raw::Unknown;
 #[rustfmt::skip]
 pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "_config_version", "always_log_local", "auxiliary", "bedrock", "bot_mode", "browser",
-    "checkpoints", "code_execution", "computer_use", "context", "context_file_max_chars",
+    "checkpoints", "code_execution", "computer_use", "context",
     "context_file_read_timeout", "credential_pool_strategies", "cron", "curator",
     "custom_providers", "dashboard", "database", "delegation", "desktop", "doctor",
     "fallback_model", "file_read_max_chars", "filter_silence_narration", "goals", "honcho",
@@ -25,7 +25,7 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "paste_collapse_threshold_fallback", "personalities", "platform_hints", "platform_toolsets",
     "plugins", "prefill_messages_file", "privacy", "profile_routes", "prompt_caching", "proxy",
     "quick_commands", "reset_by_platform", "reset_by_type", "reset_triggers", "runtime", "secrets",
-    "security", "session", "session_store_max_age_days", "sessions", "skills",
+    "security", "session", "session_store_max_age_days", "sessions",
     "smart_model_routing", "systemd_watchdog_seconds", "telemetry", "terminal", "timezone", "tool_loop_guardrails",
     "tool_output", "tools", "toolsets", "tts", "updates", "vault", "vertex", "voice", "wake_word",
     "web", "worktree", "write_sessions_json", "x_search",

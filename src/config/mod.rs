@@ -24,6 +24,7 @@ mod platforms;
 mod raw;
 mod secret;
 mod sections;
+mod skills;
 mod types;
 mod unsupported;
 mod validate;
@@ -51,6 +52,7 @@ pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
 };
 pub use secret::Secret;
+pub use skills::SkillsConfig;
 pub use types::{
     AgentConfig, ApprovalsConfig, AuxiliaryConfig, CompressionConfig, Config, DisplayConfig,
     DisplayOverrides, FallbackProvider, ModelConfig, ProviderConfig, SessionResetPolicy,

@@ -65,6 +65,8 @@ pub struct RawConfig {
     pub stt: Option<Value>,
     pub stt_enabled: Option<Value>,
     pub stt_echo_transcripts: Option<Value>,
+    pub skills: Option<Section<super::skills::RawSkills>>,
+    pub context_file_max_chars: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

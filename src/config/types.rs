@@ -45,6 +45,10 @@ pub struct Config {
     pub network: hermes_adapter::net::NetSettings,
     /// Photos and voice from chats: vision routing and transcription.
     pub media: super::media::MediaConfig,
+    /// `skills:`: per-platform disabling and extra skill directories.
+    pub skills: super::skills::SkillsConfig,
+    /// `context_file_max_chars`: the cap on each context file; `None` follows the window.
+    pub context_file_max_chars: Option<u64>,
 }
 
 /// The auxiliary model tasks hermesd runs (Hermes `auxiliary:`).
@@ -93,6 +97,8 @@ impl Default for Config {
             delivery: super::delivery::DeliveryConfig::default(),
             network: hermes_adapter::net::NetSettings::default(),
             media: super::media::MediaConfig::default(),
+            skills: super::skills::SkillsConfig::default(),
+            context_file_max_chars: None,
         }
     }
 }

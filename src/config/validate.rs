@@ -152,6 +152,11 @@ pub fn validate(
         delivery: super::delivery::delivery(&mut issues, raw.delivery.as_ref()),
         network: network::network(&mut issues, raw.tls.as_ref(), env),
         media: super::media::media(&mut issues, raw, &gateway),
+        skills: super::skills::skills(&mut issues, raw.skills.as_ref()),
+        context_file_max_chars: super::skills::context_file_max_chars(
+            &mut issues,
+            raw.context_file_max_chars.as_ref(),
+        ),
         auxiliary: AuxiliaryConfig {
             title_generation: TitleGenerationConfig {
                 enabled: issues.bool(

@@ -62,7 +62,13 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
     // which builds the same settings into the same shared `Net`).
     let net = hermes_adapter::net::Net::new(&loaded.config.network).map_err(|e| e.0)?;
     if platforms.discord.enabled {
-        match discord(home, &platforms.discord, env, &net) {
+        match discord(
+            home,
+            &platforms.discord,
+            env,
+            &net,
+            &menu(home, loaded, "discord"),
+        ) {
             Ok(adapter) => {
                 built.adapters.push(Arc::new(adapter.clone()));
                 built.discord = Some(adapter);
@@ -71,7 +77,13 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
         }
     }
     if platforms.telegram.enabled {
-        match telegram(home, &platforms.telegram, env, &net) {
+        match telegram(
+            home,
+            &platforms.telegram,
+            env,
+            &net,
+            &menu(home, loaded, "telegram"),
+        ) {
             Ok(adapter) => {
                 if let Some(router) = adapter.webhook_router() {
                     match webhook_addr(env) {
@@ -97,11 +109,25 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
     }
 }
 
+/// The command menu for `platform`: the gateway's commands, then the skills enabled there
+/// (within the platforms' 100-command limit).
+fn menu(home: &HermesHome, loaded: &LoadedConfig, platform: &str) -> Vec<(String, String)> {
+    let mut entries: Vec<(String, String)> = COMMANDS
+        .iter()
+        .map(|(name, description)| ((*name).to_owned(), (*description).to_owned()))
+        .collect();
+    let skills = crate::skills::enabled(home, &loaded.config.skills, &loaded.env, Some(platform));
+    let reserved: Vec<&str> = COMMANDS.iter().map(|(name, _)| *name).collect();
+    entries.extend(crate::skills::command::menu(&skills, &reserved));
+    entries
+}
+
 fn discord(
     home: &HermesHome,
     config: &PlatformConfig,
     env: &BTreeMap<String, String>,
     net: &Net,
+    menu: &[(String, String)],
 ) -> Result<hermes_discord::DiscordAdapter, Vec<String>> {
     let token = token("discord", config)?;
     let extra = extra_map(config);
@@ -110,11 +136,11 @@ fn discord(
     if !extra.contains_key("cache_dir") {
         settings.cache_dir = cache_dir(home, "discord");
     }
-    settings.slash_commands = COMMANDS
+    settings.slash_commands = menu
         .iter()
         .map(|(name, description)| hermes_discord::SlashCommand {
-            name: (*name).to_owned(),
-            description: (*description).to_owned(),
+            name: name.clone(),
+            description: description.clone(),
             takes_args: true,
         })
         .collect();
@@ -126,6 +152,7 @@ fn telegram(
     config: &PlatformConfig,
     env: &BTreeMap<String, String>,
     net: &Net,
+    menu: &[(String, String)],
 ) -> Result<hermes_telegram::TelegramAdapter, Vec<String>> {
     let token = token("telegram", config)?;
     let extra = extra_map(config);
@@ -134,10 +161,7 @@ fn telegram(
     if !extra.contains_key("cache_dir") {
         settings.cache_dir = cache_dir(home, "telegram");
     }
-    settings.commands = COMMANDS
-        .iter()
-        .map(|(name, description)| ((*name).to_owned(), (*description).to_owned()))
-        .collect();
+    settings.commands = menu.to_vec();
     Ok(hermes_telegram::TelegramAdapter::new(settings))
 }
 

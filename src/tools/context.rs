@@ -64,6 +64,11 @@ pub struct ToolCtx {
     /// How `clarify` reaches the user; `None` where nobody can answer.
     pub clarify: Option<ClarifyCallback>,
     pub limits: ToolLimits,
+    /// `skills:` settings (disabled names, external directories) for the skills tools.
+    pub skills: Arc<crate::config::SkillsConfig>,
+    /// The platform the session talks on (`telegram`, `cli`, ...): skills disabled there
+    /// are hidden from the skills tools too. `None`: only the global list applies.
+    pub platform: Option<String>,
 }
 
 impl std::fmt::Debug for ToolCtx {
@@ -121,6 +126,8 @@ impl ToolCtx {
             env,
             clarify: None,
             limits: ToolLimits::default(),
+            skills: Arc::default(),
+            platform: None,
         }
     }
 }

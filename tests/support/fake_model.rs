@@ -77,6 +77,16 @@ impl RecordedRequest {
             .and_then(Value::as_bool)
             .unwrap_or(false)
     }
+
+    /// The text of the last chat-completions message (the turn's newest user message).
+    pub fn last_message_text(&self) -> String {
+        self.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    }
 }
 
 #[derive(Debug)]

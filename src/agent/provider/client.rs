@@ -106,6 +106,29 @@ impl ModelClient {
         &self.endpoints
     }
 
+    /// The model names this client can call, primary first, without repeats (what `/model`
+    /// may switch between).
+    pub fn configured_models(&self) -> Vec<String> {
+        let mut models: Vec<String> = Vec::new();
+        for endpoint in &self.endpoints {
+            if !models.contains(&endpoint.model) {
+                models.push(endpoint.model.clone());
+            }
+        }
+        models
+    }
+
+    /// The same client with the first endpoint serving `model` as its primary (the others
+    /// stay fallbacks, in order); `None` when no endpoint serves it. Shares the connection
+    /// pool.
+    pub fn with_primary_model(&self, model: &str) -> Option<ModelClient> {
+        let index = self.endpoints.iter().position(|e| e.model == model)?;
+        let mut client = self.clone();
+        let chosen = client.endpoints.remove(index);
+        client.endpoints.insert(0, chosen);
+        Some(client)
+    }
+
     pub fn http_settings(&self) -> &HttpSettings {
         &self.http
     }

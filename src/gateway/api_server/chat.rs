@@ -223,9 +223,9 @@ pub async fn completions(
         .unwrap_or_else(|| state.model_name.to_string());
     let event = api_event(&session_id, &request.user_text);
     if request.stream {
-        return super::sse::stream(state, event, session_id, model).await;
+        return super::sse::stream(state, event, session_id, model, request.system).await;
     }
-    match state.router.submit_api(event, None).await {
+    match state.router.submit_api(event, None, request.system).await {
         Ok(reply) => {
             let body = json!({
                 "id": completion_id(),

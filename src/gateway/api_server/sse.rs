@@ -22,6 +22,7 @@ pub async fn stream(
     event: MessageEvent,
     session_id: String,
     model: String,
+    system: Option<String>,
 ) -> Response {
     let (deltas_tx, mut deltas) = crate::agent::event_channel();
     let (out, body) = mpsc::channel::<Event>(64);
@@ -46,7 +47,8 @@ pub async fn stream(
         if !send(chunk(json!({"role": "assistant"}), None)).await {
             return;
         }
-        let turn = tokio::spawn(async move { router.submit_api(event, Some(deltas_tx)).await });
+        let turn =
+            tokio::spawn(async move { router.submit_api(event, Some(deltas_tx), system).await });
         let mut streamed = false;
         while let Some(agent_event) = deltas.recv().await {
             if let AgentEvent::Delta(text) = agent_event {

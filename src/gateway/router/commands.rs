@@ -31,7 +31,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("steer", "Steer the running task after its next tool call"),
     ("approve", "Approve a pending command [session|always]"),
     ("deny", "Deny a pending command"),
-    ("model", "Show the model in use"),
+    ("model", "Show or switch the model [name] [--global]"),
     ("usage", "Show this session's token usage"),
     ("whoami", "Show who you are to the gateway"),
     ("sethome", "Make this chat the platform's home channel"),
@@ -100,6 +100,23 @@ impl Router {
             self.answer_silently(&job).await;
             return;
         }
+        if !is_known(name)
+            && let Some(text) = self.skill_turn_text(&job.event, name, &command.args)
+        {
+            if busy {
+                self.respond(
+                    &job,
+                    &format!(
+                        "⏳ `/{name}` has to wait until the current turn ends (or use `/stop`)."
+                    ),
+                )
+                .await;
+                return;
+            }
+            // The skill's instructions and the user's words run as this event's turn.
+            self.run_as_turn(slot, job, text).await;
+            return;
+        }
         if !is_known(name) {
             tracing::warn!(command = name, "unrecognized slash command");
             self.respond(&job, &unknown_text(name)).await;
@@ -116,7 +133,7 @@ impl Router {
         }
         let reply = match name {
             "help" => Some(help_text()),
-            "commands" => Some(self.commands_text(&command.args)),
+            "commands" => Some(self.commands_text(&job.event, &command.args)),
             "version" => Some(format!(
                 "hermesd {} (Hermes gateway compatible)",
                 env!("CARGO_PKG_VERSION")
@@ -128,7 +145,7 @@ impl Router {
             "steer" => self.steer_command(slot, &job, &command.args),
             "status" => Some(self.status_text(slot, &job.event).await),
             "usage" => Some(self.usage_text(&slot.key).await),
-            "model" => Some(self.model_text()),
+            "model" => Some(self.model_command(slot, &job.event, &command.args).await),
             "platform" => Some(self.platform_command(&command.args)),
             "restart" => Some(self.request_restart()),
             "sethome" => Some(self.set_home(&job.event)),
@@ -143,17 +160,7 @@ impl Router {
             "retry" => match self.retry_command(slot).await {
                 Ok(text) => {
                     // The retried message runs as this event's turn and answers it.
-                    let mut event = job.event.clone();
-                    event.text = text;
-                    self.run_turn(
-                        slot,
-                        Job {
-                            event,
-                            resumed: false,
-                            api: job.api,
-                        },
-                    )
-                    .await;
+                    self.run_as_turn(slot, job, text).await;
                     return;
                 }
                 Err(text) => Some(text),
@@ -166,9 +173,60 @@ impl Router {
         }
     }
 
-    fn commands_text(&self, args: &str) -> String {
+    /// Runs `text` as the turn of the command's event (which it answers).
+    async fn run_as_turn(&self, slot: &Arc<Slot>, job: Job, text: String) {
+        let mut event = job.event;
+        event.text = text;
+        let job = Job {
+            event,
+            resumed: false,
+            api: job.api,
+        };
+        self.run_turn(slot, job).await;
+    }
+
+    /// The skills usable on `platform`, as chat commands see them.
+    fn chat_skills(&self, platform: &str) -> Vec<crate::skills::Skill> {
+        match &self.live().agent {
+            Ok(deps) if deps.offers_tool("skill_view") => {
+                crate::skills::enabled(&deps.home, &deps.settings.skills, &deps.env, Some(platform))
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The turn text for `/name args` when `name` is one of the platform's skills.
+    fn skill_turn_text(&self, event: &MessageEvent, name: &str, args: &str) -> Option<String> {
+        let skills = self.chat_skills(&event.source.platform);
+        let skill = crate::skills::command::find(&skills, name)?;
+        match crate::skills::command::invocation(skill, args) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                tracing::warn!(skill = %skill.name, error = %e, "cannot read the skill");
+                None
+            }
+        }
+    }
+
+    fn commands_text(&self, event: &MessageEvent, args: &str) -> String {
         const PER_PAGE: usize = 20;
-        let pages = COMMANDS.len().div_ceil(PER_PAGE);
+        let skills = self.chat_skills(&event.source.platform);
+        let mut entries: Vec<(String, String)> = COMMANDS
+            .iter()
+            .map(|(n, d)| ((*n).to_owned(), (*d).to_owned()))
+            .collect();
+        for skill in &skills {
+            if let Some(slug) = crate::skills::command::slug(&skill.name)
+                && !is_known(&slug)
+            {
+                let description = match skill.short_description() {
+                    d if d.is_empty() => "Skill".to_owned(),
+                    d => format!("Skill: {d}"),
+                };
+                entries.push((slug, description));
+            }
+        }
+        let pages = entries.len().div_ceil(PER_PAGE);
         let page = match args.trim() {
             "" => 1,
             n => match n.parse::<usize>() {
@@ -177,7 +235,7 @@ impl Router {
             },
         };
         let mut text = format!("📋 Commands (page {page}/{pages})\n");
-        for (name, description) in COMMANDS.iter().skip((page - 1) * PER_PAGE).take(PER_PAGE) {
+        for (name, description) in entries.iter().skip((page - 1) * PER_PAGE).take(PER_PAGE) {
             text.push_str(&format!("\n/{name} — {description}"));
         }
         text
@@ -298,17 +356,6 @@ impl Router {
                 // Nothing runs: the text becomes an ordinary turn.
                 self.queue_command(slot, job, text)
             }
-        }
-    }
-
-    fn model_text(&self) -> String {
-        match &self.live().agent {
-            Ok(deps) => format!(
-                "**Model:** `{}`\nChange it with `model.default` in config.yaml (or `hermesd config`), \
-                 then reload hermesd (`systemctl reload hermesd` or SIGHUP).",
-                deps.model_name()
-            ),
-            Err(reason) => format!("No model is configured: {reason}"),
         }
     }
 

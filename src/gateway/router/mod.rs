@@ -12,6 +12,7 @@ mod fault;
 mod live;
 mod liveness;
 mod media_turn;
+mod model_command;
 mod outbox;
 mod pending_media;
 mod platforms;
@@ -270,6 +271,7 @@ impl Router {
         &self,
         event: MessageEvent,
         deltas: Option<crate::agent::EventSink>,
+        system: Option<String>,
     ) -> Result<ApiReply, String> {
         GatewayMetrics::incr(&self.metrics.events_in);
         let key = self.session_key(&event);
@@ -279,7 +281,9 @@ impl Router {
             Job {
                 event,
                 resumed: false,
-                api: Some(Arc::new(ApiResponder::new(reply, deltas))),
+                api: Some(Arc::new(
+                    ApiResponder::new(reply, deltas).with_system(system),
+                )),
             },
         );
         answer

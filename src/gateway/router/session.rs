@@ -96,6 +96,10 @@ impl Router {
         entry.session_id = session_id.to_owned();
         entry.updated_at = now_epoch();
         entry.set("is_fresh_reset", json!(fresh_reset));
+        if fresh_reset {
+            // A new conversation starts on the configured model, as Hermes's reset does.
+            entry.fields.remove("model_override");
+        }
         self.routing.save(&self.store, entry.clone()).await?;
         Ok(entry)
     }

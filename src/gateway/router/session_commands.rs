@@ -284,7 +284,11 @@ impl Router {
             }
         }
         if let Ok(deps) = &self.live().agent {
-            lines.push(format!("**Model:** `{}`", deps.model_name()));
+            let model = self
+                .session_model(&slot.key)
+                .filter(|m| deps.client.configured_models().contains(m))
+                .unwrap_or_else(|| deps.model_name());
+            lines.push(format!("**Model:** `{model}`"));
         }
         let state = if running { "Yes ⚡" } else { "No" };
         lines.push(format!("**Agent Running:** {state}"));

@@ -23,6 +23,8 @@ pub struct ApiResponder {
     reply: Mutex<Option<oneshot::Sender<Result<ApiReply, String>>>>,
     /// Streamed deltas for `stream: true` requests.
     pub deltas: Option<EventSink>,
+    /// The request's `system` messages, layered onto the session's prompt for this turn.
+    pub system: Option<String>,
 }
 
 impl ApiResponder {
@@ -33,7 +35,13 @@ impl ApiResponder {
         Self {
             reply: Mutex::new(Some(reply)),
             deltas,
+            system: None,
         }
+    }
+
+    pub fn with_system(mut self, system: Option<String>) -> Self {
+        self.system = system;
+        self
     }
 
     /// Answers the request; later answers are ignored.

@@ -85,7 +85,12 @@ impl Router {
             job.event = fetched;
         }
         let event = &job.event;
-        let Some(start) = self.turn_start(&job, &deps.model_name()).await else {
+        // The chat's `/model` choice, which also decides whether a photo can be shown.
+        let chosen = (event.source.platform != API_PLATFORM)
+            .then(|| self.session_model(&slot.key))
+            .flatten();
+        let model = chosen.clone().unwrap_or_else(|| deps.model_name());
+        let Some(start) = self.turn_start(&job, &model).await else {
             return;
         };
         let mut prepared = match self
@@ -105,6 +110,12 @@ impl Router {
         }
         let mut agent = prepared.agent;
         agent.attach_images(start.images);
+        agent.set_request_system(job.api.as_ref().and_then(|api| api.system.clone()));
+        if !agent.set_model(chosen.as_deref()) {
+            // The model was removed from config.yaml since `/model` chose it.
+            tracing::warn!(session_key = %slot.key, model = ?chosen, "the session's chosen model is no longer configured; using the default");
+            agent.set_model(None);
+        }
         let cancel = CancellationToken::new();
         let steer = Arc::new(Mutex::new(Vec::new()));
         agent.set_steer_inbox(steer.clone());

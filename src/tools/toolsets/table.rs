@@ -24,6 +24,9 @@ pub const HERMES_CORE_TOOLS: &[&str] = &[
     "session_search",
     "clarify",
     "delegate_task",
+    "skills_list",
+    "skill_view",
+    "skill_manage",
 ];
 
 /// The API server preset: everything but interactive UI tools such as clarify.
@@ -38,6 +41,9 @@ const API_SERVER_TOOLS: &[&str] = &[
     "memory",
     "session_search",
     "delegate_task",
+    "skills_list",
+    "skill_view",
+    "skill_manage",
 ];
 
 /// Webhook events may carry untrusted third-party text: no file or shell access.
@@ -70,7 +76,7 @@ pub const TOOLSETS: &[Toolset] = &[
     set("video_gen", &[]),
     set("computer_use", &[]),
     set("terminal", &["terminal", "process"]),
-    set("skills", &[]),
+    set("skills", &["skills_list", "skill_view", "skill_manage"]),
     set("browser", &[]),
     set("cronjob", &[]),
     set("file", FILE_TOOLS),
@@ -166,7 +172,10 @@ pub const LEGACY_TOOLSETS: &[(&str, &[&str])] = &[
     ("terminal_tools", &["terminal"]),
     ("vision_tools", &[]),
     ("image_tools", &[]),
-    ("skills_tools", &[]),
+    (
+        "skills_tools",
+        &["skills_list", "skill_view", "skill_manage"],
+    ),
     ("browser_tools", &[]),
     ("cronjob_tools", &[]),
     ("file_tools", FILE_TOOLS),

@@ -127,6 +127,37 @@ async fn read_body(request: Request, headers: &HeaderMap) -> Result<(Value, File
     Ok((body, Vec::new()))
 }
 
+/// Discord's documented limits on a bulk overwrite of global commands: at most 100 chat
+/// input commands, names 1–32 characters of letters and numbers (lowercase where a letter
+/// has case), `-` and `_`, descriptions 1–100 characters.
+/// <https://discord.com/developers/docs/interactions/application-commands#registering-a-command>
+/// <https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-naming>
+/// <https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-structure>
+fn invalid_commands(commands: &[Value]) -> Option<String> {
+    if commands.len() > 100 {
+        return Some(format!(
+            "Invalid Form Body: {} commands, at most 100",
+            commands.len()
+        ));
+    }
+    for command in commands {
+        let name = command["name"].as_str().unwrap_or("");
+        let name_ok = (1..=32).contains(&name.chars().count())
+            && name
+                .chars()
+                .all(|c| (c.is_alphanumeric() && !c.is_uppercase()) || c == '-' || c == '_');
+        let description = command["description"]
+            .as_str()
+            .unwrap_or("")
+            .chars()
+            .count();
+        if !name_ok || !(1..=100).contains(&description) {
+            return Some(format!("Invalid Form Body: command {name:?}"));
+        }
+    }
+    None
+}
+
 pub(crate) fn error(
     status: StatusCode,
     code: u64,
@@ -303,7 +334,11 @@ fn respond(
             crate::interactions::delete_original(state, token)
         }
         ("PUT", ["applications", _, "commands"]) => {
-            state.commands = body.as_array().cloned().unwrap_or_default();
+            let commands = body.as_array().cloned().unwrap_or_default();
+            if let Some(problem) = invalid_commands(&commands) {
+                return error(StatusCode::BAD_REQUEST, 50035, &problem);
+            }
+            state.commands = commands;
             ok(Value::Array(state.commands.clone()))
         }
         _ => {

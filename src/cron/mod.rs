@@ -6,6 +6,7 @@
 
 pub mod due;
 pub mod job;
+pub mod ops;
 pub mod output;
 pub mod schedule;
 pub mod skills;

@@ -74,12 +74,13 @@ pub fn inbound_unfinished_index_sql() -> String {
 }
 
 /// The gateway's table names (ours and the two shared with Hermes).
-pub const GATEWAY_TABLES: [&str; 5] = [
+pub const GATEWAY_TABLES: [&str; 6] = [
     "gateway_routing",
     "delivery_obligations",
     "hermesd_inbound_events",
     "hermesd_reply_edits",
     "hermesd_dead_letters",
+    "hermesd_cron_runs",
 ];
 
 /// Creates whatever is missing. Idempotent; runs as one writer command.
@@ -90,5 +91,6 @@ pub fn ensure(conn: &Connection) -> StoreResult<()> {
     conn.execute_batch(REPLY_EDITS_SQL)?;
     conn.execute_batch(&inbound_unfinished_index_sql())?;
     conn.execute_batch(super::dead_letters::DEAD_LETTERS_SQL)?;
+    conn.execute_batch(super::cron_runs::CRON_RUNS_SQL)?;
     Ok(())
 }

@@ -247,3 +247,52 @@ async fn bad_input_is_refused_and_a_corrupt_file_is_left_untouched() {
         "{\"jobs\": ["
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_made_from_a_chat_delivers_back_to_it_and_cron_lists_it() {
+    use fake_telegram::{Chat, User};
+    use support::fake_model::{FakeCall, Reply};
+    let quiet = format!("{FAST}display:\n  tool_progress: \"off\"\n");
+    let rig = start("", &quiet, &[]).await;
+    let chat = 7;
+    // The agent calls the tool (a repeating job and a one-shot), then answers.
+    let create = |name: &str, schedule: &str, prompt: &str| FakeCall {
+        id: name.into(),
+        name: "cronjob".into(),
+        arguments:
+            json!({"action": "create", "schedule": schedule, "prompt": prompt, "name": name})
+                .to_string(),
+    };
+    rig.model.push_all([
+        Step::Reply(Reply {
+            tool_calls: vec![
+                create("daily", "0 8 * * *", "morning digest"),
+                create("soon", &in_seconds(2), "tea reminder"),
+            ],
+            ..Reply::default()
+        }),
+        Step::text("Both are scheduled."),
+    ]);
+    rig.telegram
+        .push_text(Chat::private(chat), User::new(chat, "Ann"), "remind me");
+    let sent = rig.wait_sent_to(chat, 1).await;
+    assert!(sent[0].text.starts_with("Both are scheduled"), "{sent:?}");
+    // The one-shot runs in a fresh session and comes back to the chat it was made in.
+    let sent = rig.wait_sent_to(chat, 2).await;
+    assert!(sent[1].text.contains("echo: tea reminder"), "{sent:?}");
+    let home = rig.home.path().to_path_buf();
+    let daily = jobs(&home)
+        .into_iter()
+        .find(|j| j["name"] == "daily")
+        .expect("daily job");
+    assert_eq!(daily["deliver"], "origin");
+    assert_eq!(daily["origin"]["platform"], "telegram");
+    assert_eq!(daily["origin"]["chat_id"], chat.to_string());
+    rig.telegram
+        .push_text(Chat::private(chat), User::new(chat, "Ann"), "/cron");
+    let sent = rig.wait_sent_to(chat, 3).await;
+    let id = daily["id"].as_str().unwrap();
+    assert!(sent[2].text.contains(id), "{id} {sent:?}");
+    assert!(!sent[2].text.contains("tea reminder"), "{sent:?}");
+    rig.stop().await;
+}

@@ -8,7 +8,9 @@ use super::context::{ToolCtx, ToolLimits};
 use super::delegate::DelegationLimits;
 use super::error::ToolError;
 use super::registry::{AGENT_LEVEL_TOOLS, ToolEntry, ToolRegistry, check_fn, handler};
-use super::{clarify, delegate, files, memory, process_tool, session_search, terminal, todo};
+use super::{
+    clarify, cronjob, delegate, files, memory, process_tool, session_search, terminal, todo,
+};
 
 fn agent_level(name: &'static str, toolset: &str, schema: Value, emoji: &str) -> ToolEntry {
     debug_assert!(AGENT_LEVEL_TOOLS.contains(&name));
@@ -39,6 +41,7 @@ pub fn builtin_registry_with(limits: &ToolLimits, delegation: &DelegationLimits)
         registry.register(entry);
     }
     registry.register(clarify::entry());
+    registry.register(cronjob::entry());
     registry.register(agent_level("todo", "todo", todo::schema(), "📋"));
     registry.register(agent_level("memory", "memory", memory::schema(), "🧠"));
     registry.register(

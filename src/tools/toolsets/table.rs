@@ -24,6 +24,7 @@ pub const HERMES_CORE_TOOLS: &[&str] = &[
     "session_search",
     "clarify",
     "delegate_task",
+    "cronjob",
 ];
 
 /// The API server preset: everything but interactive UI tools such as clarify.
@@ -72,7 +73,7 @@ pub const TOOLSETS: &[Toolset] = &[
     set("terminal", &["terminal", "process"]),
     set("skills", &[]),
     set("browser", &[]),
-    set("cronjob", &[]),
+    set("cronjob", &["cronjob"]),
     set("file", FILE_TOOLS),
     set("tts", &[]),
     set("todo", &["todo"]),

@@ -296,3 +296,51 @@ async fn a_job_made_from_a_chat_delivers_back_to_it_and_cron_lists_it() {
     assert!(!sent[2].text.contains("tea reminder"), "{sent:?}");
     rig.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_keeps_a_corrupt_jobs_file_aside_and_doctor_reports_it() {
+    let mut rig = start("", FAST, &[]).await;
+    let home = rig.home.path().to_path_buf();
+    rig.stop_daemon().await;
+    std::fs::create_dir_all(home.join("cron")).unwrap();
+    std::fs::write(home.join("cron/jobs.json"), "{\"jobs\": [{\"id\": ").unwrap();
+    rig.start_daemon().await;
+    let line = rig
+        .daemon()
+        .wait_for_line("is not valid JSON", telegram_support::WAIT);
+    let line = line.expect("logged");
+    assert!(line.contains("kept aside"), "{line}");
+    let aside: Vec<_> = std::fs::read_dir(home.join("cron"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("jobs.json.corrupt-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(aside[0].path()).unwrap(),
+        "{\"jobs\": [{\"id\": "
+    );
+    let doctor = std::process::Command::new(support::daemon::HERMESD)
+        .args(["doctor", "--offline", "--json"])
+        .env_clear()
+        .envs(support::daemon::base_env(&home))
+        .env("TELEGRAM_BOT_TOKEN", fake_telegram::TOKEN)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(report.contains("jobs.json.corrupt-"), "{report}");
+    // Scheduling goes on: a new job runs.
+    add(
+        &home,
+        &in_seconds(1),
+        "after repair",
+        &["--deliver", &format!("telegram:{CHAT}")],
+    );
+    let sent = rig.wait_sent_to(CHAT, 1).await;
+    assert!(sent[0].text.contains("echo: after repair"), "{sent:?}");
+    rig.stop().await;
+}

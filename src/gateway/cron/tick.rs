@@ -19,12 +19,28 @@ impl CronScheduler {
         let loaded =
             tokio::task::spawn_blocking(move || -> Result<(JobsLock, JobsFile), StoreError> {
                 let lock = jobs.lock()?;
-                let file = jobs.load()?;
-                Ok((lock, file))
+                match jobs.load() {
+                    Ok(file) => Ok((lock, file)),
+                    // Moved aside under the lock, so no writer races the rename.
+                    Err(StoreError::Corrupt { path, reason }) => {
+                        let reason = match jobs.set_aside(&path) {
+                            Ok(aside) => format!("{reason}; kept aside as {}", aside.display()),
+                            Err(e) => format!("{reason}; cannot be moved aside: {e}"),
+                        };
+                        Err(StoreError::Corrupt { path, reason })
+                    }
+                    Err(e) => Err(e),
+                }
             })
             .await;
         let (lock, mut file) = match loaded {
             Ok(Ok(loaded)) => loaded,
+            Ok(Err(StoreError::Corrupt { path, reason })) => {
+                // Kept, never overwritten; scheduling goes on from an empty list.
+                tracing::error!(path = %path.display(), %reason,
+                    "the cron jobs file is not valid JSON (`hermesd doctor` reports it)");
+                return;
+            }
             Ok(Err(e)) => {
                 if self.first_report(e.to_string()) {
                     tracing::error!(error = %e, "scheduled jobs not run: cannot read the jobs file (`hermesd doctor` reports it)");

@@ -53,6 +53,12 @@ pub fn scan(
             }
             continue;
         }
+        // Parsing a schedule (a cron expression especially) costs far more than reading a
+        // timestamp, so it waits until the job is due or needs repair.
+        let next = job.next_run_at();
+        if next.is_some_and(|t| t.to_utc() > now) || running(job.id()) {
+            continue;
+        }
         let schedule = match job.schedule() {
             Ok(schedule) => schedule,
             Err(e) => {
@@ -63,7 +69,7 @@ pub fn scan(
                 continue;
             }
         };
-        let Some(next) = job.next_run_at() else {
+        let Some(next) = next else {
             // Edited by hand or never set: recompute, and run it from the next pass.
             let next = if schedule.is_once() {
                 schedule.next_run(now, job.last_run_at(), zone)
@@ -76,9 +82,6 @@ pub fn scan(
             }
             continue;
         };
-        if next.to_utc() > now || running(job.id()) {
-            continue;
-        }
         let late = (now - next.to_utc()).num_seconds();
         let grace = schedule.grace_seconds(now, zone);
         if late > grace {

@@ -20,8 +20,10 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use chrono::{DateTime, Utc};
+
 use super::router::Router;
-use crate::cron::{JobsStore, Zone};
+use crate::cron::{JobsFile, JobsStore, Zone};
 use crate::home::HermesHome;
 
 /// The scheduler of one gateway.
@@ -38,9 +40,44 @@ pub struct CronScheduler {
     wake: Notify,
     /// Ends the tick loop.
     stop: CancellationToken,
+    /// Ended runs whose outcome the next tick writes into `jobs.json` (they are durable in
+    /// state.db already: a crash before that write is repaired at the next start).
+    outcomes: Mutex<Vec<Outcome>>,
+    /// The jobs as last read or written, with the file version they match.
+    cache: Mutex<Option<(tick::FileStamp, JobsFile)>>,
     /// Interrupts running jobs (after the drain at shutdown).
     interrupt: CancellationToken,
     runs: TaskTracker,
+}
+
+/// How a run ended, to be written into its job.
+#[derive(Debug, Clone)]
+struct Outcome {
+    job_id: String,
+    scheduled_at: i64,
+    status: String,
+    error: Option<String>,
+    delivery_error: Option<String>,
+}
+
+impl Outcome {
+    /// Records the run in its job (removed when its repeat count is used up); a job removed
+    /// meanwhile is left removed.
+    fn apply(&self, file: &mut JobsFile, now: DateTime<Utc>, zone: Zone) {
+        let Some(index) = file.jobs.iter().position(|j| j.id() == self.job_id) else {
+            return;
+        };
+        let keep = file.jobs[index].record_run(
+            now,
+            zone,
+            &self.status,
+            self.error.as_deref(),
+            self.delivery_error.as_deref(),
+        );
+        if !keep {
+            file.jobs.remove(index);
+        }
+    }
 }
 
 impl CronScheduler {
@@ -55,6 +92,8 @@ impl CronScheduler {
             reported: Mutex::new(HashSet::new()),
             wake: Notify::new(),
             stop: CancellationToken::new(),
+            outcomes: Mutex::new(Vec::new()),
+            cache: Mutex::new(None),
             interrupt: CancellationToken::new(),
             runs: TaskTracker::new(),
         });
@@ -120,6 +159,25 @@ impl CronScheduler {
         } else {
             set.remove(job_id);
         }
+    }
+
+    /// Queues an ended run's outcome for the next tick and asks for that tick now.
+    fn push_outcome(&self, outcome: Outcome) {
+        self.outcomes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(outcome);
+        self.wake();
+    }
+
+    fn take_outcomes(&self) -> Vec<Outcome> {
+        std::mem::take(&mut *self.outcomes.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn requeue_outcomes(&self, outcomes: Vec<Outcome>) {
+        let mut queued = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
+        let newer = std::mem::replace(&mut *queued, outcomes);
+        queued.extend(newer);
     }
 
     /// True the first time `problem` is seen (so it is logged once).

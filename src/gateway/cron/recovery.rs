@@ -38,14 +38,13 @@ impl CronScheduler {
                 )
                 .await;
             } else if !run.job_recorded {
-                self.record_in_jobs_file(
-                    &run.job_id,
-                    run.scheduled_at,
-                    run.status.as_deref().unwrap_or("error"),
-                    run.error.clone(),
-                    None,
-                )
-                .await;
+                self.push_outcome(super::Outcome {
+                    job_id: run.job_id.clone(),
+                    scheduled_at: run.scheduled_at,
+                    status: run.status.clone().unwrap_or_else(|| "error".into()),
+                    error: run.error.clone(),
+                    delivery_error: None,
+                });
             }
         }
     }

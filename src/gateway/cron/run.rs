@@ -253,8 +253,13 @@ impl CronScheduler {
             }
         }
         tracing::info!(job_id = job.id(), job = %name, status, scheduled_at, "scheduled run finished");
-        self.record_in_jobs_file(job.id(), scheduled_at, status, error, delivery_error)
-            .await;
+        self.push_outcome(super::Outcome {
+            job_id: job.id().to_owned(),
+            scheduled_at,
+            status: status.to_owned(),
+            error,
+            delivery_error,
+        });
     }
 
     fn save_record(&self, job: &JobRecord, result: &RunResult, note: Option<&str>, keep: u64) {
@@ -279,60 +284,6 @@ impl CronScheduler {
         };
         if let Err(e) = output::save(&self.jobs.output_dir(), &record, keep as i64) {
             tracing::warn!(job_id = job.id(), error = %e, "cannot write the run record");
-        }
-    }
-
-    /// Writes the outcome into the job (or removes it when its repeat count is used up),
-    /// then notes in state.db that it is written.
-    pub(super) async fn record_in_jobs_file(
-        &self,
-        job_id: &str,
-        scheduled_at: i64,
-        status: &str,
-        error: Option<String>,
-        delivery_error: Option<String>,
-    ) {
-        let jobs = self.jobs.clone();
-        let zone = self.zone();
-        let now = Utc::now();
-        let id = job_id.to_owned();
-        let status = status.to_owned();
-        let stamp = crate::cron::schedule::format_timestamp(zone.at(now));
-        let written = tokio::task::spawn_blocking(move || {
-            jobs.update(&stamp, |file| {
-                let Some(index) = file.jobs.iter().position(|j| j.id() == id) else {
-                    return;
-                };
-                let keep = file.jobs[index].record_run(
-                    now,
-                    zone,
-                    &status,
-                    error.as_deref(),
-                    delivery_error.as_deref(),
-                );
-                if !keep {
-                    file.jobs.remove(index);
-                }
-            })
-        })
-        .await;
-        match written {
-            Ok(Ok(())) => {
-                if let Err(e) = self
-                    .router
-                    .store()
-                    .mark_cron_run_recorded(job_id, scheduled_at)
-                    .await
-                {
-                    tracing::warn!(job_id, error = %e, "cannot note a recorded run; it is written again at the next start");
-                }
-            }
-            Ok(Err(e)) => {
-                tracing::error!(job_id, error = %e, "cannot write a run's outcome into the jobs file; retried at the next start")
-            }
-            Err(e) => {
-                tracing::error!(job_id, error = %e, "cannot write a run's outcome into the jobs file")
-            }
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Scheduled jobs through the real binary, the fake Bot API and the fake model: a job added
-//! with `hermesd cron add` while the daemon runs is picked up at the next tick and delivered
-//! once through the ledger; `kill -9` during a run closes it with a notice after the restart
+//! with `hermesd cron add` while the daemon runs is picked up at the next tick (on its own
+//! model) and delivered once through the ledger; `kill -9` during a run closes it with a notice after the restart
 //! and never runs it again; runs missed while the daemon was down run once within their grace
 //! window and are skipped (logged, `last_status`) beyond it; bad input is refused and a
 //! broken job never stops the others; a corrupt jobs file is left untouched.
@@ -34,6 +34,8 @@ async fn a_job_added_while_running_is_delivered_once_and_recorded() {
             &format!("telegram:{CHAT}"),
             "--name",
             "weather",
+            "--model",
+            "weather-model",
         ],
     );
     let sent = rig.wait_sent_to(CHAT, 1).await;
@@ -84,6 +86,11 @@ async fn a_job_added_while_running_is_delivered_once_and_recorded() {
         .filter(|m| m["role"] == "user")
         .count();
     assert_eq!(users, 1);
+    assert_eq!(
+        job_request.model(),
+        Some("weather-model"),
+        "the job's model override"
+    );
     rig.stop().await;
 }
 

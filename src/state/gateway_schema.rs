@@ -4,7 +4,7 @@
 //!
 //! `gateway_routing` and `delivery_obligations` are Hermes 0.19's own tables with its exact
 //! DDL (`hermes_state.py`, `gateway/delivery_ledger.py`): Python and hermesd share them.
-//! `hermesd_inbound_events` and `hermesd_dead_letters` are ours; the `hermesd_` prefix keeps it clear of any Hermes name.
+//! `hermesd_inbound_events`, `hermesd_dead_letters` and `hermesd_cron_runs` are ours; the `hermesd_` prefix keeps it clear of any Hermes name.
 //! Every statement is `IF NOT EXISTS`: an existing table (possibly created by Python) is never
 //! altered.
 

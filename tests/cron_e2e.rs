@@ -351,3 +351,43 @@ async fn the_daemon_keeps_a_corrupt_jobs_file_aside_and_doctor_reports_it() {
     assert!(sent[0].text.contains("echo: after repair"), "{sent:?}");
     rig.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chained_output_and_a_toolset_limit_reach_the_run() {
+    let mut rig = start("", FAST, &[]).await;
+    let home = rig.home.path().to_path_buf();
+    rig.stop_daemon().await;
+    // Job A ran before (its record is on disk); job B reads it and may only use `memory`.
+    std::fs::create_dir_all(home.join("cron/output/aaaaaaaaaaaa")).unwrap();
+    std::fs::write(
+        home.join("cron/output/aaaaaaaaaaaa/2026-01-01_08-00-00.md"),
+        "# Cron Job: collect\n\n## Response\n\nthree new papers on tides\n",
+    )
+    .unwrap();
+    let file = json!({"jobs": [
+        {"id": "bbbbbbbbbbbb", "name": "digest", "prompt": "summarise what was collected",
+         "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+         "repeat": {"times": null, "completed": 0}, "enabled": true, "state": "scheduled",
+         "next_run_at": chrono::Utc::now().to_rfc3339(), "deliver": "local",
+         "context_from": ["aaaaaaaaaaaa"], "enabled_toolsets": ["memory"]}
+    ]});
+    std::fs::write(home.join("cron/jobs.json"), file.to_string()).unwrap();
+    rig.start_daemon().await;
+    rig.model.wait_for_requests(1, telegram_support::WAIT).await;
+    let request = &rig.model.requests()[0];
+    let body = request.body["messages"].to_string();
+    assert!(
+        body.contains("three new papers on tides") && body.contains("summarise what was collected"),
+        "{body}"
+    );
+    let tools: Vec<String> = request.body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|d| d["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(tools, ["memory"], "only the job's toolset is offered");
+    rig.stop().await;
+}

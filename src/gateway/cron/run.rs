@@ -78,11 +78,34 @@ impl CronScheduler {
         let Some(deps) = self.router.agent_deps() else {
             return RunResult::Failed("no model provider is configured".into());
         };
+        if job
+            .get("base_url")
+            .and_then(|v| v.as_str())
+            .is_some_and(|u| !u.is_empty())
+        {
+            return RunResult::Failed(
+                "the job sets base_url, a per-job endpoint hermesd does not support; set provider/model instead".into(),
+            );
+        }
         let workdir = job
             .get("workdir")
             .and_then(|w| w.as_str())
             .filter(|w| !w.is_empty());
-        let deps = if job.model().is_some() || job.provider().is_some() || workdir.is_some() {
+        let toolsets: Option<Vec<String>> = job
+            .get("enabled_toolsets")
+            .and_then(|v| v.as_array())
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .filter(|list: &Vec<String>| !list.is_empty());
+        let deps = if job.model().is_some()
+            || job.provider().is_some()
+            || workdir.is_some()
+            || toolsets.is_some()
+        {
             let Some(client) = deps.client.overridden(job.provider(), job.model()) else {
                 return RunResult::Failed(format!(
                     "the job asks for provider {:?}, which is not configured",
@@ -93,11 +116,15 @@ impl CronScheduler {
             if let Some(dir) = workdir {
                 copy.settings.cwd = dir.into();
             }
+            if toolsets.is_some() {
+                copy.settings.enabled_toolsets = toolsets;
+            }
             Arc::new(copy)
         } else {
             deps
         };
         let (prompt, _) = skills::prepare_prompt(job.prompt(), &job.skills());
+        let prompt = self.with_context_from(job, prompt);
         let mut agent = match Agent::create(deps, run.session_id.clone(), "cron", None).await {
             Ok(agent) => agent,
             Err(e) => return RunResult::Failed(e.to_string()),
@@ -260,6 +287,39 @@ impl CronScheduler {
             error,
             delivery_error,
         });
+    }
+
+    /// The reference's job chaining: the latest run record of each job in `context_from`
+    /// goes before the prompt.
+    fn with_context_from(&self, job: &JobRecord, prompt: String) -> String {
+        let ids: Vec<String> = match job.get("context_from") {
+            Some(serde_json::Value::String(id)) => vec![id.clone()],
+            Some(serde_json::Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut parts = Vec::new();
+        for id in ids {
+            let latest = output::job_output_dir(&self.jobs.output_dir(), &id)
+                .and_then(|dir| std::fs::read_dir(dir).ok())
+                .and_then(|entries| {
+                    entries
+                        .filter_map(Result::ok)
+                        .map(|e| e.path())
+                        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+                        .max()
+                })
+                .and_then(|path| std::fs::read_to_string(path).ok());
+            if let Some(text) = latest {
+                parts.push(format!("Latest output of scheduled job {id}:\n\n{text}"));
+            }
+        }
+        if parts.is_empty() {
+            return prompt;
+        }
+        format!("{}\n\n---\n\n{prompt}", parts.join("\n\n---\n\n"))
     }
 
     fn save_record(&self, job: &JobRecord, result: &RunResult, note: Option<&str>, keep: u64) {

@@ -247,6 +247,15 @@ async fn bad_input_is_refused_and_a_corrupt_file_is_left_untouched() {
         String::from_utf8_lossy(&out.stderr).contains("not a valid jobs file"),
         "{out:?}"
     );
+    let out = cron_cli(home, &["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["readable"], false, "{status}");
+    assert!(
+        status["error"]
+            .as_str()
+            .unwrap()
+            .contains("not a valid jobs file")
+    );
     let out = cron_cli(home, &["pause", "anything"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(

@@ -107,6 +107,11 @@ impl HermesHome {
         self.path.join("state.db")
     }
 
+    /// `cron/`: `jobs.json`, its `.jobs.lock` and the run outputs, shared with Python.
+    pub fn cron_dir(&self) -> PathBuf {
+        self.path.join("cron")
+    }
+
     pub fn config_yaml(&self) -> PathBuf {
         self.path.join("config.yaml")
     }

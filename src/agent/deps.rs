@@ -174,11 +174,20 @@ impl AgentDeps {
     /// background processes, memory, to-do lists) so nothing in flight is lost. Agents
     /// holding the old copy finish their turn on the old model.
     pub fn reconfigured(&self, loaded: &LoadedConfig, client: ModelClient) -> Self {
+        let mut copy = self.with_model_client(client);
+        copy.settings = AgentSettings::from_config(&loaded.config, self.settings.cwd.clone());
+        copy.env = child_env(&self.home, &loaded.env);
+        copy
+    }
+
+    /// A copy that talks through `client` (a scheduled job's model override) and shares
+    /// everything else, settings included.
+    pub fn with_model_client(&self, client: ModelClient) -> Self {
         Self {
             client,
             registry: self.registry.clone(),
             store: self.store.clone(),
-            settings: AgentSettings::from_config(&loaded.config, self.settings.cwd.clone()),
+            settings: self.settings.clone(),
             home: self.home.clone(),
             approvals: Arc::clone(&self.approvals),
             processes: Arc::clone(&self.processes),
@@ -186,7 +195,7 @@ impl AgentDeps {
             clarify: self.clarify.clone(),
             delegation: self.delegation,
             limits: self.limits,
-            env: child_env(&self.home, &loaded.env),
+            env: self.env.clone(),
             todos: Arc::clone(&self.todos),
         }
     }

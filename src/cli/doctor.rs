@@ -3,6 +3,7 @@
 //! included). Read-only: it never creates the home, migrates state.db or sends a message.
 
 mod check;
+mod cron;
 mod local;
 mod network;
 mod probes;
@@ -39,6 +40,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &DoctorArgs)
     checks.push(local::home_directory(home));
     checks.extend(local::secret_permissions(home));
     checks.push(local::state_db(home));
+    checks.extend(cron::jobs_file(home));
     checks.push(local::free_disk(home));
     // Belt and braces: whatever a check says goes through the log redactor's masking too.
     let redactor = Redactor::new(env_secrets(env));

@@ -1,6 +1,7 @@
 //! The command line: global flags, subcommands, and dispatch to their implementations.
 
 mod chat;
+mod cron;
 mod doctor;
 mod format;
 mod health;
@@ -75,6 +76,11 @@ pub enum Command {
         #[command(subcommand)]
         command: pairing::PairingCommand,
     },
+    /// List and manage scheduled jobs (cron/jobs.json, shared with `hermes cron`).
+    Cron {
+        #[command(subcommand)]
+        command: cron::CronCommand,
+    },
     /// Check config, permissions, state.db, tokens, the model endpoint and disk space.
     Doctor(doctor::DoctorArgs),
     /// Install or remove the systemd unit for this binary and home.
@@ -135,6 +141,7 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
         },
         Command::Sessions { command } => sessions::run(&home, &env, command),
         Command::Pairing { command } => pairing::run(&home, &env, command),
+        Command::Cron { command } => cron::run(&home, &env, command),
         Command::Doctor(args) => doctor::run(&home, &env, &args),
         Command::Service { command } => service::run(&home, &env, command),
         Command::Health(args) => health::run(&home, &env, &args),

@@ -18,6 +18,7 @@ const IGNORED_LISTS: &[(&str, &[&str])] = &[
     ("agent", IGNORED_AGENT),
     ("approvals", IGNORED_APPROVALS),
     ("compression", IGNORED_COMPRESSION),
+    ("cron", IGNORED_CRON),
     ("display", IGNORED_DISPLAY),
     ("display.platforms.*", IGNORED_DISPLAY_PLATFORM),
     ("fallback_providers[]", IGNORED_FALLBACK),

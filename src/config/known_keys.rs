@@ -13,7 +13,7 @@ use super::raw::Unknown;
 pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "_config_version", "always_log_local", "auxiliary", "bedrock", "bot_mode", "browser",
     "checkpoints", "code_execution", "computer_use", "context",
-    "context_file_read_timeout", "credential_pool_strategies", "cron", "curator",
+    "context_file_read_timeout", "credential_pool_strategies", "curator",
     "custom_providers", "dashboard", "database", "delegation", "desktop", "doctor",
     "fallback_model", "file_read_max_chars", "filter_silence_narration", "goals", "honcho",
     "hooks", "hooks_auto_accept", "human_delay", "kanban", "local_runtime", "logging",
@@ -26,7 +26,7 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "plugins", "prefill_messages_file", "privacy", "profile_routes", "prompt_caching", "proxy",
     "quick_commands", "reset_by_platform", "reset_by_type", "reset_triggers", "runtime", "secrets",
     "security", "session", "session_store_max_age_days", "sessions",
-    "smart_model_routing", "systemd_watchdog_seconds", "telemetry", "terminal", "timezone", "tool_loop_guardrails",
+    "smart_model_routing", "systemd_watchdog_seconds", "telemetry", "terminal", "tool_loop_guardrails",
     "tool_output", "tools", "toolsets", "tts", "updates", "vault", "vertex", "voice", "wake_word",
     "web", "worktree", "write_sessions_json", "x_search",
 ];
@@ -89,6 +89,15 @@ pub const IGNORED_APPROVALS: &[&str] = &[
 ];
 
 pub const IGNORED_SESSION_RESET: &[&str] = &["bg_process_max_age_hours"];
+
+/// `cron.*` keys for Hermes features hermesd does not have (external schedulers, mirroring
+/// deliveries into chat sessions).
+pub const IGNORED_CRON: &[&str] = &[
+    "chronos",
+    "mirror_delivery",
+    "provider",
+    "session_db_timeout_seconds",
+];
 
 #[rustfmt::skip]
 pub const IGNORED_DISPLAY: &[&str] = &[
@@ -203,6 +212,7 @@ mod tests {
             IGNORED_FALLBACK,
             IGNORED_APPROVALS,
             IGNORED_SESSION_RESET,
+            IGNORED_CRON,
             IGNORED_DISPLAY,
             IGNORED_DISPLAY_PLATFORM,
             IGNORED_AGENT,

@@ -9,6 +9,7 @@
 
 mod choice;
 pub mod cli;
+mod cron;
 mod delivery;
 pub mod durations;
 mod env_overrides;
@@ -45,6 +46,7 @@ pub use choice::{
     ApiMode, ApprovalMode, BusyInputMode, Choice, ImageInputMode, ReplyToMode, ResetMode,
     StreamingTransport, ToolProgress, UnauthorizedDmBehavior,
 };
+pub use cron::CronConfig;
 pub use delivery::{DeliveryConfig, MAX_RATE_LIMIT_DEADLINE_SECS};
 pub use error::{ConfigError, ConfigErrors};
 pub use media::{AuxVisionConfig, MediaConfig, STT_PROVIDERS, SttConfig, SttOpenAiConfig};

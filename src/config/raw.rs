@@ -56,6 +56,9 @@ pub struct RawConfig {
     pub platforms: Option<Section<RawPlatforms>>,
     pub gateway: Option<Section<RawGateway>>,
     pub delivery: Option<Section<super::delivery::RawDelivery>>,
+    pub cron: Option<Section<super::cron::RawCron>>,
+    /// IANA zone for cron schedules (Hermes's top-level key).
+    pub timezone: Option<Value>,
     /// Hermes's auxiliary-model tasks; only `title_generation.enabled` is read, the rest is
     /// left for the Python Hermes sharing the file.
     pub auxiliary: Option<Value>,

@@ -40,6 +40,7 @@ pub struct Config {
     pub auxiliary: AuxiliaryConfig,
     /// How long a reply may wait out a platform's flow control.
     pub delivery: super::delivery::DeliveryConfig,
+    pub cron: super::cron::CronConfig,
     /// Outbound networking: the proxy variables and the extra CA files (`SSL_CERT_FILE`,
     /// `tls.ca_certificates`), shared by every client through `hermes_adapter::net::Net`.
     pub network: hermes_adapter::net::NetSettings,
@@ -95,6 +96,7 @@ impl Default for Config {
             admin: AdminConfig::default(),
             auxiliary: AuxiliaryConfig::default(),
             delivery: super::delivery::DeliveryConfig::default(),
+            cron: super::cron::CronConfig::default(),
             network: hermes_adapter::net::NetSettings::default(),
             media: super::media::MediaConfig::default(),
             skills: super::skills::SkillsConfig::default(),

@@ -150,6 +150,7 @@ pub fn validate(
         api_server: listeners::api_server(&mut issues, &blocks, env),
         admin: listeners::admin(&mut issues, raw.admin.as_ref()),
         delivery: super::delivery::delivery(&mut issues, raw.delivery.as_ref()),
+        cron: super::cron::cron(&mut issues, raw.cron.as_ref(), raw.timezone.as_ref(), env),
         network: network::network(&mut issues, raw.tls.as_ref(), env),
         media: super::media::media(&mut issues, raw, &gateway),
         skills: super::skills::skills(&mut issues, raw.skills.as_ref()),

@@ -6,7 +6,8 @@
 //! Applied live (see `router/live.rs`): authorization (allowlists, allow-all flags, group
 //! and DM gating, from config and environment alike), display, streaming and busy-input
 //! settings, reset policies, the agent's inputs (model, providers, fallbacks, turn
-//! budget, compression), and the photo and voice settings (`media`: vision routing, STT). Everything else is read once at start — platform tokens and
+//! budget, compression), the photo and voice settings (`media`: vision routing, STT), and
+//! the scheduler's per-tick `cron.*` settings. Everything else is read once at start — platform tokens and
 //! switches, adapter `extra` settings, the HTTP API and admin listeners and key, approval
 //! settings, session-key shape, the daemon's `HERMESD_*` knobs — and is reported as needing
 //! a restart.
@@ -33,6 +34,11 @@ const LIVE_SECTIONS: &[&str] = &[
     "agent.max_turns",
     // Photos and voice: read from the live config for every event that carries them.
     "media",
+    // The scheduler reads these at every tick; `cron.max_parallel_jobs` sizes it at start.
+    "cron.output_retention",
+    "cron.run_timeout",
+    "cron.tick_seconds",
+    "cron.wrap_response",
 ];
 
 /// Config paths whose effect authorization already reports as `auth.*` entries.

@@ -111,6 +111,8 @@ pub struct GatewayRunner {
     ingress: CancellationToken,
     admin_stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+    /// Scheduled jobs (`cron/jobs.json`).
+    pub cron: Arc<super::cron::CronScheduler>,
     /// Runs for the gateway's whole life; its end means the runtime lost a vital task.
     janitor: JoinHandle<()>,
     servers: Vec<JoinHandle<std::io::Result<()>>>,
@@ -208,6 +210,7 @@ impl GatewayRunner {
                 tracing::info!(replies = sent, "undelivered replies sent again");
             }
         }));
+        let cron = super::cron::CronScheduler::start(home, router.clone());
         let mut api_addr = None;
         if let Some(listener) = api_listener {
             api_addr = listener.local_addr().ok();
@@ -260,6 +263,7 @@ impl GatewayRunner {
             ingress,
             admin_stop,
             tasks,
+            cron,
             janitor,
             servers,
             drain_timeout: options.drain_timeout,
@@ -292,7 +296,10 @@ impl GatewayRunner {
         tracing::info!("shutdown: stopping ingress");
         self.router.begin_shutdown();
         self.ingress.cancel();
-        let drained = wait_idle(&self.router, self.drain_timeout).await;
+        let (_, drained) = tokio::join!(
+            self.cron.shutdown(self.drain_timeout),
+            wait_idle(&self.router, self.drain_timeout)
+        );
         if !drained {
             let running = self.router.running_turns();
             tracing::warn!(

@@ -76,6 +76,22 @@ pub enum WriteCommand {
         raw: String,
         error: String,
     },
+    /// Claims a scheduled run (`hermesd_cron_runs`); `Changed(0)` when already claimed.
+    ClaimCronRun {
+        job_id: String,
+        scheduled_at: i64,
+        session_id: String,
+        owner: OwnerStamp,
+    },
+    /// Ends a running claim and records its reply obligations in one savepoint.
+    FinishCronRun {
+        end: Box<super::cron_runs::CronRunEnd>,
+        owner: OwnerStamp,
+    },
+    MarkCronRunRecorded {
+        job_id: String,
+        scheduled_at: i64,
+    },
     /// Deletes finished inbound events last updated before `before` (epoch seconds).
     PruneInbound {
         before: f64,
@@ -223,6 +239,9 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
         | WriteCommand::MarkInbound { .. }
         | WriteCommand::PruneInbound { .. }
         | WriteCommand::RecordDeadLetter { .. }
+        | WriteCommand::ClaimCronRun { .. }
+        | WriteCommand::FinishCronRun { .. }
+        | WriteCommand::MarkCronRunRecorded { .. }
         | WriteCommand::AnswerInbound { .. }
         | WriteCommand::CreateObligation { .. }
         | WriteCommand::AnswerInboundByEdit { .. }
@@ -262,6 +281,17 @@ fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outco
             raw,
             error,
         } => super::dead_letters::record(conn, platform, item_id, chat_id.as_deref(), raw, error),
+        WriteCommand::ClaimCronRun {
+            job_id,
+            scheduled_at,
+            session_id,
+            owner,
+        } => super::cron_runs::claim(conn, job_id, *scheduled_at, session_id, *owner),
+        WriteCommand::FinishCronRun { end, owner } => super::cron_runs::finish(conn, end, *owner),
+        WriteCommand::MarkCronRunRecorded {
+            job_id,
+            scheduled_at,
+        } => super::cron_runs::mark_recorded(conn, job_id, *scheduled_at),
         WriteCommand::AnswerInbound {
             platform,
             event_id,

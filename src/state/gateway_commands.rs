@@ -116,7 +116,7 @@ pub fn create_obligation(
     Ok(Outcome::Changed(inserted))
 }
 
-fn insert_obligation(
+pub(super) fn insert_obligation(
     conn: &Connection,
     o: &NewObligation,
     owner: OwnerStamp,

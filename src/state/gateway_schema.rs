@@ -4,7 +4,7 @@
 //!
 //! `gateway_routing` and `delivery_obligations` are Hermes 0.19's own tables with its exact
 //! DDL (`hermes_state.py`, `gateway/delivery_ledger.py`): Python and hermesd share them.
-//! `hermesd_inbound_events` and `hermesd_dead_letters` are ours; the `hermesd_` prefix keeps it clear of any Hermes name.
+//! `hermesd_inbound_events`, `hermesd_dead_letters` and `hermesd_cron_runs` are ours; the `hermesd_` prefix keeps it clear of any Hermes name.
 //! Every statement is `IF NOT EXISTS`: an existing table (possibly created by Python) is never
 //! altered.
 
@@ -74,12 +74,13 @@ pub fn inbound_unfinished_index_sql() -> String {
 }
 
 /// The gateway's table names (ours and the two shared with Hermes).
-pub const GATEWAY_TABLES: [&str; 5] = [
+pub const GATEWAY_TABLES: [&str; 6] = [
     "gateway_routing",
     "delivery_obligations",
     "hermesd_inbound_events",
     "hermesd_reply_edits",
     "hermesd_dead_letters",
+    "hermesd_cron_runs",
 ];
 
 /// Creates whatever is missing. Idempotent; runs as one writer command.
@@ -90,5 +91,6 @@ pub fn ensure(conn: &Connection) -> StoreResult<()> {
     conn.execute_batch(REPLY_EDITS_SQL)?;
     conn.execute_batch(&inbound_unfinished_index_sql())?;
     conn.execute_batch(super::dead_letters::DEAD_LETTERS_SQL)?;
+    conn.execute_batch(super::cron_runs::CRON_RUNS_SQL)?;
     Ok(())
 }

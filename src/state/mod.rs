@@ -6,6 +6,7 @@
 
 mod commands;
 mod connection;
+mod cron_runs;
 mod dead_letters;
 mod encode;
 mod error;
@@ -35,6 +36,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use commands::{Outcome, WriteCommand};
 pub use connection::{PageCache, READER_CACHE_KIB, WRITER_CACHE_KIB};
+pub use cron_runs::{CronRun, CronRunEnd};
 pub use dead_letters::DeadLetterRow;
 pub use encode::content_text;
 pub use error::{StoreError, StoreResult};

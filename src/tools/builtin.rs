@@ -9,7 +9,7 @@ use super::delegate::DelegationLimits;
 use super::error::ToolError;
 use super::registry::{AGENT_LEVEL_TOOLS, ToolEntry, ToolRegistry, check_fn, handler};
 use super::{
-    clarify, delegate, files, memory, process_tool, session_search, skills, terminal, todo,
+    clarify, cronjob, delegate, files, memory, process_tool, session_search, skills, terminal, todo,
 };
 
 fn agent_level(name: &'static str, toolset: &str, schema: Value, emoji: &str) -> ToolEntry {
@@ -44,6 +44,7 @@ pub fn builtin_registry_with(limits: &ToolLimits, delegation: &DelegationLimits)
     for entry in skills::entries() {
         registry.register(entry);
     }
+    registry.register(cronjob::entry());
     registry.register(agent_level("todo", "todo", todo::schema(), "📋"));
     registry.register(agent_level("memory", "memory", memory::schema(), "🧠"));
     registry.register(

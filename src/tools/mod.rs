@@ -12,6 +12,7 @@ pub mod builtin;
 pub mod clarify;
 mod coerce;
 pub mod context;
+pub mod cronjob;
 pub mod delegate;
 mod env;
 pub mod error;

@@ -101,6 +101,27 @@ impl ModelClient {
         })
     }
 
+    /// The same client with another primary: the configured endpoint of `provider` (the
+    /// primary's when `None`) asked for `model` (its own when `None`); the fallbacks stay.
+    /// `None` when no configured endpoint belongs to `provider`.
+    pub fn overridden(&self, provider: Option<&str>, model: Option<&str>) -> Option<ModelClient> {
+        let index = match provider {
+            None => 0,
+            Some(name) => self.endpoints.iter().position(|e| e.provider == name)?,
+        };
+        let mut endpoints = self.endpoints.clone();
+        let mut primary = endpoints.remove(index);
+        if let Some(model) = model {
+            primary.model = model.to_owned();
+        }
+        endpoints.insert(0, primary);
+        Some(ModelClient {
+            endpoints,
+            http: self.http.clone(),
+            client: self.client.clone(),
+        })
+    }
+
     /// The primary endpoint first, then the fallbacks in order.
     pub fn endpoints(&self) -> &[Endpoint] {
         &self.endpoints

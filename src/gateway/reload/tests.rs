@@ -176,3 +176,14 @@ fn photo_and_voice_settings_are_applied_live() {
     );
     assert!(found.need_restart.is_empty(), "{found:?}");
 }
+
+#[test]
+fn per_tick_cron_settings_apply_live_and_the_pool_size_needs_a_restart() {
+    let old = loaded(base(), &[]);
+    let mut config = base();
+    config.cron.tick_seconds = 5;
+    config.cron.max_parallel_jobs = 9;
+    let found = changes(&old, &loaded(config, &[]));
+    assert_eq!(found.applied, vec!["cron.tick_seconds"]);
+    assert_eq!(found.need_restart, vec!["cron.max_parallel_jobs"]);
+}

@@ -36,6 +36,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("whoami", "Show who you are to the gateway"),
     ("sethome", "Make this chat the platform's home channel"),
     ("sessions", "List recent sessions"),
+    ("cron", "List this chat's scheduled jobs"),
     ("help", "Show help"),
     ("commands", "List commands [page]"),
     ("platform", "Pause, resume or list platforms"),
@@ -55,7 +56,7 @@ const ALIASES: &[(&str, &str)] = &[
 /// Commands that act on the running turn or only read state; the rest wait or are refused.
 const MID_TURN: &[&str] = &[
     "stop", "new", "status", "queue", "steer", "approve", "deny", "help", "commands", "version",
-    "whoami", "platform", "restart", "usage",
+    "whoami", "platform", "restart", "usage", "cron",
 ];
 
 /// The command in `event`, if its text is one (`/name@bot args`).
@@ -150,6 +151,7 @@ impl Router {
             "restart" => Some(self.request_restart()),
             "sethome" => Some(self.set_home(&job.event)),
             "sessions" => Some(self.sessions_text(&job.event).await),
+            "cron" => Some(self.cron_text(&job.event).await),
             "title" => Some(
                 self.title_command(&slot.key, &job.event.source, &command.args)
                     .await,

@@ -6,6 +6,7 @@
 
 mod busy;
 pub mod commands;
+mod cron_command;
 mod dead_letter;
 mod failure;
 mod fault;

@@ -104,6 +104,20 @@ impl Router {
         }
     }
 
+    /// Sends obligations recorded outside a turn (a scheduled job's output) on their chat's
+    /// lane, like any reply.
+    pub fn send_recorded(&self, platform: &str, chat_id: &str, obligation_ids: Vec<String>) {
+        let replies = obligation_ids
+            .into_iter()
+            .map(|obligation_id| Outgoing {
+                obligation_id,
+                reply_to: None,
+                event_id: None,
+            })
+            .collect();
+        self.send_later(platform, chat_id, replies);
+    }
+
     /// A lane's task: delivers its chat's replies in order until none is left.
     async fn run_lane(self: Arc<Self>, key: LaneKey) {
         while let Some(next) = self.outbox.next(&key) {

@@ -55,6 +55,13 @@ impl Router {
         self.platforms.get(platform)
     }
 
+    /// The chat platforms this gateway runs, sorted (where scheduled jobs can deliver).
+    pub fn platform_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.platforms.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
     /// Sends a notice outside the ledger (acks, progress lines, pairing codes): best effort,
     /// never journaled, never retried beyond the delivery policy.
     pub(super) async fn send_direct(&self, source: &SessionSource, text: &str) {

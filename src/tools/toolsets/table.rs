@@ -27,6 +27,7 @@ pub const HERMES_CORE_TOOLS: &[&str] = &[
     "skills_list",
     "skill_view",
     "skill_manage",
+    "cronjob",
 ];
 
 /// The API server preset: everything but interactive UI tools such as clarify.
@@ -78,7 +79,7 @@ pub const TOOLSETS: &[Toolset] = &[
     set("terminal", &["terminal", "process"]),
     set("skills", &["skills_list", "skill_view", "skill_manage"]),
     set("browser", &[]),
-    set("cronjob", &[]),
+    set("cronjob", &["cronjob"]),
     set("file", FILE_TOOLS),
     set("tts", &[]),
     set("todo", &["todo"]),

@@ -1,0 +1,261 @@
+//! `hermesd cron list | add | edit | pause | resume | remove | run | status`: the owner's
+//! shell view of `cron/jobs.json`, safe to use while the daemon (or Python's `hermes`) runs
+//! on the same home — every change is one locked write, and the daemon sees it at its next
+//! tick. Bad input is one `error:` line, exit 1; `--json` prints machine-readable output.
+
+use std::collections::BTreeMap;
+
+use chrono::Utc;
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use super::EXIT_FAILURE;
+use crate::cron::ops::{JobEdit, Jobs, summary};
+use crate::cron::{JobRecord, JobsStore, NewJob, Zone};
+use crate::home::HermesHome;
+
+#[derive(Debug, Subcommand)]
+pub enum CronCommand {
+    /// List scheduled jobs.
+    List {
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a job: SCHEDULE ("30m", "every 2h", "0 9 * * *", "2026-02-03T14:00") and PROMPT.
+    Add(AddArgs),
+    /// Change a job's schedule, prompt, name, target, repeat count, skills or model.
+    Edit(EditArgs),
+    /// Pause a job (it keeps its schedule).
+    Pause {
+        job: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resume a paused job from now.
+    Resume {
+        job: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a job and its run records.
+    Remove {
+        job: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a job at the daemon's next look, whatever its schedule.
+    Run {
+        job: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Is the jobs file readable, how many jobs, what runs next, is a gateway running.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What `add` and `edit` both set.
+#[derive(Debug, Args)]
+pub struct JobFlags {
+    #[arg(long)]
+    pub name: Option<String>,
+    /// local, origin, all, a platform (its home channel) or platform:chat_id[:thread_id].
+    #[arg(long)]
+    pub deliver: Option<String>,
+    /// Runs before the job is removed (default: forever; one-shots run once).
+    #[arg(long)]
+    pub repeat: Option<i64>,
+    /// A skill to load for the run (repeat the flag for several; on edit, replaces them).
+    #[arg(long = "skill")]
+    pub skills: Vec<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Print the job as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    pub schedule: String,
+    pub prompt: String,
+    /// Absolute directory the job's tools work in.
+    #[arg(long)]
+    pub workdir: Option<String>,
+    #[command(flatten)]
+    pub flags: JobFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    pub job: String,
+    #[arg(long)]
+    pub schedule: Option<String>,
+    #[arg(long)]
+    pub prompt: Option<String>,
+    #[command(flatten)]
+    pub flags: JobFlags,
+}
+
+/// The configured zone, or an error naming the key.
+fn zone(home: &HermesHome, env: &BTreeMap<String, String>) -> Result<Zone, String> {
+    let loaded =
+        crate::config::load(home, env).map_err(|e| format!("invalid configuration:\n{e}"))?;
+    Zone::parse(&loaded.config.cron.timezone).map_err(|e| format!("timezone: {e}"))
+}
+
+fn print_job(job: &JobRecord, json: bool, verb: &str) {
+    if json {
+        println!("{}", job.to_value());
+    } else {
+        println!("{verb} {}", summary(job));
+    }
+}
+
+pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: CronCommand) -> i32 {
+    let zone = match zone(home, env) {
+        Ok(zone) => zone,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return crate::config::EXIT_CONFIG;
+        }
+    };
+    let jobs = Jobs::new(JobsStore::new(home.cron_dir()), zone);
+    let now = Utc::now();
+    let result = match command {
+        CronCommand::List { json } => list(&jobs, json),
+        CronCommand::Add(args) => {
+            let json = args.flags.json;
+            let flags = args.flags;
+            jobs.create(
+                NewJob {
+                    prompt: args.prompt,
+                    schedule: args.schedule,
+                    name: flags.name,
+                    repeat: flags.repeat,
+                    deliver: flags.deliver,
+                    origin: None,
+                    skills: flags.skills,
+                    model: flags.model,
+                    provider: flags.provider,
+                    workdir: args.workdir,
+                },
+                now,
+            )
+            .map(|job| print_job(&job, json, "added"))
+        }
+        CronCommand::Edit(args) => {
+            let json = args.flags.json;
+            let flags = args.flags;
+            let edit = JobEdit {
+                schedule: args.schedule,
+                prompt: args.prompt,
+                name: flags.name,
+                deliver: flags.deliver,
+                repeat: flags.repeat,
+                skills: (!flags.skills.is_empty()).then_some(flags.skills),
+                model: flags.model,
+                provider: flags.provider,
+            };
+            jobs.edit(&args.job, edit, now)
+                .map(|job| print_job(&job, json, "edited"))
+        }
+        CronCommand::Pause { job, json } => jobs
+            .pause(&job, None, now)
+            .map(|j| print_job(&j, json, "paused")),
+        CronCommand::Resume { job, json } => jobs
+            .resume(&job, now)
+            .map(|j| print_job(&j, json, "resumed")),
+        CronCommand::Remove { job, json } => jobs
+            .remove(&job, now)
+            .map(|j| print_job(&j, json, "removed")),
+        CronCommand::Run { job, json } => jobs
+            .trigger(&job, now)
+            .map(|j| print_job(&j, json, "due now (runs at the daemon's next look):")),
+        CronCommand::Status { json } => {
+            status(home, &jobs, json);
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_FAILURE
+        }
+    }
+}
+
+fn list(jobs: &Jobs, json: bool) -> Result<(), String> {
+    let all = jobs.list()?;
+    if json {
+        let values: Vec<Value> = all.iter().map(JobRecord::to_value).collect();
+        println!("{}", Value::Array(values));
+    } else if all.is_empty() {
+        println!("no scheduled jobs");
+    } else {
+        for job in &all {
+            println!("{}", summary(job));
+        }
+    }
+    Ok(())
+}
+
+fn status(home: &HermesHome, jobs: &Jobs, json: bool) {
+    let pid_file = home.path().join(crate::gateway::instance_lock::PID_FILE);
+    let gateway = crate::gateway::lock_record::read_json::<
+        crate::gateway::lock_record::ProcessRecord,
+    >(&pid_file)
+    .filter(|r| r.is_live_gateway())
+    .map(|r| r.pid);
+    let (readable, count, active, next) = match jobs.list() {
+        Ok(all) => {
+            let active: Vec<&JobRecord> = all.iter().filter(|j| j.enabled()).collect();
+            let next = active
+                .iter()
+                .filter_map(|j| j.next_run_at().map(|t| (t, j.id().to_owned())))
+                .min_by_key(|(t, _)| *t);
+            (Ok(()), all.len(), active.len(), next)
+        }
+        Err(e) => (Err(e), 0, 0, None),
+    };
+    if json {
+        println!(
+            "{}",
+            json!({
+                "jobs_file": jobs.store.jobs_path(),
+                "readable": readable.is_ok(),
+                "error": readable.as_ref().err(),
+                "jobs": count,
+                "active": active,
+                "next_run_at": next.as_ref().map(|(t, _)| crate::cron::schedule::format_timestamp(*t)),
+                "next_job_id": next.as_ref().map(|(_, id)| id),
+                "gateway_pid": gateway,
+            })
+        );
+        return;
+    }
+    match &readable {
+        Ok(()) => println!(
+            "jobs file: {} ({count} jobs, {active} active)",
+            jobs.store.jobs_path().display()
+        ),
+        Err(e) => println!("jobs file: NOT READABLE — {e}"),
+    }
+    match next {
+        Some((t, id)) => println!(
+            "next run: {} (job {id})",
+            crate::cron::schedule::format_timestamp(t)
+        ),
+        None => println!("next run: none"),
+    }
+    match gateway {
+        Some(pid) => println!("gateway: running (pid {pid}); it runs due jobs"),
+        None => println!("gateway: not running; jobs run only while `hermesd run` does"),
+    }
+}

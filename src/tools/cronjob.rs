@@ -1,0 +1,276 @@
+//! The `cronjob` tool: the agent schedules, lists and manages jobs in `cron/jobs.json` for
+//! the person it is talking to. A job made in a chat delivers back to that chat by default
+//! (its `origin`, read from the session's routing entry); a scheduled run cannot schedule
+//! more jobs. Every answer is a JSON object; refusals say what to change.
+
+use chrono::Utc;
+use serde_json::{Value, json};
+
+use super::context::ToolCtx;
+use super::error::ToolError;
+use super::registry::{ToolEntry, check_fn, handler};
+use crate::cron::ops::{JobEdit, Jobs, summary};
+use crate::cron::{JobRecord, JobsStore, NewJob, Zone};
+
+const DESCRIPTION: &str = "Schedule work for later or on a repeat, and manage scheduled work. \
+action=create needs `schedule` and `prompt`: the prompt runs later in a brand-new session that \
+knows nothing of this chat, so write it so it stands alone. Its final answer is sent to this \
+chat unless `deliver` says otherwise. Schedules: \"30m\" or \"2h\" (once, after that delay), \
+\"every 30m\" (repeating), a five-field cron expression such as \"0 8 * * 1-5\", or a date and \
+time such as \"2026-06-01T09:00\". action=list shows the jobs with their ids; update, pause, \
+resume, remove and run (at once) take `job_id` (an id from list, or an exact name). A job \
+that has nothing to report may answer exactly [SILENT] and nothing is sent.";
+
+fn schema() -> Value {
+    json!({
+        "name": "cronjob",
+        "description": DESCRIPTION,
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": ["create", "list", "update", "pause", "resume", "remove", "run"],
+                    "description": "What to do."},
+                "job_id": {"type": "string", "description": "The job to act on (id from list, or its exact name)."},
+                "prompt": {"type": "string", "description": "The self-contained instruction a run follows."},
+                "schedule": {"type": "string", "description": "When it runs (see above)."},
+                "name": {"type": "string", "description": "A short label."},
+                "repeat": {"type": "integer", "description": "How many runs before the job is removed; omit for no limit."},
+                "deliver": {"type": "string", "description": "Where output goes: origin (this chat, the default), local (kept, not sent), a platform name (its home channel), or platform:chat_id[:thread_id]; comma-separate several."},
+                "skills": {"type": "array", "items": {"type": "string"}, "description": "Skills to load before the prompt; an empty list clears them on update."},
+                "model": {"type": "object", "properties": {"provider": {"type": "string"}, "model": {"type": "string"}},
+                    "required": ["model"], "description": "Another model (and provider) for this job's runs."},
+                "workdir": {"type": "string", "description": "Absolute directory the run's tools work in."}
+            },
+            "required": ["action"]
+        }
+    })
+}
+
+/// The tool's registry entry (shown only where the state store is available, since the
+/// origin chat comes from it).
+pub fn entry() -> ToolEntry {
+    ToolEntry::new("cronjob", "cronjob", schema(), handler(call))
+        .with_emoji("⏰")
+        .with_check(check_fn(|ctx: &ToolCtx| ctx.store.is_some()))
+}
+
+fn text(args: &Value, key: &str) -> Option<String> {
+    args.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn refuse(message: impl Into<String>) -> Result<String, ToolError> {
+    Ok(json!({"success": false, "error": message.into()}).to_string())
+}
+
+fn job_json(job: &JobRecord) -> Value {
+    json!({
+        "job_id": job.id(), "name": job.name(), "schedule": job.schedule_display(),
+        "next_run_at": job.get("next_run_at"), "last_run_at": job.get("last_run_at"),
+        "last_status": job.get("last_status"), "state": job.state(), "enabled": job.enabled(),
+        "deliver": job.deliver(), "skills": job.skills(), "summary": summary(job),
+    })
+}
+
+/// The chat this session talks in, from its routing entry; `None` outside a chat.
+async fn origin(ctx: &ToolCtx) -> Option<Value> {
+    let store = ctx.store.as_ref()?;
+    let scope = ctx.home.path().join("sessions");
+    let scope = std::fs::canonicalize(&scope)
+        .unwrap_or(scope)
+        .display()
+        .to_string();
+    let entries = store.load_routing(&scope).await.ok()?;
+    let entry = entries
+        .values()
+        .find(|e| e.get("session_id").and_then(Value::as_str) == Some(ctx.session_id.as_str()))?;
+    let origin = entry.get("origin")?;
+    let mut kept = serde_json::Map::new();
+    for key in ["platform", "chat_id", "chat_name", "thread_id"] {
+        if let Some(v) = origin.get(key).filter(|v| !v.is_null()) {
+            kept.insert(key.into(), v.clone());
+        }
+    }
+    (kept.contains_key("platform") && kept.contains_key("chat_id")).then_some(Value::Object(kept))
+}
+
+/// The zone schedules are read in: the configuration's, else the host's.
+fn zone(ctx: &ToolCtx) -> Zone {
+    crate::config::load(&ctx.home, &ctx.env)
+        .ok()
+        .and_then(|loaded| Zone::parse(&loaded.config.cron.timezone).ok())
+        .unwrap_or(Zone::Host)
+}
+
+async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
+    let action = text(&args, "action").unwrap_or_default().to_lowercase();
+    let jobs = Jobs::new(JobsStore::new(ctx.home.cron_dir()), zone(&ctx));
+    let now = Utc::now();
+    let model = args.get("model");
+    let model_name = model
+        .and_then(|m| m.get("model"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let provider = model
+        .and_then(|m| m.get("provider"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let skills: Option<Vec<String>> = args.get("skills").and_then(Value::as_array).map(|items| {
+        items
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect()
+    });
+    let job_ref = text(&args, "job_id");
+    let needs_job = || {
+        job_ref
+            .clone()
+            .ok_or("this action needs job_id (see action=list)".to_owned())
+    };
+    let is_cron_run = ctx.session_id.starts_with("cron_");
+    let outcome: Result<Value, String> = match action.as_str() {
+        "create" if is_cron_run => Err("a scheduled run cannot schedule further jobs".into()),
+        "create" => {
+            let (Some(schedule), Some(prompt)) = (text(&args, "schedule"), text(&args, "prompt")) else {
+                return refuse("create needs both schedule and prompt");
+            };
+            let new = NewJob {
+                prompt,
+                schedule,
+                name: text(&args, "name"),
+                repeat: args.get("repeat").and_then(Value::as_i64),
+                deliver: text(&args, "deliver"),
+                origin: origin(&ctx).await,
+                skills: skills.unwrap_or_default(),
+                model: model_name,
+                provider,
+                workdir: text(&args, "workdir"),
+            };
+            tokio::task::spawn_blocking(move || jobs.create(new, now))
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|r| r)
+                .map(|job| json!({"success": true, "job": job_json(&job)}))
+        }
+        "list" => tokio::task::spawn_blocking(move || jobs.list())
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r)
+            .map(|all| json!({"success": true, "jobs": all.iter().map(job_json).collect::<Vec<_>>()})),
+        "update" | "pause" | "resume" | "remove" | "run" => {
+            let reference = match needs_job() {
+                Ok(reference) => reference,
+                Err(e) => return refuse(e),
+            };
+            let edit = JobEdit {
+                schedule: text(&args, "schedule"),
+                prompt: text(&args, "prompt"),
+                name: text(&args, "name"),
+                deliver: text(&args, "deliver"),
+                repeat: args.get("repeat").and_then(Value::as_i64),
+                skills,
+                model: model_name,
+                provider,
+            };
+            let action = action.clone();
+            tokio::task::spawn_blocking(move || match action.as_str() {
+                "update" => jobs.edit(&reference, edit, now),
+                "pause" => jobs.pause(&reference, None, now),
+                "resume" => jobs.resume(&reference, now),
+                "remove" => jobs.remove(&reference, now),
+                _ => jobs.trigger(&reference, now),
+            })
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r)
+            .map(|job| json!({"success": true, "job": job_json(&job)}))
+        }
+        other => Err(format!(
+            "unknown action {other:?}; use create, list, update, pause, resume, remove or run"
+        )),
+    };
+    match outcome {
+        Ok(value) => Ok(value.to_string()),
+        Err(e) => refuse(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Value {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[tokio::test]
+    async fn create_list_pause_and_bad_input_through_the_tool() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolCtx::for_tests(dir.path());
+        let made = parse(&call(ctx.clone(), json!({"action": "create", "schedule": "every 2h", "prompt": "check the feed", "skills": ["news"]})).await.unwrap());
+        assert_eq!(made["success"], true, "{made}");
+        let id = made["job"]["job_id"].as_str().unwrap().to_owned();
+        assert_eq!(
+            made["job"]["deliver"], "local",
+            "no chat here, so nothing to deliver back to"
+        );
+        let listed = parse(&call(ctx.clone(), json!({"action": "list"})).await.unwrap());
+        assert_eq!(listed["jobs"][0]["skills"], json!(["news"]));
+        let paused = parse(
+            &call(ctx.clone(), json!({"action": "pause", "job_id": id}))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(paused["job"]["state"], "paused");
+        let bad = parse(
+            &call(
+                ctx.clone(),
+                json!({"action": "create", "schedule": "whenever", "prompt": "x"}),
+            )
+            .await
+            .unwrap(),
+        );
+        assert_eq!(bad["success"], false);
+        assert!(
+            bad["error"].as_str().unwrap().contains("accepted forms"),
+            "{bad}"
+        );
+        let bad = parse(
+            &call(
+                ctx.clone(),
+                json!({"action": "create", "schedule": "1h", "prompt": "x", "deliver": "pager"}),
+            )
+            .await
+            .unwrap(),
+        );
+        assert!(
+            bad["error"].as_str().unwrap().contains("not a platform"),
+            "{bad}"
+        );
+        let bad = parse(
+            &call(ctx.clone(), json!({"action": "remove"}))
+                .await
+                .unwrap(),
+        );
+        assert!(bad["error"].as_str().unwrap().contains("job_id"), "{bad}");
+        let mut in_run = ctx.clone();
+        in_run.session_id = "cron_abc_20260101_000000".into();
+        let bad = parse(
+            &call(
+                in_run,
+                json!({"action": "create", "schedule": "1h", "prompt": "x"}),
+            )
+            .await
+            .unwrap(),
+        );
+        assert!(
+            bad["error"].as_str().unwrap().contains("cannot schedule"),
+            "{bad}"
+        );
+        let removed = parse(
+            &call(ctx, json!({"action": "remove", "job_id": id}))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(removed["success"], true);
+    }
+}

@@ -4,6 +4,7 @@ mod chat;
 mod doctor;
 mod format;
 mod health;
+mod mcp;
 mod pairing;
 mod run;
 mod service;
@@ -77,6 +78,11 @@ pub enum Command {
     },
     /// Check config, permissions, state.db, tokens, the model endpoint and disk space.
     Doctor(doctor::DoctorArgs),
+    /// Inspect the configured MCP servers (Model Context Protocol tools).
+    Mcp {
+        #[command(subcommand)]
+        command: mcp::McpCommand,
+    },
     /// Install or remove the systemd unit for this binary and home.
     Service {
         #[command(subcommand)]
@@ -111,7 +117,12 @@ impl Cli {
         match self.command {
             Some(Command::Chat(_)) => "off",
             // Their report is the output; only problems should interleave with it.
-            Some(Command::Doctor(_) | Command::Health(_) | Command::Service { .. }) => "warn",
+            Some(
+                Command::Doctor(_)
+                | Command::Health(_)
+                | Command::Service { .. }
+                | Command::Mcp { .. },
+            ) => "warn",
             _ => "info",
         }
     }
@@ -136,6 +147,7 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
         Command::Sessions { command } => sessions::run(&home, &env, command),
         Command::Pairing { command } => pairing::run(&home, &env, command),
         Command::Doctor(args) => doctor::run(&home, &env, &args),
+        Command::Mcp { command } => mcp::run(&home, &env, command),
         Command::Service { command } => service::run(&home, &env, command),
         Command::Health(args) => health::run(&home, &env, &args),
     }

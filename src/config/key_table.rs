@@ -22,6 +22,8 @@ const IGNORED_LISTS: &[(&str, &[&str])] = &[
     ("display.platforms.*", IGNORED_DISPLAY_PLATFORM),
     ("fallback_providers[]", IGNORED_FALLBACK),
     ("gateway", IGNORED_GATEWAY),
+    ("mcp_servers.*", IGNORED_MCP_SERVER),
+    ("mcp_servers.*.tools", &["prompts", "resources"]),
     ("model", IGNORED_MODEL),
     ("platforms.*", IGNORED_PLATFORM),
     ("platforms.*.home_channel", IGNORED_HOME_CHANNEL),

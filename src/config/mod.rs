@@ -16,6 +16,7 @@ mod error;
 mod known_keys;
 mod layers;
 mod listeners;
+mod mcp;
 mod network;
 mod parse;
 mod platform_types;
@@ -45,6 +46,7 @@ pub use choice::{
 };
 pub use delivery::{DeliveryConfig, MAX_RATE_LIMIT_DEADLINE_SECS};
 pub use error::{ConfigError, ConfigErrors};
+pub use mcp::{DEFAULT_MCP_CONNECT_TIMEOUT, DEFAULT_MCP_TIMEOUT, McpServerConfig, McpTransport};
 pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
 };

@@ -56,6 +56,8 @@ pub struct RawConfig {
     pub platforms: Option<Section<RawPlatforms>>,
     pub gateway: Option<Section<RawGateway>>,
     pub delivery: Option<Section<super::delivery::RawDelivery>>,
+    /// The MCP servers (validated in `mcp.rs`, which reads the untyped tree itself).
+    pub mcp_servers: Option<Value>,
     /// Hermes's auxiliary-model tasks; only `title_generation.enabled` is read, the rest is
     /// left for the Python Hermes sharing the file.
     pub auxiliary: Option<Value>,

@@ -40,6 +40,8 @@ pub struct Config {
     pub auxiliary: AuxiliaryConfig,
     /// How long a reply may wait out a platform's flow control.
     pub delivery: super::delivery::DeliveryConfig,
+    /// The MCP servers whose tools the agent may call, by name.
+    pub mcp_servers: BTreeMap<String, super::mcp::McpServerConfig>,
     /// Outbound networking: the proxy variables and the extra CA files (`SSL_CERT_FILE`,
     /// `tls.ca_certificates`), shared by every client through `hermes_adapter::net::Net`.
     pub network: hermes_adapter::net::NetSettings,
@@ -89,6 +91,7 @@ impl Default for Config {
             admin: AdminConfig::default(),
             auxiliary: AuxiliaryConfig::default(),
             delivery: super::delivery::DeliveryConfig::default(),
+            mcp_servers: BTreeMap::new(),
             network: hermes_adapter::net::NetSettings::default(),
         }
     }

@@ -150,6 +150,7 @@ pub fn validate(
         api_server: listeners::api_server(&mut issues, &blocks, env),
         admin: listeners::admin(&mut issues, raw.admin.as_ref()),
         delivery: super::delivery::delivery(&mut issues, raw.delivery.as_ref()),
+        mcp_servers: super::mcp::mcp_servers(&mut issues, raw.mcp_servers.as_ref()),
         network: network::network(&mut issues, raw.tls.as_ref(), env),
         auxiliary: AuxiliaryConfig {
             title_generation: TitleGenerationConfig {

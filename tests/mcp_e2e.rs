@@ -377,3 +377,27 @@ async fn sighup_adds_reconfigures_and_removes_servers() {
         offered_tools(&model, last)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_past_its_timeout_is_a_tool_error_and_cancelled_on_the_server() {
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().unwrap();
+    write_config(home.path(), &stdio_server("quick", "    timeout: 2\n"));
+    let daemon = start(home.path(), &model).await;
+    wait_for_servers(&daemon, "connected", |s| connected(s, "quick")).await;
+
+    // The per-call timeout: the model gets a tool error, the server a cancellation.
+    let timed_out = home.path().join("timeout.pid");
+    model.push_all([
+        Step::Reply(Reply::tool_call(
+            "mcp__quick__hang",
+            json!({"marker": timed_out.display().to_string()}),
+        )),
+        Step::text("gave up"),
+    ]);
+    assert_eq!(chat(&daemon, "hang briefly").await, "gave up");
+    let results = tool_results(&model, 1);
+    assert!(results[0].contains("did not answer within"), "{results:?}");
+    let cancelled = timed_out.with_extension("pid.cancelled");
+    assert_eq!(wait_for_file(&cancelled).await, "cancelled");
+}

@@ -304,6 +304,23 @@ async fn a_server_killed_mid_call_fails_that_call_and_is_restarted_for_the_next(
     let new_pid: Value = serde_json::from_str(&results[0]).unwrap();
     let new_pid = new_pid["result"].as_str().unwrap().to_owned();
     assert_ne!(new_pid, pid.trim(), "a new server process answers");
+
+    // Stopping the daemon stops its servers: no orphaned child is left behind.
+    let (status, _) = tokio::task::spawn_blocking(move || daemon.terminate())
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{new_pid}"));
+    let deadline = Instant::now() + WAIT;
+    while proc_dir.exists()
+        && !std::fs::read_to_string(proc_dir.join("stat")).is_ok_and(|s| s.contains(") Z "))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "server {new_pid} outlived the daemon"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -118,6 +118,29 @@ impl McpHub {
             .collect()
     }
 
+    /// Waits until no server is still making its first connection attempt, at most as long
+    /// as the longest `connect_timeout` allows (`hermesd chat` offers the tools from its
+    /// first message, as Hermes's CLI waits for discovery).
+    pub async fn settled(&self) {
+        let limit = {
+            let running = self.inner.servers.lock().unwrap_or_else(|e| e.into_inner());
+            running
+                .values()
+                .map(|task| task.config.connect_timeout)
+                .max()
+                .unwrap_or_default()
+        };
+        let deadline = tokio::time::Instant::now() + limit + Duration::from_secs(1);
+        while self
+            .statuses()
+            .values()
+            .any(|s| s.state == ServerState::Connecting && s.failures == 0)
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Closes every session (stdio servers are stopped), waiting at most `limit`.
     pub async fn shutdown(&self, limit: Duration) {
         let tasks: Vec<ServerTask> = {

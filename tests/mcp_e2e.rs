@@ -119,7 +119,7 @@ async fn the_model_calls_stdio_and_http_tools_and_reads_their_results() {
     let model = FakeModel::start().await;
     let home = tempfile::tempdir().unwrap();
     let servers = format!(
-        "{}  remote:\n    url: {}\n    headers: {{Authorization: Bearer mcp-header-secret-0123}}\n    tools: {{exclude: [hang]}}\n",
+        "{}  remote:\n    url: {}\n    headers: {{Authorization: Bearer mcp-header-secret-0123}}\n    tools: {{exclude: [hang], prompts: false}}\n",
         stdio_server(
             "local",
             "    tools: {include: [echo, env_names, picture, grow, extra]}\n"
@@ -143,8 +143,12 @@ async fn the_model_calls_stdio_and_http_tools_and_reads_their_results() {
         [
             "mcp__local__echo",
             "mcp__local__env_names",
+            "mcp__local__get_prompt",
             "mcp__local__grow",
-            "mcp__local__picture"
+            "mcp__local__list_prompts",
+            "mcp__local__list_resources",
+            "mcp__local__picture",
+            "mcp__local__read_resource",
         ]
     );
     assert_eq!(servers["remote"]["transport"], "http");
@@ -154,21 +158,40 @@ async fn the_model_calls_stdio_and_http_tools_and_reads_their_results() {
             Reply::tool_call("mcp__local__echo", json!({"text": "over stdio"}))
                 .with_tool_call("mcp__remote__add", json!({"a": 2, "b": 40}))
                 .with_tool_call("mcp__local__env_names", json!({}))
-                .with_tool_call("mcp__local__picture", json!({})),
+                .with_tool_call("mcp__local__picture", json!({}))
+                .with_tool_call(
+                    "mcp__local__read_resource",
+                    json!({"uri": "memo://greeting"}),
+                )
+                .with_tool_call(
+                    "mcp__local__get_prompt",
+                    json!({"name": "review", "arguments": {"topic": "the patch"}}),
+                ),
         ),
         Step::text("done"),
     ]);
     assert_eq!(chat(&daemon, "use the tools").await, "done");
     let offered = offered_tools(&model, 0);
-    for name in ["mcp__local__echo", "mcp__remote__add", "mcp__remote__hang"] {
+    for (name, offered_to_model) in [
+        ("mcp__local__echo", true),
+        ("mcp__remote__add", true),
+        ("mcp__remote__hang", false),
+        ("mcp__remote__list_resources", true),
+        ("mcp__remote__list_prompts", false),
+        ("mcp__local__list_prompts", true),
+    ] {
         assert_eq!(
             offered.contains(&name.to_owned()),
-            name != "mcp__remote__hang",
+            offered_to_model,
             "{name} in {offered:?}"
         );
     }
     let results = tool_results(&model, 1);
-    assert_eq!(results.len(), 4, "{results:#?}");
+    assert_eq!(results.len(), 6, "{results:#?}");
+    assert_eq!(results[4], r#"{"result":"hello from a resource"}"#);
+    let prompt: Value = serde_json::from_str(&results[5]).unwrap();
+    assert_eq!(prompt["messages"][0]["role"], "user", "{prompt}");
+    assert_eq!(prompt["messages"][0]["content"], "Please review the patch.");
     let echoed: Value = serde_json::from_str(&results[0]).unwrap();
     assert_eq!(echoed["result"], "echo:over stdio", "{echoed}");
     let sum: Value = serde_json::from_str(&results[1]).unwrap();

@@ -23,7 +23,6 @@ const IGNORED_LISTS: &[(&str, &[&str])] = &[
     ("fallback_providers[]", IGNORED_FALLBACK),
     ("gateway", IGNORED_GATEWAY),
     ("mcp_servers.*", IGNORED_MCP_SERVER),
-    ("mcp_servers.*.tools", &["prompts", "resources"]),
     ("model", IGNORED_MODEL),
     ("platforms.*", IGNORED_PLATFORM),
     ("platforms.*.home_channel", IGNORED_HOME_CHANNEL),

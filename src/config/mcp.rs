@@ -75,6 +75,10 @@ pub struct McpServerConfig {
     pub include: Vec<String>,
     /// `tools.exclude`: these tools are left out (ignored when `include` is set).
     pub exclude: Vec<String>,
+    /// `tools.resources`: the list/read resource helper tools (when the server has resources).
+    pub resources: bool,
+    /// `tools.prompts`: the list/get prompt helper tools (when the server has prompts).
+    pub prompts: bool,
 }
 
 impl McpServerConfig {
@@ -160,15 +164,17 @@ fn server(
         "a positive number of seconds",
     );
     let enabled = issues.bool(field("enabled"), true);
-    let (include, exclude) = filters(issues, prefix, entry.get("tools"));
+    let filters = filters(issues, prefix, entry.get("tools"));
     let transport = transport(issues, prefix, entry)?;
     Some(McpServerConfig {
         transport,
         timeout: Duration::from_secs_f64(timeout),
         connect_timeout: Duration::from_secs_f64(connect_timeout),
         enabled,
-        include,
-        exclude,
+        include: filters.include,
+        exclude: filters.exclude,
+        resources: filters.resources,
+        prompts: filters.prompts,
     })
 }
 
@@ -241,36 +247,42 @@ fn string_map(issues: &mut Issues, key: &str, value: Option<&Value>) -> BTreeMap
     out
 }
 
-/// `tools.include` / `tools.exclude` (a name or a list of names).
-fn filters(issues: &mut Issues, prefix: &str, tools: Option<&Value>) -> (Vec<String>, Vec<String>) {
+/// What `tools:` selects.
+struct Filters {
+    include: Vec<String>,
+    exclude: Vec<String>,
+    resources: bool,
+    prompts: bool,
+}
+
+/// `tools.include` / `tools.exclude` (a name or a list of names), `tools.resources` and
+/// `tools.prompts` (on by default).
+fn filters(issues: &mut Issues, prefix: &str, tools: Option<&Value>) -> Filters {
     let key = join(prefix, "tools");
+    let mut filters = Filters {
+        include: Vec::new(),
+        exclude: Vec::new(),
+        resources: true,
+        prompts: true,
+    };
     let Some(tools) = tools.filter(|v| !v.is_null()) else {
-        return (Vec::new(), Vec::new());
+        return filters;
     };
     let Some(map) = tools.as_object() else {
         issues.error(&key, format!("expected a mapping, got {}", kind(tools)));
-        return (Vec::new(), Vec::new());
+        return filters;
     };
-    for (name, value) in map {
-        match name.as_str() {
-            "include" | "exclude" => {}
-            // Hermes's resource and prompt helper tools: hermesd registers none, so turning
-            // them off changes nothing and turning them on is not honoured.
-            "resources" | "prompts" => {
-                if super::unsupported::is_set(value) {
-                    issues.ignored.push(join(&key, name));
-                }
-            }
-            _ => issues.warn(format!("unknown key '{}'", join(&key, name))),
+    for name in map.keys() {
+        if !["include", "exclude", "resources", "prompts"].contains(&name.as_str()) {
+            issues.warn(format!("unknown key '{}'", join(&key, name)));
         }
     }
-    let include = issues
-        .list(at(join(&key, "include"), map.get("include")), false)
-        .unwrap_or_default();
-    let exclude = issues
-        .list(at(join(&key, "exclude"), map.get("exclude")), false)
-        .unwrap_or_default();
-    (include, exclude)
+    let field = |name: &str| at(join(&key, name), map.get(name));
+    filters.include = issues.list(field("include"), false).unwrap_or_default();
+    filters.exclude = issues.list(field("exclude"), false).unwrap_or_default();
+    filters.resources = issues.bool(field("resources"), true);
+    filters.prompts = issues.bool(field("prompts"), true);
+    filters
 }
 
 #[cfg(test)]
@@ -348,13 +360,14 @@ mod tests {
     #[test]
     fn filters_select_tools_and_unread_hermes_keys_are_reported() {
         let (servers, issues) = check(json!({
-            "s": {"command": "x", "tools": {"include": "one", "exclude": ["two"]},
+            "s": {"command": "x", "tools": {"include": "one", "exclude": ["two"], "prompts": false},
                   "sampling": {"enabled": true}, "keepalive_interval": 10, "colour": "red"},
             "t": {"command": "x", "tools": {"exclude": ["two"]}},
         }));
         assert!(issues.errors.is_empty(), "{:?}", issues.errors);
         assert!(servers["s"].selects("one") && !servers["s"].selects("three"));
         assert!(servers["t"].selects("one") && !servers["t"].selects("two"));
+        assert!(!servers["s"].prompts && servers["s"].resources && servers["t"].prompts);
         assert!(
             issues
                 .ignored

@@ -15,6 +15,7 @@ Tools:
                           on cancellation writes "cancelled" to `marker + ".cancelled"`
     picture()          -> a 1x1 PNG image
     grow()             -> adds the tool `extra` and announces the changed tool list
+Resource memo://greeting (text) and prompt review(topic).
 """
 
 import asyncio
@@ -75,6 +76,18 @@ async def hang(marker: str) -> str:
 def picture() -> Image:
     """A one-pixel PNG."""
     return Image(data=PNG, format="png")
+
+
+@server.resource("memo://greeting")
+def greeting() -> str:
+    """A short text resource."""
+    return "hello from a resource"
+
+
+@server.prompt()
+def review(topic: str) -> str:
+    """A one-line review request."""
+    return f"Please review {topic}."
 
 
 def extra() -> str:

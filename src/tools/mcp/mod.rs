@@ -16,6 +16,7 @@ mod result;
 pub mod schema;
 mod status;
 mod supervisor;
+mod utility;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::call::{self, PeerSlot};
 use super::connect::{Listener, connect};
 use super::status::{ServerState, ServerStatus, SharedStatus};
+use super::utility;
 use crate::config::McpServerConfig;
 use crate::tools::ToolOverlay;
 
@@ -214,11 +215,18 @@ async fn publish(
 ) {
     match peer.list_all_tools().await {
         Ok(tools) => {
-            let entries: Vec<_> = tools
+            let mut entries: Vec<_> = tools
                 .iter()
                 .filter(|tool| config.selects(&tool.name))
                 .map(|tool| call::entry(name, tool, slot.clone(), config.timeout))
                 .collect();
+            entries.extend(utility::entries(
+                name,
+                slot,
+                config.timeout,
+                config.resources,
+                config.prompts,
+            ));
             let mut names: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
             names.sort();
             tracing::info!(

@@ -398,7 +398,10 @@ async fn sighup_adds_reconfigures_and_removes_servers() {
 
     write_config(
         home.path(),
-        &stdio_server("added", "    tools: {include: [add]}\n"),
+        &stdio_server(
+            "added",
+            "    tools: {include: [add], resources: false, prompts: false}\n",
+        ),
     );
     sighup(2);
     wait_for_servers(&daemon, "the filter applied", |s| {

@@ -140,3 +140,40 @@ fn a_failing_model_is_one_clear_line_and_exit_1() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(!err.contains("sk-chat-test-key-0001"), "{err}");
 }
+
+/// The terminal chat connects the configured MCP servers before the first message, so a
+/// one-shot query can already use their tools (a real server: the Python SDK one).
+#[test]
+fn one_shot_query_uses_an_mcp_tool() {
+    let fake = FakeModel::start_in_background();
+    let home = home_for(Some(&fake));
+    let config = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "{config}mcp_servers:\n  local:\n    command: {}\n    args: [{}, stdio]\n",
+            support::mcp_servers::python(),
+            support::mcp_servers::script().display()
+        ),
+    )
+    .unwrap();
+    fake.push_all([
+        Step::Reply(Reply::tool_call(
+            "mcp__local__add",
+            json!({"a": 20, "b": 22}),
+        )),
+        Step::text("the sum is in"),
+    ]);
+    let out = hermesd(home.path(), &["chat", "-q", "add"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "the sum is in");
+    let requests = fake.requests();
+    let tool = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert!(tool["content"].as_str().unwrap().contains("42"), "{tool}");
+}

@@ -419,7 +419,7 @@ fn settings_not_supported_yet_are_one_warning() {
     let dir = tempfile::tempdir().unwrap();
     let home = home_with(
         dir.path(),
-        "mcp_servers: {github: {command: npx}}\nagent: {gateway_notify_interval: 60}\n",
+        "mcp_servers: {github: {command: npx, keepalive_interval: 30}}\nagent: {gateway_notify_interval: 60}\n",
         "",
     );
     let output = doctor(&home, &["--json", "--offline"]);
@@ -432,6 +432,6 @@ fn settings_not_supported_yet_are_one_warning() {
     assert_eq!(
         warnings[0]["message"],
         "2 settings are set but not supported by hermesd yet, so without effect: \
-         agent.gateway_notify_interval, mcp_servers"
+         agent.gateway_notify_interval, mcp_servers.github.keepalive_interval"
     );
 }

@@ -285,3 +285,54 @@ async fn clarify_asks_through_the_callback() {
     let failed = parse(&registry.dispatch("clarify", args, ctx).await);
     assert_eq!(failed["error"], "Failed to get user input: chat closed");
 }
+
+/// Dynamic (MCP) tools: selected by their server's toolset, its bare name or `mcp`; a
+/// built-in keeps its name; a list change is seen by the next lookup.
+#[tokio::test]
+async fn overlay_tools_join_toolsets_and_never_shadow_a_built_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ToolCtx::for_tests(dir.path());
+    let overlay = hermesd::tools::ToolOverlay::new();
+    let mut registry = ToolRegistry::new();
+    registry.register(echo_entry("builtin", "demo"));
+    let registry = registry.with_overlay(overlay.clone());
+    overlay.set_group(
+        "gh#1",
+        vec![
+            echo_entry("mcp__gh__search", "mcp-gh"),
+            echo_entry("builtin", "mcp-gh"),
+        ],
+    );
+    let names = |enabled: Option<&[String]>, disabled: &[String]| -> Vec<String> {
+        registry
+            .definitions(enabled, disabled, &ctx)
+            .iter()
+            .map(|d| d["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let list = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    assert_eq!(names(None, &[]), ["builtin", "mcp__gh__search"]);
+    for selector in ["mcp", "gh", "mcp-gh"] {
+        assert_eq!(
+            names(Some(&list(&[selector])), &[]),
+            ["mcp__gh__search"],
+            "{selector}"
+        );
+    }
+    assert_eq!(names(None, &list(&["mcp"])), ["builtin"]);
+    assert_eq!(registry.get("builtin").unwrap().toolset, "demo");
+    let result = registry
+        .dispatch("mcp__gh__search", r#"{"n": 1}"#, ctx.clone())
+        .await;
+    assert_eq!(parse(&result), json!({"n": 1}));
+    overlay.remove_group("gh#1");
+    let gone = registry
+        .dispatch("mcp__gh__search", "{}", ctx.clone())
+        .await;
+    assert!(
+        parse(&gone)["error"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown tool")
+    );
+}

@@ -200,6 +200,13 @@ impl AgentDeps {
         }
     }
 
+    /// These dependencies with dynamic tools (the MCP servers') beside the built-ins; a
+    /// [`AgentDeps::reconfigured`] copy keeps them.
+    pub fn with_tool_overlay(mut self, overlay: crate::tools::ToolOverlay) -> Self {
+        self.registry = self.registry.with_overlay(overlay);
+        self
+    }
+
     /// The model name recorded on new sessions.
     pub fn model_name(&self) -> String {
         self.client

@@ -161,8 +161,15 @@ async fn chat(
     } else {
         UserPrompts::default()
     };
+    let mcp = crate::tools::mcp::McpHub::new();
+    mcp.apply(
+        &loaded.config.mcp_servers,
+        &crate::gateway::router::mcp_net(&loaded.config),
+        &loaded.env,
+    );
+    mcp.settled().await;
     let deps = match AgentDeps::build(home, loaded, store.clone(), prompts) {
-        Ok(deps) => Arc::new(deps),
+        Ok(deps) => Arc::new(deps.with_tool_overlay(mcp.overlay())),
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_FAILURE;
@@ -195,6 +202,7 @@ async fn chat(
             }
         };
         deps.processes.kill_all(None).await;
+        mcp.shutdown(std::time::Duration::from_secs(5)).await;
         return code;
     }
     eprintln!(
@@ -223,6 +231,7 @@ async fn chat(
         agent.session_id(),
         agent.session_id()
     );
+    mcp.shutdown(std::time::Duration::from_secs(5)).await;
     0
 }
 

@@ -5,6 +5,7 @@
 mod check;
 mod cron;
 mod local;
+mod mcp;
 mod network;
 mod probes;
 mod tokens;
@@ -50,6 +51,11 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &DoctorArgs)
             redactor.add_all(env_secrets(&loaded.env));
             checks.extend(platform_validation(home, loaded));
             checks.extend(service_checks(&loaded.config, args));
+            checks.extend(mcp::checks(
+                loaded,
+                args.offline,
+                Duration::from_secs(args.timeout.max(1)),
+            ));
         }
         Err(_) => {
             // The values `.env` would have supplied can be quoted by the errors.

@@ -5,6 +5,7 @@ mod cron;
 mod doctor;
 mod format;
 mod health;
+mod mcp;
 mod pairing;
 mod run;
 mod service;
@@ -83,6 +84,11 @@ pub enum Command {
     },
     /// Check config, permissions, state.db, tokens, the model endpoint and disk space.
     Doctor(doctor::DoctorArgs),
+    /// Inspect the configured MCP servers (Model Context Protocol tools).
+    Mcp {
+        #[command(subcommand)]
+        command: mcp::McpCommand,
+    },
     /// Install or remove the systemd unit for this binary and home.
     Service {
         #[command(subcommand)]
@@ -117,7 +123,12 @@ impl Cli {
         match self.command {
             Some(Command::Chat(_)) => "off",
             // Their report is the output; only problems should interleave with it.
-            Some(Command::Doctor(_) | Command::Health(_) | Command::Service { .. }) => "warn",
+            Some(
+                Command::Doctor(_)
+                | Command::Health(_)
+                | Command::Service { .. }
+                | Command::Mcp { .. },
+            ) => "warn",
             _ => "info",
         }
     }
@@ -143,6 +154,7 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
         Command::Pairing { command } => pairing::run(&home, &env, command),
         Command::Cron { command } => cron::run(&home, &env, command),
         Command::Doctor(args) => doctor::run(&home, &env, &args),
+        Command::Mcp { command } => mcp::run(&home, &env, command),
         Command::Service { command } => service::run(&home, &env, command),
         Command::Health(args) => health::run(&home, &env, &args),
     }

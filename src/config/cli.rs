@@ -56,7 +56,7 @@ pub fn show(home: &HermesHome, env: &BTreeMap<String, String>, json: bool) -> i3
     )
 }
 
-fn loaded_or_report(
+pub(crate) fn loaded_or_report(
     home: &HermesHome,
     env: &BTreeMap<String, String>,
     err: &mut impl Write,

@@ -23,6 +23,7 @@ const IGNORED_LISTS: &[(&str, &[&str])] = &[
     ("display.platforms.*", IGNORED_DISPLAY_PLATFORM),
     ("fallback_providers[]", IGNORED_FALLBACK),
     ("gateway", IGNORED_GATEWAY),
+    ("mcp_servers.*", IGNORED_MCP_SERVER),
     ("model", IGNORED_MODEL),
     ("platforms.*", IGNORED_PLATFORM),
     ("platforms.*.home_channel", IGNORED_HOME_CHANNEL),

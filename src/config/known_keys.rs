@@ -18,7 +18,7 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "fallback_model", "file_read_max_chars", "filter_silence_narration", "goals", "honcho",
     "hooks", "hooks_auto_accept", "human_delay", "kanban", "local_runtime", "logging",
     "loop_watchdog", "loops", "lsp", "max_concurrent_sessions", "max_live_sessions", "mcp",
-    "mcp_discovery_timeout", "mcp_servers", "mcp_single_query_discovery_timeout", "memory", "moa",
+    "mcp_discovery_timeout", "mcp_single_query_discovery_timeout", "memory", "moa",
     "model_catalog", "model_overrides", "models_dev", "monitoring", "multiplex_profile_allowlist",
     "multiplex_profiles", "network", "nous", "onboarding", "openrouter",
     "paste_collapse_char_threshold", "paste_collapse_threshold",
@@ -29,6 +29,16 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "smart_model_routing", "systemd_watchdog_seconds", "telemetry", "terminal", "tool_loop_guardrails",
     "tool_output", "tools", "toolsets", "tts", "updates", "vault", "vertex", "voice", "wake_word",
     "web", "worktree", "write_sessions_json", "x_search",
+];
+
+/// Keys of an `mcp_servers.<name>` entry Hermes reads that hermesd does not act on: liveness
+/// pings, stdio recycling, parallel-call opt-in, the HTTP content-type probe, server-initiated
+/// sampling and elicitation, OAuth and client certificates.
+#[rustfmt::skip]
+pub const IGNORED_MCP_SERVER: &[&str] = &[
+    "auth", "client_cert", "client_key", "elicitation", "idle_timeout_seconds",
+    "keepalive_interval", "lifecycle", "max_lifetime_seconds", "oauth", "sampling",
+    "skip_preflight", "ssl_verify", "supports_parallel_tool_calls",
 ];
 
 /// Hermes platforms hermesd has no adapter for: their blocks are skipped silently wherever

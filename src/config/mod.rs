@@ -17,6 +17,7 @@ mod error;
 mod known_keys;
 mod layers;
 mod listeners;
+mod mcp;
 mod media;
 mod network;
 mod parse;
@@ -49,6 +50,7 @@ pub use choice::{
 pub use cron::CronConfig;
 pub use delivery::{DeliveryConfig, MAX_RATE_LIMIT_DEADLINE_SECS};
 pub use error::{ConfigError, ConfigErrors};
+pub use mcp::{DEFAULT_MCP_CONNECT_TIMEOUT, DEFAULT_MCP_TIMEOUT, McpServerConfig, McpTransport};
 pub use media::{AuxVisionConfig, MediaConfig, STT_PROVIDERS, SttConfig, SttOpenAiConfig};
 pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,

@@ -59,6 +59,8 @@ pub struct RawConfig {
     pub cron: Option<Section<super::cron::RawCron>>,
     /// IANA zone for cron schedules (Hermes's top-level key).
     pub timezone: Option<Value>,
+    /// The MCP servers (validated in `mcp.rs`, which reads the untyped tree itself).
+    pub mcp_servers: Option<Value>,
     /// Hermes's auxiliary-model tasks; only `title_generation.enabled` is read, the rest is
     /// left for the Python Hermes sharing the file.
     pub auxiliary: Option<Value>,

@@ -283,7 +283,7 @@ fn unknown_keys_warn_and_set_hermes_keys_we_ignore_are_named_in_one_warning() {
     let yaml = "\
 terminal: {backend: local}
 browser: {headed: false}
-mcp_servers: {github: {command: npx}}
+mcp_servers: {github: {command: npx, keepalive_interval: 30}}
 toolsets: [hermes-cli]
 whatsapp: {}
 model: {default: gpt-5, api_mode: chat_completions}
@@ -307,7 +307,7 @@ totally_unknown: 1
             "unknown key 'slack.surprise'",
             "8 settings are set but not supported by hermesd yet, so without effect: \
              agent.reasoning_effort, browser, display.compact, gateway.delivery_ledger, \
-             mcp_servers, platforms.signal, terminal, toolsets",
+             mcp_servers.github.keepalive_interval, platforms.signal, terminal, toolsets",
         ]
     );
     let discord = &loaded.config.platforms.discord;

@@ -129,11 +129,11 @@ mod tests {
     #[test]
     fn one_warning_names_every_key_once_and_skips_bookkeeping() {
         assert_eq!(warning(vec!["_config_version".into()]), None);
-        let text = warning(vec!["stt".into(), "mcp_servers".into(), "stt".into()]).unwrap();
+        let text = warning(vec!["stt".into(), "lsp".into(), "stt".into()]).unwrap();
         assert_eq!(
             text,
             "2 settings are set but not supported by hermesd yet, so without effect: \
-             mcp_servers, stt"
+             lsp, stt"
         );
     }
 

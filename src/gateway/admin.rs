@@ -161,6 +161,9 @@ async fn health(State(state): State<AdminState>) -> impl IntoResponse {
 struct Readiness {
     status: &'static str,
     adapters: BTreeMap<String, AdapterStatus>,
+    /// Each MCP server's connection: reported, never a reason to be unready (the agent
+    /// works without a server's tools while it is retried).
+    mcp_servers: BTreeMap<String, crate::tools::mcp::ServerStatus>,
 }
 
 async fn ready(State(state): State<AdminState>) -> impl IntoResponse {
@@ -173,7 +176,19 @@ async fn ready(State(state): State<AdminState>) -> impl IntoResponse {
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "not_ready")
     };
-    (code, Json(Readiness { status, adapters }))
+    let mcp_servers = state
+        .router
+        .as_ref()
+        .map(|router| router.mcp().statuses())
+        .unwrap_or_default();
+    (
+        code,
+        Json(Readiness {
+            status,
+            adapters,
+            mcp_servers,
+        }),
+    )
 }
 
 async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {

@@ -23,6 +23,7 @@ use crate::config::{Config, LoadedConfig, Secret};
 /// Top-level config sections a reload applies; `agent` applies only `max_turns`.
 const LIVE_SECTIONS: &[&str] = &[
     "model",
+    "mcp_servers",
     "providers",
     "fallback_providers",
     "compression",

@@ -319,6 +319,7 @@ impl GatewayRunner {
         for task in self.tasks {
             task.abort();
         }
+        self.router.mcp().shutdown(Duration::from_secs(5)).await;
         self.janitor.abort();
         self.admin_stop.cancel();
         for server in self.servers {

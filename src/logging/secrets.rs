@@ -62,7 +62,38 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
         }
     }
     values.extend(found.into_iter().map(|s| s.expose().to_owned()));
+    values.extend(mcp_secrets(config));
     values
+}
+
+/// The MCP servers' credentials: `env` values and `headers` values whose names say they
+/// hold a secret, and any header that authenticates (`Authorization`, `Cookie`, ...).
+fn mcp_secrets(config: &Config) -> Vec<String> {
+    use crate::config::McpTransport;
+    let mut out = Vec::new();
+    for server in config.mcp_servers.values() {
+        match &server.transport {
+            McpTransport::Stdio { env, .. } => out.extend(
+                env.iter()
+                    .filter(|(name, _)| looks_like_secret_name(name))
+                    .map(|(_, value)| value.expose().to_owned()),
+            ),
+            McpTransport::Http { headers, .. } | McpTransport::Sse { headers, .. } => {
+                out.extend(
+                    headers
+                        .iter()
+                        .filter(|(name, _)| {
+                            let name = name.to_ascii_lowercase();
+                            looks_like_secret_name(&name)
+                                || name.contains("auth")
+                                || name.contains("cookie")
+                        })
+                        .map(|(_, value)| value.expose().to_owned()),
+                );
+            }
+        }
+    }
+    out
 }
 
 /// Secret-named string values in a platform's free-form `extra`, at any depth.

@@ -1,6 +1,7 @@
 //! The tool runtime: the registry the agent loop dispatches through, toolsets, the built-in
-//! tools (terminal, files, memory, todo, clarify, session search, delegation) and the
-//! dangerous-command approval gate, ported from the Python Hermes `tools/` package.
+//! tools (terminal, files, memory, todo, clarify, session search, delegation), the tools of
+//! the user's MCP servers (`mcp/`) and the dangerous-command approval gate, ported from the
+//! Python Hermes `tools/` package.
 //!
 //! Every tool returns a JSON string for the model; no error escapes as anything else (see
 //! [`registry::ToolRegistry::dispatch`]). Tools receive their dependencies in a [`ToolCtx`]
@@ -19,8 +20,10 @@ pub mod error;
 pub mod files;
 pub mod fnmatch;
 pub mod local;
+pub mod mcp;
 pub mod memory;
 pub mod output;
+pub mod overlay;
 pub mod paths;
 pub mod process_registry;
 pub mod process_tool;
@@ -36,6 +39,7 @@ pub mod toolsets;
 pub use builtin::builtin_registry;
 pub use context::{ToolCtx, ToolLimits};
 pub use error::ToolError;
+pub use overlay::ToolOverlay;
 pub use registry::{AGENT_LEVEL_TOOLS, CheckFn, Handler, ToolEntry, ToolRegistry};
 
 /// `{"error": message}` — the Python `tool_error()` helper.

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::context::ToolCtx;
 use super::error::ToolError;
+use super::overlay::ToolOverlay;
 use super::{coerce, toolsets};
 
 /// What a handler returns: the model-facing result string, or an error the registry wraps.
@@ -114,10 +115,25 @@ impl fmt::Debug for ToolEntry {
     }
 }
 
-/// All registered tools, by name. Build it once, then share it (it is read-only).
+/// All registered tools, by name. Build it once, then share it: the built-ins are fixed;
+/// dynamic tools (MCP) live in an attached [`ToolOverlay`] and a built-in wins a name clash.
 #[derive(Debug, Default, Clone)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, ToolEntry>,
+    overlay: Option<ToolOverlay>,
+}
+
+/// The prefix of the toolset each MCP server's tools belong to (`mcp-<server>`).
+pub const MCP_TOOLSET_PREFIX: &str = "mcp-";
+
+/// Whether a toolset list names `entry`'s toolset. An MCP server's tools are also selected
+/// by the server's bare name and by `mcp` (every MCP tool).
+fn names_toolset(names: &[String], toolset: &str) -> bool {
+    let named = |wanted: &str| names.iter().any(|n| n == wanted);
+    named(toolset)
+        || toolset
+            .strip_prefix(MCP_TOOLSET_PREFIX)
+            .is_some_and(|server| named("mcp") || named(server))
 }
 
 impl ToolRegistry {
@@ -139,13 +155,39 @@ impl ToolRegistry {
         self.tools.insert(entry.name.clone(), entry);
     }
 
+    /// Attaches the dynamic tools (MCP servers' tools).
+    pub fn with_overlay(mut self, overlay: ToolOverlay) -> Self {
+        self.overlay = Some(overlay);
+        self
+    }
+
     pub fn get(&self, name: &str) -> Option<&ToolEntry> {
         self.tools.get(name)
     }
 
-    /// Every registered tool name, sorted.
+    /// A built-in or dynamic tool by name.
+    pub fn entry(&self, name: &str) -> Option<ToolEntry> {
+        if let Some(entry) = self.tools.get(name) {
+            return Some(entry.clone());
+        }
+        self.dynamic().get(name).cloned()
+    }
+
+    /// The dynamic tools as they are now, without the names a built-in holds.
+    fn dynamic(&self) -> Arc<BTreeMap<String, ToolEntry>> {
+        self.overlay
+            .as_ref()
+            .map(ToolOverlay::snapshot)
+            .unwrap_or_default()
+    }
+
+    /// Every registered tool name (built-in and dynamic), sorted.
     pub fn names(&self) -> Vec<String> {
-        self.tools.keys().cloned().collect()
+        let mut names: Vec<String> = self.tools.keys().cloned().collect();
+        names.extend(self.dynamic().keys().cloned());
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// The emoji for a tool's progress display (Python's default is ⚡).
@@ -172,13 +214,19 @@ impl ToolRegistry {
         ctx: &ToolCtx,
     ) -> Vec<Value> {
         let mut wanted = toolsets::resolve_toolsets(enabled, &[]);
+        let dynamic = self.dynamic();
+        let lookup = |name: &str| self.tools.get(name).or_else(|| dynamic.get(name));
+        let all = self.tools.values().chain(
+            dynamic
+                .values()
+                .filter(|e| !self.tools.contains_key(&e.name)),
+        );
         // Tools registered under a toolset name that the caller enabled (or, with no
         // explicit list, every registered toolset) are part of it even when the static
         // table does not list them — Python merges registry membership the same way.
-        let named = |names: &[String], toolset: &str| names.iter().any(|n| n == toolset);
-        for entry in self.tools.values() {
+        for entry in all {
             let selected = enabled.is_none_or(|names| {
-                named(names, &entry.toolset) || named(names, "all") || named(names, "*")
+                names_toolset(names, &entry.toolset) || names.iter().any(|n| n == "all" || n == "*")
             });
             if selected {
                 wanted.insert(entry.name.clone());
@@ -188,15 +236,12 @@ impl ToolRegistry {
         let removed = toolsets::disabled_tools(disabled);
         wanted.retain(|name| {
             !removed.contains(name)
-                && !self
-                    .tools
-                    .get(name)
-                    .is_some_and(|e| named(disabled, &e.toolset))
+                && !lookup(name).is_some_and(|e| names_toolset(disabled, &e.toolset))
         });
         let mut checked: HashMap<*const (), bool> = HashMap::new();
         let mut result = Vec::new();
         for name in &wanted {
-            let Some(entry) = self.tools.get(name.as_str()) else {
+            let Some(entry) = lookup(name.as_str()) else {
                 continue;
             };
             if let Some(check) = &entry.check_fn {
@@ -238,7 +283,7 @@ impl ToolRegistry {
     }
 
     async fn dispatch_parsed(&self, name: &str, args: Value, ctx: ToolCtx) -> String {
-        let Some(entry) = self.tools.get(name) else {
+        let Some(entry) = self.entry(name) else {
             return error_json(&format!("Unknown tool: {name}"));
         };
         let args = coerce::coerce_tool_args(&entry.schema, args);

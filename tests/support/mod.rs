@@ -4,6 +4,7 @@
 pub mod daemon;
 pub mod fake_model;
 pub mod fake_stt;
+pub mod mcp_servers;
 pub mod providers;
 pub mod python;
 pub mod scripted_adapter;

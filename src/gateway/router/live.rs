@@ -45,17 +45,25 @@ impl Router {
     /// rebuilt only when their inputs changed, sharing their stateful parts (approvals,
     /// background processes, memory, to-dos) with the old ones.
     pub fn apply_reload(&self, loaded: &LoadedConfig) {
+        self.mcp.apply(
+            &loaded.config.mcp_servers,
+            &super::mcp_net(&loaded.config),
+            &loaded.env,
+        );
         let old = self.live();
         let agent = if agent_inputs_changed(&old, loaded) {
             match (ModelClient::from_config(&loaded.config), &old.agent) {
                 (Ok(client), Ok(deps)) => Ok(Arc::new(deps.reconfigured(loaded, client))),
-                (Ok(client), Err(_)) => Ok(Arc::new(AgentDeps::with_client(
-                    &self.home,
-                    loaded,
-                    self.store.clone(),
-                    prompts::user_prompts(self.me.clone()),
-                    client,
-                ))),
+                (Ok(client), Err(_)) => Ok(super::with_mcp_tools(
+                    Arc::new(AgentDeps::with_client(
+                        &self.home,
+                        loaded,
+                        self.store.clone(),
+                        prompts::user_prompts(self.me.clone()),
+                        client,
+                    )),
+                    &self.mcp,
+                )),
                 (Err(e), _) => Err(e.to_string()),
             }
         } else {

@@ -95,6 +95,8 @@ pub struct Router {
     shutting_down: AtomicBool,
     /// Fired by `/restart`: the runner drains and exits 75.
     pub stop_requested: CancellationToken,
+    /// The MCP servers whose tools every agent's registry reads.
+    mcp: crate::tools::mcp::McpHub,
     me: Weak<Router>,
 }
 
@@ -107,7 +109,32 @@ impl std::fmt::Debug for Router {
     }
 }
 
+/// The networking MCP's HTTP servers are reached through: the configured proxies and CA
+/// files (already checked when the configuration loaded; the direct default otherwise).
+pub(crate) fn mcp_net(config: &crate::config::Config) -> hermes_adapter::net::Net {
+    hermes_adapter::net::Net::new(&config.network).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "MCP servers use direct connections");
+        hermes_adapter::net::Net::direct()
+    })
+}
+
+/// `deps` with the MCP servers' tools beside the built-ins.
+pub(crate) fn with_mcp_tools(
+    deps: Arc<AgentDeps>,
+    mcp: &crate::tools::mcp::McpHub,
+) -> Arc<AgentDeps> {
+    match Arc::try_unwrap(deps) {
+        Ok(deps) => Arc::new(deps.with_tool_overlay(mcp.overlay())),
+        Err(shared) => shared,
+    }
+}
+
 impl Router {
+    /// The MCP servers of this gateway.
+    pub fn mcp(&self) -> &crate::tools::mcp::McpHub {
+        &self.mcp
+    }
+
     /// Builds the router: loads the routing index and the pairing store and prepares the
     /// agent (a missing model provider is not fatal: messages get a reply saying what to set).
     pub async fn start(parts: RouterParts) -> anyhow::Result<Arc<Self>> {
@@ -137,6 +164,12 @@ impl Router {
             thread_sessions_per_user: loaded.config.thread_sessions_per_user,
         };
         let outbox = outbox::Outbox::default();
+        let mcp = crate::tools::mcp::McpHub::new();
+        mcp.apply(
+            &loaded.config.mcp_servers,
+            &mcp_net(&loaded.config),
+            &loaded.env,
+        );
         let router = Arc::new_cyclic(|me: &Weak<Router>| {
             let prompts = prompts::user_prompts(me.clone());
             let agent = match client {
@@ -150,7 +183,8 @@ impl Router {
                 None => AgentDeps::build(&home, &loaded, store.clone(), prompts)
                     .map(Arc::new)
                     .map_err(|e| e.to_string()),
-            };
+            }
+            .map(|deps| with_mcp_tools(deps, &mcp));
             Router {
                 home: home.clone(),
                 store: store.clone(),
@@ -181,6 +215,7 @@ impl Router {
                 restart: AtomicBool::new(false),
                 shutting_down: AtomicBool::new(false),
                 stop_requested: CancellationToken::new(),
+                mcp: mcp.clone(),
                 me: me.clone(),
             }
         });

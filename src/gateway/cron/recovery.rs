@@ -35,6 +35,7 @@ impl CronScheduler {
                     RunResult::Interrupted(
                         "the gateway stopped unexpectedly during the run".into(),
                     ),
+                    None,
                 )
                 .await;
             } else if !run.job_recorded {

@@ -60,15 +60,18 @@ impl CronScheduler {
             permit = self.permits.clone().acquire_owned() => permit.ok(),
             _ = self.interrupt.cancelled() => None,
         };
+        // Set by the run when some of the job's skills were not found.
+        let mut skills_note = None;
         let result = match permit {
-            Some(_) => self.execute(&run).await,
+            Some(_) => self.execute(&run, &mut skills_note).await,
             None => RunResult::Interrupted("the gateway stopped before the run started".into()),
         };
-        self.conclude(&run.job, run.scheduled_at, result).await;
+        self.conclude(&run.job, run.scheduled_at, result, skills_note.as_deref())
+            .await;
         self.set_running(run.job.id(), false);
     }
 
-    async fn execute(&self, run: &Claimed) -> RunResult {
+    async fn execute(&self, run: &Claimed, skills_note: &mut Option<String>) -> RunResult {
         let job = &run.job;
         if job.script().is_some() {
             return RunResult::Failed(
@@ -123,7 +126,8 @@ impl CronScheduler {
         } else {
             deps
         };
-        let (prompt, _) = skills::prepare_prompt(&deps, job.prompt(), &job.skills());
+        let (prompt, note) = skills::prepare_prompt(&deps, job.prompt(), &job.skills());
+        *skills_note = note;
         let prompt = self.with_context_from(job, prompt);
         let mut agent = match Agent::create(deps, run.session_id.clone(), "cron", None).await {
             Ok(agent) => agent,
@@ -158,17 +162,16 @@ impl CronScheduler {
 
     /// Records how a claimed run ended: output file, delivery obligations with the end of
     /// the claim (one transaction), the sends, then `jobs.json`.
-    pub(super) async fn conclude(&self, job: &JobRecord, scheduled_at: i64, result: RunResult) {
+    pub(super) async fn conclude(
+        &self,
+        job: &JobRecord,
+        scheduled_at: i64,
+        result: RunResult,
+        skills_note: Option<&str>,
+    ) {
         let live = self.router.live();
         let config = &live.config;
         let name = job.name();
-        // The same lookup the run made: names the listed skills that were not found.
-        let skills_note = match self.router.agent_deps() {
-            Some(deps) if !job.skills().is_empty() => {
-                skills::prepare_prompt(&deps, job.prompt(), &job.skills()).1
-            }
-            _ => None,
-        };
         let (state, status, error, text) = match &result {
             RunResult::Reply(reply) if reply.trim().is_empty() => (
                 "finished",
@@ -178,7 +181,7 @@ impl CronScheduler {
             ),
             RunResult::Reply(reply) if is_silent(reply) => ("finished", "ok", None, None),
             RunResult::Reply(reply) => {
-                let body = match &skills_note {
+                let body = match skills_note {
                     Some(note) => format!("{note}\n\n{reply}"),
                     None => reply.clone(),
                 };
@@ -210,12 +213,7 @@ impl CronScheduler {
                 )),
             ),
         };
-        self.save_record(
-            job,
-            &result,
-            skills_note.as_deref(),
-            config.cron.output_retention,
-        );
+        self.save_record(job, &result, skills_note, config.cron.output_retention);
         let running = self.router.platform_names();
         let running: Vec<&str> = running.iter().map(String::as_str).collect();
         let targets = target::resolve(&job.deliver(), job.origin(), &running, &|p| {

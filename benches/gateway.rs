@@ -17,7 +17,6 @@ use fake_model::FakeModel;
 use serde_json::{Value, json};
 use support::{bench_dir, direct_model, percentiles, round, rss_kib};
 
-const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
 const KEY: &str = "bench-api-key-0123456789abcdef";
 
 struct Daemon {
@@ -59,7 +58,7 @@ async fn spawn_capped(
 ) -> (Daemon, Duration) {
     let (api_port, admin_port) = ports(home);
     let started = Instant::now();
-    let child = Command::new(HERMESD)
+    let child = Command::new(support::hermesd())
         .arg("run")
         .env_clear()
         .env("HOME", home.join("user"))

@@ -64,6 +64,7 @@ fn main() {
         options.duration.as_secs(),
         options.users
     );
+    println!("soak: daemon binary {}", daemon::daemon_binary().display());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -78,14 +78,20 @@ pub async fn direct_model(base_url: &str, calls: usize) -> Vec<f64> {
     samples
 }
 
-/// The release binary `cargo bench` built next to the benchmark.
-pub const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
+/// The daemon a benchmark starts: `HERMESD_BIN` when set (CI runs the bench drivers from the
+/// test build against the release binary `.ci/release-build` made), else the binary cargo
+/// built next to the benchmark (the release one under `cargo bench`).
+pub fn hermesd() -> std::path::PathBuf {
+    std::env::var_os("HERMESD_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_hermesd").into())
+}
 
 /// `hermesd run` for a benchmark: a clean environment on `home`, warn-level logs to stderr,
 /// the admin API on `admin_port`, answering through the OpenAI-style fake model at
 /// `model_url`. Callers add the platform's settings.
 pub fn daemon_command(home: &Path, admin_port: u16, model_url: &str) -> Command {
-    let mut command = Command::new(HERMESD);
+    let mut command = Command::new(hermesd());
     command
         .arg("run")
         .env_clear()

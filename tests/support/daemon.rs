@@ -10,6 +10,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 pub const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
+
+/// The daemon binary `Daemon` starts: `HERMESD_BIN` when set (CI points the soak at the
+/// release binary `.ci/release-build` made, the one the image ships), else the binary cargo
+/// built beside this target.
+pub fn daemon_binary() -> PathBuf {
+    std::env::var_os("HERMESD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(HERMESD))
+}
 /// Generous: a loaded 2-core machine may take a while to start a debug binary.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub const API_KEY: &str = "test-api-key-0123456789abcdef";
@@ -109,7 +118,7 @@ impl Daemon {
 
     /// Starts `hermesd run` without waiting (for runs expected to exit).
     pub fn spawn(home: &Path, env: &[(String, String)], wait: bool) -> Daemon {
-        let mut command = Command::new(HERMESD);
+        let mut command = Command::new(daemon_binary());
         command
             .arg("run")
             .env_clear()

@@ -8,6 +8,7 @@ pub mod due;
 pub mod job;
 pub mod ops;
 pub mod output;
+pub mod raw;
 pub mod schedule;
 pub mod skills;
 pub mod store;

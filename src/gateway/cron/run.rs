@@ -56,9 +56,18 @@ fn shorten(text: &str, limit: usize) -> String {
 
 impl CronScheduler {
     pub(super) async fn run_claimed(self: Arc<Self>, run: Claimed) {
-        let permit = tokio::select! {
-            permit = self.permits.clone().acquire_owned() => permit.ok(),
-            _ = self.interrupt.cancelled() => None,
+        let permit = match self.permits.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => {
+                tracing::info!(
+                    job_id = run.job.id(),
+                    "scheduled run waiting for a free place (cron.max_parallel_jobs)"
+                );
+                tokio::select! {
+                    permit = self.permits.clone().acquire_owned() => permit.ok(),
+                    _ = self.interrupt.cancelled() => None,
+                }
+            }
         };
         // Set by the run when some of the job's skills were not found.
         let mut skills_note = None;

@@ -1,7 +1,8 @@
 //! Scheduled-jobs benchmark. With 10,000 jobs in `cron/jobs.json`: the cost of one scheduler
 //! tick (lock, parse, due scan, write back — in process, the code the daemon runs) and of the
 //! scan alone; then the real binary on that home: RSS added by the 10,000 jobs (against the
-//! same daemon with none) and fire-time accuracy — the lag from each run's scheduled time to
+//! same daemon with none, both idle; and after the burst below, against a daemon without jobs
+//! that served the same chat load for as long) and fire-time accuracy — the lag from each run's scheduled time to
 //! its session's start — for one-shots due in a burst while the daemon also serves chat
 //! requests on its HTTP API. Prints one JSON report (also `target/bench-cron.json`).
 //! `-- --quick` is the CI size (fewer due runs).
@@ -164,6 +165,13 @@ async fn main() {
 
     let empty = bench_dir();
     let baseline = idle_rss(empty.path(), &model).await;
+    let idle_home = bench_dir();
+    std::fs::create_dir_all(idle_home.path().join("cron")).unwrap();
+    let idle_store = JobsStore::new(idle_home.path().join("cron"));
+    let lock = idle_store.lock().unwrap();
+    idle_store.save(&lock, &jobs_file(0, 0, 0), "now").unwrap();
+    drop(lock);
+    let idle_with_jobs = idle_rss(idle_home.path(), &model).await;
 
     let home = bench_dir();
     std::fs::create_dir_all(home.path().join("cron")).unwrap();
@@ -175,6 +183,7 @@ async fn main() {
     drop(lock);
     let (daemon, api) = spawn(home.path(), &model);
     daemon.wait_answering("/ready").await;
+    let burst_started = Instant::now();
     let stop = tokio_util::sync::CancellationToken::new();
     let load = tokio::spawn(chat_load(api, stop.clone()));
     let deadline = Instant::now() + Duration::from_secs(180);
@@ -185,14 +194,29 @@ async fn main() {
     }
     stop.cancel();
     let chats = load.await.unwrap_or(0);
+    let burst_span = burst_started.elapsed();
     let with_jobs = rss_kib(daemon.child.id());
     drop(daemon);
+    // The same chat load for as long on a daemon without jobs: what the load alone adds.
+    let chat_home = bench_dir();
+    let (chat_daemon, chat_api) = spawn(chat_home.path(), &model);
+    chat_daemon.wait_answering("/ready").await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let load = tokio::spawn(chat_load(chat_api, stop.clone()));
+    tokio::time::sleep(burst_span).await; // a measurement window as long as the burst's
+    stop.cancel();
+    let chats_alone = load.await.unwrap_or(0);
+    let chat_only = rss_kib(chat_daemon.child.id());
+    drop(chat_daemon);
     let report = json!({
         "bench": "cron",
         "quick": quick,
         "tick": tick,
-        "rss_kib": {"daemon_without_jobs": baseline, "daemon_with_10000_jobs": with_jobs,
-                    "added_by_jobs": with_jobs as i64 - baseline as i64},
+        "rss_kib": {"daemon_without_jobs": baseline, "daemon_with_10000_jobs": idle_with_jobs,
+                    "added_by_jobs": idle_with_jobs as i64 - baseline as i64,
+                    "after_burst_with_jobs": with_jobs, "after_same_chat_load_without_jobs": chat_only,
+                    "chat_requests_without_jobs": chats_alone,
+                    "added_by_jobs_after_burst": with_jobs as i64 - chat_only as i64},
         "fire_lag": {"due_runs": due_runs, "finished": samples.len(), "tick_seconds": 1,
                      "max_parallel_jobs": 8, "chat_requests_meanwhile": chats,
                      "lag": if samples.is_empty() { Value::Null } else { percentiles(samples.clone()) },

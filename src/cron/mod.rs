@@ -10,6 +10,7 @@ pub mod ops;
 pub mod output;
 pub mod raw;
 pub mod schedule;
+pub mod script;
 pub mod skills;
 pub mod store;
 pub mod target;

@@ -8,7 +8,9 @@
 //! the chat lanes and the ledger like any reply (`run.rs`). At start, runs a dead process left
 //! behind are closed with a notice, never re-run (`recovery.rs`).
 
+mod file_thread;
 mod index;
+mod prepare;
 mod recovery;
 mod run;
 mod tick;
@@ -32,6 +34,7 @@ use crate::home::HermesHome;
 #[derive(Debug)]
 pub struct CronScheduler {
     router: Arc<Router>,
+    home: HermesHome,
     jobs: JobsStore,
     /// Ids of jobs running in this process.
     running: Mutex<HashSet<String>>,
@@ -48,6 +51,8 @@ pub struct CronScheduler {
     /// What decides due-ness, per job, for the file version last read or written (taken
     /// by a tick while it runs).
     index: Mutex<Option<index::Index>>,
+    /// Where the jobs file is read and written.
+    file: file_thread::FileThread,
     /// Interrupts running jobs (after the drain at shutdown).
     interrupt: CancellationToken,
     runs: TaskTracker,
@@ -83,6 +88,7 @@ impl CronScheduler {
         let parallel = router.live().config.cron.max_parallel_jobs.max(1) as usize;
         let scheduler = Arc::new(Self {
             router,
+            home: home.clone(),
             jobs: JobsStore::new(home.cron_dir()),
             running: Mutex::new(HashSet::new()),
             permits: Arc::new(Semaphore::new(parallel)),
@@ -91,6 +97,7 @@ impl CronScheduler {
             stop: CancellationToken::new(),
             outcomes: Mutex::new(Vec::new()),
             index: Mutex::new(None),
+            file: file_thread::FileThread::start(),
             interrupt: CancellationToken::new(),
             runs: TaskTracker::new(),
         });

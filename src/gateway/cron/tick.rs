@@ -169,12 +169,13 @@ impl CronScheduler {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let given = outcomes.clone();
-        let found =
-            tokio::task::spawn_blocking(move || find(&store, index, &given, &running, now, zone))
-                .await;
+        let found = self
+            .file
+            .run(move || find(&store, index, &given, &running, now, zone))
+            .await;
         let mut found = match found {
-            Ok(Ok(found)) => found,
-            Ok(Err(e)) => {
+            Some(Ok(found)) => found,
+            Some(Err(e)) => {
                 self.requeue_outcomes(outcomes);
                 match e {
                     // Kept, never overwritten; scheduling goes on from an empty list.
@@ -189,9 +190,9 @@ impl CronScheduler {
                 }
                 return;
             }
-            Err(e) => {
+            None => {
                 self.requeue_outcomes(outcomes);
-                tracing::error!(error = %e, "scheduled jobs tick failed");
+                tracing::error!("scheduled jobs tick failed");
                 return;
             }
         };
@@ -250,22 +251,24 @@ impl CronScheduler {
         } else {
             let store = self.jobs.clone();
             let updated_at = format_timestamp(zone.at(now));
-            let saved = tokio::task::spawn_blocking(move || {
-                let result = write(&store, &mut found, &updated_at);
-                (result, found.index)
-            })
-            .await;
+            let saved = self
+                .file
+                .run(move || {
+                    let result = write(&store, &mut found, &updated_at);
+                    (result, found.index)
+                })
+                .await;
             match saved {
-                Ok((Ok(()), index)) => {
+                Some((Ok(()), index)) => {
                     self.keep_index(index);
                     self.mark_recorded(&outcomes).await;
                 }
-                Ok((Err(e), _)) => {
+                Some((Err(e), _)) => {
                     tracing::error!(error = %e, "cannot save the jobs file");
                     self.requeue_outcomes(outcomes);
                 }
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot save the jobs file");
+                None => {
+                    tracing::error!("cannot save the jobs file");
                     self.requeue_outcomes(outcomes);
                 }
             }

@@ -44,7 +44,7 @@ pub enum CronCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Run a job at the daemon's next look, whatever its schedule.
+    /// Run a job now, whatever its schedule (a running daemon starts it within a second).
     Run {
         job: String,
         #[arg(long)]

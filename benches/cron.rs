@@ -1,7 +1,8 @@
-//! Scheduled-jobs benchmark. With 10,000 jobs in `cron/jobs.json`: the cost of one scheduler
-//! tick (lock, parse, due scan, write back — in process, the code the daemon runs) and of the
-//! scan alone; then the real binary on that home: RSS added by the 10,000 jobs (against the
-//! same daemon with none) and fire-time accuracy — the lag from each run's scheduled time to
+//! Scheduled-jobs benchmark. With 10,000 jobs in `cron/jobs.json`, in process: re-reading
+//! the file into the scheduler's index, scanning the index, and a tick that records one run
+//! (the file work the daemon's tick does); then the real binary on that home: RSS added by the 10,000 jobs (against the
+//! same daemon with none, both idle; and after the burst below, against a daemon without jobs
+//! that served the same chat load for as long) and fire-time accuracy — the lag from each run's scheduled time to
 //! its session's start — for one-shots due in a burst while the daemon also serves chat
 //! requests on its HTTP API. Prints one JSON report (also `target/bench-cron.json`).
 //! `-- --quick` is the CI size (fewer due runs).
@@ -16,7 +17,8 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use fake_model::FakeModel;
 use hermesd::cron::job::{NewJob, create};
-use hermesd::cron::{JobsFile, JobsStore, Zone, due, schedule::format_timestamp};
+use hermesd::cron::raw::{self, Brief, Item};
+use hermesd::cron::{JobsFile, JobsStore, Zone, schedule::format_timestamp};
 use serde_json::{Value, json};
 use support::{Daemon, bench_dir, daemon_command, free_port, percentiles, rss_kib};
 
@@ -67,7 +69,9 @@ fn jobs_file(due_runs: usize, lead: i64, spread: i64) -> JobsFile {
     JobsFile { jobs }
 }
 
-/// In-process tick cost over `rounds` ticks.
+/// In-process costs of what a daemon tick does with the file, over `rounds` rounds: reading
+/// it into the index (when another process changed it), a scan of that index, and a tick
+/// that records one run (read, parse that job, stream the rewrite).
 fn tick_cost(rounds: usize) -> Value {
     let dir = bench_dir();
     let store = JobsStore::new(dir.path().join("cron"));
@@ -75,23 +79,51 @@ fn tick_cost(rounds: usize) -> Value {
     let lock = store.lock().unwrap();
     store.save(&lock, &file, "now").unwrap();
     drop(lock);
+    drop(file);
     let bytes = std::fs::metadata(store.jobs_path()).unwrap().len();
-    let (mut ticks, mut scans) = (Vec::new(), Vec::new());
+    let (mut reindex, mut scans, mut writes) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let started = Instant::now();
         let lock = store.lock().unwrap();
-        let mut file = store.load().unwrap();
-        let scan_started = Instant::now();
-        let scan = due::scan(&mut file.jobs, Utc::now(), ZONE, &|_| false);
-        scans.push(scan_started.elapsed().as_secs_f64() * 1000.0);
-        // The daemon writes back only when something changed; the bench always writes, so
-        // this is the worst case.
-        store.save(&lock, &file, "now").unwrap();
+        let text = std::fs::read(store.jobs_path()).unwrap();
+        let briefs: Vec<Brief> = raw::split(&text)
+            .unwrap()
+            .into_iter()
+            .map(Brief::of_raw)
+            .collect();
         drop(lock);
-        ticks.push(started.elapsed().as_secs_f64() * 1000.0);
-        assert!(scan.due.is_empty());
+        reindex.push(started.elapsed().as_secs_f64() * 1000.0);
+        let now = Utc::now();
+        let started = Instant::now();
+        let due = briefs
+            .iter()
+            .filter(|b| b.enabled && b.next_run_at.is_none_or(|t| t <= now))
+            .count();
+        scans.push(started.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(due, 0);
+        let started = Instant::now();
+        let lock = store.lock().unwrap();
+        let text = std::fs::read(store.jobs_path()).unwrap();
+        let jobs = raw::split(&text).unwrap();
+        let mut ran = raw::record(jobs[0]);
+        ran.set("last_status", json!("ok"));
+        let items: Vec<Item> = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, job)| {
+                if i == 0 {
+                    Item::Record(&ran)
+                } else {
+                    Item::Raw(job)
+                }
+            })
+            .collect();
+        store.save_items(&lock, &items, "now").unwrap();
+        drop(lock);
+        writes.push(started.elapsed().as_secs_f64() * 1000.0);
     }
-    json!({"jobs": JOBS, "file_bytes": bytes, "tick_with_write": percentiles(ticks), "scan_only": percentiles(scans)})
+    json!({"jobs": JOBS, "file_bytes": bytes, "reindex_after_outside_change": percentiles(reindex),
+           "index_scan": percentiles(scans), "tick_recording_one_run": percentiles(writes)})
 }
 
 fn spawn(home: &Path, model: &FakeModel) -> (Daemon, u16) {
@@ -164,6 +196,13 @@ async fn main() {
 
     let empty = bench_dir();
     let baseline = idle_rss(empty.path(), &model).await;
+    let idle_home = bench_dir();
+    std::fs::create_dir_all(idle_home.path().join("cron")).unwrap();
+    let idle_store = JobsStore::new(idle_home.path().join("cron"));
+    let lock = idle_store.lock().unwrap();
+    idle_store.save(&lock, &jobs_file(0, 0, 0), "now").unwrap();
+    drop(lock);
+    let idle_with_jobs = idle_rss(idle_home.path(), &model).await;
 
     let home = bench_dir();
     std::fs::create_dir_all(home.path().join("cron")).unwrap();
@@ -175,6 +214,7 @@ async fn main() {
     drop(lock);
     let (daemon, api) = spawn(home.path(), &model);
     daemon.wait_answering("/ready").await;
+    let burst_started = Instant::now();
     let stop = tokio_util::sync::CancellationToken::new();
     let load = tokio::spawn(chat_load(api, stop.clone()));
     let deadline = Instant::now() + Duration::from_secs(180);
@@ -185,14 +225,29 @@ async fn main() {
     }
     stop.cancel();
     let chats = load.await.unwrap_or(0);
+    let burst_span = burst_started.elapsed();
     let with_jobs = rss_kib(daemon.child.id());
     drop(daemon);
+    // The same chat load for as long on a daemon without jobs: what the load alone adds.
+    let chat_home = bench_dir();
+    let (chat_daemon, chat_api) = spawn(chat_home.path(), &model);
+    chat_daemon.wait_answering("/ready").await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let load = tokio::spawn(chat_load(chat_api, stop.clone()));
+    tokio::time::sleep(burst_span).await; // a measurement window as long as the burst's
+    stop.cancel();
+    let chats_alone = load.await.unwrap_or(0);
+    let chat_only = rss_kib(chat_daemon.child.id());
+    drop(chat_daemon);
     let report = json!({
         "bench": "cron",
         "quick": quick,
         "tick": tick,
-        "rss_kib": {"daemon_without_jobs": baseline, "daemon_with_10000_jobs": with_jobs,
-                    "added_by_jobs": with_jobs as i64 - baseline as i64},
+        "rss_kib": {"daemon_without_jobs": baseline, "daemon_with_10000_jobs": idle_with_jobs,
+                    "added_by_jobs": idle_with_jobs as i64 - baseline as i64,
+                    "after_burst_with_jobs": with_jobs, "after_same_chat_load_without_jobs": chat_only,
+                    "chat_requests_without_jobs": chats_alone,
+                    "added_by_jobs_after_burst": with_jobs as i64 - chat_only as i64},
         "fire_lag": {"due_runs": due_runs, "finished": samples.len(), "tick_seconds": 1,
                      "max_parallel_jobs": 8, "chat_requests_meanwhile": chats,
                      "lag": if samples.is_empty() { Value::Null } else { percentiles(samples.clone()) },

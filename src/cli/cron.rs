@@ -44,7 +44,7 @@ pub enum CronCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Run a job at the daemon's next look, whatever its schedule.
+    /// Run a job now, whatever its schedule (a running daemon starts it within a second).
     Run {
         job: String,
         #[arg(long)]
@@ -174,9 +174,13 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: CronComma
         CronCommand::Remove { job, json } => jobs
             .remove(&job, now)
             .map(|j| print_job(&j, json, "removed")),
-        CronCommand::Run { job, json } => jobs
-            .trigger(&job, now)
-            .map(|j| print_job(&j, json, "due now (runs at the daemon's next look):")),
+        CronCommand::Run { job, json } => jobs.trigger(&job, now).map(|j| {
+            print_job(
+                &j,
+                json,
+                "due now (a running daemon starts it within a second):",
+            )
+        }),
         CronCommand::Status { json } => {
             status(home, &jobs, json);
             Ok(())

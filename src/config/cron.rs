@@ -1,7 +1,8 @@
 //! `cron:` and the top-level `timezone` — how scheduled jobs run inside the daemon. Hermes's
-//! keys keep their meaning (`max_parallel_jobs`, `output_retention`, `wrap_response`);
-//! `run_timeout` and `tick_seconds` are hermesd's own. `HERMES_TIMEZONE` overrides
-//! `timezone`, as in Hermes.
+//! keys keep their meaning (`max_parallel_jobs`, `output_retention`, `wrap_response`,
+//! `script_timeout_seconds`); `run_timeout` and `tick_seconds` are hermesd's own.
+//! `HERMES_TIMEZONE` overrides `timezone` and `HERMES_CRON_SCRIPT_TIMEOUT` overrides
+//! `script_timeout_seconds`, as in Hermes.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +22,7 @@ pub struct RawCron {
     pub wrap_response: Option<Value>,
     pub run_timeout: Option<Value>,
     pub tick_seconds: Option<Value>,
+    pub script_timeout_seconds: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -39,6 +41,8 @@ pub struct CronConfig {
     pub run_timeout_secs: u64,
     /// Seconds between two looks at `jobs.json`.
     pub tick_seconds: u64,
+    /// Seconds a job's `script` may run before it is killed and reported as failed.
+    pub script_timeout_seconds: u64,
     /// The IANA zone cron expressions and naive timestamps are read in ("" = the host's).
     #[serde(skip)]
     pub timezone: String,
@@ -52,6 +56,7 @@ impl Default for CronConfig {
             wrap_response: true,
             run_timeout_secs: 600,
             tick_seconds: 60,
+            script_timeout_seconds: 3600,
             timezone: String::new(),
         }
     }
@@ -75,6 +80,17 @@ pub fn cron(
         None => ("timezone", issues.string(at("timezone", timezone))),
     };
     let zone = zone.unwrap_or_default();
+    let env_script_timeout = env
+        .get("HERMES_CRON_SCRIPT_TIMEOUT")
+        .map(|t| Value::String(t.trim().to_owned()))
+        .filter(|t| t.as_str().is_some_and(|t| !t.is_empty()));
+    let script_timeout = match &env_script_timeout {
+        Some(value) => at("HERMES_CRON_SCRIPT_TIMEOUT", Some(value)),
+        None => at(
+            "cron.script_timeout_seconds",
+            raw.script_timeout_seconds.as_ref(),
+        ),
+    };
     if let Err(e) = crate::cron::Zone::parse(&zone) {
         issues.error(zone_key, e);
     }
@@ -107,6 +123,7 @@ pub fn cron(
             1,
             3600,
         ),
+        script_timeout_seconds: issues.uint(script_timeout, d.script_timeout_seconds, 1, 86_400),
         timezone: zone,
     }
 }
@@ -165,5 +182,29 @@ mod tests {
         );
         assert!(errors.is_empty());
         assert_eq!(config.timezone, "Europe/Paris");
+    }
+
+    #[test]
+    fn the_script_timeout_is_read_and_its_variable_wins() {
+        let (config, errors) = validate(json!({"script_timeout_seconds": 90}), None, &[]);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(config.script_timeout_seconds, 90);
+        let (config, _) = validate(
+            json!({"script_timeout_seconds": 90}),
+            None,
+            &[("HERMES_CRON_SCRIPT_TIMEOUT", "15")],
+        );
+        assert_eq!(config.script_timeout_seconds, 15);
+        let (_, errors) = validate(json!({}), None, &[("HERMES_CRON_SCRIPT_TIMEOUT", "soon")]);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("HERMES_CRON_SCRIPT_TIMEOUT")),
+            "{errors:?}"
+        );
+        assert_eq!(
+            validate(json!({}), None, &[]).0.script_timeout_seconds,
+            3600
+        );
     }
 }

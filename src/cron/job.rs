@@ -238,7 +238,7 @@ impl JobRecord {
         Ok(())
     }
 
-    /// Makes the job due at the next tick (`run now`).
+    /// Makes the job due now (`run now`; the daemon notices the change within a second).
     pub fn trigger(&mut self, now: DateTime<FixedOffset>) {
         self.set("enabled", Value::Bool(true));
         self.set("state", json!("scheduled"));

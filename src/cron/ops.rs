@@ -97,7 +97,7 @@ impl Jobs {
         self.change(reference, now, |job| job.resume(now, zone))
     }
 
-    /// Makes the job due now (it runs at the scheduler's next look).
+    /// Makes the job due now (the daemon notices the change within a second).
     pub fn trigger(&self, reference: &str, now: DateTime<Utc>) -> Result<JobRecord, String> {
         let at = self.zone.at(now);
         self.change(reference, now, |job| {

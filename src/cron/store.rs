@@ -8,15 +8,13 @@
 //! until then every read fails with the reason.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use indexmap::IndexMap;
-use serde_json::Value;
-
 use super::job::JobRecord;
+use super::raw::{self, Item};
 
 /// How long a writer waits for another process's lock before giving up (the reference's
 /// bound is the same 30 s).
@@ -131,29 +129,58 @@ impl JobsStore {
         parse(&bytes).map_err(|reason| StoreError::Corrupt { path, reason })
     }
 
+    /// The first job with this id, reading only it in full.
+    pub fn find(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
+        let path = self.jobs_path();
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        let jobs = raw::split(&bytes).map_err(|reason| StoreError::Corrupt { path, reason })?;
+        Ok(jobs
+            .into_iter()
+            .find(|job| &*raw::Brief::of_raw(job).id == id)
+            .map(raw::record))
+    }
+
     /// Writes the jobs atomically; the caller holds the lock. A corrupt file in the way is
     /// moved aside first (its name is logged), never overwritten.
-    pub fn save(&self, _lock: &JobsLock, file: &JobsFile, now: &str) -> Result<(), StoreError> {
+    pub fn save(&self, lock: &JobsLock, file: &JobsFile, now: &str) -> Result<(), StoreError> {
         let path = self.jobs_path();
         if let Ok(bytes) = fs::read(&path)
-            && let Err(reason) = parse(&bytes)
+            && let Err(reason) = raw::split(&bytes)
         {
             let aside = self.set_aside(&path)?;
             tracing::error!(path = %path.display(), kept_as = %aside.display(), %reason,
                 "cron jobs file was not valid JSON; kept aside before writing a new one");
         }
+        let items: Vec<Item> = file.jobs.iter().map(Item::Record).collect();
+        self.save_items(lock, &items, now)
+    }
+
+    /// Writes `items` as the jobs, streamed to the temporary file (no copy of the whole
+    /// document in memory). The caller holds the lock and has just read the file it
+    /// replaces, so it is known not to be corrupt.
+    pub fn save_items(
+        &self,
+        _lock: &JobsLock,
+        items: &[Item],
+        now: &str,
+    ) -> Result<(), StoreError> {
         #[derive(serde::Serialize)]
         struct Doc<'a> {
-            jobs: &'a [JobRecord],
+            jobs: &'a [Item<'a>],
             updated_at: &'a str,
         }
         let doc = Doc {
-            jobs: &file.jobs,
+            jobs: items,
             updated_at: now,
         };
-        let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-        text.push('\n');
-        write_atomic(&path, text.as_bytes())
+        write_atomic_with(&self.jobs_path(), |out| {
+            serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
+            out.write_all(b"\n")
+        })
     }
 
     /// Moves a corrupt jobs file out of the way, keeping it for the owner.
@@ -178,39 +205,37 @@ impl JobsStore {
     }
 }
 
-/// The shapes the reference accepts: `{"jobs": [...]}` or a bare list.
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
-enum Shape {
-    List(Vec<IndexMap<String, Value>>),
-    Doc {
-        #[serde(default)]
-        jobs: Vec<IndexMap<String, Value>>,
-    },
-}
-
-/// Reads the file's bytes (a UTF-8 byte-order mark is allowed, as the reference allows).
-/// Jobs are read straight into ordered maps so their field order survives a rewrite.
+/// Reads the file's bytes into records (the shapes `raw::split` accepts).
 fn parse(bytes: &[u8]) -> Result<JobsFile, String> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    // First for a precise syntax error, then for the shape.
-    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).map_err(|e| e.to_string())?;
-    let jobs = match serde_json::from_slice::<Shape>(bytes) {
-        Ok(Shape::List(jobs) | Shape::Doc { jobs }) => jobs,
-        Err(_) => return Err("expected an object whose \"jobs\" is a list of job objects".into()),
-    };
     Ok(JobsFile {
-        jobs: jobs.into_iter().map(JobRecord::from_map).collect(),
+        jobs: raw::split(bytes)?.into_iter().map(raw::record).collect(),
     })
 }
 
 /// Temp file in the same directory, fsync, rename over, 0600.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    write_atomic_with(path, |out| out.write_all(bytes))
+}
+
+/// `write_atomic` with the content written by `fill` through a buffer.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<&mut File>) -> std::io::Result<()>,
+) -> Result<(), StoreError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile_in(dir).map_err(io(dir))?;
-    tmp.1.write_all(bytes).map_err(io(&tmp.0))?;
-    tmp.1.sync_all().map_err(io(&tmp.0))?;
-    fs::rename(&tmp.0, path).map_err(io(path))?;
+    let (tmp, mut file) = tempfile_in(dir).map_err(io(dir))?;
+    let written = (|| {
+        let mut out = BufWriter::new(&mut file);
+        fill(&mut out)?;
+        out.flush()?;
+        drop(out);
+        file.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(io(&tmp)(e));
+    }
+    fs::rename(&tmp, path).map_err(io(path))?;
     Ok(())
 }
 

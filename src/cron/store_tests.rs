@@ -1,5 +1,5 @@
 use super::*;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 
 fn store() -> (tempfile::TempDir, JobsStore) {
@@ -105,4 +105,33 @@ fn the_lock_excludes_a_second_holder_until_released() {
     ));
     drop(held);
     other.try_lock().unwrap();
+}
+
+#[test]
+fn jobs_written_as_read_come_out_as_a_full_rewrite_would_write_them() {
+    let (_dir, store) = store();
+    store.ensure_dirs().unwrap();
+    let original = r#"{"jobs": [{"id": "a1", "zeta": 1, "name": "x", "nested": {"k": [1, 2.5, "é"]}},
+        {"id": "b2", "future": null, "enabled": true}], "updated_at": "t0"}"#;
+    std::fs::write(store.jobs_path(), original).unwrap();
+    let lock = store.lock().unwrap();
+    let mut full = store.load().unwrap();
+    full.jobs[1].set("enabled", json!(false));
+    store.save(&lock, &full, "t1").unwrap();
+    let rewritten = std::fs::read_to_string(store.jobs_path()).unwrap();
+
+    std::fs::write(store.jobs_path(), original).unwrap();
+    let bytes = std::fs::read(store.jobs_path()).unwrap();
+    let jobs = raw::split(&bytes).unwrap();
+    let mut changed = raw::record(jobs[1]);
+    changed.set("enabled", json!(false));
+    store
+        .save_items(&lock, &[Item::Raw(jobs[0]), Item::Record(&changed)], "t1")
+        .unwrap();
+    let streamed = std::fs::read_to_string(store.jobs_path()).unwrap();
+    assert_eq!(streamed, rewritten);
+    assert!(
+        streamed.find("\"zeta\"") < streamed.find("\"name\""),
+        "{streamed}"
+    );
 }

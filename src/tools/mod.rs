@@ -15,7 +15,7 @@ mod coerce;
 pub mod context;
 pub mod cronjob;
 pub mod delegate;
-mod env;
+pub(crate) mod env;
 pub mod error;
 pub mod files;
 pub mod fnmatch;

@@ -122,6 +122,16 @@ impl ModelClient {
         })
     }
 
+    /// The same client with its primary endpoint at `base_url` (a scheduled job's own
+    /// endpoint; the caller has checked that the primary's key may be sent there).
+    pub fn with_primary_base_url(&self, base_url: &str) -> ModelClient {
+        let mut client = self.clone();
+        if let Some(primary) = client.endpoints.first_mut() {
+            primary.base_url = base_url.to_owned();
+        }
+        client
+    }
+
     /// The primary endpoint first, then the fallbacks in order.
     pub fn endpoints(&self) -> &[Endpoint] {
         &self.endpoints

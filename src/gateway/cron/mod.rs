@@ -8,9 +8,13 @@
 //! the chat lanes and the ledger like any reply (`run.rs`). At start, runs a dead process left
 //! behind are closed with a notice, never re-run (`recovery.rs`).
 
+mod file_thread;
+mod index;
+mod prepare;
 mod recovery;
 mod run;
 mod tick;
+mod watch;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -23,13 +27,14 @@ use tokio_util::task::TaskTracker;
 use chrono::{DateTime, Utc};
 
 use super::router::Router;
-use crate::cron::{JobsFile, JobsStore, Zone};
+use crate::cron::{JobRecord, JobsStore, Zone};
 use crate::home::HermesHome;
 
 /// The scheduler of one gateway.
 #[derive(Debug)]
 pub struct CronScheduler {
     router: Arc<Router>,
+    home: HermesHome,
     jobs: JobsStore,
     /// Ids of jobs running in this process.
     running: Mutex<HashSet<String>>,
@@ -43,8 +48,11 @@ pub struct CronScheduler {
     /// Ended runs whose outcome the next tick writes into `jobs.json` (they are durable in
     /// state.db already: a crash before that write is repaired at the next start).
     outcomes: Mutex<Vec<Outcome>>,
-    /// The jobs as last read or written, with the file version they match.
-    cache: Mutex<Option<(tick::FileStamp, JobsFile)>>,
+    /// What decides due-ness, per job, for the file version last read or written (taken
+    /// by a tick while it runs).
+    index: Mutex<Option<index::Index>>,
+    /// Where the jobs file is read and written.
+    file: file_thread::FileThread,
     /// Interrupts running jobs (after the drain at shutdown).
     interrupt: CancellationToken,
     runs: TaskTracker,
@@ -61,22 +69,16 @@ struct Outcome {
 }
 
 impl Outcome {
-    /// Records the run in its job (removed when its repeat count is used up); a job removed
-    /// meanwhile is left removed.
-    fn apply(&self, file: &mut JobsFile, now: DateTime<Utc>, zone: Zone) {
-        let Some(index) = file.jobs.iter().position(|j| j.id() == self.job_id) else {
-            return;
-        };
-        let keep = file.jobs[index].record_run(
+    /// Records the run in its job; false when its repeat count is used up and the job must
+    /// be removed.
+    fn apply(&self, job: &mut JobRecord, now: DateTime<Utc>, zone: Zone) -> bool {
+        job.record_run(
             now,
             zone,
             &self.status,
             self.error.as_deref(),
             self.delivery_error.as_deref(),
-        );
-        if !keep {
-            file.jobs.remove(index);
-        }
+        )
     }
 }
 
@@ -86,6 +88,7 @@ impl CronScheduler {
         let parallel = router.live().config.cron.max_parallel_jobs.max(1) as usize;
         let scheduler = Arc::new(Self {
             router,
+            home: home.clone(),
             jobs: JobsStore::new(home.cron_dir()),
             running: Mutex::new(HashSet::new()),
             permits: Arc::new(Semaphore::new(parallel)),
@@ -93,12 +96,15 @@ impl CronScheduler {
             wake: Notify::new(),
             stop: CancellationToken::new(),
             outcomes: Mutex::new(Vec::new()),
-            cache: Mutex::new(None),
+            index: Mutex::new(None),
+            file: file_thread::FileThread::start(),
             interrupt: CancellationToken::new(),
             runs: TaskTracker::new(),
         });
         let looping = scheduler.clone();
         tokio::spawn(async move { looping.run_loop().await });
+        let watching = scheduler.clone();
+        tokio::spawn(async move { watching.watch_file().await });
         scheduler
     }
 
@@ -143,13 +149,6 @@ impl CronScheduler {
     /// The zone schedules are read in (checked when the config was loaded).
     fn zone(&self) -> Zone {
         Zone::parse(&self.router.live().config.cron.timezone).unwrap_or(Zone::Host)
-    }
-
-    fn is_running(&self, job_id: &str) -> bool {
-        self.running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(job_id)
     }
 
     fn set_running(&self, job_id: &str, running: bool) {

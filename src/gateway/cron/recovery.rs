@@ -53,12 +53,9 @@ impl CronScheduler {
     async fn job(&self, job_id: &str) -> Option<JobRecord> {
         let jobs = self.jobs.clone();
         let id = job_id.to_owned();
-        tokio::task::spawn_blocking(move || {
-            let file = jobs.load().ok()?;
-            file.jobs.into_iter().find(|j| j.id() == id)
-        })
-        .await
-        .ok()
-        .flatten()
+        self.file
+            .run(move || jobs.find(&id).ok().flatten())
+            .await
+            .flatten()
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::CronScheduler;
+use super::{CronScheduler, prepare};
 use crate::agent::Agent;
 use crate::config::Config;
 use crate::cron::output::{self, RunRecord, is_silent};
@@ -29,6 +29,8 @@ pub(super) struct Claimed {
 pub(super) enum RunResult {
     Reply(String),
     Failed(String),
+    /// Failed, with this message delivered as it is (a `no_agent` script's failure).
+    Alert(String),
     /// Its process stopped or died before it finished (recorded as `interrupted`).
     Interrupted(String),
 }
@@ -56,9 +58,18 @@ fn shorten(text: &str, limit: usize) -> String {
 
 impl CronScheduler {
     pub(super) async fn run_claimed(self: Arc<Self>, run: Claimed) {
-        let permit = tokio::select! {
-            permit = self.permits.clone().acquire_owned() => permit.ok(),
-            _ = self.interrupt.cancelled() => None,
+        let permit = match self.permits.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => {
+                tracing::info!(
+                    job_id = run.job.id(),
+                    "scheduled run waiting for a free place (cron.max_parallel_jobs)"
+                );
+                tokio::select! {
+                    permit = self.permits.clone().acquire_owned() => permit.ok(),
+                    _ = self.interrupt.cancelled() => None,
+                }
+            }
         };
         // Set by the run when some of the job's skills were not found.
         let mut skills_note = None;
@@ -73,23 +84,17 @@ impl CronScheduler {
 
     async fn execute(&self, run: &Claimed, skills_note: &mut Option<String>) -> RunResult {
         let job = &run.job;
-        if job.script().is_some() {
-            return RunResult::Failed(
-                "this job runs a script, which hermesd does not support yet; edit it to use a prompt".into(),
-            );
-        }
+        let script_part = match self.before_agent(job).await {
+            Ok(part) => part,
+            Err(done) => return done,
+        };
         let Some(deps) = self.router.agent_deps() else {
             return RunResult::Failed("no model provider is configured".into());
         };
-        if job
+        let base_url = job
             .get("base_url")
             .and_then(|v| v.as_str())
-            .is_some_and(|u| !u.is_empty())
-        {
-            return RunResult::Failed(
-                "the job sets base_url, a per-job endpoint hermesd does not support; set provider/model instead".into(),
-            );
-        }
+            .filter(|u| !u.trim().is_empty());
         let workdir = job
             .get("workdir")
             .and_then(|w| w.as_str())
@@ -106,6 +111,7 @@ impl CronScheduler {
             .filter(|list: &Vec<String>| !list.is_empty());
         let deps = if job.model().is_some()
             || job.provider().is_some()
+            || base_url.is_some()
             || workdir.is_some()
             || toolsets.is_some()
         {
@@ -114,6 +120,13 @@ impl CronScheduler {
                     "the job asks for provider {:?}, which is not configured",
                     job.provider().unwrap_or("")
                 ));
+            };
+            let client = match base_url {
+                Some(url) => match prepare::with_base_url(client, job.provider(), url) {
+                    Ok(client) => client,
+                    Err(e) => return RunResult::Failed(e),
+                },
+                None => client,
             };
             let mut copy = deps.with_model_client(client);
             if let Some(dir) = workdir {
@@ -126,7 +139,11 @@ impl CronScheduler {
         } else {
             deps
         };
-        let (prompt, note) = skills::prepare_prompt(&deps, job.prompt(), &job.skills());
+        let prompt = match script_part {
+            Some(part) => format!("{part}\n\n{}", job.prompt()),
+            None => job.prompt().to_owned(),
+        };
+        let (prompt, note) = skills::prepare_prompt(&deps, &prompt, &job.skills());
         *skills_note = note;
         let prompt = self.with_context_from(job, prompt);
         let mut agent = match Agent::create(deps, run.session_id.clone(), "cron", None).await {
@@ -203,6 +220,12 @@ impl CronScheduler {
                     "⚠️ Scheduled job '{name}' failed: {}",
                     shorten(e, 180)
                 )),
+            ),
+            RunResult::Alert(alert) => (
+                "finished",
+                "error",
+                Some(alert.clone()),
+                Some(alert.clone()),
             ),
             RunResult::Interrupted(reason) => (
                 "interrupted",
@@ -329,7 +352,9 @@ impl CronScheduler {
     fn save_record(&self, job: &JobRecord, result: &RunResult, note: Option<&str>, keep: u64) {
         let (reply, failure) = match result {
             RunResult::Reply(reply) => (Some(reply.clone()), None),
-            RunResult::Failed(e) | RunResult::Interrupted(e) => (None, Some(e.clone())),
+            RunResult::Failed(e) | RunResult::Alert(e) | RunResult::Interrupted(e) => {
+                (None, Some(e.clone()))
+            }
         };
         let reply = reply.map(|r| match note {
             Some(note) => format!("{note}\n\n{r}"),

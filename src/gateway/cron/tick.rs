@@ -1,84 +1,202 @@
 //! One tick, under the jobs lock: write the outcomes of runs that ended since the last tick,
 //! find the due runs, claim them durably, save — one read and at most one write of
-//! `jobs.json` per tick however many runs end or start — then start the claimed runs. The
-//! parsed file is kept between ticks and read again only when another process changed it.
+//! `jobs.json` per tick however many runs end or start — then start the claimed runs.
+//! Between ticks only the index (`index.rs`) stays in memory; the file is read again when
+//! another process changed it or when a job in it has something due, and then only those
+//! jobs are parsed in full. The write streams every other job through as read.
 
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
+use super::index::{Index, stamp};
 use super::run::Claimed;
 use super::{CronScheduler, Outcome};
-use crate::cron::due;
+use crate::cron::due::{self, BrokenJob, DueRun};
+use crate::cron::raw::{self, Item};
 use crate::cron::schedule::format_timestamp;
-use crate::cron::store::{JobsFile, JobsLock, JobsStore, StoreError};
+use crate::cron::store::{JobsLock, JobsStore, StoreError};
+use crate::cron::{JobRecord, Zone};
 
-/// What identifies a version of the file on disk: size, modification time, inode.
-pub(super) type FileStamp = (u64, std::time::SystemTime, u64);
-
-pub(super) fn stamp(store: &JobsStore) -> Option<FileStamp> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(store.jobs_path()).ok()?;
-    Some((meta.len(), meta.modified().ok()?, meta.ino()))
+/// What the blocking half of a tick found, with the lock still held.
+struct Found {
+    lock: JobsLock,
+    index: Index,
+    /// The file as read this tick, when some job in it changed.
+    bytes: Option<Vec<u8>>,
+    /// Position → the changed job, or `None` when it is removed.
+    changes: BTreeMap<usize, Option<JobRecord>>,
+    due: Vec<(usize, DueRun)>,
+    broken: Vec<BrokenJob>,
 }
 
-/// Takes the lock and the current jobs: the cached parse when the file is as we left it.
-fn load(
+/// The file's bytes (`None` when there is none); a corrupt file is moved aside under the
+/// lock, so no writer races the rename, and never overwritten.
+fn read(store: &JobsStore) -> Result<Option<Vec<u8>>, StoreError> {
+    let path = store.jobs_path();
+    match std::fs::read(&path) {
+        Ok(bytes) => match raw::split(&bytes) {
+            Ok(_) => Ok(Some(bytes)),
+            Err(reason) => {
+                let reason = match store.set_aside(&path) {
+                    Ok(aside) => format!("{reason}; kept aside as {}", aside.display()),
+                    Err(e) => format!("{reason}; cannot be moved aside: {e}"),
+                };
+                Err(StoreError::Corrupt { path, reason })
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(StoreError::Io { path, source }),
+    }
+}
+
+/// Lock, bring the index up to date, and read in full only the jobs that have something
+/// due or an outcome to record; apply the outcomes and scan those jobs.
+fn find(
     store: &JobsStore,
-    cached: Option<(FileStamp, JobsFile)>,
-) -> Result<(JobsLock, JobsFile), StoreError> {
+    index: Option<Index>,
+    outcomes: &[Outcome],
+    running: &HashSet<String>,
+    now: DateTime<Utc>,
+    zone: Zone,
+) -> Result<Found, StoreError> {
     let lock = store.lock()?;
-    if let Some((seen, file)) = cached
-        && stamp(store) == Some(seen)
-    {
-        return Ok((lock, file));
-    }
-    match store.load() {
-        Ok(file) => Ok((lock, file)),
-        // Moved aside under the lock, so no writer races the rename.
-        Err(StoreError::Corrupt { path, reason }) => {
-            let reason = match store.set_aside(&path) {
-                Ok(aside) => format!("{reason}; kept aside as {}", aside.display()),
-                Err(e) => format!("{reason}; cannot be moved aside: {e}"),
-            };
-            Err(StoreError::Corrupt { path, reason })
+    let seen = stamp(store);
+    let mut bytes = None;
+    let index = match index {
+        Some(index) if index.stamp == seen => index,
+        _ => {
+            bytes = read(store)?;
+            let jobs = bytes.as_deref().map(raw::split).transpose();
+            Index::build(seen, &jobs.ok().flatten().unwrap_or_default())
         }
-        Err(e) => Err(e),
+    };
+    let is_running = |id: &str| running.contains(id);
+    let candidates = index.candidates(now, &is_running);
+    let recorded: Vec<(usize, &Outcome)> = outcomes
+        .iter()
+        .filter_map(|o| index.position(&o.job_id).map(|p| (p, o)))
+        .collect();
+    let mut found = Found {
+        lock,
+        index,
+        bytes: None,
+        changes: BTreeMap::new(),
+        due: Vec::new(),
+        broken: Vec::new(),
+    };
+    if candidates.is_empty() && recorded.is_empty() {
+        return Ok(found);
     }
+    let bytes = match bytes {
+        Some(bytes) => bytes,
+        None => read(store)?.unwrap_or_default(),
+    };
+    let jobs = raw::split(&bytes).unwrap_or_default();
+    let mut records: BTreeMap<usize, JobRecord> = candidates
+        .iter()
+        .chain(recorded.iter().map(|(p, _)| p))
+        .filter_map(|&p| Some((p, raw::record(jobs.get(p)?))))
+        .collect();
+    let mut changed = HashSet::new();
+    for (position, outcome) in recorded {
+        let Some(job) = records.get_mut(&position) else {
+            continue; // removed by an earlier outcome of this tick
+        };
+        if outcome.apply(job, now, zone) {
+            changed.insert(position);
+        } else {
+            records.remove(&position);
+            found.changes.insert(position, None);
+        }
+    }
+    for position in candidates {
+        let Some(job) = records.get_mut(&position) else {
+            continue;
+        };
+        let scan = due::scan(std::slice::from_mut(job), now, zone, &is_running);
+        if scan.changed {
+            changed.insert(position);
+        } else if scan.due.is_empty() && !changed.contains(&position) {
+            found.index.set_dormant(position);
+        }
+        found.broken.extend(scan.broken);
+        found
+            .due
+            .extend(scan.due.into_iter().map(|run| (position, run)));
+    }
+    for position in changed {
+        if let Some(job) = records.remove(&position) {
+            found.changes.insert(position, Some(job));
+        }
+    }
+    drop(jobs);
+    if !found.changes.is_empty() {
+        found.bytes = Some(bytes);
+    }
+    Ok(found)
+}
+
+/// Writes the changed jobs (the others as read) and brings the index to the new version.
+fn write(store: &JobsStore, found: &mut Found, updated_at: &str) -> Result<(), StoreError> {
+    let bytes = found.bytes.take().unwrap_or_default();
+    let jobs = raw::split(&bytes).unwrap_or_default();
+    let items: Vec<Item> = jobs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, raw)| match found.changes.get(&i) {
+            None => Some(Item::Raw(raw)),
+            Some(Some(job)) => Some(Item::Record(job)),
+            Some(None) => None,
+        })
+        .collect();
+    store.save_items(&found.lock, &items, updated_at)?;
+    found.index.apply(&found.changes, stamp(store));
+    Ok(())
 }
 
 impl CronScheduler {
     pub(super) async fn tick(self: &Arc<Self>) {
         let now = Utc::now();
         let zone = self.zone();
-        let jobs = self.jobs.clone();
-        let cached = self.cache.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let loaded = tokio::task::spawn_blocking(move || load(&jobs, cached)).await;
-        let (lock, mut file) = match loaded {
-            Ok(Ok(loaded)) => loaded,
-            Ok(Err(StoreError::Corrupt { path, reason })) => {
-                // Kept, never overwritten; scheduling goes on from an empty list.
-                tracing::error!(path = %path.display(), %reason,
-                    "the cron jobs file is not valid JSON (`hermesd doctor` reports it)");
-                return;
-            }
-            Ok(Err(e)) => {
-                if self.first_report(e.to_string()) {
-                    tracing::error!(error = %e, "scheduled jobs not run: cannot read the jobs file (`hermesd doctor` reports it)");
+        let outcomes = self.take_outcomes();
+        let store = self.jobs.clone();
+        let index = self.index.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let given = outcomes.clone();
+        let found = self
+            .file
+            .run(move || find(&store, index, &given, &running, now, zone))
+            .await;
+        let mut found = match found {
+            Some(Ok(found)) => found,
+            Some(Err(e)) => {
+                self.requeue_outcomes(outcomes);
+                match e {
+                    // Kept, never overwritten; scheduling goes on from an empty list.
+                    StoreError::Corrupt { path, reason } => {
+                        tracing::error!(path = %path.display(), %reason,
+                            "the cron jobs file is not valid JSON (`hermesd doctor` reports it)")
+                    }
+                    e if self.first_report(e.to_string()) => {
+                        tracing::error!(error = %e, "scheduled jobs not run: cannot read the jobs file (`hermesd doctor` reports it)")
+                    }
+                    _ => {}
                 }
                 return;
             }
-            Err(e) => {
-                tracing::error!(error = %e, "scheduled jobs tick failed");
+            None => {
+                self.requeue_outcomes(outcomes);
+                tracing::error!("scheduled jobs tick failed");
                 return;
             }
         };
-        let outcomes = self.take_outcomes();
-        for outcome in &outcomes {
-            outcome.apply(&mut file, now, zone);
-        }
-        let scan = due::scan(&mut file.jobs, now, zone, &|id| self.is_running(id));
-        for broken in &scan.broken {
+        for broken in &found.broken {
             if self.first_report(format!("{}: {}", broken.job_id, broken.reason)) {
                 tracing::error!(job_id = %broken.job_id, reason = %broken.reason,
                     "scheduled job skipped: it cannot be scheduled as stored (the other jobs still run)");
@@ -86,7 +204,7 @@ impl CronScheduler {
         }
         let mut claimed = Vec::new();
         let mut claim_failed = false;
-        for run in scan.due {
+        for (position, run) in std::mem::take(&mut found.due) {
             let job_id = run.job.id().to_owned();
             let session_id = format!("cron_{job_id}_{}", zone.at(now).format("%Y%m%d_%H%M%S"));
             match self
@@ -109,6 +227,9 @@ impl CronScheduler {
                         scheduled_at = run.scheduled_at,
                         "scheduled run already claimed; not run again"
                     );
+                    if !found.changes.contains_key(&position) {
+                        found.index.set_dormant(position);
+                    }
                 }
                 Err(e) => {
                     claim_failed = true;
@@ -117,42 +238,40 @@ impl CronScheduler {
             }
         }
         if claim_failed {
-            // Nothing is saved, so unclaimed runs stay due; the outcomes wait for the next tick.
+            // Nothing is saved, so unclaimed runs stay due; the outcomes wait for the next
+            // tick. The index still matches the file, which is unchanged.
             self.requeue_outcomes(outcomes);
+            self.keep_index(found.index);
             return;
         }
-        if scan.changed || !outcomes.is_empty() {
-            let jobs = self.jobs.clone();
-            let stamp_text = format_timestamp(zone.at(now));
-            let saved = tokio::task::spawn_blocking(move || {
-                jobs.save(&lock, &file, &stamp_text)?;
-                let seen = stamp(&jobs);
-                drop(lock);
-                Ok::<_, StoreError>((seen, file))
-            })
-            .await;
+        if found.changes.is_empty() {
+            drop(found.lock);
+            self.keep_index(found.index);
+            self.mark_recorded(&outcomes).await;
+        } else {
+            let store = self.jobs.clone();
+            let updated_at = format_timestamp(zone.at(now));
+            let saved = self
+                .file
+                .run(move || {
+                    let result = write(&store, &mut found, &updated_at);
+                    (result, found.index)
+                })
+                .await;
             match saved {
-                Ok(Ok((seen, file))) => {
-                    self.keep_cache(seen, file);
+                Some((Ok(()), index)) => {
+                    self.keep_index(index);
                     self.mark_recorded(&outcomes).await;
                 }
-                Ok(Err(e)) => {
+                Some((Err(e), _)) => {
                     tracing::error!(error = %e, "cannot save the jobs file");
                     self.requeue_outcomes(outcomes);
                 }
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot save the jobs file");
+                None => {
+                    tracing::error!("cannot save the jobs file");
                     self.requeue_outcomes(outcomes);
                 }
             }
-        } else {
-            let jobs = self.jobs.clone();
-            let seen = tokio::task::spawn_blocking(move || stamp(&jobs))
-                .await
-                .ok()
-                .flatten();
-            drop(lock);
-            self.keep_cache(seen, file);
         }
         for run in claimed {
             let scheduler = self.clone();
@@ -161,10 +280,8 @@ impl CronScheduler {
         }
     }
 
-    fn keep_cache(&self, seen: Option<FileStamp>, file: JobsFile) {
-        if let Some(seen) = seen {
-            *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = Some((seen, file));
-        }
+    fn keep_index(&self, index: Index) {
+        *self.index.lock().unwrap_or_else(|e| e.into_inner()) = Some(index);
     }
 
     async fn mark_recorded(&self, outcomes: &[Outcome]) {

@@ -1,0 +1,261 @@
+//! A job's `script`, run under the reference's rules: the file must resolve (symlinks
+//! followed) inside `$HERMES_HOME/scripts/`; `.sh`/`.bash` run under bash and anything else
+//! under `python3` from `PATH` (the reference uses its own interpreter, which a Rust daemon
+//! does not have); the working directory is the script's own; the environment is the
+//! terminal tool's (Hermes's secrets removed); the script and its children are stopped
+//! after `cron.script_timeout_seconds`. Stdout, trimmed, is the result; a non-zero exit is
+//! a failure that carries stderr. Each stream keeps at most `OUTPUT_CAP` bytes, so a chatty
+//! script cannot fill the daemon's memory or a chat.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use rustix::process::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::home::HermesHome;
+use crate::tools::env::command_env;
+use crate::tools::local::{exit_code, find_bash, kill_group};
+
+/// Bytes kept of each of stdout and stderr.
+pub const OUTPUT_CAP: usize = 64 * 1024;
+
+/// The script's file: inside `scripts_dir` once `~`, `..` and symlinks are resolved.
+pub fn resolve(
+    scripts_dir: &Path,
+    script: &str,
+    user_home: Option<&Path>,
+) -> Result<PathBuf, String> {
+    let dir = scripts_dir
+        .canonicalize()
+        .map_err(|e| format!("cannot use {}: {e}", scripts_dir.display()))?;
+    let script = script.trim();
+    let raw = match (script.strip_prefix('~'), user_home) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+            home.join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(script),
+    };
+    let joined = if raw.is_absolute() {
+        raw
+    } else {
+        dir.join(raw)
+    };
+    let resolved = joined.canonicalize().unwrap_or_else(|_| lexical(&joined));
+    if !resolved.starts_with(&dir) {
+        return Err(format!(
+            "refused: the script {script:?} is outside {} (scripts must live there)",
+            dir.display()
+        ));
+    }
+    if !resolved.exists() {
+        return Err(format!("the script {} does not exist", resolved.display()));
+    }
+    if !resolved.is_file() {
+        return Err(format!("the script {} is not a file", resolved.display()));
+    }
+    Ok(resolved)
+}
+
+/// `..` and `.` taken out without touching the disk (for a path that does not exist).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// False when the last non-empty line of the output is a JSON object whose `wakeAgent` is
+/// `false`: the script's way of saying there is nothing to report this time.
+pub fn wakes_agent(output: &str) -> bool {
+    let Some(last) = output.lines().rev().find(|l| !l.trim().is_empty()) else {
+        return true;
+    };
+    match serde_json::from_str::<serde_json::Value>(last.trim()) {
+        Ok(serde_json::Value::Object(gate)) => gate.get("wakeAgent") != Some(&false.into()),
+        _ => true,
+    }
+}
+
+/// Reads a stream to its end, keeping the first `cap` bytes; returns them and the total.
+async fn read_capped(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, usize) {
+    let (mut kept, mut total) = (Vec::new(), 0);
+    let Some(mut stream) = stream else {
+        return (kept, total);
+    };
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = stream.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        total += n;
+        let room = cap.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+    (kept, total)
+}
+
+/// The stream as text, trimmed, with a note when it was cut and secrets masked.
+fn text(bytes: &[u8], total: usize, secrets: &[&str]) -> String {
+    let mut text = String::from_utf8_lossy(bytes).trim().to_owned();
+    if total > bytes.len() {
+        text.push_str(&format!(
+            "\n[output cut: {} of {total} bytes kept]",
+            bytes.len()
+        ));
+    }
+    for secret in secrets {
+        text = text.replace(secret, "***");
+    }
+    text
+}
+
+/// Runs the job's script; `Ok(stdout)` on exit 0, `Err(why)` otherwise (the reason carries
+/// stderr and stdout).
+pub async fn run(
+    home: &HermesHome,
+    env: &BTreeMap<String, String>,
+    script: &str,
+    timeout: Duration,
+) -> Result<String, String> {
+    let scripts_dir = home.path().join("scripts");
+    std::fs::create_dir_all(&scripts_dir)
+        .map_err(|e| format!("cannot create {}: {e}", scripts_dir.display()))?;
+    let user_home = env.get("HOME").map(PathBuf::from);
+    let path = resolve(&scripts_dir, script, user_home.as_deref())?;
+    let child_env = command_env(env, home);
+    // What the child does not see is masked in what it prints (it could read a file).
+    let secrets: Vec<&str> = env
+        .iter()
+        .filter(|(k, v)| !child_env.contains_key(*k) && v.len() >= 8)
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let shell = matches!(
+        path.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
+        Some("sh" | "bash")
+    );
+    let interpreter = if shell {
+        find_bash(&child_env)
+    } else {
+        PathBuf::from("python3")
+    };
+    let mut child = tokio::process::Command::new(&interpreter)
+        .arg(&path)
+        .current_dir(path.parent().unwrap_or(&scripts_dir))
+        .env_clear()
+        .envs(&child_env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "cannot start {} for {}: {e}",
+                interpreter.display(),
+                path.display()
+            )
+        })?;
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(Pid::from_raw);
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let finished = tokio::time::timeout(timeout, async {
+        tokio::join!(
+            read_capped(stdout, OUTPUT_CAP),
+            read_capped(stderr, OUTPUT_CAP),
+            child.wait()
+        )
+    })
+    .await;
+    let Ok(((out, out_total), (err, err_total), status)) = finished else {
+        kill_group(&mut child, pgid).await;
+        return Err(format!(
+            "the script {} was stopped after {} s (cron.script_timeout_seconds)",
+            path.display(),
+            timeout.as_secs()
+        ));
+    };
+    let stdout = text(&out, out_total, &secrets);
+    let stderr = text(&err, err_total, &secrets);
+    let status = status.map_err(|e| format!("cannot wait for {}: {e}", path.display()))?;
+    if status.success() {
+        return Ok(stdout);
+    }
+    let mut why = format!("the script exited with code {}", exit_code(status));
+    for (name, stream) in [("stderr", &stderr), ("stdout", &stdout)] {
+        if !stream.is_empty() {
+            why.push_str(&format!("\n{name}:\n{stream}"));
+        }
+    }
+    Err(why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_must_resolve_inside_the_scripts_directory() {
+        let home = tempfile::tempdir().unwrap();
+        let scripts = home.path().join("scripts");
+        std::fs::create_dir_all(scripts.join("sub")).unwrap();
+        std::fs::write(scripts.join("sub/ok.py"), "print(1)").unwrap();
+        std::fs::write(home.path().join("secret.py"), "print(2)").unwrap();
+        std::os::unix::fs::symlink(home.path().join("secret.py"), scripts.join("link.py")).unwrap();
+        let dir = scripts.canonicalize().unwrap();
+        assert_eq!(
+            resolve(&scripts, "sub/ok.py", None).unwrap(),
+            dir.join("sub/ok.py")
+        );
+        let absolute = dir.join("sub/ok.py").display().to_string();
+        assert!(resolve(&scripts, &absolute, None).is_ok());
+        for outside in [
+            "../secret.py",
+            "link.py",
+            "/etc/passwd",
+            "sub/../../secret.py",
+        ] {
+            let e = resolve(&scripts, outside, None).unwrap_err();
+            assert!(e.starts_with("refused"), "{outside}: {e}");
+        }
+        assert!(
+            resolve(&scripts, "~/x.py", Some(home.path()))
+                .unwrap_err()
+                .starts_with("refused")
+        );
+        assert!(
+            resolve(&scripts, "missing.py", None)
+                .unwrap_err()
+                .contains("does not exist")
+        );
+        assert!(
+            resolve(&scripts, "sub", None)
+                .unwrap_err()
+                .contains("not a file")
+        );
+    }
+
+    #[test]
+    fn the_wake_gate_is_the_last_line() {
+        assert!(wakes_agent(""));
+        assert!(wakes_agent("data\n{\"wakeAgent\": true}"));
+        assert!(!wakes_agent("data\n{\"wakeAgent\": false}\n\n"));
+        assert!(wakes_agent("{\"wakeAgent\": false}\nmore"));
+        assert!(wakes_agent("[false]"));
+    }
+}

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::daemon::{API_KEY, Daemon, api_env};
 use support::fake_model::{FakeModel, Reply, Step};
-use support::mcp_servers::{self, HttpServer};
+use support::mcp_servers::{self, HttpServer, offered_tools};
 
 /// Generous: a loaded 2-core machine starts Python servers slowly.
 const WAIT: Duration = Duration::from_secs(90);
@@ -71,22 +71,7 @@ fn connected(servers: &Value, name: &str) -> bool {
 }
 
 async fn chat(daemon: &Daemon, text: &str) -> String {
-    let response = reqwest::Client::builder()
-        .timeout(WAIT)
-        .build()
-        .unwrap()
-        .post(format!("{}/v1/chat/completions", daemon.api_url()))
-        .bearer_auth(API_KEY)
-        .json(&json!({"model": "hermes-agent", "messages": [{"role": "user", "content": text}]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
-    body["choices"][0]["message"]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    mcp_servers::api_chat(&daemon.api_url(), API_KEY, text).await
 }
 
 /// The tool results the model was sent in request `index`, in order.
@@ -99,18 +84,6 @@ fn tool_results(model: &FakeModel, index: usize) -> Vec<String> {
         .filter(|m| m["role"] == "tool")
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect()
-}
-
-fn offered_tools(model: &FakeModel, index: usize) -> Vec<String> {
-    model.requests()[index].body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

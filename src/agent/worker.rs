@@ -71,6 +71,9 @@ pub struct Agent {
     client: Option<super::provider::ModelClient>,
     /// Where the session talks (`sessions.source`: `telegram`, `cli`, ...).
     platform: String,
+    /// Whose `platform_toolsets` pick the tools: the session's platform, or for a
+    /// sub-agent its parent's.
+    tool_platform: String,
 }
 
 /// Where `/steer` texts wait for the next tool round of a running turn.
@@ -119,6 +122,7 @@ impl Agent {
         let budget_max = deps.settings.max_turns;
         Ok(Self {
             platform: source.to_owned(),
+            tool_platform: source.to_owned(),
             deps,
             session_id,
             history: Vec::new(),
@@ -147,6 +151,7 @@ impl Agent {
         };
         let budget_max = deps.settings.max_turns;
         Ok(Self {
+            tool_platform: session.source.clone(),
             platform: session.source,
             deps,
             session_id,
@@ -166,10 +171,12 @@ impl Agent {
         session_id: String,
         budget: u32,
         depth: u32,
+        parent_tool_platform: &str,
     ) -> Self {
-        let system_prompt = deps.system_prompt(SUBAGENT_PLATFORM);
+        let system_prompt = deps.system_prompt_with_tools(SUBAGENT_PLATFORM, parent_tool_platform);
         Self {
             platform: SUBAGENT_PLATFORM.to_owned(),
+            tool_platform: parent_tool_platform.to_owned(),
             deps,
             session_id,
             history: Vec::new(),
@@ -238,6 +245,11 @@ impl Agent {
     /// The platform the session talks on.
     pub fn platform(&self) -> &str {
         &self.platform
+    }
+
+    /// The platform whose toolsets this agent is offered.
+    pub fn tool_platform(&self) -> &str {
+        &self.tool_platform
     }
 
     pub fn history(&self) -> &[ChatMessage] {
@@ -365,7 +377,8 @@ impl Agent {
     /// The request for the current history; `with_tools` false for the final summary call.
     fn request(&self, with_tools: bool) -> ModelRequest {
         let tools = if with_tools {
-            self.deps.tool_definitions(&self.session_id, self.depth)
+            self.deps
+                .tool_definitions(&self.session_id, self.depth, &self.tool_platform)
         } else {
             Vec::new()
         };

@@ -27,6 +27,7 @@ mod raw;
 mod secret;
 mod sections;
 mod skills;
+mod toolsets;
 mod types;
 mod unsupported;
 mod validate;
@@ -57,6 +58,7 @@ pub use platform_types::{
 };
 pub use secret::Secret;
 pub use skills::SkillsConfig;
+pub use toolsets::ToolsetsConfig;
 pub use types::{
     AgentConfig, ApprovalsConfig, AuxiliaryConfig, CompressionConfig, Config, DisplayConfig,
     DisplayOverrides, FallbackProvider, ModelConfig, ProviderConfig, SessionResetPolicy,

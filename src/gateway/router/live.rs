@@ -32,6 +32,8 @@ fn agent_inputs_changed(old: &Live, new: &LoadedConfig) -> bool {
         || a.fallback_providers != b.fallback_providers
         || a.agent.max_turns != b.agent.max_turns
         || a.compression != b.compression
+        || a.toolsets != b.toolsets
+        || a.mcp_servers != b.mcp_servers
         || old.env != new.env
 }
 

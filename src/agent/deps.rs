@@ -44,6 +44,10 @@ pub struct AgentSettings {
     pub platform_toolsets: BTreeMap<String, Vec<String>>,
     /// The enabled MCP servers' names: every platform gets them unless its list says not.
     pub mcp_servers: BTreeSet<String>,
+    /// `agent.image_input_mode` and `model.supports_vision`: whether images a tool returned
+    /// go to the model as image parts.
+    pub image_input_mode: crate::config::ImageInputMode,
+    pub supports_vision: Option<bool>,
     pub cwd: PathBuf,
     /// `context_file_max_chars`: the cap on each context file (`None`: from the window).
     pub context_file_max_chars: Option<u64>,
@@ -73,6 +77,8 @@ impl AgentSettings {
                 .filter(|(_, server)| server.enabled)
                 .map(|(name, _)| name.clone())
                 .collect(),
+            image_input_mode: config.media.image_input_mode,
+            supports_vision: config.media.supports_vision,
             cwd,
             context_file_max_chars: config.context_file_max_chars,
             skills: config.skills.clone(),

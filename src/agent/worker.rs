@@ -247,6 +247,17 @@ impl Agent {
         &self.platform
     }
 
+    /// The model this session's calls go to first (its `/model` choice or the default).
+    fn model_name(&self) -> String {
+        self.client
+            .as_ref()
+            .unwrap_or(&self.deps.client)
+            .endpoints()
+            .first()
+            .map(|e| e.model.clone())
+            .unwrap_or_default()
+    }
+
     /// The platform whose toolsets this agent is offered.
     pub fn tool_platform(&self) -> &str {
         &self.tool_platform
@@ -364,8 +375,11 @@ impl Agent {
             if let Some(last) = results.last_mut() {
                 append_steer(last, self.steer.as_ref());
             }
+            let model = self.model_name();
             for (call, result) in calls.iter().zip(results) {
-                let message = ChatMessage::tool_result(call.id.clone(), call.name.clone(), result);
+                let mut message =
+                    ChatMessage::tool_result(call.id.clone(), call.name.clone(), result);
+                super::tool_images::attach(&self.deps, &model, &mut message).await;
                 self.push(message, None).await?;
             }
             if cancel.is_cancelled() {

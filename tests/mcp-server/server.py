@@ -4,6 +4,8 @@ Python SDK (`mcp` on PyPI), so the client is tested against a real implementatio
     python server.py stdio            # JSON-RPC on stdin/stdout
     python server.py http             # Streamable HTTP on 127.0.0.1, a port the OS picks;
                                       # prints "listening http://127.0.0.1:PORT/mcp"
+    python server.py sse              # the legacy HTTP+SSE transport, the same way;
+                                      # prints "listening http://127.0.0.1:PORT/sse"
 
 Tools:
     echo(text)         -> "echo:<text>"
@@ -106,16 +108,19 @@ async def grow(ctx: Context) -> str:
     return "grown"
 
 
-async def serve_http() -> None:
+async def serve_http(mode: str) -> None:
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    app = server.streamable_http_app()
+    if mode == "sse":
+        app, path = server.sse_app(), "/sse"
+    else:
+        app, path = server.streamable_http_app(), "/mcp"
     config = uvicorn.Config(app, log_level="warning")
-    print(f"listening http://127.0.0.1:{port}/mcp", flush=True)
+    print(f"listening http://127.0.0.1:{port}{path}", flush=True)
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
@@ -124,7 +129,7 @@ if __name__ == "__main__":
     if os.environ.get("MCP_TEST_TOKEN"):
         print(f"starting with token {os.environ['MCP_TEST_TOKEN']}", file=sys.stderr, flush=True)
     mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
-    if mode == "http":
-        asyncio.run(serve_http())
+    if mode in ("http", "sse"):
+        asyncio.run(serve_http(mode))
     else:
         server.run("stdio")

@@ -37,9 +37,18 @@ pub struct HttpServer {
 
 impl HttpServer {
     pub fn start() -> HttpServer {
+        Self::start_mode("http")
+    }
+
+    /// The legacy HTTP+SSE transport (`/sse`).
+    pub fn start_sse() -> HttpServer {
+        Self::start_mode("sse")
+    }
+
+    fn start_mode(mode: &str) -> HttpServer {
         let mut child = Command::new(python())
             .arg(script())
-            .arg("http")
+            .arg(mode)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -95,34 +95,50 @@ pub async fn connect(
                     .map_err(|e| ConnectError::Initialize(e.to_string()))
             }
             McpTransport::Http { url, headers } => {
-                let client = http_client(net)?;
                 let mut transport_config =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                for (name, value) in headers {
-                    let name = reqwest13::header::HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|e| ConnectError::Config(format!("header '{name}': {e}")))?;
-                    let value =
-                        reqwest13::header::HeaderValue::from_str(value.expose()).map_err(|_| {
-                            ConnectError::Config(format!("header '{name}': not a valid value"))
-                        })?;
-                    transport_config.custom_headers.insert(name, value);
-                }
+                transport_config.custom_headers = header_map(headers)?
+                    .into_iter()
+                    .filter_map(|(name, value)| Some((name?, value)))
+                    .collect();
                 let transport =
-                    StreamableHttpClientTransport::with_client(client, transport_config);
+                    StreamableHttpClientTransport::with_client(http_client(net)?, transport_config);
                 listener
                     .serve(transport)
                     .await
                     .map_err(|e| ConnectError::Initialize(e.to_string()))
             }
-            McpTransport::Sse { .. } => Err(ConnectError::Config(
-                "the legacy SSE transport is not supported".to_owned(),
-            )),
+            McpTransport::Sse { url, headers } => {
+                let transport =
+                    super::sse::SseTransport::connect(http_client(net)?, url, header_map(headers)?)
+                        .await
+                        .map_err(|e| ConnectError::Initialize(e.to_string()))?;
+                listener
+                    .serve(transport)
+                    .await
+                    .map_err(|e| ConnectError::Initialize(e.to_string()))
+            }
         }
     };
     match tokio::time::timeout(config.connect_timeout, opening).await {
         Ok(result) => result,
         Err(_) => Err(ConnectError::Timeout(config.connect_timeout)),
     }
+}
+
+/// The configured `headers:` as request headers.
+fn header_map(
+    headers: &BTreeMap<String, crate::config::Secret>,
+) -> Result<reqwest13::header::HeaderMap, ConnectError> {
+    let mut map = reqwest13::header::HeaderMap::new();
+    for (name, value) in headers {
+        let name = reqwest13::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| ConnectError::Config(format!("header '{name}': {e}")))?;
+        let value = reqwest13::header::HeaderValue::from_str(value.expose())
+            .map_err(|_| ConnectError::Config(format!("header '{name}': not a valid value")))?;
+        map.insert(name, value);
+    }
+    Ok(map)
 }
 
 /// rmcp's HTTP client on the operator's TLS roots and proxies.

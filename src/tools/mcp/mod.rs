@@ -14,6 +14,7 @@ mod env;
 pub mod probe;
 mod result;
 pub mod schema;
+mod sse;
 mod status;
 mod supervisor;
 mod utility;

@@ -49,8 +49,7 @@ pub struct ServerTask {
 }
 
 impl ServerTask {
-    /// Starts the task for `name` (none for a disabled or unsupported server: its status
-    /// says why).
+    /// Starts the task for `name` (none for a disabled server: its status says so).
     pub fn spawn(name: &str, group: String, config: McpServerConfig, shared: Shared) -> Self {
         let status = SharedStatus::new(ServerStatus::new(&config));
         let stop = CancellationToken::new();

@@ -33,13 +33,17 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
 
 /// Keys of an `mcp_servers.<name>` entry Hermes reads that hermesd does not act on: liveness
 /// pings, stdio recycling, parallel-call opt-in, the HTTP content-type probe, server-initiated
-/// sampling and elicitation, OAuth and client certificates.
+/// elicitation, OAuth and client certificates.
 #[rustfmt::skip]
 pub const IGNORED_MCP_SERVER: &[&str] = &[
     "auth", "client_cert", "client_key", "elicitation", "idle_timeout_seconds",
-    "keepalive_interval", "lifecycle", "max_lifetime_seconds", "oauth", "sampling",
+    "keepalive_interval", "lifecycle", "max_lifetime_seconds", "oauth",
     "skip_preflight", "ssl_verify", "supports_parallel_tool_calls",
 ];
+
+/// Keys of `mcp_servers.<name>.sampling` hermesd does not act on: tool use inside sampling is
+/// not offered, so its round limit has nothing to limit.
+pub const IGNORED_MCP_SAMPLING: &[&str] = &["max_tool_rounds"];
 
 /// Hermes platforms hermesd has no adapter for: their blocks are skipped silently wherever
 /// they appear (top level, `platforms.*`, `gateway.*`).

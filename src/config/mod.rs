@@ -18,6 +18,7 @@ mod known_keys;
 mod layers;
 mod listeners;
 mod mcp;
+mod mcp_sampling;
 mod media;
 mod network;
 mod parse;
@@ -52,6 +53,7 @@ pub use cron::CronConfig;
 pub use delivery::{DeliveryConfig, MAX_RATE_LIMIT_DEADLINE_SECS};
 pub use error::{ConfigError, ConfigErrors};
 pub use mcp::{DEFAULT_MCP_CONNECT_TIMEOUT, DEFAULT_MCP_TIMEOUT, McpServerConfig, McpTransport};
+pub use mcp_sampling::{McpSampling, SamplingLogLevel};
 pub use media::{AuxVisionConfig, MediaConfig, STT_PROVIDERS, SttConfig, SttOpenAiConfig};
 pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,

@@ -17,6 +17,10 @@ Tools:
                           on cancellation writes "cancelled" to `marker + ".cancelled"`
     picture()          -> a 1x1 PNG image
     grow()             -> adds the tool `extra` and announces the changed tool list
+    ask_model(question, hint="")
+                       -> asks the client's model (sampling/createMessage, maxTokens 100000,
+                          system prompt "Answer briefly.") and returns "<model>|<text>",
+                          or "sampling failed: <error>"
 Resource memo://greeting (text) and prompt review(topic).
 """
 
@@ -25,6 +29,7 @@ import base64
 import os
 import socket
 import sys
+import warnings
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.utilities.types import Image
@@ -106,6 +111,31 @@ async def grow(ctx: Context) -> str:
     await ctx.notify_tools_changed()
     await ctx.session.send_tool_list_changed()
     return "grown"
+
+
+@server.tool()
+async def ask_model(ctx: Context, question: str, hint: str = "") -> str:
+    """Asks the client's model the question (sampling) and returns its answer."""
+    from mcp import types
+
+    preferences = types.ModelPreferences(hints=[types.ModelHint(name=hint)]) if hint else None
+    try:
+        with warnings.catch_warnings():
+            # Sampling is deprecated in the newest protocol revision; clients still serve it.
+            warnings.simplefilter("ignore")
+            result = await ctx.session.create_message(
+                messages=[
+                    types.SamplingMessage(
+                        role="user", content=types.TextContent(type="text", text=question)
+                    )
+                ],
+                max_tokens=100000,
+                system_prompt="Answer briefly.",
+                model_preferences=preferences,
+            )
+    except Exception as error:  # the client's refusal comes back as an MCP error
+        return f"sampling failed: {error}"
+    return f"{result.model}|{result.content.text}"
 
 
 async def serve_http(mode: str) -> None:

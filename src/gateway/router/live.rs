@@ -74,6 +74,8 @@ impl Router {
         if let Err(reason) = &agent {
             tracing::warn!("{reason}; messages will be answered with setup instructions");
         }
+        self.mcp
+            .set_model_client(agent.as_ref().ok().map(|deps| deps.client.clone()));
         let fresh = Arc::new(Live {
             config: loaded.config.clone(),
             env: loaded.env.clone(),

@@ -12,8 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hermes_adapter::net::Net;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::ErrorData;
+#[allow(deprecated)] // sampling: see `sampling.rs`
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    Implementation, SamplingCapability,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -21,25 +26,47 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Notify;
 
 use super::env::server_env;
+use super::sampling::Sampler;
 use crate::config::{McpServerConfig, McpTransport};
 
 /// A live session with one server.
 pub type Session = RunningService<RoleClient, Listener>;
 
-/// Our side of a session: it names the client and hears `tools/list_changed`.
+/// Our side of a session: it names the client, hears `tools/list_changed` and answers
+/// `sampling/createMessage` (when the server's `sampling:` allows).
 #[derive(Debug, Clone)]
 pub struct Listener {
     pub tools_changed: Arc<Notify>,
+    pub sampler: Option<Arc<Sampler>>,
 }
 
+#[allow(deprecated)] // sampling: see `sampling.rs`
 impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
     }
 
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        match &self.sampler {
+            Some(sampler) => sampler.create_message(params).await,
+            None => Err(ErrorData::invalid_request(
+                "this client does not answer sampling requests here",
+                None,
+            )),
+        }
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.sampler.as_ref().is_some_and(|s| s.enabled()) {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("hermesd", env!("CARGO_PKG_VERSION")),
         )
     }

@@ -3,14 +3,16 @@
 //! MCP server (the Python SDK's, over stdio). The fake model records which tools each
 //! platform's request offered; a SIGHUP reload changes them for the next turn.
 
+#[path = "mcp_support/mod.rs"]
+mod mcp_support;
 mod support;
 #[path = "telegram_support/mod.rs"]
 mod telegram_support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fake_telegram::{Chat, User};
-use serde_json::Value;
+use mcp_support::wait_connected;
 use support::daemon::API_KEY;
 use support::fake_model::FakeModel;
 use support::mcp_servers::{self, offered_tools};
@@ -25,27 +27,6 @@ fn servers_yaml() -> String {
         mcp_servers::python(),
         mcp_servers::script().display()
     )
-}
-
-async fn wait_connected(rig: &Rig) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let ready: Value = reqwest::get(format!("{}/ready", rig.daemon().admin_url()))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if ready["mcp_servers"]["local"]["state"] == "connected" {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "local never connected: {ready:#}\n{:#?}",
-            rig.daemon().logs()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 async fn api_chat(rig: &Rig, text: &str) -> String {
@@ -77,7 +58,7 @@ async fn each_platform_gets_its_toolsets_and_a_reload_changes_them() {
         &[("API_SERVER_ENABLED", "true"), ("API_SERVER_KEY", API_KEY)],
     )
     .await;
-    wait_connected(&rig).await;
+    wait_connected(&rig.daemon().admin_url(), "local").await;
 
     rig.telegram.push_text(
         Chat::private(CHAT),

@@ -79,6 +79,28 @@ pub async fn wait_for_servers(
     }
 }
 
+/// Polls `<admin_url>/ready` until the server `name` is connected (for rigs that are not
+/// started by [`start`]).
+pub async fn wait_connected(admin_url: &str, name: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let body: Value = reqwest::get(format!("{admin_url}/ready"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if connected(&body["mcp_servers"], name) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} never connected: {body:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 pub fn connected(servers: &Value, name: &str) -> bool {
     servers[name]["state"] == "connected"
 }

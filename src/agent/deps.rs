@@ -292,7 +292,7 @@ impl AgentDeps {
     /// `platform_toolsets` resolution.
     pub fn enabled_toolsets(&self, platform: &str) -> Vec<String> {
         if let Some(explicit) = &self.settings.enabled_toolsets {
-            return explicit.clone();
+            return crate::tools::toolsets::with_mcp_servers(explicit, &self.settings.mcp_servers);
         }
         crate::tools::toolsets::platform_toolsets(
             platform,

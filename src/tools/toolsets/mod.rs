@@ -9,7 +9,9 @@ mod table;
 
 use std::collections::BTreeSet;
 
-pub use platform::{ALL_MCP, NO_MCP, default_toolset, is_known, platform_toolsets};
+pub use platform::{
+    ALL_MCP, NO_MCP, default_toolset, is_known, platform_toolsets, with_mcp_servers,
+};
 pub use table::{HERMES_CORE_TOOLS, LEGACY_TOOLSETS, TOOLSETS, Toolset};
 
 pub fn get_toolset(name: &str) -> Option<&'static Toolset> {

@@ -142,6 +142,17 @@ pub fn platform_toolsets(
     enabled.into_iter().collect()
 }
 
+/// An explicit list (a scheduled job's `enabled_toolsets`) with the MCP servers merged in as
+/// Hermes's cron does: none with `no_mcp`, only the named ones when it names some, else all.
+pub fn with_mcp_servers(listed: &[String], mcp_servers: &BTreeSet<String>) -> Vec<String> {
+    let mut result: Vec<String> = listed.iter().filter(|n| *n != NO_MCP).cloned().collect();
+    let names_a_server = result.iter().any(|n| mcp_servers.contains(n));
+    if result.len() == listed.len() && !names_a_server {
+        result.extend(mcp_servers.iter().filter(|s| !listed.contains(s)).cloned());
+    }
+    result
+}
+
 /// Whether a list entry stands for MCP tools (`mcp`, `mcp-<server>`).
 fn is_mcp_toolset(name: &str) -> bool {
     name == ALL_MCP || name.starts_with(MCP_TOOLSET_PREFIX)
@@ -193,6 +204,23 @@ mod tests {
         // A custom composite is passed through and resolves later.
         let enabled = platform_toolsets("telegram", Some(&list(&["debugging"])), &all, &[]);
         assert!(enabled.contains(&"debugging".to_owned()), "{enabled:?}");
+    }
+
+    #[test]
+    fn a_job_list_gets_the_servers_unless_it_names_some_or_says_no_mcp() {
+        let all = servers(&["gh", "db"]);
+        assert_eq!(
+            with_mcp_servers(&list(&["memory"]), &all),
+            list(&["memory", "db", "gh"])
+        );
+        assert_eq!(
+            with_mcp_servers(&list(&["memory", "gh"]), &all),
+            list(&["memory", "gh"])
+        );
+        assert_eq!(
+            with_mcp_servers(&list(&["memory", NO_MCP]), &all),
+            list(&["memory"])
+        );
     }
 
     #[test]

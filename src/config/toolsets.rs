@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::mcp::McpServerConfig;
 use super::parse::{Issues, at, kind};
-use crate::tools::toolsets::{default_toolset, is_known, is_valid_toolset};
+use crate::tools::toolsets::{is_known, is_valid_toolset, preset_name};
 
 /// The validated toolset selection.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -79,7 +79,7 @@ fn check_names(
             continue;
         }
         let hint = platform
-            .map(default_toolset)
+            .map(preset_name)
             .filter(|preset| is_valid_toolset(preset))
             .map(|preset| format!(" (did you mean '{preset}'?)"))
             .unwrap_or_default();

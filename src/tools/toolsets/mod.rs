@@ -10,7 +10,7 @@ mod table;
 use std::collections::BTreeSet;
 
 pub use platform::{
-    ALL_MCP, NO_MCP, default_toolset, is_known, platform_toolsets, with_mcp_servers,
+    ALL_MCP, NO_MCP, default_toolset, is_known, platform_toolsets, preset_name, with_mcp_servers,
 };
 pub use table::{HERMES_CORE_TOOLS, LEGACY_TOOLSETS, TOOLSETS, Toolset};
 

@@ -54,8 +54,20 @@ pub const NO_MCP: &str = "no_mcp";
 pub const ALL_MCP: &str = "mcp";
 
 /// The preset a platform uses when `platform_toolsets` has no list for it (Hermes's
-/// `PLATFORMS[..].default_toolset`; an unlisted platform uses `hermes-<platform>`).
+/// `PLATFORMS[..].default_toolset`). A platform with no preset of its own (an in-process
+/// adapter, a benchmark) gets the CLI's, the core tools, where Hermes's plugin platforms
+/// would get nothing: hermesd has no plugins to fill such a preset.
 pub fn default_toolset(platform: &str) -> String {
+    let preset = preset_name(platform);
+    if get_toolset(&preset).is_some() {
+        preset
+    } else {
+        "hermes-cli".to_owned()
+    }
+}
+
+/// The name of `platform`'s own preset, whether or not the table has it.
+pub fn preset_name(platform: &str) -> String {
     match platform {
         "api_server" => "hermes-api-server".to_owned(),
         "whatsapp_cloud" => "hermes-whatsapp".to_owned(),
@@ -181,6 +193,8 @@ mod tests {
         assert!(api.contains(&"terminal".to_owned()), "{api:?}");
         let tools = resolve_toolsets(Some(&api), &[]);
         assert!(tools.contains("read_file") && !tools.contains("clarify"));
+        let unknown = platform_toolsets("scripted", None, &servers(&[]), &[]);
+        assert_eq!(unknown, platform_toolsets("cli", None, &servers(&[]), &[]));
     }
 
     #[test]

@@ -49,7 +49,7 @@ fn has(tools: &[String], name: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_platform_gets_its_toolsets_and_a_reload_changes_them() {
     let tail = format!(
-        "{}platform_toolsets:\n  telegram: [hermes-telegram, no_mcp]\nagent:\n  disabled_toolsets: [memory]\n",
+        "{}platform_toolsets:\n  telegram: [hermes-telegram, no_mcp]\n  slack: [file, nonesuch]\nagent:\n  disabled_toolsets: [memory]\n",
         servers_yaml()
     );
     let rig = start(
@@ -59,6 +59,10 @@ async fn each_platform_gets_its_toolsets_and_a_reload_changes_them() {
     )
     .await;
     wait_connected(&rig.daemon().admin_url(), "local").await;
+    // An unknown name is reported at start, naming its key.
+    rig.daemon()
+        .wait_for_line("platform_toolsets.slack[1]: 'nonesuch'", WAIT)
+        .unwrap_or_else(|| panic!("{:#?}", rig.daemon().logs()));
 
     rig.telegram.push_text(
         Chat::private(CHAT),

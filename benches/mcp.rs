@@ -1,5 +1,6 @@
 //! MCP benchmark: the wall time of an agent turn whose model calls one MCP tool (the Python
-//! SDK test server's `echo`, over stdio and over Streamable HTTP) against the same turn
+//! SDK test server's `echo`, over stdio, Streamable HTTP and the legacy SSE transport) against
+//! the same turn
 //! calling a built-in tool (`read_file` on a small file), with a fake model that answers
 //! instantly; and the memory each connected server costs: our side (the daemon's RSS growth
 //! per stdio session) and the server process's own RSS. Prints one JSON report (also written
@@ -109,6 +110,7 @@ fn main() {
         home.ensure_exists().unwrap();
         let fake = FakeModel::start_in_background();
         let http = mcp_servers::HttpServer::start();
+        let sse = mcp_servers::HttpServer::start_sse();
         let env: BTreeMap<String, String> = [
             ("PATH", std::env::var("PATH").unwrap_or_default()),
             ("HOME", dir.path().display().to_string()),
@@ -119,12 +121,15 @@ fn main() {
         let mut configured = servers(&home, &stdio_yaml(&["local".to_owned()]));
         configured.extend(servers(
             &home,
-            &format!("mcp_servers:\n  remote:\n    url: {}\n", http.url),
+            &format!(
+                "mcp_servers:\n  remote:\n    url: {}\n  old:\n    url: {}\n    transport: sse\n",
+                http.url, sse.url
+            ),
         ));
         let hub = McpHub::new();
         let net = hermes_adapter::net::Net::direct();
         hub.apply(&configured, &net, &env);
-        wait_connected(&hub, 2).await;
+        wait_connected(&hub, 3).await;
 
         std::fs::write(home.config_yaml(), "").unwrap();
         let loaded = hermesd::config::load(&home, &env).expect("config");
@@ -152,9 +157,11 @@ fn main() {
         timed_turns(&mut agent, &fake, 10, "read_file", read.clone()).await;
         timed_turns(&mut agent, &fake, 10, "mcp__local__echo", echo.clone()).await;
         timed_turns(&mut agent, &fake, 10, "mcp__remote__echo", echo.clone()).await;
+        timed_turns(&mut agent, &fake, 10, "mcp__old__echo", echo.clone()).await;
         let builtin = timed_turns(&mut agent, &fake, turns, "read_file", read).await;
         let stdio = timed_turns(&mut agent, &fake, turns, "mcp__local__echo", echo.clone()).await;
-        let remote = timed_turns(&mut agent, &fake, turns, "mcp__remote__echo", echo).await;
+        let remote = timed_turns(&mut agent, &fake, turns, "mcp__remote__echo", echo.clone()).await;
+        let legacy = timed_turns(&mut agent, &fake, turns, "mcp__old__echo", echo).await;
         let _ = std::fs::remove_file(&small);
 
         // Memory: our RSS growth for `servers_for_rss` more stdio sessions, and theirs.
@@ -164,7 +171,7 @@ fn main() {
         let mut many = configured.clone();
         many.extend(servers(&home, &stdio_yaml(&names)));
         hub.apply(&many, &net, &env);
-        wait_connected(&hub, 2 + servers_for_rss).await;
+        wait_connected(&hub, 3 + servers_for_rss).await;
         let after = rss_kib(me);
         let per_server_kib = after.saturating_sub(before) as f64 / servers_for_rss as f64;
         let server_rss = {
@@ -196,6 +203,7 @@ fn main() {
             "turn_with_builtin_read_file": summary(builtin),
             "turn_with_mcp_stdio_echo": summary(stdio),
             "turn_with_mcp_http_echo": summary(remote),
+            "turn_with_mcp_sse_echo": summary(legacy),
             "stdio_servers_added_for_rss": servers_for_rss,
             "daemon_rss_kib_before": before,
             "daemon_rss_kib_after": after,

@@ -2,116 +2,17 @@
 //! the protocol project's Python SDK (`tests/mcp-server/server.py`), over stdio and over
 //! Streamable HTTP. The fake model asks for MCP tools; the results must reach it.
 
+#[path = "mcp_support/mod.rs"]
+mod mcp_support;
 mod support;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
+use mcp_support::*;
 use serde_json::{Value, json};
-use support::daemon::{API_KEY, Daemon, api_env};
+use support::daemon::API_KEY;
 use support::fake_model::{FakeModel, Reply, Step};
-use support::mcp_servers::{self, HttpServer};
-
-/// Generous: a loaded 2-core machine starts Python servers slowly.
-const WAIT: Duration = Duration::from_secs(90);
-
-fn stdio_server(name: &str, extra: &str) -> String {
-    format!(
-        "  {name}:\n    command: {}\n    args: [{}, stdio]\n    env: {{MCP_TEST_VAR: configured-value, MCP_TEST_TOKEN: mcp-env-secret-4567}}\n{extra}",
-        mcp_servers::python(),
-        mcp_servers::script().display()
-    )
-}
-
-fn write_config(home: &Path, servers: &str) {
-    let config = if servers.is_empty() {
-        String::new()
-    } else {
-        format!("mcp_servers:\n{servers}")
-    };
-    std::fs::write(home.join("config.yaml"), config).unwrap();
-}
-
-async fn start(home: &Path, model: &FakeModel) -> Daemon {
-    let dir = home.to_path_buf();
-    let env = api_env(home, &model.base_url());
-    tokio::task::spawn_blocking(move || Daemon::start(&dir, &env))
-        .await
-        .unwrap()
-}
-
-async fn ready(daemon: &Daemon) -> Value {
-    reqwest::get(format!("{}/ready", daemon.admin_url()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-/// Polls `/ready` until `check` holds for its `mcp_servers`; returns them.
-async fn wait_for_servers(daemon: &Daemon, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let servers = ready(daemon).await["mcp_servers"].clone();
-        if check(&servers) {
-            return servers;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "/ready never showed {what}: {servers:#}\n{:#?}",
-            daemon.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn connected(servers: &Value, name: &str) -> bool {
-    servers[name]["state"] == "connected"
-}
-
-async fn chat(daemon: &Daemon, text: &str) -> String {
-    let response = reqwest::Client::builder()
-        .timeout(WAIT)
-        .build()
-        .unwrap()
-        .post(format!("{}/v1/chat/completions", daemon.api_url()))
-        .bearer_auth(API_KEY)
-        .json(&json!({"model": "hermes-agent", "messages": [{"role": "user", "content": text}]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
-    body["choices"][0]["message"]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
-/// The tool results the model was sent in request `index`, in order.
-fn tool_results(model: &FakeModel, index: usize) -> Vec<String> {
-    let requests = model.requests();
-    requests[index].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-fn offered_tools(model: &FakeModel, index: usize) -> Vec<String> {
-    model.requests()[index].body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
+use support::mcp_servers::{HttpServer, offered_tools};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_calls_stdio_and_http_tools_and_reads_their_results() {
@@ -239,35 +140,6 @@ async fn the_model_calls_stdio_and_http_tools_and_reads_their_results() {
     assert!(logs.contains("starting with token ***"), "{logs}");
     for secret in ["mcp-header-secret-0123", "mcp-env-secret-4567"] {
         assert!(!logs.contains(secret), "{secret} in the logs: {logs}");
-    }
-}
-
-/// Queues a model reply calling `tool` (a `hang`) with `marker`, then `then` as the answer.
-fn push_hang(model: &FakeModel, tool: &str, marker: &Path, then: &str) {
-    model.push_all([
-        Step::Reply(Reply::tool_call(
-            tool,
-            json!({"marker": marker.display().to_string()}),
-        )),
-        Step::text(then),
-    ]);
-}
-
-/// Waits (bounded) until `path` exists; returns its content.
-async fn wait_for_file(path: &Path) -> String {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && !text.is_empty()
-        {
-            return text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -1,7 +1,7 @@
 //! Everything an agent needs, built once per process and shared by every session's agent:
 //! the model client, the tool registry and its shared state, the store and the settings.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -36,8 +36,18 @@ pub struct AgentSettings {
     pub compression_threshold: f64,
     pub protect_last_n: usize,
     pub stream: bool,
+    /// An explicit toolset list that wins over the platform's (a scheduled job's own).
     pub enabled_toolsets: Option<Vec<String>>,
+    /// `agent.disabled_toolsets`, subtracted last everywhere.
     pub disabled_toolsets: Vec<String>,
+    /// `platform_toolsets`: each listed platform's toolsets (see `tools::toolsets::platform`).
+    pub platform_toolsets: BTreeMap<String, Vec<String>>,
+    /// The enabled MCP servers' names: every platform gets them unless its list says not.
+    pub mcp_servers: BTreeSet<String>,
+    /// `agent.image_input_mode` and `model.supports_vision`: whether images a tool returned
+    /// go to the model as image parts.
+    pub image_input_mode: crate::config::ImageInputMode,
+    pub supports_vision: Option<bool>,
     pub cwd: PathBuf,
     /// `context_file_max_chars`: the cap on each context file (`None`: from the window).
     pub context_file_max_chars: Option<u64>,
@@ -59,7 +69,16 @@ impl AgentSettings {
             protect_last_n: config.compression.protect_last_n as usize,
             stream: true,
             enabled_toolsets: None,
-            disabled_toolsets: Vec::new(),
+            disabled_toolsets: config.toolsets.disabled_toolsets.clone(),
+            platform_toolsets: config.toolsets.platform_toolsets.clone(),
+            mcp_servers: config
+                .mcp_servers
+                .iter()
+                .filter(|(_, server)| server.enabled)
+                .map(|(name, _)| name.clone())
+                .collect(),
+            image_input_mode: config.media.image_input_mode,
+            supports_vision: config.media.supports_vision,
             cwd,
             context_file_max_chars: config.context_file_max_chars,
             skills: config.skills.clone(),
@@ -219,8 +238,14 @@ impl AgentDeps {
     /// The system prompt for a new conversation on `platform` (`cli`, `telegram`, ...),
     /// stable for the conversation's whole life.
     pub fn system_prompt(&self, platform: &str) -> String {
+        self.system_prompt_with_tools(platform, platform)
+    }
+
+    /// The system prompt for `platform` with the tools `tool_platform` is offered (a
+    /// sub-agent has its own platform name but its parent's tools).
+    pub fn system_prompt_with_tools(&self, platform: &str, tool_platform: &str) -> String {
         let offered: Vec<String> = self
-            .tool_definitions("", 0)
+            .tool_definitions("", 0, tool_platform)
             .iter()
             .filter_map(|d| d["function"]["name"].as_str().map(str::to_owned))
             .collect();
@@ -255,22 +280,39 @@ impl AgentDeps {
         })
     }
 
-    /// Whether the model is offered `name` (its toolset enabled, its check passing).
-    pub fn offers_tool(&self, name: &str) -> bool {
-        self.tool_definitions("", 0)
+    /// Whether the model is offered `name` on `platform` (its toolset enabled there, its
+    /// check passing).
+    pub fn offers_tool(&self, name: &str, platform: &str) -> bool {
+        self.tool_definitions("", 0, platform)
             .iter()
             .any(|d| d["function"]["name"] == name)
     }
 
-    /// The tool definitions offered to the model; sub-agents past the spawn depth cannot
-    /// delegate further.
-    pub fn tool_definitions(&self, session_id: &str, depth: u32) -> Vec<Value> {
-        let ctx = self.tool_ctx(session_id, CancellationToken::new());
-        let mut definitions = self.registry.definitions(
-            self.settings.enabled_toolsets.as_deref(),
+    /// The toolsets enabled on `platform`: an explicit list (a job's) or the platform's
+    /// `platform_toolsets` resolution.
+    pub fn enabled_toolsets(&self, platform: &str) -> Vec<String> {
+        if let Some(explicit) = &self.settings.enabled_toolsets {
+            return crate::tools::toolsets::with_mcp_servers(explicit, &self.settings.mcp_servers);
+        }
+        crate::tools::toolsets::platform_toolsets(
+            platform,
+            self.settings
+                .platform_toolsets
+                .get(platform)
+                .map(Vec::as_slice),
+            &self.settings.mcp_servers,
             &self.settings.disabled_toolsets,
-            &ctx,
-        );
+        )
+    }
+
+    /// The tool definitions offered to the model on `platform`; sub-agents past the spawn
+    /// depth cannot delegate further.
+    pub fn tool_definitions(&self, session_id: &str, depth: u32, platform: &str) -> Vec<Value> {
+        let ctx = self.tool_ctx(session_id, CancellationToken::new());
+        let enabled = self.enabled_toolsets(platform);
+        let mut definitions =
+            self.registry
+                .definitions(Some(&enabled), &self.settings.disabled_toolsets, &ctx);
         if depth as usize >= self.delegation.max_spawn_depth {
             definitions.retain(|d| d["function"]["name"] != "delegate_task");
         }

@@ -14,6 +14,7 @@ pub mod provider;
 pub mod session_id;
 pub mod title;
 mod todo_history;
+mod tool_images;
 mod tool_round;
 mod worker;
 

@@ -166,6 +166,7 @@ fn delegate<'a>(
                     child_id.clone(),
                     super::deps::DELEGATE_MAX_TURNS,
                     agent.depth() + 1,
+                    agent.tool_platform(),
                 );
                 emit(
                     events,

@@ -71,6 +71,9 @@ pub struct Agent {
     client: Option<super::provider::ModelClient>,
     /// Where the session talks (`sessions.source`: `telegram`, `cli`, ...).
     platform: String,
+    /// Whose `platform_toolsets` pick the tools: the session's platform, or for a
+    /// sub-agent its parent's.
+    tool_platform: String,
 }
 
 /// Where `/steer` texts wait for the next tool round of a running turn.
@@ -119,6 +122,7 @@ impl Agent {
         let budget_max = deps.settings.max_turns;
         Ok(Self {
             platform: source.to_owned(),
+            tool_platform: source.to_owned(),
             deps,
             session_id,
             history: Vec::new(),
@@ -147,6 +151,7 @@ impl Agent {
         };
         let budget_max = deps.settings.max_turns;
         Ok(Self {
+            tool_platform: session.source.clone(),
             platform: session.source,
             deps,
             session_id,
@@ -166,10 +171,12 @@ impl Agent {
         session_id: String,
         budget: u32,
         depth: u32,
+        parent_tool_platform: &str,
     ) -> Self {
-        let system_prompt = deps.system_prompt(SUBAGENT_PLATFORM);
+        let system_prompt = deps.system_prompt_with_tools(SUBAGENT_PLATFORM, parent_tool_platform);
         Self {
             platform: SUBAGENT_PLATFORM.to_owned(),
+            tool_platform: parent_tool_platform.to_owned(),
             deps,
             session_id,
             history: Vec::new(),
@@ -238,6 +245,22 @@ impl Agent {
     /// The platform the session talks on.
     pub fn platform(&self) -> &str {
         &self.platform
+    }
+
+    /// The model this session's calls go to first (its `/model` choice or the default).
+    fn model_name(&self) -> String {
+        self.client
+            .as_ref()
+            .unwrap_or(&self.deps.client)
+            .endpoints()
+            .first()
+            .map(|e| e.model.clone())
+            .unwrap_or_default()
+    }
+
+    /// The platform whose toolsets this agent is offered.
+    pub fn tool_platform(&self) -> &str {
+        &self.tool_platform
     }
 
     pub fn history(&self) -> &[ChatMessage] {
@@ -352,8 +375,11 @@ impl Agent {
             if let Some(last) = results.last_mut() {
                 append_steer(last, self.steer.as_ref());
             }
+            let model = self.model_name();
             for (call, result) in calls.iter().zip(results) {
-                let message = ChatMessage::tool_result(call.id.clone(), call.name.clone(), result);
+                let mut message =
+                    ChatMessage::tool_result(call.id.clone(), call.name.clone(), result);
+                super::tool_images::attach(&self.deps, &model, &mut message).await;
                 self.push(message, None).await?;
             }
             if cancel.is_cancelled() {
@@ -365,7 +391,8 @@ impl Agent {
     /// The request for the current history; `with_tools` false for the final summary call.
     fn request(&self, with_tools: bool) -> ModelRequest {
         let tools = if with_tools {
-            self.deps.tool_definitions(&self.session_id, self.depth)
+            self.deps
+                .tool_definitions(&self.session_id, self.depth, &self.tool_platform)
         } else {
             Vec::new()
         };

@@ -169,7 +169,10 @@ async fn chat(
     );
     mcp.settled().await;
     let deps = match AgentDeps::build(home, loaded, store.clone(), prompts) {
-        Ok(deps) => Arc::new(deps.with_tool_overlay(mcp.overlay())),
+        Ok(deps) => {
+            mcp.set_model_client(Some(deps.client.clone()));
+            Arc::new(deps.with_tool_overlay(mcp.overlay()))
+        }
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_FAILURE;

@@ -68,11 +68,8 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: McpComman
         table(&["SERVER", "TRANSPORT", "STATE", "TOOLS", "DETAIL"], &rows)
     };
     let _ = out.write_all(crate::logging::mask(&text).as_bytes());
-    let unreachable = results.values().any(|r| {
-        matches!(
-            r.status.state,
-            ServerState::Failed | ServerState::Unsupported
-        )
-    });
+    let unreachable = results
+        .values()
+        .any(|r| r.status.state == ServerState::Failed);
     if unreachable { EXIT_FAILURE } else { 0 }
 }

@@ -24,6 +24,7 @@ const IGNORED_LISTS: &[(&str, &[&str])] = &[
     ("fallback_providers[]", IGNORED_FALLBACK),
     ("gateway", IGNORED_GATEWAY),
     ("mcp_servers.*", IGNORED_MCP_SERVER),
+    ("mcp_servers.*.sampling", IGNORED_MCP_SAMPLING),
     ("model", IGNORED_MODEL),
     ("platforms.*", IGNORED_PLATFORM),
     ("platforms.*.home_channel", IGNORED_HOME_CHANNEL),

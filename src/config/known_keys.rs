@@ -22,7 +22,7 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "model_catalog", "model_overrides", "models_dev", "monitoring", "multiplex_profile_allowlist",
     "multiplex_profiles", "network", "nous", "onboarding", "openrouter",
     "paste_collapse_char_threshold", "paste_collapse_threshold",
-    "paste_collapse_threshold_fallback", "personalities", "platform_hints", "platform_toolsets",
+    "paste_collapse_threshold_fallback", "personalities", "platform_hints",
     "plugins", "prefill_messages_file", "privacy", "profile_routes", "prompt_caching", "proxy",
     "quick_commands", "reset_by_platform", "reset_by_type", "reset_triggers", "runtime", "secrets",
     "security", "session", "session_store_max_age_days", "sessions",
@@ -33,13 +33,17 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
 
 /// Keys of an `mcp_servers.<name>` entry Hermes reads that hermesd does not act on: liveness
 /// pings, stdio recycling, parallel-call opt-in, the HTTP content-type probe, server-initiated
-/// sampling and elicitation, OAuth and client certificates.
+/// elicitation, OAuth and client certificates.
 #[rustfmt::skip]
 pub const IGNORED_MCP_SERVER: &[&str] = &[
     "auth", "client_cert", "client_key", "elicitation", "idle_timeout_seconds",
-    "keepalive_interval", "lifecycle", "max_lifetime_seconds", "oauth", "sampling",
+    "keepalive_interval", "lifecycle", "max_lifetime_seconds", "oauth",
     "skip_preflight", "ssl_verify", "supports_parallel_tool_calls",
 ];
+
+/// Keys of `mcp_servers.<name>.sampling` hermesd does not act on: tool use inside sampling is
+/// not offered, so its round limit has nothing to limit.
+pub const IGNORED_MCP_SAMPLING: &[&str] = &["max_tool_rounds"];
 
 /// Hermes platforms hermesd has no adapter for: their blocks are skipped silently wherever
 /// they appear (top level, `platforms.*`, `gateway.*`).
@@ -139,7 +143,7 @@ pub const IGNORED_DISPLAY_PLATFORM: &[&str] = &[
 pub const IGNORED_AGENT: &[&str] = &[
     "agent_cache", "api_max_retries", "bot_mode_protocol", "budget_warning_ratio",
     "build_wait_timeout", "coding_context", "coding_instructions", "cron_drain_timeout",
-    "disabled_toolsets", "empty_response_guard", "environment_hint", "environment_probe",
+    "empty_response_guard", "environment_hint", "environment_probe",
     "execution_guidance", "fast_auto_seconds", "gateway_startup_restore_drain_timeout",
     "gateway_startup_warmup_timeout", "gateway_turn_lease_timeout",
     "intent_ack_continuation", "local_stream_stale_timeout", "max_verify_nudges",

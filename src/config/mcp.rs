@@ -4,7 +4,7 @@
 //! the legacy SSE transport), with per-server timeouts and tool filters.
 //!
 //! A server with a `url` is an HTTP server even when it also names a `command`, as in Hermes.
-//! Keys Hermes reads that hermesd does not act on (keep-alive, recycling, sampling, OAuth,
+//! Keys Hermes reads that hermesd does not act on (keep-alive, recycling, elicitation, OAuth,
 //! client certificates, ...) are accepted and reported in the "not supported yet" warning.
 
 use std::collections::BTreeMap;
@@ -34,6 +34,7 @@ const READ_KEYS: &[&str] = &[
     "connect_timeout",
     "enabled",
     "tools",
+    "sampling",
 ];
 
 /// How hermesd reaches one server.
@@ -79,6 +80,8 @@ pub struct McpServerConfig {
     pub resources: bool,
     /// `tools.prompts`: the list/get prompt helper tools (when the server has prompts).
     pub prompts: bool,
+    /// `sampling`: the server's requests for completions by our model.
+    pub sampling: super::mcp_sampling::McpSampling,
 }
 
 impl McpServerConfig {
@@ -165,6 +168,7 @@ fn server(
     );
     let enabled = issues.bool(field("enabled"), true);
     let filters = filters(issues, prefix, entry.get("tools"));
+    let sampling = super::mcp_sampling::sampling(issues, prefix, entry.get("sampling"));
     let transport = transport(issues, prefix, entry)?;
     Some(McpServerConfig {
         transport,
@@ -175,6 +179,7 @@ fn server(
         exclude: filters.exclude,
         resources: filters.resources,
         prompts: filters.prompts,
+        sampling,
     })
 }
 
@@ -368,11 +373,14 @@ mod tests {
         assert!(servers["s"].selects("one") && !servers["s"].selects("three"));
         assert!(servers["t"].selects("one") && !servers["t"].selects("two"));
         assert!(!servers["s"].prompts && servers["s"].resources && servers["t"].prompts);
+        // sampling is read now; only its tool-round limit is not acted on.
         assert!(
-            issues
+            !issues
                 .ignored
-                .contains(&"mcp_servers.s.sampling".to_owned())
+                .iter()
+                .any(|k| k.starts_with("mcp_servers.s.sampling"))
         );
+        assert!(servers["s"].sampling.enabled);
         assert!(
             issues
                 .ignored

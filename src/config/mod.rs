@@ -18,6 +18,7 @@ mod known_keys;
 mod layers;
 mod listeners;
 mod mcp;
+mod mcp_sampling;
 mod media;
 mod network;
 mod parse;
@@ -27,6 +28,7 @@ mod raw;
 mod secret;
 mod sections;
 mod skills;
+mod toolsets;
 mod types;
 mod unsupported;
 mod validate;
@@ -51,12 +53,14 @@ pub use cron::CronConfig;
 pub use delivery::{DeliveryConfig, MAX_RATE_LIMIT_DEADLINE_SECS};
 pub use error::{ConfigError, ConfigErrors};
 pub use mcp::{DEFAULT_MCP_CONNECT_TIMEOUT, DEFAULT_MCP_TIMEOUT, McpServerConfig, McpTransport};
+pub use mcp_sampling::{McpSampling, SamplingLogLevel};
 pub use media::{AuxVisionConfig, MediaConfig, STT_PROVIDERS, SttConfig, SttOpenAiConfig};
 pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
 };
 pub use secret::Secret;
 pub use skills::SkillsConfig;
+pub use toolsets::ToolsetsConfig;
 pub use types::{
     AgentConfig, ApprovalsConfig, AuxiliaryConfig, CompressionConfig, Config, DisplayConfig,
     DisplayOverrides, FallbackProvider, ModelConfig, ProviderConfig, SessionResetPolicy,

@@ -72,6 +72,8 @@ pub struct RawConfig {
     pub stt_echo_transcripts: Option<Value>,
     pub skills: Option<Section<super::skills::RawSkills>>,
     pub context_file_max_chars: Option<Value>,
+    /// Toolsets per platform (validated in `toolsets.rs`).
+    pub platform_toolsets: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -205,6 +207,8 @@ pub struct RawAgent {
     pub gateway_auto_continue_freshness: Option<Value>,
     pub clarify_timeout: Option<Value>,
     pub image_input_mode: Option<Value>,
+    /// Read with `platform_toolsets` in `toolsets.rs`.
+    pub disabled_toolsets: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -155,6 +155,7 @@ pub fn validate(
         network: network::network(&mut issues, raw.tls.as_ref(), env),
         media: super::media::media(&mut issues, raw, &gateway),
         skills: super::skills::skills(&mut issues, raw.skills.as_ref()),
+        toolsets: Default::default(),
         context_file_max_chars: super::skills::context_file_max_chars(
             &mut issues,
             raw.context_file_max_chars.as_ref(),
@@ -179,6 +180,16 @@ pub fn validate(
         platforms::chat_platform(&mut issues, &blocks, &env_overrides::DISCORD, env);
     config.platforms.slack =
         platforms::chat_platform(&mut issues, &blocks, &env_overrides::SLACK, env);
+    let disabled_toolsets = match &raw.agent {
+        Some(super::raw::Section::Map(agent)) => agent.disabled_toolsets.as_ref(),
+        _ => None,
+    };
+    config.toolsets = super::toolsets::toolsets(
+        &mut issues,
+        raw.platform_toolsets.as_ref(),
+        disabled_toolsets,
+        &config.mcp_servers,
+    );
     listeners::check_ports(&mut issues, &config.api_server, &config.admin);
     issues.errors.extend(durations::check_env(env));
 

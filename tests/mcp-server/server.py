@@ -4,6 +4,8 @@ Python SDK (`mcp` on PyPI), so the client is tested against a real implementatio
     python server.py stdio            # JSON-RPC on stdin/stdout
     python server.py http             # Streamable HTTP on 127.0.0.1, a port the OS picks;
                                       # prints "listening http://127.0.0.1:PORT/mcp"
+    python server.py sse              # the legacy HTTP+SSE transport, the same way;
+                                      # prints "listening http://127.0.0.1:PORT/sse"
 
 Tools:
     echo(text)         -> "echo:<text>"
@@ -15,6 +17,10 @@ Tools:
                           on cancellation writes "cancelled" to `marker + ".cancelled"`
     picture()          -> a 1x1 PNG image
     grow()             -> adds the tool `extra` and announces the changed tool list
+    ask_model(question, hint="")
+                       -> asks the client's model (sampling/createMessage, maxTokens 100000,
+                          system prompt "Answer briefly.") and returns "<model>|<text>",
+                          or "sampling failed: <error>"
 Resource memo://greeting (text) and prompt review(topic).
 """
 
@@ -23,6 +29,7 @@ import base64
 import os
 import socket
 import sys
+import warnings
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.utilities.types import Image
@@ -106,16 +113,44 @@ async def grow(ctx: Context) -> str:
     return "grown"
 
 
-async def serve_http() -> None:
+@server.tool()
+async def ask_model(ctx: Context, question: str, hint: str = "") -> str:
+    """Asks the client's model the question (sampling) and returns its answer."""
+    from mcp import types
+
+    preferences = types.ModelPreferences(hints=[types.ModelHint(name=hint)]) if hint else None
+    try:
+        with warnings.catch_warnings():
+            # Sampling is deprecated in the newest protocol revision; clients still serve it.
+            warnings.simplefilter("ignore")
+            result = await ctx.session.create_message(
+                messages=[
+                    types.SamplingMessage(
+                        role="user", content=types.TextContent(type="text", text=question)
+                    )
+                ],
+                max_tokens=100000,
+                system_prompt="Answer briefly.",
+                model_preferences=preferences,
+            )
+    except Exception as error:  # the client's refusal comes back as an MCP error
+        return f"sampling failed: {error}"
+    return f"{result.model}|{result.content.text}"
+
+
+async def serve_http(mode: str) -> None:
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    app = server.streamable_http_app()
+    if mode == "sse":
+        app, path = server.sse_app(), "/sse"
+    else:
+        app, path = server.streamable_http_app(), "/mcp"
     config = uvicorn.Config(app, log_level="warning")
-    print(f"listening http://127.0.0.1:{port}/mcp", flush=True)
+    print(f"listening http://127.0.0.1:{port}{path}", flush=True)
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
@@ -124,7 +159,7 @@ if __name__ == "__main__":
     if os.environ.get("MCP_TEST_TOKEN"):
         print(f"starting with token {os.environ['MCP_TEST_TOKEN']}", file=sys.stderr, flush=True)
     mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
-    if mode == "http":
-        asyncio.run(serve_http())
+    if mode in ("http", "sse"):
+        asyncio.run(serve_http(mode))
     else:
         server.run("stdio")

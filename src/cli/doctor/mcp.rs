@@ -21,13 +21,6 @@ pub fn checks(loaded: &LoadedConfig, offline: bool, timeout: Duration) -> Vec<Ch
             continue;
         }
         match &config.transport {
-            McpTransport::Sse { .. } => {
-                checks.push(
-                    Check::warn(&key, "the legacy SSE transport is not supported; no tools")
-                        .hint("point url at the server's Streamable HTTP endpoint"),
-                );
-                continue;
-            }
             McpTransport::Stdio { command, .. } => {
                 let path = loaded
                     .env
@@ -43,7 +36,7 @@ pub fn checks(loaded: &LoadedConfig, offline: bool, timeout: Duration) -> Vec<Ch
                     continue;
                 }
             }
-            McpTransport::Http { .. } => {}
+            McpTransport::Http { .. } | McpTransport::Sse { .. } => {}
         }
         if offline {
             checks.push(Check::skip(&key, "not connected (--offline)"));

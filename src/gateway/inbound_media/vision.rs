@@ -28,17 +28,21 @@ pub enum Route {
 pub fn route(config: &Config, model: &str) -> Route {
     let media = &config.media;
     let aux = media.vision.is_configured();
-    let native = match media.image_input_mode {
-        ImageInputMode::Native => true,
-        ImageInputMode::Text => false,
-        ImageInputMode::Auto => media
-            .supports_vision
-            .unwrap_or_else(|| known_vision_model(model)),
-    };
+    let native = takes_images(media.image_input_mode, media.supports_vision, model);
     match (native, aux) {
         (true, _) => Route::Native,
         (false, true) => Route::Described,
         (false, false) => Route::Unseen,
+    }
+}
+
+/// Whether images go to `model` as image parts under `agent.image_input_mode` and
+/// `model.supports_vision`.
+pub fn takes_images(mode: ImageInputMode, supports_vision: Option<bool>, model: &str) -> bool {
+    match mode {
+        ImageInputMode::Native => true,
+        ImageInputMode::Text => false,
+        ImageInputMode::Auto => supports_vision.unwrap_or_else(|| known_vision_model(model)),
     }
 }
 

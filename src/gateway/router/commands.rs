@@ -190,7 +190,7 @@ impl Router {
     /// The skills usable on `platform`, as chat commands see them.
     fn chat_skills(&self, platform: &str) -> Vec<crate::skills::Skill> {
         match &self.live().agent {
-            Ok(deps) if deps.offers_tool("skill_view") => {
+            Ok(deps) if deps.offers_tool("skill_view", platform) => {
                 crate::skills::enabled(&deps.home, &deps.settings.skills, &deps.env, Some(platform))
             }
             _ => Vec::new(),

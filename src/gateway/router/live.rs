@@ -32,6 +32,8 @@ fn agent_inputs_changed(old: &Live, new: &LoadedConfig) -> bool {
         || a.fallback_providers != b.fallback_providers
         || a.agent.max_turns != b.agent.max_turns
         || a.compression != b.compression
+        || a.toolsets != b.toolsets
+        || a.mcp_servers != b.mcp_servers
         || old.env != new.env
 }
 
@@ -72,6 +74,8 @@ impl Router {
         if let Err(reason) = &agent {
             tracing::warn!("{reason}; messages will be answered with setup instructions");
         }
+        self.mcp
+            .set_model_client(agent.as_ref().ok().map(|deps| deps.client.clone()));
         let fresh = Arc::new(Live {
             config: loaded.config.clone(),
             env: loaded.env.clone(),

@@ -219,9 +219,12 @@ impl Router {
                 me: me.clone(),
             }
         });
-        if let Err(reason) = &router.live().agent {
+        let live = router.live();
+        if let Err(reason) = &live.agent {
             tracing::warn!("{reason}; messages will be answered with setup instructions");
         }
+        // MCP servers' sampling requests go to the agent's model.
+        mcp.set_model_client(live.agent.as_ref().ok().map(|deps| deps.client.clone()));
         Ok(router)
     }
 

@@ -12,8 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hermes_adapter::net::Net;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::ErrorData;
+#[allow(deprecated)] // sampling: see `sampling.rs`
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    Implementation, SamplingCapability,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -21,25 +26,47 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Notify;
 
 use super::env::server_env;
+use super::sampling::Sampler;
 use crate::config::{McpServerConfig, McpTransport};
 
 /// A live session with one server.
 pub type Session = RunningService<RoleClient, Listener>;
 
-/// Our side of a session: it names the client and hears `tools/list_changed`.
+/// Our side of a session: it names the client, hears `tools/list_changed` and answers
+/// `sampling/createMessage` (when the server's `sampling:` allows).
 #[derive(Debug, Clone)]
 pub struct Listener {
     pub tools_changed: Arc<Notify>,
+    pub sampler: Option<Arc<Sampler>>,
 }
 
+#[allow(deprecated)] // sampling: see `sampling.rs`
 impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
     }
 
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        match &self.sampler {
+            Some(sampler) => sampler.create_message(params).await,
+            None => Err(ErrorData::invalid_request(
+                "this client does not answer sampling requests here",
+                None,
+            )),
+        }
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.sampler.as_ref().is_some_and(|s| s.enabled()) {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("hermesd", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -95,34 +122,50 @@ pub async fn connect(
                     .map_err(|e| ConnectError::Initialize(e.to_string()))
             }
             McpTransport::Http { url, headers } => {
-                let client = http_client(net)?;
                 let mut transport_config =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                for (name, value) in headers {
-                    let name = reqwest13::header::HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|e| ConnectError::Config(format!("header '{name}': {e}")))?;
-                    let value =
-                        reqwest13::header::HeaderValue::from_str(value.expose()).map_err(|_| {
-                            ConnectError::Config(format!("header '{name}': not a valid value"))
-                        })?;
-                    transport_config.custom_headers.insert(name, value);
-                }
+                transport_config.custom_headers = header_map(headers)?
+                    .into_iter()
+                    .filter_map(|(name, value)| Some((name?, value)))
+                    .collect();
                 let transport =
-                    StreamableHttpClientTransport::with_client(client, transport_config);
+                    StreamableHttpClientTransport::with_client(http_client(net)?, transport_config);
                 listener
                     .serve(transport)
                     .await
                     .map_err(|e| ConnectError::Initialize(e.to_string()))
             }
-            McpTransport::Sse { .. } => Err(ConnectError::Config(
-                "the legacy SSE transport is not supported".to_owned(),
-            )),
+            McpTransport::Sse { url, headers } => {
+                let transport =
+                    super::sse::SseTransport::connect(http_client(net)?, url, header_map(headers)?)
+                        .await
+                        .map_err(|e| ConnectError::Initialize(e.to_string()))?;
+                listener
+                    .serve(transport)
+                    .await
+                    .map_err(|e| ConnectError::Initialize(e.to_string()))
+            }
         }
     };
     match tokio::time::timeout(config.connect_timeout, opening).await {
         Ok(result) => result,
         Err(_) => Err(ConnectError::Timeout(config.connect_timeout)),
     }
+}
+
+/// The configured `headers:` as request headers.
+fn header_map(
+    headers: &BTreeMap<String, crate::config::Secret>,
+) -> Result<reqwest13::header::HeaderMap, ConnectError> {
+    let mut map = reqwest13::header::HeaderMap::new();
+    for (name, value) in headers {
+        let name = reqwest13::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| ConnectError::Config(format!("header '{name}': {e}")))?;
+        let value = reqwest13::header::HeaderValue::from_str(value.expose())
+            .map_err(|_| ConnectError::Config(format!("header '{name}': not a valid value")))?;
+        map.insert(name, value);
+    }
+    Ok(map)
 }
 
 /// rmcp's HTTP client on the operator's TLS roots and proxies.

@@ -13,7 +13,9 @@ mod connect;
 mod env;
 pub mod probe;
 mod result;
+mod sampling;
 pub mod schema;
+mod sse;
 mod status;
 mod supervisor;
 mod utility;
@@ -39,6 +41,8 @@ pub struct McpHub {
 #[derive(Debug, Default)]
 struct Inner {
     overlay: ToolOverlay,
+    /// The model servers' sampling requests go to (set at start and on reload).
+    models: sampling::ModelSlot,
     servers: Mutex<BTreeMap<String, ServerTask>>,
     /// The environment servers were started with; a change restarts the stdio ones.
     env: Mutex<BTreeMap<String, String>>,
@@ -49,6 +53,11 @@ struct Inner {
 impl McpHub {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sampling requests go to `client` from now on (`None`: no provider, they are refused).
+    pub fn set_model_client(&self, client: Option<crate::agent::provider::ModelClient>) {
+        self.inner.models.set(client);
     }
 
     /// The tools every agent's registry reads.
@@ -74,6 +83,7 @@ impl McpHub {
             net: net.clone(),
             env: env.clone(),
             overlay: self.inner.overlay.clone(),
+            models: self.inner.models.clone(),
         };
         let mut running = self.inner.servers.lock().unwrap_or_else(|e| e.into_inner());
         let names: Vec<String> = running.keys().cloned().collect();

@@ -38,8 +38,10 @@ pub async fn probe(
             server_tools: Vec::new(),
         };
     }
+    // A probe only lists tools: it offers no sampling.
     let listener = Listener {
         tools_changed: Arc::new(Notify::new()),
+        sampler: None,
     };
     let mut server_tools = Vec::new();
     match connect(name, config, net, env, listener).await {

@@ -18,8 +18,6 @@ pub enum ServerState {
     Failed,
     /// `enabled: false`.
     Disabled,
-    /// Configured for a transport this build cannot speak (legacy SSE).
-    Unsupported,
 }
 
 /// A server's state with its details.
@@ -39,21 +37,16 @@ pub struct ServerStatus {
 
 impl ServerStatus {
     pub fn new(config: &McpServerConfig) -> Self {
-        let state = match (&config.transport, config.enabled) {
-            (_, false) => ServerState::Disabled,
-            (McpTransport::Sse { .. }, true) => ServerState::Unsupported,
-            _ => ServerState::Connecting,
+        let state = if config.enabled {
+            ServerState::Connecting
+        } else {
+            ServerState::Disabled
         };
-        let error = (state == ServerState::Unsupported).then(|| {
-            "the legacy SSE transport (transport: sse) is not supported; \
-             use the server's Streamable HTTP endpoint"
-                .to_owned()
-        });
         Self {
             state,
             transport: transport_name(&config.transport),
             tools: Vec::new(),
-            error,
+            error: None,
             failures: 0,
         }
     }

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::{self, PeerSlot};
 use super::connect::{Listener, connect};
+use super::sampling::{ModelSlot, Sampler};
 use super::status::{ServerState, ServerStatus, SharedStatus};
 use super::utility;
 use crate::config::McpServerConfig;
@@ -34,6 +35,8 @@ pub struct Shared {
     pub net: Net,
     pub env: BTreeMap<String, String>,
     pub overlay: ToolOverlay,
+    /// The model servers' sampling requests go to.
+    pub models: ModelSlot,
 }
 
 /// A running server task.
@@ -49,8 +52,7 @@ pub struct ServerTask {
 }
 
 impl ServerTask {
-    /// Starts the task for `name` (none for a disabled or unsupported server: its status
-    /// says why).
+    /// Starts the task for `name` (none for a disabled server: its status says so).
     pub fn spawn(name: &str, group: String, config: McpServerConfig, shared: Shared) -> Self {
         let status = SharedStatus::new(ServerStatus::new(&config));
         let stop = CancellationToken::new();
@@ -98,12 +100,14 @@ async fn supervise(
     stop: CancellationToken,
 ) {
     let slot = PeerSlot::default();
+    let sampler = Sampler::new(&name, config.sampling.clone(), shared.models.clone());
     let mut failures = 0u32;
     loop {
         status.update(|s| s.state = ServerState::Connecting);
         let tools_changed = Arc::new(Notify::new());
         let listener = Listener {
             tools_changed: tools_changed.clone(),
+            sampler: Some(sampler.clone()),
         };
         let attempt = tokio::select! {
             _ = stop.cancelled() => break,

@@ -4,10 +4,14 @@
 //! Every Python toolset name is known, so configs written for the Python Hermes validate;
 //! toolsets whose tools hermesd does not have (web, browser, tts, ...) resolve to nothing.
 
+mod platform;
 mod table;
 
 use std::collections::BTreeSet;
 
+pub use platform::{
+    ALL_MCP, NO_MCP, default_toolset, is_known, platform_toolsets, preset_name, with_mcp_servers,
+};
 pub use table::{HERMES_CORE_TOOLS, LEGACY_TOOLSETS, TOOLSETS, Toolset};
 
 pub fn get_toolset(name: &str) -> Option<&'static Toolset> {
@@ -93,7 +97,9 @@ pub fn resolve_toolsets(enabled: Option<&[String]>, disabled: &[String]) -> BTre
                 } else if let Some(legacy) = legacy_tools(name) {
                     tools.extend(legacy.iter().map(|t| (*t).to_owned()));
                 } else {
-                    tracing::warn!(toolset = %name, "unknown toolset");
+                    // MCP toolsets resolve in the registry; unknown names were reported
+                    // when the configuration was loaded.
+                    tracing::debug!(toolset = %name, "not a static toolset");
                 }
             }
         }
@@ -123,7 +129,7 @@ pub fn disabled_tools(disabled: &[String]) -> BTreeSet<String> {
         } else if let Some(legacy) = legacy_tools(name) {
             removed.extend(legacy.iter().map(|t| (*t).to_owned()));
         } else {
-            tracing::warn!(toolset = %name, "unknown toolset");
+            tracing::debug!(toolset = %name, "not a static toolset");
         }
     }
     removed

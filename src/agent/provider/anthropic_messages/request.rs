@@ -94,23 +94,22 @@ fn user_content(message: &ChatMessage, cache: bool) -> Value {
     }
     // Anthropic's base64 image blocks, placed before the text as its documentation advises;
     // the cache marker goes on the last block, as for any other message.
-    let mut blocks: Vec<Value> = message
-        .images
-        .iter()
-        .map(|image| {
-            json!({"type": "image", "source": {
-                "type": "base64",
-                "media_type": image.media_type(),
-                "data": image.base64(),
-            }})
-        })
-        .collect();
+    let mut blocks: Vec<Value> = message.images.iter().map(image_block).collect();
     let mut last = json!({"type": "text", "text": text});
     if cache {
         last["cache_control"] = marker();
     }
     blocks.push(last);
     Value::Array(blocks)
+}
+
+/// Anthropic's base64 image block.
+fn image_block(image: &crate::agent::message::ImagePart) -> Value {
+    json!({"type": "image", "source": {
+        "type": "base64",
+        "media_type": image.media_type(),
+        "data": image.base64(),
+    }})
 }
 
 fn assistant_blocks(message: &ChatMessage, cache: bool) -> Value {
@@ -146,6 +145,16 @@ fn push_tool_result(messages: &mut Vec<Value>, message: &ChatMessage, cache: boo
     let content = match message.text() {
         "" => "(no output)",
         text => text,
+    };
+    // Images a tool returned go inside its result, after the text: a `tool_result`'s content
+    // may be a list of text and image blocks
+    // (https://docs.anthropic.com/en/docs/build-with-claude/tool-use, "tool_result").
+    let content = if message.images.is_empty() {
+        json!(content)
+    } else {
+        let mut blocks = vec![json!({"type": "text", "text": content})];
+        blocks.extend(message.images.iter().map(image_block));
+        Value::Array(blocks)
     };
     let mut block = json!({
         "type": "tool_result",

@@ -31,11 +31,7 @@ pub(crate) fn body(endpoint: &Endpoint, prepared: &Prepared) -> Value {
     for message in &prepared.messages {
         match message.role {
             Role::User | Role::System if !message.images.is_empty() => {
-                let mut parts = vec![json!({"type": "input_text", "text": message.text()})];
-                parts.extend(message.images.iter().map(|image| {
-                    json!({"type": "input_image", "image_url": image.data_url(), "detail": "auto"})
-                }));
-                input.push(json!({"role": "user", "content": parts}));
+                input.push(json!({"role": "user", "content": input_parts(message)}));
             }
             Role::User | Role::System => {
                 input.push(json!({"role": "user", "content": message.text()}));
@@ -53,10 +49,18 @@ pub(crate) fn body(endpoint: &Endpoint, prepared: &Prepared) -> Value {
                     }));
                 }
             }
+            // A tool's images make `output` a list of input parts, which the Responses
+            // API takes beside a plain string
+            // (https://platform.openai.com/docs/api-reference/responses/create, input →
+            // function_call_output → output).
             Role::Tool => input.push(json!({
                 "type": "function_call_output",
                 "call_id": call_id(message.tool_call_id.as_deref().unwrap_or_default()),
-                "output": message.text(),
+                "output": if message.images.is_empty() {
+                    json!(message.text())
+                } else {
+                    input_parts(message)
+                },
             })),
         }
     }
@@ -82,6 +86,15 @@ pub(crate) fn body(endpoint: &Endpoint, prepared: &Prepared) -> Value {
     body.insert("store".into(), json!(false));
     body.insert("stream".into(), json!(prepared.stream));
     Value::Object(body)
+}
+
+/// The message's text, then each image, as Responses input parts.
+fn input_parts(message: &crate::agent::message::ChatMessage) -> Value {
+    let mut parts = vec![json!({"type": "input_text", "text": message.text()})];
+    parts.extend(message.images.iter().map(
+        |image| json!({"type": "input_image", "image_url": image.data_url(), "detail": "auto"}),
+    ));
+    Value::Array(parts)
 }
 
 /// OpenAI's reasoning models return their reasoning only as a summary, and only when asked

@@ -43,6 +43,8 @@ pub struct AgentSettings {
     pub context_file_max_chars: Option<u64>,
     /// `skills:`: which skills each platform may use, extra skill directories.
     pub skills: SkillsConfig,
+    /// Which guidance blocks and platform note the system prompt carries.
+    pub prompt: crate::config::PromptConfig,
 }
 
 impl AgentSettings {
@@ -63,6 +65,7 @@ impl AgentSettings {
             cwd,
             context_file_max_chars: config.context_file_max_chars,
             skills: config.skills.clone(),
+            prompt: config.prompt.clone(),
         }
     }
 }
@@ -252,6 +255,8 @@ impl AgentDeps {
                 Some(self.settings.context_length),
             ),
             skills_index,
+            guidance: prompt::guidance::blocks(&self.settings.prompt, &offered, &self.model_name()),
+            platform_hint: prompt::guidance::platform_hint(&self.settings.prompt, platform),
         })
     }
 

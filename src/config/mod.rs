@@ -23,6 +23,7 @@ mod network;
 mod parse;
 mod platform_types;
 mod platforms;
+mod prompt;
 mod raw;
 mod secret;
 mod sections;
@@ -55,6 +56,7 @@ pub use media::{AuxVisionConfig, MediaConfig, STT_PROVIDERS, SttConfig, SttOpenA
 pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
 };
+pub use prompt::{HintOverride, PromptConfig, ToolUseEnforcement};
 pub use secret::Secret;
 pub use skills::SkillsConfig;
 pub use types::{

@@ -72,6 +72,8 @@ pub struct RawConfig {
     pub stt_echo_transcripts: Option<Value>,
     pub skills: Option<Section<super::skills::RawSkills>>,
     pub context_file_max_chars: Option<Value>,
+    /// Per-platform overrides of the prompt's platform hint (read in `prompt.rs`).
+    pub platform_hints: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -205,6 +207,9 @@ pub struct RawAgent {
     pub gateway_auto_continue_freshness: Option<Value>,
     pub clarify_timeout: Option<Value>,
     pub image_input_mode: Option<Value>,
+    pub tool_use_enforcement: Option<Value>,
+    pub task_completion_guidance: Option<Value>,
+    pub parallel_tool_call_guidance: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -52,6 +52,8 @@ pub struct Config {
     pub skills: super::skills::SkillsConfig,
     /// `context_file_max_chars`: the cap on each context file; `None` follows the window.
     pub context_file_max_chars: Option<u64>,
+    /// Which guidance blocks and platform hint go into the system prompt.
+    pub prompt: super::prompt::PromptConfig,
 }
 
 /// The auxiliary model tasks hermesd runs (Hermes `auxiliary:`).
@@ -104,6 +106,7 @@ impl Default for Config {
             media: super::media::MediaConfig::default(),
             skills: super::skills::SkillsConfig::default(),
             context_file_max_chars: None,
+            prompt: super::prompt::PromptConfig::default(),
         }
     }
 }

@@ -145,7 +145,10 @@ async fn model_switches_per_chat_survive_a_restart_and_unknown_models_are_refuse
 
     let refused = rig.say("/model gpt-imaginary").await;
     assert!(refused.contains("not a configured model"), "{refused}");
-    assert!(refused.contains("`fake-model`, `other-model`"), "{refused}");
+    assert!(
+        refused.contains("`fake-model` (fake), `other-model` (fake)"),
+        "{refused}"
+    );
     rig.say("hello").await;
     assert_eq!(rig.last_request()["model"], "fake-model");
 

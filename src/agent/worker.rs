@@ -188,15 +188,16 @@ impl Agent {
         self.request_system = system;
     }
 
-    /// Uses `model` for this session's calls (`None`: the configured default). Returns
-    /// false, changing nothing, when no configured endpoint serves `model`.
-    pub fn set_model(&mut self, model: Option<&str>) -> bool {
-        match model {
+    /// Uses the chosen model (from the chosen provider, if named) for this session's calls
+    /// (`None`: the configured default). Returns false, changing nothing, when no
+    /// configured endpoint serves it.
+    pub fn set_model(&mut self, choice: Option<&super::provider::ModelChoice>) -> bool {
+        match choice {
             None => {
                 self.client = None;
                 true
             }
-            Some(model) => match self.deps.client.with_primary_model(model) {
+            Some(choice) => match self.deps.client.with_primary(choice) {
                 Some(client) => {
                     self.client = Some(client);
                     true

@@ -19,6 +19,7 @@ mod layers;
 mod listeners;
 mod mcp;
 mod media;
+pub mod model_edit;
 mod network;
 mod parse;
 mod platform_types;

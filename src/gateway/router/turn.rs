@@ -85,11 +85,18 @@ impl Router {
             job.event = fetched;
         }
         let event = &job.event;
-        // The chat's `/model` choice, which also decides whether a photo can be shown.
-        let chosen = (event.source.platform != API_PLATFORM)
-            .then(|| self.session_model(&slot.key))
-            .flatten();
-        let model = chosen.clone().unwrap_or_else(|| deps.model_name());
+        // The chat's `/model` choice (a `--once` choice first, used up by this turn), which
+        // also decides whether a photo can be shown.
+        let once = slot.lock().once_model.take();
+        let chosen = once.or_else(|| {
+            (event.source.platform != API_PLATFORM)
+                .then(|| self.session_model(&slot.key))
+                .flatten()
+        });
+        let model = chosen
+            .as_ref()
+            .map(|c| c.model.clone())
+            .unwrap_or_else(|| deps.model_name());
         let Some(start) = self.turn_start(&job, &model).await else {
             return;
         };
@@ -111,7 +118,15 @@ impl Router {
         let mut agent = prepared.agent;
         agent.attach_images(start.images);
         agent.set_request_system(job.api.as_ref().and_then(|api| api.system.clone()));
-        if !agent.set_model(chosen.as_deref()) {
+        // A choice whose provider no endpoint has any more (or a record written by another
+        // Hermes naming providers differently) still picks its model from any provider.
+        let any_provider = chosen
+            .as_ref()
+            .map(|c| crate::agent::provider::ModelChoice {
+                model: c.model.clone(),
+                provider: None,
+            });
+        if !agent.set_model(chosen.as_ref()) && !agent.set_model(any_provider.as_ref()) {
             // The model was removed from config.yaml since `/model` chose it.
             tracing::warn!(session_key = %slot.key, model = ?chosen, "the session's chosen model is no longer configured; using the default");
             agent.set_model(None);

@@ -188,7 +188,7 @@ impl Router {
     }
 
     /// The skills usable on `platform`, as chat commands see them.
-    fn chat_skills(&self, platform: &str) -> Vec<crate::skills::Skill> {
+    pub(crate) fn platform_skills(&self, platform: &str) -> Vec<crate::skills::Skill> {
         match &self.live().agent {
             Ok(deps) if deps.offers_tool("skill_view") => {
                 crate::skills::enabled(&deps.home, &deps.settings.skills, &deps.env, Some(platform))
@@ -199,7 +199,7 @@ impl Router {
 
     /// The turn text for `/name args` when `name` is one of the platform's skills.
     fn skill_turn_text(&self, event: &MessageEvent, name: &str, args: &str) -> Option<String> {
-        let skills = self.chat_skills(&event.source.platform);
+        let skills = self.platform_skills(&event.source.platform);
         let skill = crate::skills::command::find(&skills, name)?;
         match crate::skills::command::invocation(skill, args) {
             Ok(text) => Some(text),
@@ -212,7 +212,7 @@ impl Router {
 
     fn commands_text(&self, event: &MessageEvent, args: &str) -> String {
         const PER_PAGE: usize = 20;
-        let skills = self.chat_skills(&event.source.platform);
+        let skills = self.platform_skills(&event.source.platform);
         let mut entries: Vec<(String, String)> = COMMANDS
             .iter()
             .map(|(n, d)| ((*n).to_owned(), (*d).to_owned()))

@@ -15,6 +15,7 @@ pub mod session_id;
 pub mod title;
 mod todo_history;
 mod tool_round;
+mod turn_images;
 mod worker;
 
 pub use activity::Activity;

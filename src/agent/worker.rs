@@ -283,6 +283,9 @@ impl Agent {
         self.deps.memory.reset_consolidation_failures();
         let mut message = ChatMessage::user(user_text);
         message.images = std::mem::take(&mut self.pending_images);
+        // The pixels stay out of state.db; kept under the home until the turn ends so a
+        // resume after a crash sends them again.
+        self.keep_turn_images(inbound, message.images.clone()).await;
         let stored = history::to_stored(&self.session_id, &message, None);
         let (platform, event_id) = inbound;
         self.deps
@@ -290,14 +293,17 @@ impl Agent {
             .start_turn(stored, platform, event_id)
             .await?;
         self.history.push(message);
-        self.continue_then_forget_images(events, cancel).await
+        let outcome = self.continue_then_forget_images(events, cancel).await;
+        self.forget_turn_images(inbound).await;
+        outcome
     }
 
-    /// Finishes a turn a previous process started (its user message is already stored):
-    /// a stored final answer is returned as is; otherwise the loop continues from the
-    /// stored history.
-    pub async fn resume_turn(
+    /// Finishes the turn for `inbound` a previous process started (its user message is
+    /// already stored): a stored final answer is returned as is; otherwise the loop
+    /// continues from the stored history, the turn's photos back on its user message.
+    pub async fn resume_journaled_turn(
         &mut self,
+        inbound: (&str, &str),
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
@@ -305,6 +311,7 @@ impl Agent {
             && last.role == super::message::Role::Assistant
             && last.tool_calls.is_empty()
         {
+            self.forget_turn_images(inbound).await;
             return Ok(TurnOutcome {
                 reply: last.content.clone().unwrap_or_default(),
                 interrupted: false,
@@ -312,7 +319,48 @@ impl Agent {
                 session_id: self.session_id.clone(),
             });
         }
-        self.continue_turn(events, cancel).await
+        let home = self.deps.home.clone();
+        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
+        let images = tokio::task::spawn_blocking(move || {
+            super::turn_images::load(&home, (&owned.0, &owned.1))
+        })
+        .await
+        .unwrap_or_default();
+        if let Some(user) = self
+            .history
+            .iter_mut()
+            .rev()
+            .find(|m| m.role == super::message::Role::User)
+        {
+            user.images = images;
+        }
+        let outcome = self.continue_then_forget_images(events, cancel).await;
+        self.forget_turn_images(inbound).await;
+        outcome
+    }
+
+    async fn keep_turn_images(&self, inbound: (&str, &str), images: Vec<ImagePart>) {
+        if images.is_empty() {
+            return;
+        }
+        let home = self.deps.home.clone();
+        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
+        let saved = tokio::task::spawn_blocking(move || {
+            super::turn_images::save(&home, (&owned.0, &owned.1), &images)
+        })
+        .await;
+        if let Ok(Err(e)) = saved {
+            tracing::warn!(error = %e, "cannot keep the turn's photos for a resume");
+        }
+    }
+
+    async fn forget_turn_images(&self, inbound: (&str, &str)) {
+        let home = self.deps.home.clone();
+        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
+        let _ = tokio::task::spawn_blocking(move || {
+            super::turn_images::remove(&home, (&owned.0, &owned.1))
+        })
+        .await;
     }
 
     /// The model/tool loop after the user's message is in the history.

@@ -160,12 +160,12 @@ impl Router {
         let forwarder = self.spawn_progress(&job, progress);
         GatewayMetrics::incr(&self.metrics.turns_started);
         let text = start.text;
+        let inbound = (event.source.platform.as_str(), event.event_id.as_str());
         let result = if job.api.is_some() {
             agent.run_turn(&text, &events, &cancel).await
         } else if job.resumed {
-            agent.resume_turn(&events, &cancel).await
+            agent.resume_journaled_turn(inbound, &events, &cancel).await
         } else {
-            let inbound = (event.source.platform.as_str(), event.event_id.as_str());
             agent
                 .run_journaled_turn(&text, inbound, &events, &cancel)
                 .await

@@ -453,3 +453,46 @@ async fn a_turn_resumed_after_a_crash_sends_its_photo_again() {
     );
     rig.stop().await;
 }
+
+/// `stt.provider: elevenlabs`: the voice note goes to Scribe's own API with the key from
+/// ELEVENLABS_API_KEY and the configured options, and its transcript is the message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voice_note_is_transcribed_by_elevenlabs() {
+    let stt = FakeStt::start("book a table for two").await;
+    let tail = format!(
+        "stt:\n  provider: elevenlabs\n  elevenlabs:\n    base_url: \"{}\"\n    language_code: eng\n    diarize: true\n",
+        stt.base_url()
+    );
+    let rig = start("", &tail, &[("ELEVENLABS_API_KEY", "xi-test-key")]).await;
+    let voice = b"OggS fake opus frames".to_vec();
+    send_voice(&rig, voice.clone());
+    let sent = rig.wait_sent_to(7, 2).await;
+    assert_eq!(
+        sent[0].text.replace('\\', ""),
+        "🎙️ \"book a table for two\""
+    );
+    let uploads = stt.uploads();
+    assert_eq!(uploads.len(), 1);
+    assert_eq!(uploads[0].bytes, voice);
+    assert_eq!(uploads[0].model, "scribe_v2");
+    assert_eq!(uploads[0].authorization, "xi-test-key");
+    for field in [
+        ("language_code", "eng"),
+        ("diarize", "true"),
+        ("tag_audio_events", "false"),
+    ] {
+        assert!(
+            uploads[0]
+                .fields
+                .contains(&(field.0.to_owned(), field.1.to_owned())),
+            "{field:?} in {:?}",
+            uploads[0].fields
+        );
+    }
+    assert!(
+        rig.model_saw()[0].starts_with("\"book a table for two\""),
+        "{:?}",
+        rig.model_saw()
+    );
+    rig.stop().await;
+}

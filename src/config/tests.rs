@@ -557,7 +557,7 @@ fn bad_media_values_name_their_keys() {
         assert!(errors.iter().any(|e| e.contains(key)), "{key}: {errors:?}");
     }
     // A provider hermesd cannot call is named in a warning; Hermes's default `local` is not.
-    let loaded = load_ok("stt:\n  provider: elevenlabs\n", &[]);
+    let loaded = load_ok("stt:\n  provider: deepinfra\n", &[]);
     assert!(
         loaded.warnings.iter().any(|w| w.contains("stt.provider")),
         "{:?}",

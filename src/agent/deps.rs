@@ -222,6 +222,12 @@ impl AgentDeps {
     /// The system prompt for a new conversation on `platform` (`cli`, `telegram`, ...),
     /// stable for the conversation's whole life.
     pub fn system_prompt(&self, platform: &str) -> String {
+        self.system_prompt_for(platform, &self.model_name())
+    }
+
+    /// [`AgentDeps::system_prompt`] for a conversation that will talk to `model` (a chat's
+    /// `/model` choice), which picks the model-family guidance.
+    pub fn system_prompt_for(&self, platform: &str, model: &str) -> String {
         let offered: Vec<String> = self
             .tool_definitions("", 0)
             .iter()
@@ -255,7 +261,7 @@ impl AgentDeps {
                 Some(self.settings.context_length),
             ),
             skills_index,
-            guidance: prompt::guidance::blocks(&self.settings.prompt, &offered, &self.model_name()),
+            guidance: prompt::guidance::blocks(&self.settings.prompt, &offered, model),
             platform_hint: prompt::guidance::platform_hint(&self.settings.prompt, platform),
         })
     }

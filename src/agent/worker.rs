@@ -110,10 +110,24 @@ impl Agent {
         source: &str,
         user_id: Option<String>,
     ) -> Result<Self, AgentError> {
-        let system_prompt = build_prompt(&deps, source).await;
+        Self::create_for_model(deps, session_id, source, user_id, None).await
+    }
+
+    /// [`Agent::create`] for a conversation that starts on `model` (a chat's `/model`
+    /// choice; `None`: the configured default): the prompt's model-family guidance and the
+    /// session's recorded model follow it.
+    pub async fn create_for_model(
+        deps: Arc<AgentDeps>,
+        session_id: String,
+        source: &str,
+        user_id: Option<String>,
+        model: Option<&str>,
+    ) -> Result<Self, AgentError> {
+        let model = model.map_or_else(|| deps.model_name(), str::to_owned);
+        let system_prompt = build_prompt(&deps, source, Some(model.clone())).await;
         let mut session = NewSession::new(session_id.clone(), source);
         session.user_id = user_id;
-        session.model = Some(deps.model_name());
+        session.model = Some(model);
         session.system_prompt = Some(system_prompt.clone());
         deps.store.create_session(session).await?;
         let budget_max = deps.settings.max_turns;
@@ -143,7 +157,7 @@ impl Agent {
         let history = history::from_stored(&messages);
         let system_prompt = match session.system_prompt {
             Some(prompt) => prompt,
-            None => build_prompt(&deps, &session.source).await,
+            None => build_prompt(&deps, &session.source, None).await,
         };
         let budget_max = deps.settings.max_turns;
         Ok(Self {
@@ -621,13 +635,14 @@ impl Agent {
 
 /// Builds a session's system prompt on the blocking pool: it reads SOUL.md, the context
 /// file and every SKILL.md, and the first build in a process compiles the threat patterns.
-async fn build_prompt(deps: &Arc<AgentDeps>, platform: &str) -> String {
-    let (shared, name) = (Arc::clone(deps), platform.to_owned());
-    match tokio::task::spawn_blocking(move || shared.system_prompt(&name)).await {
+async fn build_prompt(deps: &Arc<AgentDeps>, platform: &str, model: Option<String>) -> String {
+    let model = model.unwrap_or_else(|| deps.model_name());
+    let (shared, name, chosen) = (Arc::clone(deps), platform.to_owned(), model.clone());
+    match tokio::task::spawn_blocking(move || shared.system_prompt_for(&name, &chosen)).await {
         Ok(prompt) => prompt,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         // The blocking pool is shutting down: build it here instead.
-        Err(_) => deps.system_prompt(platform),
+        Err(_) => deps.system_prompt_for(platform, &model),
     }
 }
 

@@ -97,11 +97,16 @@ impl Router {
             .as_ref()
             .map(|c| c.model.clone())
             .unwrap_or_else(|| deps.model_name());
+        // A session created by this turn starts on the chosen model, if it is still served.
+        let served = chosen
+            .as_ref()
+            .filter(|c| deps.client.endpoints().iter().any(|e| e.model == c.model))
+            .map(|c| c.model.clone());
         let Some(start) = self.turn_start(&job, &model).await else {
             return;
         };
         let mut prepared = match self
-            .prepare_agent(slot, &event.source, &deps, job.resumed)
+            .prepare_agent(slot, &event.source, &deps, job.resumed, served.as_deref())
             .await
         {
             Ok(prepared) => prepared,

@@ -61,3 +61,60 @@ async fn a_request_system_message_is_added_after_the_homes_prompt() {
     );
     daemon.terminate();
 }
+
+/// The guidance blocks follow config.yaml: `agent.tool_use_enforcement` listing a part of
+/// the model's name adds the "act rather than announce" block (the model `fake-model` is in
+/// no family Hermes enforces by default), `agent.parallel_tool_call_guidance: false` drops
+/// that block, and `platform_hints.api_server.replace` swaps hermesd's note about the API.
+/// The prompt stays byte-identical across the session's turns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guidance_blocks_follow_the_model_and_config() {
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "agent:\n  tool_use_enforcement: [FAKE]\n  parallel_tool_call_guidance: false\n\
+         platform_hints:\n  api_server:\n    replace: Reply in plain words for a script.\n",
+    )
+    .unwrap();
+    let daemon = Daemon::start(home.path(), &api_env(home.path(), &model.base_url()));
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    for text in ["hello", "again"] {
+        let reply = client
+            .post(format!("{}/v1/chat/completions", daemon.api_url()))
+            .bearer_auth(API_KEY)
+            .header("X-Hermes-Session-Id", "guided")
+            .json(
+                &json!({"model": "hermes-agent", "messages": [{"role": "user", "content": text}]}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200);
+    }
+    let requests = model.requests();
+    let system: Vec<&str> = requests
+        .iter()
+        .map(|r| r.body["messages"][0]["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(system.len(), 2);
+    assert_eq!(system[0], system[1], "the prompt changed between turns");
+    let prompt = system[0];
+    assert!(prompt.contains("# Act rather than announce"), "{prompt}");
+    assert!(prompt.contains("# Seeing work through"), "{prompt}");
+    assert!(
+        !prompt.contains("# Independent tool calls go together"),
+        "{prompt}"
+    );
+    // Gemini/GPT notes are for those families only.
+    assert!(!prompt.contains("# Working discipline"), "{prompt}");
+    assert!(
+        prompt.contains("Reply in plain words for a script."),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("through an HTTP API"), "{prompt}");
+    daemon.terminate();
+}

@@ -145,7 +145,10 @@ async fn model_switches_per_chat_survive_a_restart_and_unknown_models_are_refuse
 
     let refused = rig.say("/model gpt-imaginary").await;
     assert!(refused.contains("not a configured model"), "{refused}");
-    assert!(refused.contains("`fake-model`, `other-model`"), "{refused}");
+    assert!(
+        refused.contains("`fake-model` (fake), `other-model` (fake)"),
+        "{refused}"
+    );
     rig.say("hello").await;
     assert_eq!(rig.last_request()["model"], "fake-model");
 
@@ -248,4 +251,18 @@ async fn a_skill_runs_as_a_command_and_is_listed_unless_disabled_on_the_platform
         calls,
         "a disabled skill runs no turn"
     );
+}
+
+/// A session that starts after `/model` chose a model is built for that model: here
+/// `agent.tool_use_enforcement` names it, so its prompt carries the enforcement block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_session_gets_the_guidance_of_the_chosen_model() {
+    let mut rig = Rig::start("agent:\n  tool_use_enforcement: [other]\n").await;
+    let switched = rig.say("/model other-model").await;
+    assert!(switched.contains("now uses `other-model`"), "{switched}");
+    rig.say("hello").await;
+    let body = rig.last_request();
+    assert_eq!(body["model"], "other-model");
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(system.contains("# Act rather than announce"), "{system}");
 }

@@ -414,3 +414,85 @@ async fn a_discord_audio_file_is_transcribed_through_groq() {
     );
     rig.stop().await;
 }
+
+/// kill -9 while the model is answering a photo: the restarted daemon resumes the turn and
+/// sends the same image part again (the pixels were kept under the home, not in state.db),
+/// then forgets them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_resumed_after_a_crash_sends_its_photo_again() {
+    let mut rig = start("", "", &[("HERMES__MODEL__SUPPORTS_VISION", "true")]).await;
+    let photo = png();
+    rig.model.push(Step::Stall);
+    send_photo(&rig, "what is this?", photo.clone());
+    rig.model.wait_for_requests(1, telegram_support::WAIT).await;
+    let expected = vec![("image/png".to_owned(), b64(&photo))];
+    assert_eq!(images_in(&rig.model.requests()[0].body), expected);
+
+    rig.model.push(Step::text("A small gradient, after all."));
+    rig.crash_and_restart().await;
+    let sent = rig.wait_sent_to(7, 1).await;
+    assert_eq!(
+        sent[0].text.replace('\\', ""),
+        "A small gradient, after all."
+    );
+    let requests = rig.model.requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert_eq!(
+        images_in(&requests[1].body),
+        expected,
+        "the resumed turn carries the photo"
+    );
+    assert!(request_text(&requests[1].body).contains("what is this?"));
+    let kept = rig.home.path().join("cache/turn_images");
+    let left: Vec<_> = std::fs::read_dir(&kept)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "the photo is forgotten after the turn: {left:?}"
+    );
+    rig.stop().await;
+}
+
+/// `stt.provider: elevenlabs`: the voice note goes to Scribe's own API with the key from
+/// ELEVENLABS_API_KEY and the configured options, and its transcript is the message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voice_note_is_transcribed_by_elevenlabs() {
+    let stt = FakeStt::start("book a table for two").await;
+    let tail = format!(
+        "stt:\n  provider: elevenlabs\n  elevenlabs:\n    base_url: \"{}\"\n    language_code: eng\n    diarize: true\n",
+        stt.base_url()
+    );
+    let rig = start("", &tail, &[("ELEVENLABS_API_KEY", "xi-test-key")]).await;
+    let voice = b"OggS fake opus frames".to_vec();
+    send_voice(&rig, voice.clone());
+    let sent = rig.wait_sent_to(7, 2).await;
+    assert_eq!(
+        sent[0].text.replace('\\', ""),
+        "🎙️ \"book a table for two\""
+    );
+    let uploads = stt.uploads();
+    assert_eq!(uploads.len(), 1);
+    assert_eq!(uploads[0].bytes, voice);
+    assert_eq!(uploads[0].model, "scribe_v2");
+    assert_eq!(uploads[0].authorization, "xi-test-key");
+    for field in [
+        ("language_code", "eng"),
+        ("diarize", "true"),
+        ("tag_audio_events", "false"),
+    ] {
+        assert!(
+            uploads[0]
+                .fields
+                .contains(&(field.0.to_owned(), field.1.to_owned())),
+            "{field:?} in {:?}",
+            uploads[0].fields
+        );
+    }
+    assert!(
+        rig.model_saw()[0].starts_with("\"book a table for two\""),
+        "{:?}",
+        rig.model_saw()
+    );
+    rig.stop().await;
+}

@@ -1,7 +1,8 @@
 //! Skills on Telegram through the real `hermesd run` binary and a wire-level fake Bot API
 //! (which enforces setMyCommands' documented limits): the menu carries the gateway's
 //! commands then the skills enabled for Telegram (here from `skills.external_dirs`), within
-//! 100 entries, and `/skill_name args` from the menu runs a turn with the skill loaded.
+//! 100 entries, and `/skill_name args` from the menu runs a turn with the skill loaded
+//! (its `${HERMES_SKILL_DIR}` filled in).
 
 mod support;
 #[path = "telegram_support/mod.rs"]
@@ -28,7 +29,7 @@ async fn the_menu_lists_enabled_skills_within_the_limit_and_a_menu_command_runs_
         skills.path(),
         "tide-tables",
         "Read tide tables",
-        "Look up the harbour first.",
+        "Look up the harbour first. Tables: ${HERMES_SKILL_DIR}/references/dover.csv",
     );
     skill(
         skills.path(),
@@ -90,6 +91,12 @@ async fn the_menu_lists_enabled_skills_within_the_limit_and_a_menu_command_runs_
     let user = rig.model.requests()[0].last_message_text();
     assert!(user.contains("Look up the harbour first."), "{user}");
     assert!(user.contains("Dover tomorrow"), "{user}");
+    // `skills.template_vars` (on by default) fills in the skill's own directory.
+    let tables = skills.path().join("tide-tables/references/dover.csv");
+    assert!(
+        user.contains(&format!("Tables: {}", tables.display())),
+        "{user}"
+    );
     let sent = telegram.sent_messages();
     assert!(
         sent.iter().any(|m| m.text.contains("High tide at 14:02")),

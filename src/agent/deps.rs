@@ -53,6 +53,8 @@ pub struct AgentSettings {
     pub context_file_max_chars: Option<u64>,
     /// `skills:`: which skills each platform may use, extra skill directories.
     pub skills: SkillsConfig,
+    /// Which guidance blocks and platform note the system prompt carries.
+    pub prompt: crate::config::PromptConfig,
 }
 
 impl AgentSettings {
@@ -82,6 +84,7 @@ impl AgentSettings {
             cwd,
             context_file_max_chars: config.context_file_max_chars,
             skills: config.skills.clone(),
+            prompt: config.prompt.clone(),
         }
     }
 }
@@ -238,12 +241,23 @@ impl AgentDeps {
     /// The system prompt for a new conversation on `platform` (`cli`, `telegram`, ...),
     /// stable for the conversation's whole life.
     pub fn system_prompt(&self, platform: &str) -> String {
-        self.system_prompt_with_tools(platform, platform)
+        self.system_prompt_for(platform, &self.model_name())
+    }
+
+    /// [`AgentDeps::system_prompt`] for a conversation that will talk to `model` (a chat's
+    /// `/model` choice), which picks the model-family guidance.
+    pub fn system_prompt_for(&self, platform: &str, model: &str) -> String {
+        self.system_prompt_with_tools(platform, platform, model)
     }
 
     /// The system prompt for `platform` with the tools `tool_platform` is offered (a
-    /// sub-agent has its own platform name but its parent's tools).
-    pub fn system_prompt_with_tools(&self, platform: &str, tool_platform: &str) -> String {
+    /// sub-agent has its own platform name but its parent's tools), talking to `model`.
+    pub fn system_prompt_with_tools(
+        &self,
+        platform: &str,
+        tool_platform: &str,
+        model: &str,
+    ) -> String {
         let offered: Vec<String> = self
             .tool_definitions("", 0, tool_platform)
             .iter()
@@ -277,6 +291,8 @@ impl AgentDeps {
                 Some(self.settings.context_length),
             ),
             skills_index,
+            guidance: prompt::guidance::blocks(&self.settings.prompt, &offered, model),
+            platform_hint: prompt::guidance::platform_hint(&self.settings.prompt, platform),
         })
     }
 

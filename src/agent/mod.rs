@@ -16,6 +16,7 @@ pub mod title;
 mod todo_history;
 mod tool_images;
 mod tool_round;
+mod turn_images;
 mod worker;
 
 pub use activity::Activity;

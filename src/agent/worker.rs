@@ -113,10 +113,24 @@ impl Agent {
         source: &str,
         user_id: Option<String>,
     ) -> Result<Self, AgentError> {
-        let system_prompt = build_prompt(&deps, source).await;
+        Self::create_for_model(deps, session_id, source, user_id, None).await
+    }
+
+    /// [`Agent::create`] for a conversation that starts on `model` (a chat's `/model`
+    /// choice; `None`: the configured default): the prompt's model-family guidance and the
+    /// session's recorded model follow it.
+    pub async fn create_for_model(
+        deps: Arc<AgentDeps>,
+        session_id: String,
+        source: &str,
+        user_id: Option<String>,
+        model: Option<&str>,
+    ) -> Result<Self, AgentError> {
+        let model = model.map_or_else(|| deps.model_name(), str::to_owned);
+        let system_prompt = build_prompt(&deps, source, Some(model.clone())).await;
         let mut session = NewSession::new(session_id.clone(), source);
         session.user_id = user_id;
-        session.model = Some(deps.model_name());
+        session.model = Some(model);
         session.system_prompt = Some(system_prompt.clone());
         deps.store.create_session(session).await?;
         let budget_max = deps.settings.max_turns;
@@ -147,7 +161,7 @@ impl Agent {
         let history = history::from_stored(&messages);
         let system_prompt = match session.system_prompt {
             Some(prompt) => prompt,
-            None => build_prompt(&deps, &session.source).await,
+            None => build_prompt(&deps, &session.source, None).await,
         };
         let budget_max = deps.settings.max_turns;
         Ok(Self {
@@ -173,7 +187,11 @@ impl Agent {
         depth: u32,
         parent_tool_platform: &str,
     ) -> Self {
-        let system_prompt = deps.system_prompt_with_tools(SUBAGENT_PLATFORM, parent_tool_platform);
+        let system_prompt = deps.system_prompt_with_tools(
+            SUBAGENT_PLATFORM,
+            parent_tool_platform,
+            &deps.model_name(),
+        );
         Self {
             platform: SUBAGENT_PLATFORM.to_owned(),
             tool_platform: parent_tool_platform.to_owned(),
@@ -195,15 +213,16 @@ impl Agent {
         self.request_system = system;
     }
 
-    /// Uses `model` for this session's calls (`None`: the configured default). Returns
-    /// false, changing nothing, when no configured endpoint serves `model`.
-    pub fn set_model(&mut self, model: Option<&str>) -> bool {
-        match model {
+    /// Uses the chosen model (from the chosen provider, if named) for this session's calls
+    /// (`None`: the configured default). Returns false, changing nothing, when no
+    /// configured endpoint serves it.
+    pub fn set_model(&mut self, choice: Option<&super::provider::ModelChoice>) -> bool {
+        match choice {
             None => {
                 self.client = None;
                 true
             }
-            Some(model) => match self.deps.client.with_primary_model(model) {
+            Some(choice) => match self.deps.client.with_primary(choice) {
                 Some(client) => {
                     self.client = Some(client);
                     true
@@ -305,6 +324,9 @@ impl Agent {
         self.deps.memory.reset_consolidation_failures();
         let mut message = ChatMessage::user(user_text);
         message.images = std::mem::take(&mut self.pending_images);
+        // The pixels stay out of state.db; kept under the home until the turn ends so a
+        // resume after a crash sends them again.
+        self.keep_turn_images(inbound, message.images.clone()).await;
         let stored = history::to_stored(&self.session_id, &message, None);
         let (platform, event_id) = inbound;
         self.deps
@@ -312,14 +334,17 @@ impl Agent {
             .start_turn(stored, platform, event_id)
             .await?;
         self.history.push(message);
-        self.continue_then_forget_images(events, cancel).await
+        let outcome = self.continue_then_forget_images(events, cancel).await;
+        self.forget_turn_images(inbound).await;
+        outcome
     }
 
-    /// Finishes a turn a previous process started (its user message is already stored):
-    /// a stored final answer is returned as is; otherwise the loop continues from the
-    /// stored history.
-    pub async fn resume_turn(
+    /// Finishes the turn for `inbound` a previous process started (its user message is
+    /// already stored): a stored final answer is returned as is; otherwise the loop
+    /// continues from the stored history, the turn's photos back on its user message.
+    pub async fn resume_journaled_turn(
         &mut self,
+        inbound: (&str, &str),
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
@@ -327,6 +352,7 @@ impl Agent {
             && last.role == super::message::Role::Assistant
             && last.tool_calls.is_empty()
         {
+            self.forget_turn_images(inbound).await;
             return Ok(TurnOutcome {
                 reply: last.content.clone().unwrap_or_default(),
                 interrupted: false,
@@ -334,7 +360,48 @@ impl Agent {
                 session_id: self.session_id.clone(),
             });
         }
-        self.continue_turn(events, cancel).await
+        let home = self.deps.home.clone();
+        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
+        let images = tokio::task::spawn_blocking(move || {
+            super::turn_images::load(&home, (&owned.0, &owned.1))
+        })
+        .await
+        .unwrap_or_default();
+        if let Some(user) = self
+            .history
+            .iter_mut()
+            .rev()
+            .find(|m| m.role == super::message::Role::User)
+        {
+            user.images = images;
+        }
+        let outcome = self.continue_then_forget_images(events, cancel).await;
+        self.forget_turn_images(inbound).await;
+        outcome
+    }
+
+    async fn keep_turn_images(&self, inbound: (&str, &str), images: Vec<ImagePart>) {
+        if images.is_empty() {
+            return;
+        }
+        let home = self.deps.home.clone();
+        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
+        let saved = tokio::task::spawn_blocking(move || {
+            super::turn_images::save(&home, (&owned.0, &owned.1), &images)
+        })
+        .await;
+        if let Ok(Err(e)) = saved {
+            tracing::warn!(error = %e, "cannot keep the turn's photos for a resume");
+        }
+    }
+
+    async fn forget_turn_images(&self, inbound: (&str, &str)) {
+        let home = self.deps.home.clone();
+        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
+        let _ = tokio::task::spawn_blocking(move || {
+            super::turn_images::remove(&home, (&owned.0, &owned.1))
+        })
+        .await;
     }
 
     /// The model/tool loop after the user's message is in the history.
@@ -599,13 +666,14 @@ impl Agent {
 
 /// Builds a session's system prompt on the blocking pool: it reads SOUL.md, the context
 /// file and every SKILL.md, and the first build in a process compiles the threat patterns.
-async fn build_prompt(deps: &Arc<AgentDeps>, platform: &str) -> String {
-    let (shared, name) = (Arc::clone(deps), platform.to_owned());
-    match tokio::task::spawn_blocking(move || shared.system_prompt(&name)).await {
+async fn build_prompt(deps: &Arc<AgentDeps>, platform: &str, model: Option<String>) -> String {
+    let model = model.unwrap_or_else(|| deps.model_name());
+    let (shared, name, chosen) = (Arc::clone(deps), platform.to_owned(), model.clone());
+    match tokio::task::spawn_blocking(move || shared.system_prompt_for(&name, &chosen)).await {
         Ok(prompt) => prompt,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         // The blocking pool is shutting down: build it here instead.
-        Err(_) => deps.system_prompt(platform),
+        Err(_) => deps.system_prompt_for(platform, &model),
     }
 }
 

@@ -22,7 +22,7 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "model_catalog", "model_overrides", "models_dev", "monitoring", "multiplex_profile_allowlist",
     "multiplex_profiles", "network", "nous", "onboarding", "openrouter",
     "paste_collapse_char_threshold", "paste_collapse_threshold",
-    "paste_collapse_threshold_fallback", "personalities", "platform_hints",
+    "paste_collapse_threshold_fallback", "personalities",
     "plugins", "prefill_messages_file", "privacy", "profile_routes", "prompt_caching", "proxy",
     "quick_commands", "reset_by_platform", "reset_by_type", "reset_triggers", "runtime", "secrets",
     "security", "session", "session_store_max_age_days", "sessions",
@@ -147,11 +147,11 @@ pub const IGNORED_AGENT: &[&str] = &[
     "execution_guidance", "fast_auto_seconds", "gateway_startup_restore_drain_timeout",
     "gateway_startup_warmup_timeout", "gateway_turn_lease_timeout",
     "intent_ack_continuation", "local_stream_stale_timeout", "max_verify_nudges",
-    "parallel_tool_call_guidance", "quiet_mode", "reasoning_echo", "reasoning_effort",
+    "quiet_mode", "reasoning_echo", "reasoning_effort",
     "reasoning_overrides", "reconnect_attention_after", "restart_after_turn_timeout",
     "run_budget_seconds", "sanitizer_heal_escalation_threshold", "service_tier",
-    "session_stall_timeout", "stall_guards", "system_prompt", "task_completion_guidance",
-    "tool_use_enforcement", "turn_liveness", "verbose", "verify_guidance", "verify_on_stop",
+    "session_stall_timeout", "stall_guards", "system_prompt",
+    "turn_liveness", "verbose", "verify_guidance", "verify_on_stop",
 ];
 
 #[rustfmt::skip]

@@ -11,9 +11,11 @@ use super::parse::{Issues, at};
 use super::raw::{RawConfig, RawGateway, RawModelEntry, Section};
 use super::secret::Secret;
 
-/// The speech-to-text providers hermesd can call: both speak OpenAI's
-/// `/audio/transcriptions` (a local server is `openai` with `stt.openai.base_url`).
-pub const STT_PROVIDERS: &[&str] = &["openai", "groq"];
+/// The speech-to-text providers hermesd can call: OpenAI, Groq and Mistral speak OpenAI's
+/// `/audio/transcriptions` (a local server is `openai` with `stt.openai.base_url`),
+/// ElevenLabs its own `/speech-to-text`. Hermes's in-process `local` (faster-whisper) is not
+/// among them.
+pub const STT_PROVIDERS: &[&str] = &["openai", "groq", "mistral", "elevenlabs"];
 
 /// Photos and voice from chats.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,6 +56,20 @@ pub struct SttConfig {
     pub echo_transcripts: bool,
     pub provider: String,
     pub openai: SttOpenAiConfig,
+    /// `stt.mistral.model`: Mistral's Voxtral model.
+    pub mistral_model: String,
+    pub elevenlabs: SttElevenLabsConfig,
+}
+
+/// `stt.elevenlabs`: ElevenLabs Scribe.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SttElevenLabsConfig {
+    pub model_id: String,
+    /// Forces the language (ISO 639, e.g. `eng`); `None` lets Scribe detect it.
+    pub language_code: Option<String>,
+    pub tag_audio_events: bool,
+    pub diarize: bool,
+    pub base_url: Option<String>,
 }
 
 /// `stt.openai`: OpenAI's Whisper API or any server speaking it.
@@ -84,6 +100,14 @@ impl Default for MediaConfig {
                     model: "whisper-1".to_owned(),
                     base_url: None,
                     api_key: None,
+                },
+                mistral_model: "voxtral-mini-latest".to_owned(),
+                elevenlabs: SttElevenLabsConfig {
+                    model_id: "scribe_v2".to_owned(),
+                    language_code: None,
+                    tag_audio_events: false,
+                    diarize: false,
+                    base_url: None,
                 },
             },
         }
@@ -155,6 +179,7 @@ fn stt(
     let get = |name: &str| section.and_then(|map| map.get(name));
     let openai = get("openai");
     let openai_field = |name: &str| openai.and_then(|o| o.get(name));
+    let nested = |section: &str, name: &str| get(section).and_then(|o| o.get(name));
     let enabled = match raw.stt_enabled.as_ref() {
         Some(value) => issues.bool(at("stt_enabled", Some(value)), defaults.enabled),
         None => issues.bool(
@@ -200,6 +225,42 @@ fn stt(
             api_key: issues.secret(at(
                 format!("{label}.openai.api_key"),
                 openai_field("api_key"),
+            )),
+        },
+        mistral_model: issues
+            .string(at(
+                format!("{label}.mistral.model"),
+                nested("mistral", "model"),
+            ))
+            .unwrap_or(defaults.mistral_model),
+        elevenlabs: SttElevenLabsConfig {
+            model_id: issues
+                .string(at(
+                    format!("{label}.elevenlabs.model_id"),
+                    nested("elevenlabs", "model_id"),
+                ))
+                .unwrap_or(defaults.elevenlabs.model_id),
+            language_code: issues.string(at(
+                format!("{label}.elevenlabs.language_code"),
+                nested("elevenlabs", "language_code"),
+            )),
+            tag_audio_events: issues.bool(
+                at(
+                    format!("{label}.elevenlabs.tag_audio_events"),
+                    nested("elevenlabs", "tag_audio_events"),
+                ),
+                false,
+            ),
+            diarize: issues.bool(
+                at(
+                    format!("{label}.elevenlabs.diarize"),
+                    nested("elevenlabs", "diarize"),
+                ),
+                false,
+            ),
+            base_url: issues.url(at(
+                format!("{label}.elevenlabs.base_url"),
+                nested("elevenlabs", "base_url"),
             )),
         },
     }

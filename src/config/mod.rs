@@ -20,10 +20,12 @@ mod listeners;
 mod mcp;
 mod mcp_sampling;
 mod media;
+pub mod model_edit;
 mod network;
 mod parse;
 mod platform_types;
 mod platforms;
+mod prompt;
 mod raw;
 mod secret;
 mod sections;
@@ -58,6 +60,7 @@ pub use media::{AuxVisionConfig, MediaConfig, STT_PROVIDERS, SttConfig, SttOpenA
 pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
 };
+pub use prompt::{HintOverride, PromptConfig, ToolUseEnforcement};
 pub use secret::Secret;
 pub use skills::SkillsConfig;
 pub use toolsets::ToolsetsConfig;

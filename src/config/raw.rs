@@ -74,6 +74,8 @@ pub struct RawConfig {
     pub context_file_max_chars: Option<Value>,
     /// Toolsets per platform (validated in `toolsets.rs`).
     pub platform_toolsets: Option<Value>,
+    /// Per-platform overrides of the prompt's platform hint (read in `prompt.rs`).
+    pub platform_hints: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -209,6 +211,9 @@ pub struct RawAgent {
     pub image_input_mode: Option<Value>,
     /// Read with `platform_toolsets` in `toolsets.rs`.
     pub disabled_toolsets: Option<Value>,
+    pub tool_use_enforcement: Option<Value>,
+    pub task_completion_guidance: Option<Value>,
+    pub parallel_tool_call_guidance: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -15,8 +15,7 @@ use super::raw::{Section, Unknown};
 /// `skills.*` keys Hermes has that hermesd accepts without acting on them.
 #[rustfmt::skip]
 pub const IGNORED_SKILLS: &[&str] = &[
-    "config", "guard_agent_created", "inline_shell", "inline_shell_timeout", "template_vars",
-    "write_approval",
+    "config", "inline_shell", "inline_shell_timeout", "write_approval",
 ];
 
 /// `skills:` as written.
@@ -26,12 +25,14 @@ pub struct RawSkills {
     pub disabled: Option<Value>,
     pub platform_disabled: Option<Value>,
     pub external_dirs: Option<Value>,
+    pub template_vars: Option<Value>,
+    pub guard_agent_created: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
 
 /// The validated `skills:` section.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkillsConfig {
     /// Skill names hidden on every platform.
     pub disabled: Vec<String>,
@@ -39,6 +40,23 @@ pub struct SkillsConfig {
     pub platform_disabled: BTreeMap<String, Vec<String>>,
     /// Directories scanned after `$HERMES_HOME/skills` (read-only: new skills go to the home).
     pub external_dirs: Vec<String>,
+    /// `${HERMES_SKILL_DIR}` and `${HERMES_SESSION_ID}` in a loaded SKILL.md are filled in.
+    pub template_vars: bool,
+    /// Skills the agent writes with `skill_manage` are scanned, and refused on a critical
+    /// finding.
+    pub guard_agent_created: bool,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        Self {
+            disabled: Vec::new(),
+            platform_disabled: BTreeMap::new(),
+            external_dirs: Vec::new(),
+            template_vars: true,
+            guard_agent_created: false,
+        }
+    }
 }
 
 pub fn skills(issues: &mut Issues, section: Option<&Section<RawSkills>>) -> SkillsConfig {
@@ -73,6 +91,14 @@ pub fn skills(issues: &mut Issues, section: Option<&Section<RawSkills>>) -> Skil
                 false,
             )
             .unwrap_or_default(),
+        template_vars: issues.bool(at("skills.template_vars", raw.template_vars.as_ref()), true),
+        guard_agent_created: issues.bool(
+            at(
+                "skills.guard_agent_created",
+                raw.guard_agent_created.as_ref(),
+            ),
+            false,
+        ),
     }
 }
 

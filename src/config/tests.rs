@@ -557,7 +557,7 @@ fn bad_media_values_name_their_keys() {
         assert!(errors.iter().any(|e| e.contains(key)), "{key}: {errors:?}");
     }
     // A provider hermesd cannot call is named in a warning; Hermes's default `local` is not.
-    let loaded = load_ok("stt:\n  provider: elevenlabs\n", &[]);
+    let loaded = load_ok("stt:\n  provider: deepinfra\n", &[]);
     assert!(
         loaded.warnings.iter().any(|w| w.contains("stt.provider")),
         "{:?}",
@@ -568,4 +568,49 @@ fn bad_media_values_name_their_keys() {
             .warnings
             .is_empty()
     );
+}
+
+#[test]
+fn prompt_guidance_keys_take_hermes_value_forms() {
+    use super::{HintOverride, ToolUseEnforcement};
+    let yaml = "agent:\n  tool_use_enforcement: [Llama, mistral]\n  task_completion_guidance: false\n\
+                platform_hints:\n  telegram: Answer in French.\n  discord:\n    replace: Short.\n    append: No emoji.\n";
+    let loaded = load_ok(yaml, &[]);
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let prompt = &loaded.config.prompt;
+    assert_eq!(
+        prompt.tool_use_enforcement,
+        ToolUseEnforcement::Models(vec!["llama".into(), "mistral".into()])
+    );
+    assert!(!prompt.task_completion_guidance);
+    assert!(prompt.parallel_tool_call_guidance);
+    assert_eq!(
+        prompt.platform_hints["telegram"],
+        HintOverride {
+            replace: None,
+            append: Some("Answer in French.".into())
+        }
+    );
+    assert_eq!(
+        prompt.platform_hints["discord"].replace.as_deref(),
+        Some("Short.")
+    );
+    for (text, expected) in [
+        ("true", ToolUseEnforcement::Always),
+        ("never", ToolUseEnforcement::Never),
+        ("auto", ToolUseEnforcement::Auto),
+    ] {
+        let yaml = format!("agent:\n  tool_use_enforcement: {text}\n");
+        assert_eq!(
+            load_ok(&yaml, &[]).config.prompt.tool_use_enforcement,
+            expected
+        );
+    }
+    let errors = load_err(
+        "agent:\n  tool_use_enforcement: sometimes\nplatform_hints:\n  slack: [1]\n",
+        &[],
+    );
+    for key in ["agent.tool_use_enforcement", "platform_hints.slack"] {
+        assert!(errors.iter().any(|e| e.contains(key)), "{key}: {errors:?}");
+    }
 }

@@ -54,6 +54,8 @@ pub struct Config {
     pub context_file_max_chars: Option<u64>,
     /// `platform_toolsets` and `agent.disabled_toolsets`: the toolsets each platform gets.
     pub toolsets: super::toolsets::ToolsetsConfig,
+    /// Which guidance blocks and platform hint go into the system prompt.
+    pub prompt: super::prompt::PromptConfig,
 }
 
 /// The auxiliary model tasks hermesd runs (Hermes `auxiliary:`).
@@ -107,6 +109,7 @@ impl Default for Config {
             skills: super::skills::SkillsConfig::default(),
             context_file_max_chars: None,
             toolsets: super::toolsets::ToolsetsConfig::default(),
+            prompt: super::prompt::PromptConfig::default(),
         }
     }
 }

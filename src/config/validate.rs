@@ -160,6 +160,7 @@ pub fn validate(
             &mut issues,
             raw.context_file_max_chars.as_ref(),
         ),
+        prompt: super::prompt::prompt(&mut issues, raw.agent.as_ref(), raw.platform_hints.as_ref()),
         auxiliary: AuxiliaryConfig {
             title_generation: TitleGenerationConfig {
                 enabled: issues.bool(

@@ -73,9 +73,17 @@ pub fn menu(skills: &[Skill], reserved: &[&str]) -> Vec<(String, String)> {
 }
 
 /// The user message for `/skill args`: the skill's instructions, where its files are, and
-/// the user's own words.
-pub fn invocation(skill: &Skill, user_text: &str) -> std::io::Result<String> {
-    let content = std::fs::read_to_string(skill.skill_md())?;
+/// the user's own words. `template_vars` is `Some(session id)` when `skills.template_vars`
+/// is on.
+pub fn invocation(
+    skill: &Skill,
+    user_text: &str,
+    template_vars: Option<Option<&str>>,
+) -> std::io::Result<String> {
+    let mut content = std::fs::read_to_string(skill.skill_md())?;
+    if let Some(session) = template_vars {
+        content = super::template::substitute(&content, &skill.dir, session);
+    }
     let mut parts = vec![
         format!(
             "[The user ran the /{} command: follow the \"{}\" skill below for this request.]",

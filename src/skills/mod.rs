@@ -10,6 +10,7 @@
 pub mod command;
 pub mod frontmatter;
 pub mod index;
+pub mod template;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -64,6 +64,7 @@ fn the_home_wins_a_name_clash_and_disabling_is_per_platform() {
         disabled: Vec::new(),
         platform_disabled: [("telegram".to_owned(), vec!["b".to_owned()])].into(),
         external_dirs: vec![external.display().to_string()],
+        ..SkillsConfig::default()
     };
     let env = Default::default();
     let all = enabled(&home, &config, &env, Some("discord"));

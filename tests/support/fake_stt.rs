@@ -9,6 +9,12 @@
 //! - uploads of at most 25 MB ("File uploads are currently limited to 25 MB",
 //!   https://platform.openai.com/docs/guides/speech-to-text), else 413;
 //! - `response_format` `json` (the default) answers `{"text": ...}`, `text` the bare text.
+//!
+//! It also answers ElevenLabs Scribe's `POST /v1/speech-to-text`
+//! (https://elevenlabs.io/docs/api-reference/speech-to-text/convert): the key in the
+//! `xi-api-key` header (else 401), multipart `model_id` (required, else 422 as the API's
+//! validation errors are) and `file`, and optional form fields such as `language_code`,
+//! `tag_audio_events` and `diarize`; the answer carries the transcript in `text`.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -34,6 +40,8 @@ pub struct Upload {
     pub bytes: Vec<u8>,
     pub response_format: Option<String>,
     pub authorization: String,
+    /// The other form fields, by name (ElevenLabs's options).
+    pub fields: Vec<(String, String)>,
 }
 
 #[derive(Debug, Default)]
@@ -71,6 +79,7 @@ impl FakeStt {
         let addr = listener.local_addr().expect("fake STT address");
         let app = Router::new()
             .route("/v1/audio/transcriptions", post(transcribe))
+            .route("/v1/speech-to-text", post(scribe))
             // Read past the 25 MB limit so an oversized upload gets OpenAI's 413, not a
             // dropped connection.
             .layer(DefaultBodyLimit::max(LIMIT * 2))
@@ -123,18 +132,11 @@ async fn transcribe(
         return error(StatusCode::UNAUTHORIZED, "You didn't provide an API key.");
     }
     let (mut model, mut file, mut response_format) = (None, None, None);
-    loop {
-        let field = match form.next_field().await {
-            Ok(Some(field)) => field,
-            Ok(None) => break,
-            Err(e) => return error(StatusCode::BAD_REQUEST, &e.to_string()),
-        };
-        let name = field.name().unwrap_or_default().to_owned();
-        let file_name = field.file_name().map(str::to_owned);
-        let bytes = match field.bytes().await {
-            Ok(bytes) => bytes.to_vec(),
-            Err(e) => return error(StatusCode::BAD_REQUEST, &e.to_string()),
-        };
+    let parts = match read_form(&mut form).await {
+        Ok(parts) => parts,
+        Err(response) => return response,
+    };
+    for (name, file_name, bytes) in parts {
         match name.as_str() {
             "file" => file = Some((file_name.unwrap_or_default(), bytes)),
             "model" => model = Some(String::from_utf8_lossy(&bytes).into_owned()),
@@ -170,10 +172,85 @@ async fn transcribe(
         bytes,
         response_format: response_format.clone(),
         authorization,
+        fields: Vec::new(),
     });
     let text = shared.transcript.clone();
     match response_format.as_deref() {
         Some("text") => text.into_response(),
         _ => axum::Json(json!({"text": text})).into_response(),
+    }
+}
+
+/// ElevenLabs Scribe's speech-to-text.
+async fn scribe(
+    State(shared): State<Arc<Mutex<Shared>>>,
+    headers: HeaderMap,
+    mut form: Multipart,
+) -> Response {
+    shared.lock().unwrap().requests += 1;
+    let key = headers
+        .get("xi-api-key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    if key.is_empty() {
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(
+                json!({"detail": {"status": "invalid_api_key", "message": "Invalid API key"}}),
+            ),
+        )
+            .into_response();
+    }
+    let (mut model, mut file, mut fields) = (None, None, Vec::new());
+    let parts = match read_form(&mut form).await {
+        Ok(parts) => parts,
+        Err(response) => return response,
+    };
+    for (name, file_name, bytes) in parts {
+        match name.as_str() {
+            "file" => file = Some((file_name.unwrap_or_default(), bytes)),
+            "model_id" => model = Some(String::from_utf8_lossy(&bytes).into_owned()),
+            _ => fields.push((name, String::from_utf8_lossy(&bytes).into_owned())),
+        }
+    }
+    let (Some(model), Some((file_name, bytes))) = (model, file) else {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            axum::Json(json!({"detail": [{"loc": ["body", "model_id"], "msg": "Field required"}]})),
+        )
+            .into_response();
+    };
+    let mut shared = shared.lock().unwrap();
+    shared.uploads.push(Upload {
+        model,
+        file_name,
+        bytes,
+        response_format: None,
+        authorization: key,
+        fields,
+    });
+    let text = shared.transcript.clone();
+    axum::Json(json!({"language_code": "eng", "language_probability": 0.98, "text": text}))
+        .into_response()
+}
+
+/// The multipart fields as (name, file name, bytes); a malformed body is a 400.
+async fn read_form(
+    form: &mut Multipart,
+) -> Result<Vec<(String, Option<String>, Vec<u8>)>, Response> {
+    let mut out = Vec::new();
+    loop {
+        let field = match form.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => return Ok(out),
+            Err(e) => return Err(error(StatusCode::BAD_REQUEST, &e.to_string())),
+        };
+        let name = field.name().unwrap_or_default().to_owned();
+        let file_name = field.file_name().map(str::to_owned);
+        match field.bytes().await {
+            Ok(bytes) => out.push((name, file_name, bytes.to_vec())),
+            Err(e) => return Err(error(StatusCode::BAD_REQUEST, &e.to_string())),
+        }
     }
 }

@@ -1,10 +1,12 @@
-//! The system prompt: who the agent is (`SOUL.md`, else our default identity), which skills
-//! it can load, the project's context file, what it remembers (MEMORY.md, USER.md) and where
+//! The system prompt: who the agent is (`SOUL.md`, else our default identity), guidance on
+//! using its tools (picked by toolset, model family and config, see `guidance`), which skills
+//! it can load, a note about the chat platform, the project's context file, what it remembers (MEMORY.md, USER.md) and where
 //! it works. Built once per conversation and stored with the session, so every turn sends
 //! the same bytes (provider prompt caches depend on it). Layered like Hermes's: the parts
 //! that change least come first.
 
 pub mod context_files;
+pub mod guidance;
 
 use std::path::Path;
 
@@ -30,6 +32,10 @@ pub struct PromptSources<'a> {
     pub context_cap: usize,
     /// The skills index block, when the agent has skills and the tools to load them.
     pub skills_index: Option<String>,
+    /// The tool-use and model-family guidance blocks, in order.
+    pub guidance: Vec<&'static str>,
+    /// The note about the platform the conversation happens on.
+    pub platform_hint: Option<String>,
 }
 
 pub fn build(sources: &PromptSources<'_>) -> String {
@@ -38,8 +44,12 @@ pub fn build(sources: &PromptSources<'_>) -> String {
         context_files::soul(sources.home, sources.context_cap)
             .unwrap_or_else(|| IDENTITY.to_owned()),
     );
+    parts.extend(sources.guidance.iter().map(|block| (*block).to_owned()));
     if let Some(index) = &sources.skills_index {
         parts.push(index.clone());
+    }
+    if let Some(hint) = &sources.platform_hint {
+        parts.push(hint.clone());
     }
     if let Some(project) = context_files::project(sources.cwd, sources.context_cap) {
         parts.push(format!("{PROJECT_HEADING}\n\n{project}"));
@@ -82,6 +92,8 @@ mod tests {
             cwd: home,
             context_cap: 20_000,
             skills_index: index,
+            guidance: Vec::new(),
+            platform_hint: None,
         }
     }
 
@@ -105,6 +117,22 @@ mod tests {
         assert_eq!(
             prompt,
             build(&sources(dir.path(), &memory, Some("## Skills\nidx".into())))
+        );
+    }
+
+    #[test]
+    fn guidance_follows_the_identity_and_the_platform_note_follows_the_skills() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = crate::home::HermesHome::at(dir.path());
+        let memory = MemoryStore::new(&home, 2200, 1375);
+        std::fs::write(dir.path().join("AGENTS.md"), "Run make test.").unwrap();
+        let mut src = sources(dir.path(), &memory, Some("## Skills\nidx".into()));
+        src.guidance = vec!["# One", "# Two"];
+        src.platform_hint = Some("On Telegram.".into());
+        let prompt = build(&src);
+        assert!(
+            prompt.contains("help; ask a clarifying question when the request is ambiguous; be concise in chat.\n\n# One\n\n# Two\n\n## Skills\nidx\n\nOn Telegram.\n\n# Project context"),
+            "{prompt}"
         );
     }
 

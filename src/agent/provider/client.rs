@@ -149,11 +149,11 @@ impl ModelClient {
         models
     }
 
-    /// The same client with the first endpoint serving `model` as its primary (the others
-    /// stay fallbacks, in order); `None` when no endpoint serves it. Shares the connection
-    /// pool.
-    pub fn with_primary_model(&self, model: &str) -> Option<ModelClient> {
-        let index = self.endpoints.iter().position(|e| e.model == model)?;
+    /// The same client with the first endpoint serving `choice` (its model, and its
+    /// provider when named) as its primary (the others stay fallbacks, in order); `None`
+    /// when no endpoint serves it. Shares the connection pool.
+    pub fn with_primary(&self, choice: &ModelChoice) -> Option<ModelClient> {
+        let index = self.endpoints.iter().position(|e| choice.served_by(e))?;
         let mut client = self.clone();
         let chosen = client.endpoints.remove(index);
         client.endpoints.insert(0, chosen);
@@ -227,5 +227,23 @@ impl ModelClient {
             }
         }
         Err(ProviderError::AllFailed { attempts })
+    }
+}
+
+/// A conversation's `/model` choice: a model, and the provider serving it when the user
+/// named one (`--provider`) or the switch recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelChoice {
+    pub model: String,
+    pub provider: Option<String>,
+}
+
+impl ModelChoice {
+    pub fn served_by(&self, endpoint: &Endpoint) -> bool {
+        endpoint.model == self.model
+            && self
+                .provider
+                .as_deref()
+                .is_none_or(|p| p.eq_ignore_ascii_case(&endpoint.provider))
     }
 }

@@ -24,7 +24,7 @@ mod types;
 mod wire;
 
 pub use anthropic_messages::DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS;
-pub use client::{HttpSettings, ModelClient};
+pub use client::{HttpSettings, ModelChoice, ModelClient};
 pub use endpoint::{Endpoint, auxiliary_endpoint};
 pub use error::{Attempt, ProviderError};
 pub use mode::{ApiMode, KnownProvider, canonical_provider, known_provider, resolve_api_mode};

@@ -33,7 +33,7 @@ pub fn bad_request(message: &str, param: Option<&str>) -> Response {
 pub async fn not_found() -> Response {
     openai_error(
         StatusCode::NOT_FOUND,
-        "Not found. Routes: GET /health, GET /v1/models, POST /v1/chat/completions.",
+        "Not found. Routes: GET /health, GET /v1/models, GET /v1/skills, POST /v1/chat/completions.",
         "invalid_request_error",
         None,
         Some("not_found"),

@@ -1,5 +1,5 @@
 //! The OpenAI-compatible HTTP API (`API_SERVER_*`, default `127.0.0.1:8642`), as Hermes's
-//! `api_server.py` serves it: `GET /health`, `GET /v1/models`, `POST /v1/chat/completions`
+//! `api_server.py` serves it: `GET /health`, `GET /v1/models`, `GET /v1/skills`, `POST /v1/chat/completions`
 //! (JSON or SSE), Bearer auth on everything but `/health`, session continuity through
 //! `X-Hermes-Session-Id`. Requests go through the same router, sessions, agent and
 //! persistence as chat messages; the answer is the HTTP response, so nothing is journaled
@@ -8,6 +8,7 @@
 mod chat;
 mod errors;
 mod layers;
+mod skills;
 mod sse;
 
 use std::net::SocketAddr;
@@ -116,6 +117,7 @@ fn routes(state: ApiState, config: &ApiServerConfig) -> HttpRouter {
         .route("/health", get(chat::health))
         .route("/v1/health", get(chat::health))
         .route("/v1/models", get(chat::models))
+        .route("/v1/skills", get(skills::list))
         .route(
             "/v1/chat/completions",
             post(chat::completions).route_layer(axum::middleware::from_fn_with_state(

@@ -1,7 +1,10 @@
 //! Speech to text through OpenAI's `POST /audio/transcriptions`
 //! (https://platform.openai.com/docs/api-reference/audio/createTranscription): a multipart
 //! upload of the file with `model` and `response_format=json`, answered `{"text": ...}`.
-//! Groq and local Whisper servers speak the same API, so one client serves them all.
+//! Groq, Mistral (https://docs.mistral.ai/api/#tag/audio.transcriptions) and local Whisper
+//! servers speak the same API, so one client serves them all. ElevenLabs Scribe has its own
+//! `POST /speech-to-text` (https://elevenlabs.io/docs/api-reference/speech-to-text/convert):
+//! the key in `xi-api-key`, the model as `model_id`, also answered with `text`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,6 +19,8 @@ pub const MAX_AUDIO_BYTES: u64 = 25 * 1024 * 1024;
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 const GROQ_BASE_URL: &str = "https://api.groq.com/openai/v1";
 const GROQ_MODEL: &str = "whisper-large-v3-turbo";
+const MISTRAL_BASE_URL: &str = "https://api.mistral.ai/v1";
+const ELEVENLABS_BASE_URL: &str = "https://api.elevenlabs.io/v1";
 /// A minute of speech uploads and transcribes in seconds; a stuck server must not hold the
 /// turn for long.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -27,6 +32,10 @@ pub struct Transcriber {
     pub base_url: String,
     pub api_key: Option<Secret>,
     pub model: String,
+    /// ElevenLabs's own API rather than OpenAI's.
+    pub elevenlabs: bool,
+    /// More form fields (ElevenLabs's options).
+    pub fields: Vec<(&'static str, String)>,
 }
 
 /// Why a voice message was not transcribed; each reads as the end of a sentence for the user.
@@ -77,6 +86,8 @@ pub fn transcriber(config: &Config, env: &BTreeMap<String, String>) -> Result<Tr
                 base_url,
                 api_key,
                 model: stt.openai.model.clone(),
+                elevenlabs: false,
+                fields: Vec::new(),
             })
         }
         "groq" => {
@@ -88,11 +99,54 @@ pub fn transcriber(config: &Config, env: &BTreeMap<String, String>) -> Result<Tr
                 base_url: var("GROQ_BASE_URL").unwrap_or_else(|| GROQ_BASE_URL.to_owned()),
                 api_key: Some(api_key),
                 model: var("STT_GROQ_MODEL").unwrap_or_else(|| GROQ_MODEL.to_owned()),
+                elevenlabs: false,
+                fields: Vec::new(),
+            })
+        }
+        "mistral" => {
+            let api_key = var("MISTRAL_API_KEY")
+                .map(Secret::new)
+                .ok_or("stt.provider is mistral but MISTRAL_API_KEY is not set")?;
+            Ok(Transcriber {
+                provider: "mistral",
+                base_url: MISTRAL_BASE_URL.to_owned(),
+                api_key: Some(api_key),
+                model: var("STT_MISTRAL_MODEL").unwrap_or_else(|| stt.mistral_model.clone()),
+                elevenlabs: false,
+                fields: Vec::new(),
+            })
+        }
+        "elevenlabs" => {
+            let api_key = var("ELEVENLABS_API_KEY")
+                .map(Secret::new)
+                .ok_or("stt.provider is elevenlabs but ELEVENLABS_API_KEY is not set")?;
+            let options = &stt.elevenlabs;
+            let flag = |on: bool| if on { "true" } else { "false" }.to_owned();
+            let mut fields = vec![
+                ("tag_audio_events", flag(options.tag_audio_events)),
+                ("diarize", flag(options.diarize)),
+            ];
+            if let Some(language) = &options.language_code {
+                fields.push(("language_code", language.clone()));
+            }
+            Ok(Transcriber {
+                provider: "elevenlabs",
+                base_url: options
+                    .base_url
+                    .clone()
+                    .or_else(|| var("ELEVENLABS_STT_BASE_URL"))
+                    .unwrap_or_else(|| ELEVENLABS_BASE_URL.to_owned()),
+                api_key: Some(api_key),
+                model: var("STT_ELEVENLABS_MODEL").unwrap_or_else(|| options.model_id.clone()),
+                elevenlabs: true,
+                fields,
             })
         }
         other => Err(format!(
             "no transcription service is set up (stt.provider is '{other}'; hermesd can use \
-             openai or groq, or a local Whisper server as openai with stt.openai.base_url)"
+             openai, groq, mistral or elevenlabs — Hermes's local faster-whisper runs only in \
+             Python, so run a local Whisper server and set it as openai with \
+             stt.openai.base_url)"
         )),
     }
 }
@@ -124,23 +178,35 @@ pub async fn transcribe(
         .file_name(upload_name(&file_name, mime_type))
         .mime_str(mime_type)
         .map_err(|e| SttError::Service(format!("bad media type: {e}")))?;
-    let form = reqwest::multipart::Form::new()
-        .part("file", file)
-        .text("model", transcriber.model.clone())
-        .text("response_format", "json");
+    let mut form = reqwest::multipart::Form::new().part("file", file);
+    form = if transcriber.elevenlabs {
+        form.text("model_id", transcriber.model.clone())
+    } else {
+        form.text("model", transcriber.model.clone())
+            .text("response_format", "json")
+    };
+    for (name, value) in &transcriber.fields {
+        form = form.text(*name, value.clone());
+    }
     let client = Net::new(&config.network)
         .map_err(|e| SttError::Service(e.to_string()))?
         .http_client()
         .timeout(REQUEST_TIMEOUT)
         .build()
         .map_err(|e| SttError::Service(e.to_string()))?;
-    let url = format!(
-        "{}/audio/transcriptions",
-        transcriber.base_url.trim_end_matches('/')
-    );
+    let path = if transcriber.elevenlabs {
+        "speech-to-text"
+    } else {
+        "audio/transcriptions"
+    };
+    let url = format!("{}/{path}", transcriber.base_url.trim_end_matches('/'));
     let mut request = client.post(url).multipart(form);
     if let Some(key) = &transcriber.api_key {
-        request = request.bearer_auth(key.expose());
+        request = if transcriber.elevenlabs {
+            request.header("xi-api-key", key.expose())
+        } else {
+            request.bearer_auth(key.expose())
+        };
     }
     let response = request
         .send()
@@ -222,6 +288,24 @@ mod tests {
             (t.base_url.as_str(), t.model.as_str()),
             (GROQ_BASE_URL, GROQ_MODEL)
         );
+
+        config.media.stt.provider = "mistral".into();
+        assert!(transcriber(&config, &env(("", ""))).is_err());
+        let t = transcriber(&config, &env(("MISTRAL_API_KEY", "mk"))).unwrap();
+        assert_eq!(
+            (t.base_url.as_str(), t.model.as_str(), t.elevenlabs),
+            (MISTRAL_BASE_URL, "voxtral-mini-latest", false)
+        );
+
+        config.media.stt.provider = "elevenlabs".into();
+        assert!(transcriber(&config, &env(("", ""))).is_err());
+        config.media.stt.elevenlabs.language_code = Some("eng".into());
+        let t = transcriber(&config, &env(("ELEVENLABS_API_KEY", "xi"))).unwrap();
+        assert_eq!(
+            (t.base_url.as_str(), t.model.as_str(), t.elevenlabs),
+            (ELEVENLABS_BASE_URL, "scribe_v2", true)
+        );
+        assert!(t.fields.contains(&("language_code", "eng".to_owned())));
 
         config.media.stt.enabled = false;
         assert!(transcriber(&config, &env(("GROQ_API_KEY", "gsk"))).is_err());

@@ -102,7 +102,7 @@ impl Router {
             return;
         }
         if !is_known(name)
-            && let Some(text) = self.skill_turn_text(&job.event, name, &command.args)
+            && let Some(text) = self.skill_turn_text(&slot.key, &job.event, name, &command.args)
         {
             if busy {
                 self.respond(
@@ -188,7 +188,7 @@ impl Router {
     }
 
     /// The skills usable on `platform`, as chat commands see them.
-    fn chat_skills(&self, platform: &str) -> Vec<crate::skills::Skill> {
+    pub(crate) fn platform_skills(&self, platform: &str) -> Vec<crate::skills::Skill> {
         match &self.live().agent {
             Ok(deps) if deps.offers_tool("skill_view", platform) => {
                 crate::skills::enabled(&deps.home, &deps.settings.skills, &deps.env, Some(platform))
@@ -198,10 +198,23 @@ impl Router {
     }
 
     /// The turn text for `/name args` when `name` is one of the platform's skills.
-    fn skill_turn_text(&self, event: &MessageEvent, name: &str, args: &str) -> Option<String> {
-        let skills = self.chat_skills(&event.source.platform);
+    fn skill_turn_text(
+        &self,
+        key: &str,
+        event: &MessageEvent,
+        name: &str,
+        args: &str,
+    ) -> Option<String> {
+        let skills = self.platform_skills(&event.source.platform);
         let skill = crate::skills::command::find(&skills, name)?;
-        match crate::skills::command::invocation(skill, args) {
+        // `${HERMES_SESSION_ID}`: the chat's current session (none before its first turn).
+        let session = self.routing.get(key).map(|entry| entry.session_id.clone());
+        let fill = match &self.live().agent {
+            Ok(deps) => deps.settings.skills.template_vars,
+            Err(_) => true,
+        };
+        let vars = fill.then_some(session.as_deref());
+        match crate::skills::command::invocation(skill, args, vars) {
             Ok(text) => Some(text),
             Err(e) => {
                 tracing::warn!(skill = %skill.name, error = %e, "cannot read the skill");
@@ -212,7 +225,7 @@ impl Router {
 
     fn commands_text(&self, event: &MessageEvent, args: &str) -> String {
         const PER_PAGE: usize = 20;
-        let skills = self.chat_skills(&event.source.platform);
+        let skills = self.platform_skills(&event.source.platform);
         let mut entries: Vec<(String, String)> = COMMANDS
             .iter()
             .map(|(n, d)| ((*n).to_owned(), (*d).to_owned()))

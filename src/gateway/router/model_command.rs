@@ -1,7 +1,10 @@
 //! `/model`: show the session's model and the configured ones, switch this session to
 //! another configured model (kept in the session's routing entry as Hermes's
-//! `model_override`, so a restart keeps it), or with `--global` also make it
-//! `model.default` in config.yaml. A model no endpoint serves is refused with the list.
+//! `model_override`, so a restart keeps it), pick the provider with `--provider` (alone: that
+//! provider's configured model), switch for the next message only with `--once` (kept in
+//! memory and not persisted, as in Hermes), or with `--global` also make it `model.default`
+//! in config.yaml (edited in place, comments kept). A model or provider no endpoint serves is
+//! refused with the list.
 
 use std::sync::Arc;
 
@@ -11,21 +14,104 @@ use serde_json::json;
 use super::Router;
 use super::slot::Slot;
 use crate::agent::AgentDeps;
-use crate::agent::provider::Endpoint;
+use crate::agent::provider::{Endpoint, ModelChoice};
 
 /// The routing-entry field Hermes keeps a session's `/model` choice in (without secrets).
 const OVERRIDE_FIELD: &str = "model_override";
 
+const USAGE: &str = "Usage: `/model [name] [--provider <name>] [--once | --global]`";
+
+/// What `/model` was asked to do.
+#[derive(Debug, Default, PartialEq)]
+struct Request {
+    model: Option<String>,
+    provider: Option<String>,
+    global: bool,
+    once: bool,
+}
+
+fn parse(args: &str) -> Result<Request, String> {
+    let mut request = Request::default();
+    let mut words = args.split_whitespace();
+    while let Some(word) = words.next() {
+        match word {
+            "--global" => request.global = true,
+            "--once" => request.once = true,
+            "--session" => {}
+            "--provider" => match words.next() {
+                Some(name) if !name.starts_with("--") => request.provider = Some(name.to_owned()),
+                _ => return Err("`--provider` needs a provider name.".to_owned()),
+            },
+            flag if flag.starts_with("--provider=") => {
+                request.provider = Some(flag["--provider=".len()..].to_owned())
+            }
+            flag if flag.starts_with("--") => {
+                return Err(format!("`{flag}` is not a `/model` option here.\n{USAGE}"));
+            }
+            name if request.model.is_none() => request.model = Some(name.to_owned()),
+            _ => return Err(USAGE.to_owned()),
+        }
+    }
+    if request.once && request.global {
+        return Err("`--once` and `--global` cannot go together: one is for the next message, the other for every chat.".to_owned());
+    }
+    if request.once && request.model.is_none() && request.provider.is_none() {
+        return Err("`/model --once` needs a model or a `--provider`.".to_owned());
+    }
+    Ok(request)
+}
+
+/// The endpoint serving what was asked for, or the reason none does.
+fn resolve<'a>(endpoints: &'a [Endpoint], request: &Request) -> Result<&'a Endpoint, String> {
+    let provider_matches = |e: &Endpoint, p: &str| e.provider.eq_ignore_ascii_case(p);
+    if let Some(provider) = request.provider.as_deref()
+        && !endpoints.iter().any(|e| provider_matches(e, provider))
+    {
+        let mut providers: Vec<String> = endpoints
+            .iter()
+            .map(|e| format!("`{}`", e.provider))
+            .collect();
+        providers.dedup();
+        return Err(format!(
+            "`{provider}` is not a configured provider, so I can't switch to it.\nConfigured providers: {}\nProviders are set as `model.provider` or in `fallback_providers` in config.yaml.",
+            providers.join(", ")
+        ));
+    }
+    let found = endpoints.iter().find(|e| {
+        request.model.as_deref().is_none_or(|m| e.model == m)
+            && request
+                .provider
+                .as_deref()
+                .is_none_or(|p| provider_matches(e, p))
+    });
+    found.ok_or_else(|| {
+        let wanted = request.model.as_deref().unwrap_or_default();
+        match request.provider.as_deref() {
+            Some(provider) => format!(
+                "`{provider}` does not serve `{wanted}` here, so I can't switch to it.\n{}",
+                listing(endpoints)
+            ),
+            None => format!(
+                "`{wanted}` is not a configured model, so I can't switch to it.\n{}\nOther models are added as `model.default` or `fallback_providers` in config.yaml.",
+                listing(endpoints)
+            ),
+        }
+    })
+}
+
 impl Router {
-    /// The model `/model` chose for the session at `key`, if any.
-    pub(super) fn session_model(&self, key: &str) -> Option<String> {
+    /// The model (and provider) `/model` chose for the session at `key`, if any.
+    pub(super) fn session_model(&self, key: &str) -> Option<ModelChoice> {
         let entry = self.routing.get(key)?;
-        entry
-            .fields
-            .get(OVERRIDE_FIELD)?
-            .get("model")?
-            .as_str()
-            .map(str::to_owned)
+        let record = entry.fields.get(OVERRIDE_FIELD)?;
+        Some(ModelChoice {
+            model: record.get("model")?.as_str()?.to_owned(),
+            provider: record
+                .get("provider")
+                .and_then(|p| p.as_str())
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned),
+        })
     }
 
     pub(super) async fn model_command(
@@ -38,54 +124,50 @@ impl Router {
             Ok(deps) => deps.clone(),
             Err(reason) => return format!("No model is configured: {reason}"),
         };
-        let configured = deps.client.configured_models();
-        let mut global = false;
-        let mut wanted: Option<&str> = None;
-        for word in args.split_whitespace() {
-            match word {
-                "--global" => global = true,
-                "--session" => {}
-                flag if flag.starts_with("--") => {
-                    return format!(
-                        "`/model` takes a model name and optionally `--global`; `{flag}` is not supported."
-                    );
-                }
-                name if wanted.is_none() => wanted = Some(name),
-                _ => return "Usage: `/model [name] [--global]`".to_owned(),
-            }
-        }
+        let request = match parse(args) {
+            Ok(request) => request,
+            Err(text) => return text,
+        };
+        let endpoints = deps.client.endpoints();
         let current = self
             .session_model(&slot.key)
-            .filter(|m| configured.contains(m))
+            .filter(|c| endpoints.iter().any(|e| c.served_by(e)))
+            .map(|c| c.model)
             .unwrap_or_else(|| deps.model_name());
-        let Some(wanted) = wanted else {
+        if request.model.is_none() && request.provider.is_none() {
             return format!(
-                "**Model:** `{current}`\n{}\nSwitch this chat with `/model <name>`; add `--global` to make it the default in config.yaml.",
-                listing(&configured)
-            );
-        };
-        if !configured.iter().any(|m| m == wanted) {
-            return format!(
-                "`{wanted}` is not a configured model, so I can't switch to it.\n{}\nOther models are added as `model.default` or `fallback_providers` in config.yaml.",
-                listing(&configured)
+                "**Model:** `{current}`\n{}\nSwitch this chat with `/model <name>` (`--provider <name>` to pick the provider); add `--once` for the next message only, or `--global` to make it the default in config.yaml.",
+                listing(endpoints)
             );
         }
-        let endpoint = deps
-            .client
-            .endpoints()
-            .iter()
-            .find(|e| e.model == wanted)
-            .cloned();
+        let endpoint = match resolve(endpoints, &request) {
+            Ok(endpoint) => endpoint.clone(),
+            Err(text) => return text,
+        };
+        let wanted = endpoint.model.clone();
+        if request.once {
+            slot.lock().once_model = Some(ModelChoice {
+                model: wanted.clone(),
+                provider: Some(endpoint.provider.clone()),
+            });
+            return format!(
+                "✅ Your next message goes to `{wanted}` ({}); after it this chat is back on `{current}`.",
+                endpoint.provider
+            );
+        }
         let saved = self
-            .save_session_model(&slot.key, event, wanted, endpoint.as_ref())
+            .save_session_model(&slot.key, event, &wanted, Some(&endpoint))
             .await;
         if let Err(e) = saved {
             tracing::error!(session_key = %slot.key, error = %e, "cannot save the model choice");
             return "⚠️ The model choice could not be saved; nothing was changed.".to_owned();
         }
-        let mut reply = format!("✅ This chat now uses `{wanted}` (was `{current}`).");
-        if global {
-            match save_global(&deps, &self.home.config_yaml(), endpoint.as_ref(), wanted) {
+        let mut reply = format!(
+            "✅ This chat now uses `{wanted}` ({}), was `{current}`.",
+            endpoint.provider
+        );
+        if request.global {
+            match save_global(&deps, &self.home.config_yaml(), &endpoint) {
                 Ok(()) => reply.push_str(
                     "\nSaved as `model.default` in config.yaml: other chats switch after a reload \
                      (`systemctl reload hermesd` or SIGHUP).",
@@ -119,53 +201,37 @@ impl Router {
     }
 }
 
-fn listing(configured: &[String]) -> String {
-    let names: Vec<String> = configured.iter().map(|m| format!("`{m}`")).collect();
+fn listing(endpoints: &[Endpoint]) -> String {
+    let mut names: Vec<String> = Vec::new();
+    for e in endpoints {
+        let name = format!("`{}` ({})", e.model, e.provider);
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
     format!("Configured models: {}", names.join(", "))
 }
 
-/// Writes `model.default` (and the provider and base URL when the model is served by
-/// another provider than the primary) into config.yaml, atomically, keeping its mode.
+/// Sets `model.default` in config.yaml (and `model.provider`/`model.base_url` when another
+/// provider than the primary serves the model) by editing just those values, so comments
+/// and layout stay; written atomically, keeping the file's mode.
 fn save_global(
     deps: &AgentDeps,
     path: &std::path::Path,
-    endpoint: Option<&Endpoint>,
-    model: &str,
+    endpoint: &Endpoint,
 ) -> Result<(), String> {
-    use serde_norway::{Mapping, Value as Yaml};
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
-    let mut doc: Yaml = if text.trim().is_empty() {
-        Yaml::Mapping(Mapping::new())
-    } else {
-        serde_norway::from_str(&text).map_err(|e| format!("config.yaml is not valid YAML: {e}"))?
-    };
-    let root = doc.as_mapping_mut().ok_or("config.yaml is not a mapping")?;
-    let model_key = Yaml::String("model".into());
-    let block = match root.get(&model_key) {
-        Some(Yaml::Mapping(map)) => map.clone(),
-        _ => Mapping::new(),
-    };
-    let mut block = block;
-    block.insert(Yaml::String("default".into()), Yaml::String(model.into()));
-    let primary_provider = deps.client.endpoints().first().map(|e| e.provider.clone());
-    if let Some(endpoint) = endpoint
-        && Some(&endpoint.provider) != primary_provider.as_ref()
-    {
-        block.insert(
-            Yaml::String("provider".into()),
-            Yaml::String(endpoint.provider.clone()),
-        );
-        block.insert(
-            Yaml::String("base_url".into()),
-            Yaml::String(endpoint.base_url.clone()),
-        );
+    let mut values = vec![("default", endpoint.model.as_str())];
+    let primary_provider = deps.client.endpoints().first().map(|e| e.provider.as_str());
+    if Some(endpoint.provider.as_str()) != primary_provider {
+        values.push(("provider", endpoint.provider.as_str()));
+        values.push(("base_url", endpoint.base_url.as_str()));
     }
-    root.insert(model_key, Yaml::Mapping(block));
-    let out = serde_norway::to_string(&doc).map_err(|e| e.to_string())?;
+    let out = crate::config::model_edit::set_model_keys(&text, &values)?;
     let mode = file_mode(path);
     crate::tools::approval::write_atomically(path, out.as_bytes(), mode)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
@@ -182,4 +248,64 @@ fn file_mode(path: &std::path::Path) -> Option<u32> {
 #[cfg(not(unix))]
 fn file_mode(_path: &std::path::Path) -> Option<u32> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_parse_as_hermes_spells_them() {
+        assert_eq!(
+            parse("gpt-4o --provider openai --once").unwrap(),
+            Request {
+                model: Some("gpt-4o".into()),
+                provider: Some("openai".into()),
+                once: true,
+                global: false
+            }
+        );
+        assert_eq!(
+            parse("--provider=groq").unwrap().provider.as_deref(),
+            Some("groq")
+        );
+        assert!(parse("--once").is_err());
+        assert!(parse("a --once --global").is_err());
+        assert!(parse("a --provider").is_err());
+        assert!(parse("a --refresh").is_err());
+    }
+
+    #[test]
+    fn provider_alone_picks_its_configured_model() {
+        let endpoints = vec![
+            Endpoint::new("openai", "http://a/v1", None, "gpt-4o"),
+            Endpoint::new("groq", "http://b/v1", None, "llama-3.3"),
+            Endpoint::new("openrouter", "http://c/v1", None, "gpt-4o"),
+        ];
+        let req = |m: Option<&str>, p: Option<&str>| Request {
+            model: m.map(str::to_owned),
+            provider: p.map(str::to_owned),
+            ..Request::default()
+        };
+        assert_eq!(
+            resolve(&endpoints, &req(None, Some("GROQ"))).unwrap().model,
+            "llama-3.3"
+        );
+        assert_eq!(
+            resolve(&endpoints, &req(Some("gpt-4o"), Some("openrouter")))
+                .unwrap()
+                .base_url,
+            "http://c/v1"
+        );
+        assert!(
+            resolve(&endpoints, &req(Some("llama-3.3"), Some("openai")))
+                .unwrap_err()
+                .contains("does not serve")
+        );
+        assert!(
+            resolve(&endpoints, &req(None, Some("mistral")))
+                .unwrap_err()
+                .contains("`groq`")
+        );
+    }
 }

@@ -117,9 +117,12 @@ impl Router {
         source: &SessionSource,
         deps: &Arc<AgentDeps>,
         resumed: bool,
+        model: Option<&str>,
     ) -> Result<Prepared, AgentError> {
         if source.platform == API_PLATFORM {
-            let agent = self.load_or_create(deps, &source.chat_id, source).await?;
+            let agent = self
+                .load_or_create(deps, &source.chat_id, source, model)
+                .await?;
             return Ok(Prepared {
                 agent,
                 notice: None,
@@ -135,7 +138,10 @@ impl Router {
             {
                 agent
             }
-            _ => self.load_or_create(deps, &entry.session_id, source).await?,
+            _ => {
+                self.load_or_create(deps, &entry.session_id, source, model)
+                    .await?
+            }
         };
         Ok(Prepared {
             agent,
@@ -148,15 +154,17 @@ impl Router {
         deps: &Arc<AgentDeps>,
         session_id: &str,
         source: &SessionSource,
+        model: Option<&str>,
     ) -> Result<Agent, AgentError> {
         match Agent::resume(deps.clone(), session_id.to_owned()).await {
             Ok(agent) => Ok(agent),
             Err(AgentError::Store(StoreError::SessionNotFound(_))) => {
-                Agent::create(
+                Agent::create_for_model(
                     deps.clone(),
                     session_id.to_owned(),
                     &source.platform,
                     source.user_id.clone(),
+                    model,
                 )
                 .await
             }

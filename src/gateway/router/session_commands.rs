@@ -286,7 +286,8 @@ impl Router {
         if let Ok(deps) = &self.live().agent {
             let model = self
                 .session_model(&slot.key)
-                .filter(|m| deps.client.configured_models().contains(m))
+                .filter(|c| deps.client.endpoints().iter().any(|e| c.served_by(e)))
+                .map(|c| c.model)
                 .unwrap_or_else(|| deps.model_name());
             lines.push(format!("**Model:** `{model}`"));
         }

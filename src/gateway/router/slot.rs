@@ -98,6 +98,8 @@ pub struct SlotState {
     pub clarify: Option<oneshot::Sender<String>>,
     pub agent: Option<Agent>,
     pub last_active: Option<Instant>,
+    /// `/model --once`: the model for the next turn only (kept in memory, as Hermes does).
+    pub once_model: Option<crate::agent::provider::ModelChoice>,
 }
 
 impl SlotState {

@@ -85,16 +85,28 @@ impl Router {
             job.event = fetched;
         }
         let event = &job.event;
-        // The chat's `/model` choice, which also decides whether a photo can be shown.
-        let chosen = (event.source.platform != API_PLATFORM)
-            .then(|| self.session_model(&slot.key))
-            .flatten();
-        let model = chosen.clone().unwrap_or_else(|| deps.model_name());
+        // The chat's `/model` choice (a `--once` choice first, used up by this turn), which
+        // also decides whether a photo can be shown.
+        let once = slot.lock().once_model.take();
+        let chosen = once.or_else(|| {
+            (event.source.platform != API_PLATFORM)
+                .then(|| self.session_model(&slot.key))
+                .flatten()
+        });
+        let model = chosen
+            .as_ref()
+            .map(|c| c.model.clone())
+            .unwrap_or_else(|| deps.model_name());
+        // A session created by this turn starts on the chosen model, if it is still served.
+        let served = chosen
+            .as_ref()
+            .filter(|c| deps.client.endpoints().iter().any(|e| e.model == c.model))
+            .map(|c| c.model.clone());
         let Some(start) = self.turn_start(&job, &model).await else {
             return;
         };
         let mut prepared = match self
-            .prepare_agent(slot, &event.source, &deps, job.resumed)
+            .prepare_agent(slot, &event.source, &deps, job.resumed, served.as_deref())
             .await
         {
             Ok(prepared) => prepared,
@@ -111,7 +123,15 @@ impl Router {
         let mut agent = prepared.agent;
         agent.attach_images(start.images);
         agent.set_request_system(job.api.as_ref().and_then(|api| api.system.clone()));
-        if !agent.set_model(chosen.as_deref()) {
+        // A choice whose provider no endpoint has any more (or a record written by another
+        // Hermes naming providers differently) still picks its model from any provider.
+        let any_provider = chosen
+            .as_ref()
+            .map(|c| crate::agent::provider::ModelChoice {
+                model: c.model.clone(),
+                provider: None,
+            });
+        if !agent.set_model(chosen.as_ref()) && !agent.set_model(any_provider.as_ref()) {
             // The model was removed from config.yaml since `/model` chose it.
             tracing::warn!(session_key = %slot.key, model = ?chosen, "the session's chosen model is no longer configured; using the default");
             agent.set_model(None);
@@ -145,12 +165,12 @@ impl Router {
         let forwarder = self.spawn_progress(&job, progress);
         GatewayMetrics::incr(&self.metrics.turns_started);
         let text = start.text;
+        let inbound = (event.source.platform.as_str(), event.event_id.as_str());
         let result = if job.api.is_some() {
             agent.run_turn(&text, &events, &cancel).await
         } else if job.resumed {
-            agent.resume_turn(&events, &cancel).await
+            agent.resume_journaled_turn(inbound, &events, &cancel).await
         } else {
-            let inbound = (event.source.platform.as_str(), event.event_id.as_str());
             agent
                 .run_journaled_turn(&text, inbound, &events, &cancel)
                 .await

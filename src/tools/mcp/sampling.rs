@@ -183,7 +183,11 @@ impl Sampler {
             .flatten()
             .filter_map(|h| h.name.as_deref());
         for hint in hints {
-            if let Some(client) = base.with_primary_model(hint) {
+            let choice = crate::agent::provider::ModelChoice {
+                model: hint.to_owned(),
+                provider: None,
+            };
+            if let Some(client) = base.with_primary(&choice) {
                 return client;
             }
         }

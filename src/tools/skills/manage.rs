@@ -177,7 +177,12 @@ fn own_skill(ctx: &ToolCtx, name: &str) -> Result<Skill, String> {
     Err(format!("No skill named '{name}' in {}.", root.display()))
 }
 
-fn write(path: &Path, content: &str) -> Result<(), String> {
+/// Writes `content` to `path` in the skill at `dir`, after the `skills.guard_agent_created`
+/// scan when that is on.
+fn write(ctx: &ToolCtx, dir: &Path, path: &Path, content: &str) -> Result<(), String> {
+    if ctx.skills.guard_agent_created {
+        super::guard::check(dir, (path, content))?;
+    }
     write_atomically(path, content.as_bytes(), Some(0o644))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -201,7 +206,7 @@ fn create(ctx: &ToolCtx, name: &str, content: &str, category: Option<&str>) -> O
         Some(category) => root.join(category).join(name),
         None => root.join(name),
     };
-    write(&dir.join("SKILL.md"), content)?;
+    write(ctx, &dir, &dir.join("SKILL.md"), content)?;
     let mut out = json!({
         "success": true,
         "message": format!("Created skill '{name}'."),
@@ -217,7 +222,7 @@ fn create(ctx: &ToolCtx, name: &str, content: &str, category: Option<&str>) -> O
 fn edit(ctx: &ToolCtx, name: &str, content: &str) -> Outcome {
     let skill = own_skill(ctx, name)?;
     check_skill_md(content)?;
-    write(&skill.skill_md(), content)?;
+    write(ctx, &skill.dir, &skill.skill_md(), content)?;
     Ok(json!({"success": true, "message": format!("Replaced SKILL.md of '{name}'.")}))
 }
 
@@ -261,7 +266,7 @@ fn patch(
             "The file would exceed {MAX_SUPPORT_FILE_BYTES} bytes."
         ));
     }
-    write(&target, &updated)?;
+    write(ctx, &skill.dir, &target, &updated)?;
     Ok(json!({
         "success": true,
         "message": format!("Patched {} of '{name}' ({} replacement{}).", file_path.unwrap_or("SKILL.md"), if replace_all { count } else { 1 }, if replace_all && count != 1 { "s" } else { "" }),
@@ -352,7 +357,7 @@ fn write_file(ctx: &ToolCtx, name: &str, path: &str, content: &str) -> Outcome {
             content.len()
         ));
     }
-    write(&target, content)?;
+    write(ctx, &skill.dir, &target, content)?;
     Ok(
         json!({"success": true, "message": format!("Wrote {path} in '{name}'."), "path": target.display().to_string()}),
     )

@@ -64,10 +64,14 @@ pub fn view(ctx: &ToolCtx, name: &str, file_path: Option<&str>) -> String {
 }
 
 fn main_file(ctx: &ToolCtx, skill: &Skill) -> String {
-    let content = match std::fs::read_to_string(skill.skill_md()) {
+    let mut content = match std::fs::read_to_string(skill.skill_md()) {
         Ok(content) => content,
         Err(e) => return fail(format!("cannot read {}: {e}", skill.skill_md().display())),
     };
+    if ctx.skills.template_vars {
+        let session = Some(ctx.session_id.as_str());
+        content = crate::skills::template::substitute(&content, &skill.dir, session);
+    }
     let linked = linked_files(&skill.dir);
     let required = required_env(&skill.frontmatter);
     let missing: Vec<&String> = required

@@ -27,6 +27,7 @@ mod raw;
 mod secret;
 mod sections;
 mod skills;
+mod state;
 mod types;
 mod unsupported;
 mod validate;
@@ -45,7 +46,7 @@ use crate::home::HermesHome;
 
 pub use choice::{
     ApiMode, ApprovalMode, BusyInputMode, Choice, ImageInputMode, ReplyToMode, ResetMode,
-    StreamingTransport, ToolProgress, UnauthorizedDmBehavior,
+    StateBackend, StreamingTransport, ToolProgress, UnauthorizedDmBehavior,
 };
 pub use cron::CronConfig;
 pub use delivery::{DeliveryConfig, MAX_RATE_LIMIT_DEADLINE_SECS};
@@ -55,8 +56,9 @@ pub use media::{AuxVisionConfig, MediaConfig, STT_PROVIDERS, SttConfig, SttOpenA
 pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
 };
-pub use secret::Secret;
+pub use secret::{REDACTED, Secret};
 pub use skills::SkillsConfig;
+pub use state::{DATABASE_URL_ENV, StateConfig};
 pub use types::{
     AgentConfig, ApprovalsConfig, AuxiliaryConfig, CompressionConfig, Config, DisplayConfig,
     DisplayOverrides, FallbackProvider, ModelConfig, ProviderConfig, SessionResetPolicy,

@@ -378,3 +378,29 @@ fn a_valid_webhook_home_passes_check() {
     assert_eq!(check.status.code(), Some(0), "{}", text(&check.stderr));
     assert_eq!(text(&check.stdout).trim(), "config ok");
 }
+
+/// Issue 22: the PostgreSQL backend cannot run the daemon yet, so choosing it is refused
+/// rather than accepted and ignored; its URL, a secret, is never printed.
+#[test]
+fn the_postgres_backend_is_refused_naming_the_key_and_the_url_never_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "pg-s3cret-password";
+    let url = format!("postgres://hermes:{secret}@db.example/hermes");
+    let env = [("HERMES_DATABASE_URL", url.as_str())];
+    let home = hermes_home(dir.path(), Some("state:\n  backend: postgres\n"), None);
+    for args in [&["run"][..], &["config", "check"]] {
+        let out = hermesd(&home, args, &env);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(EXIT_CONFIG), "{args:?}: {stderr}");
+        assert!(stderr.contains("state.backend"), "{args:?}: {stderr}");
+        assert!(!stderr.contains(secret) && !text(&out.stdout).contains(secret));
+    }
+
+    let other = tempfile::tempdir().unwrap();
+    let home = hermes_home(other.path(), Some("state:\n  backend: sqlite\n"), None);
+    let show = hermesd(&home, &["config", "show"], &env);
+    let stdout = text(&show.stdout);
+    assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
+    assert!(stdout.contains("postgres_url"), "{stdout}");
+    assert!(!stdout.contains(secret) && !text(&show.stderr).contains(secret));
+}

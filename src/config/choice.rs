@@ -95,6 +95,11 @@ choice!(
     ReplyToMode { Off = "off", First = "first", All = "all" } bools(First, Off)
 );
 
+choice!(
+    /// Where the state lives (`state.backend`).
+    StateBackend { Sqlite = "sqlite", Postgres = "postgres" }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

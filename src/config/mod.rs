@@ -30,6 +30,7 @@ mod raw;
 mod secret;
 mod sections;
 mod skills;
+mod state;
 mod toolsets;
 mod types;
 mod unsupported;
@@ -49,7 +50,7 @@ use crate::home::HermesHome;
 
 pub use choice::{
     ApiMode, ApprovalMode, BusyInputMode, Choice, ImageInputMode, ReplyToMode, ResetMode,
-    StreamingTransport, ToolProgress, UnauthorizedDmBehavior,
+    StateBackend, StreamingTransport, ToolProgress, UnauthorizedDmBehavior,
 };
 pub use cron::CronConfig;
 pub use delivery::{DeliveryConfig, MAX_RATE_LIMIT_DEADLINE_SECS};
@@ -61,8 +62,9 @@ pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
 };
 pub use prompt::{HintOverride, PromptConfig, ToolUseEnforcement};
-pub use secret::Secret;
+pub use secret::{REDACTED, Secret};
 pub use skills::SkillsConfig;
+pub use state::{DATABASE_URL_ENV, StateConfig};
 pub use toolsets::ToolsetsConfig;
 pub use types::{
     AgentConfig, ApprovalsConfig, AuxiliaryConfig, CompressionConfig, Config, DisplayConfig,

@@ -57,6 +57,8 @@ pub struct RawConfig {
     pub gateway: Option<Section<RawGateway>>,
     pub delivery: Option<Section<super::delivery::RawDelivery>>,
     pub cron: Option<Section<super::cron::RawCron>>,
+    /// hermesd's own: the state backend (`state.rs`).
+    pub state: Option<Section<super::state::RawState>>,
     /// IANA zone for cron schedules (Hermes's top-level key).
     pub timezone: Option<Value>,
     /// The MCP servers (validated in `mcp.rs`, which reads the untyped tree itself).

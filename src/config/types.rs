@@ -41,6 +41,8 @@ pub struct Config {
     /// How long a reply may wait out a platform's flow control.
     pub delivery: super::delivery::DeliveryConfig,
     pub cron: super::cron::CronConfig,
+    /// `state:`: the SQLite file (default) or a shared PostgreSQL database.
+    pub state: super::state::StateConfig,
     /// The MCP servers whose tools the agent may call, by name.
     pub mcp_servers: BTreeMap<String, super::mcp::McpServerConfig>,
     /// Outbound networking: the proxy variables and the extra CA files (`SSL_CERT_FILE`,
@@ -103,6 +105,7 @@ impl Default for Config {
             auxiliary: AuxiliaryConfig::default(),
             delivery: super::delivery::DeliveryConfig::default(),
             cron: super::cron::CronConfig::default(),
+            state: super::state::StateConfig::default(),
             mcp_servers: BTreeMap::new(),
             network: hermes_adapter::net::NetSettings::default(),
             media: super::media::MediaConfig::default(),

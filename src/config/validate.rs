@@ -151,6 +151,7 @@ pub fn validate(
         admin: listeners::admin(&mut issues, raw.admin.as_ref()),
         delivery: super::delivery::delivery(&mut issues, raw.delivery.as_ref()),
         cron: super::cron::cron(&mut issues, raw.cron.as_ref(), raw.timezone.as_ref(), env),
+        state: super::state::state(&mut issues, raw.state.as_ref(), env),
         mcp_servers: super::mcp::mcp_servers(&mut issues, raw.mcp_servers.as_ref()),
         network: network::network(&mut issues, raw.tls.as_ref(), env),
         media: super::media::media(&mut issues, raw, &gateway),

@@ -19,6 +19,7 @@ pub mod guard;
 mod inspect;
 mod ledger;
 mod model;
+pub mod postgres;
 mod read;
 mod schema;
 mod search;

@@ -245,7 +245,7 @@ fn settings_not_supported_yet_are_named_and_strict_refuses_them() {
     );
     let stderr = text(&strict.stderr);
     assert!(
-        stderr.contains("mcp_servers.github.sampling, tts"),
+        stderr.contains("mcp_servers.github.elicitation, tts"),
         "{stderr}"
     );
     assert!(stderr.contains("--strict"), "{stderr}");

@@ -214,10 +214,16 @@ async fn scribe(
             _ => fields.push((name, String::from_utf8_lossy(&bytes).into_owned())),
         }
     }
-    let (Some(model), Some((file_name, bytes))) = (model, file) else {
+    let (Some(model), Some((file_name, bytes))) = (model.clone(), file.clone()) else {
+        // A validation error names each missing field, as the API's 422 answers do.
+        let missing: Vec<_> = [("model_id", model.is_none()), ("file", file.is_none())]
+            .into_iter()
+            .filter(|(_, missing)| *missing)
+            .map(|(name, _)| json!({"loc": ["body", name], "msg": "Field required"}))
+            .collect();
         return (
             StatusCode::UNPROCESSABLE_ENTITY,
-            axum::Json(json!({"detail": [{"loc": ["body", "model_id"], "msg": "Field required"}]})),
+            axum::Json(json!({ "detail": missing })),
         )
             .into_response();
     };

@@ -28,6 +28,8 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Postgres(#[from] super::postgres::PgError),
 }
 
 impl StoreError {
@@ -37,6 +39,14 @@ impl StoreError {
             StoreError::Sqlite(e) => is_busy(e),
             _ => false,
         }
+    }
+
+    /// True when a fenced write was refused because its session lease is no longer held.
+    pub fn is_lease_lost(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Postgres(super::postgres::PgError::LeaseLost { .. })
+        )
     }
 }
 

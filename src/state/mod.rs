@@ -83,27 +83,45 @@ impl Default for StoreOptions {
     }
 }
 
-struct Inner {
+/// The SQLite backend: one writer thread fed by a bounded queue, and pooled readers.
+struct SqliteInner {
     path: PathBuf,
     info: SchemaInfo,
     queue: mpsc::Sender<Envelope>,
     idle_readers: Mutex<Vec<Connection>>,
     max_idle_readers: usize,
     page_cache: connection::PageCache,
-    ledger_owner: OwnerStamp,
-    stats: Arc<WriterStats>,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
-/// A handle to state.db. Clone it freely; all clones share one writer.
+/// Where the state lives; chosen once, when the store is opened.
+enum Backend {
+    Sqlite(SqliteInner),
+    Postgres(postgres::PgStore),
+}
+
+struct Inner {
+    backend: Backend,
+    ledger_owner: OwnerStamp,
+    stats: Arc<WriterStats>,
+}
+
+/// A handle to the state database (state.db, or PostgreSQL with `state.backend: postgres`).
+/// Clone it freely; all clones share one writer (or one pool).
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
+    /// The session lease this handle's writes are fenced by (PostgreSQL only): set by
+    /// [`Store::fenced`] for the writes of one turn.
+    fence: Option<Arc<postgres::Lease>>,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Store({})", self.inner.path.display())
+        match &self.inner.backend {
+            Backend::Sqlite(sqlite) => write!(f, "Store({})", sqlite.path.display()),
+            Backend::Postgres(pg) => write!(f, "Store({})", pg.shown_url()),
+        }
     }
 }
 
@@ -129,27 +147,83 @@ impl Store {
         let writer_thread = std::thread::Builder::new()
             .name("state-writer".into())
             .spawn(move || writer.run())?;
+        let sqlite = SqliteInner {
+            path: path.to_path_buf(),
+            info,
+            queue,
+            idle_readers: Mutex::new(Vec::new()),
+            max_idle_readers: options.max_idle_readers,
+            page_cache: options.page_cache,
+            writer_thread: Mutex::new(Some(writer_thread)),
+        };
         Ok(Self {
             inner: Arc::new(Inner {
-                path: path.to_path_buf(),
-                info,
-                queue,
-                idle_readers: Mutex::new(Vec::new()),
-                max_idle_readers: options.max_idle_readers,
-                page_cache: options.page_cache,
+                backend: Backend::Sqlite(sqlite),
                 ledger_owner: options.ledger_owner,
                 stats,
-                writer_thread: Mutex::new(Some(writer_thread)),
             }),
+            fence: None,
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.inner.path
+    /// Connects to PostgreSQL at `url` (a secret: errors show it redacted) and migrates its
+    /// schema; the same API then runs on it.
+    pub async fn open_postgres(url: &str, options: StoreOptions) -> StoreResult<Self> {
+        let pg = postgres::PgStore::open(url, options.ledger_owner).await?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                backend: Backend::Postgres(pg),
+                ledger_owner: options.ledger_owner,
+                stats: Arc::new(WriterStats::default()),
+            }),
+            fence: None,
+        })
     }
 
+    /// A handle whose writes are all fenced by `lease` (PostgreSQL): once another instance
+    /// holds the session's lease, they fail with a lease-lost error instead of landing.
+    /// On SQLite (one process owns the file) the fence is not needed and is ignored.
+    pub fn fenced(&self, lease: postgres::Lease) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            fence: Some(Arc::new(lease)),
+        }
+    }
+
+    /// The PostgreSQL backend, when that is where the state lives.
+    pub fn postgres(&self) -> Option<&postgres::PgStore> {
+        match &self.inner.backend {
+            Backend::Postgres(pg) => Some(pg),
+            Backend::Sqlite(_) => None,
+        }
+    }
+
+    fn sqlite(&self) -> StoreResult<&SqliteInner> {
+        match &self.inner.backend {
+            Backend::Sqlite(sqlite) => Ok(sqlite),
+            Backend::Postgres(_) => Err(StoreError::Invalid(
+                "a SQLite-only operation was called on the PostgreSQL backend".into(),
+            )),
+        }
+    }
+
+    /// The state.db path; empty on PostgreSQL.
+    pub fn path(&self) -> &Path {
+        match &self.inner.backend {
+            Backend::Sqlite(sqlite) => &sqlite.path,
+            Backend::Postgres(_) => Path::new(""),
+        }
+    }
+
+    /// state.db's schema; on PostgreSQL, the schema version the migrations provide.
     pub fn schema(&self) -> SchemaInfo {
-        self.inner.info
+        match &self.inner.backend {
+            Backend::Sqlite(sqlite) => sqlite.info,
+            Backend::Postgres(_) => SchemaInfo {
+                version: SCHEMA_VERSION,
+                has_active_column: false,
+            },
+        }
     }
 
     pub fn stats(&self) -> &WriterStats {
@@ -158,13 +232,17 @@ impl Store {
 
     /// Sends one write to the writer and waits for its committed result.
     pub async fn write(&self, command: WriteCommand) -> StoreResult<Outcome> {
+        let sqlite = match &self.inner.backend {
+            Backend::Sqlite(sqlite) => sqlite,
+            Backend::Postgres(pg) => return pg.apply(command, self.fence.as_deref()).await,
+        };
         let (reply, result) = oneshot::channel();
         let request = WriteRequest {
             command,
             reply,
             enqueued: Instant::now(),
         };
-        self.inner
+        sqlite
             .queue
             .send(Envelope::Write(request))
             .await
@@ -172,22 +250,27 @@ impl Store {
         result.await.map_err(|_| StoreError::Closed)?
     }
 
-    /// Runs a read on a pooled read-only connection, off the async threads.
+    /// Runs a read on a pooled read-only SQLite connection, off the async threads. (Each
+    /// public read dispatches to the PostgreSQL backend before it gets here.)
     pub async fn read<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection, &SchemaInfo) -> StoreResult<T> + Send + 'static,
     {
+        self.sqlite()?;
         let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || {
-            let pooled = inner.idle_readers.lock().ok().and_then(|mut v| v.pop());
+            let Backend::Sqlite(sqlite) = &inner.backend else {
+                unreachable!("checked above")
+            };
+            let pooled = sqlite.idle_readers.lock().ok().and_then(|mut v| v.pop());
             let conn = match pooled {
                 Some(conn) => conn,
-                None => connection::open_reader(&inner.path, inner.page_cache)?,
+                None => connection::open_reader(&sqlite.path, sqlite.page_cache)?,
             };
-            let result = f(&conn, &inner.info);
-            if let Ok(mut idle) = inner.idle_readers.lock()
-                && idle.len() < inner.max_idle_readers
+            let result = f(&conn, &sqlite.info);
+            if let Ok(mut idle) = sqlite.idle_readers.lock()
+                && idle.len() < sqlite.max_idle_readers
             {
                 idle.push(conn);
             }
@@ -197,40 +280,37 @@ impl Store {
         .map_err(|e| StoreError::Invalid(format!("read task failed: {e}")))?
     }
 
-    /// Stops the writer after it has committed everything queued before this call, then
-    /// checkpoints. Later writes through any clone fail with [`StoreError::Closed`].
     /// Whether the writer thread still runs. Once it is gone (it panicked, or the store
-    /// was closed) no write can succeed, so the daemon can no longer answer anyone.
+    /// was closed) no write can succeed, so the daemon can no longer answer anyone. A
+    /// PostgreSQL pool has no writer thread: it is alive until closed.
     pub fn writer_alive(&self) -> bool {
-        self.inner
-            .writer_thread
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .is_some_and(|thread| !thread.is_finished())
+        match &self.inner.backend {
+            Backend::Sqlite(sqlite) => sqlite
+                .writer_thread
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(|thread| !thread.is_finished()),
+            Backend::Postgres(pg) => !pg.pool().is_closed(),
+        }
     }
 
+    /// Stops the writer after it has committed everything queued before this call, then
+    /// checkpoints. Later writes through any clone fail with [`StoreError::Closed`].
     pub async fn close(&self) {
+        let sqlite = match &self.inner.backend {
+            Backend::Sqlite(sqlite) => sqlite,
+            Backend::Postgres(pg) => return pg.close().await,
+        };
         let (done, finished) = oneshot::channel();
-        if self
-            .inner
-            .queue
-            .send(Envelope::Shutdown(done))
-            .await
-            .is_ok()
-        {
+        if sqlite.queue.send(Envelope::Shutdown(done)).await.is_ok() {
             let _ = finished.await;
         }
-        let handle = self
-            .inner
-            .writer_thread
-            .lock()
-            .ok()
-            .and_then(|mut h| h.take());
+        let handle = sqlite.writer_thread.lock().ok().and_then(|mut h| h.take());
         if let Some(handle) = handle {
             let _ = tokio::task::spawn_blocking(move || handle.join()).await;
         }
-        if let Ok(mut idle) = self.inner.idle_readers.lock() {
+        if let Ok(mut idle) = sqlite.idle_readers.lock() {
             idle.clear();
         }
     }

@@ -4,8 +4,11 @@
 //! and `state.backend: postgres` is refused by the config until it does.
 
 mod error;
+mod gateway_writes;
 mod lease;
 mod migrate;
+mod session_writes;
+mod store;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -15,6 +18,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 pub use error::{PgError, PgResult};
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;
+pub use store::{DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};
 
 /// How long a caller waits for a pooled connection before the operation fails.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,0 +1,130 @@
+//! The `Store`'s PostgreSQL backend: the same typed write commands and reads as the SQLite
+//! writer, run on a connection pool. A write runs in one transaction; a write made under a
+//! session lease (a fenced `Store`, see [`crate::state::Store::fenced`]) runs in a fenced
+//! transaction, so a holder that lost its lease cannot write anything afterwards.
+
+use sqlx::Transaction;
+use sqlx::postgres::{PgPool, Postgres};
+
+use super::error::PgError;
+use super::lease::{Lease, begin_fenced};
+use crate::state::commands::{Outcome, WriteCommand};
+use crate::state::error::{StoreError, StoreResult};
+use crate::state::ledger::OwnerStamp;
+
+/// Connections kept per instance unless `StoreOptions` says otherwise.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
+
+/// An open PostgreSQL backend. Shared behind an `Arc` by every clone of the `Store`.
+#[derive(Debug)]
+pub struct PgStore {
+    pool: PgPool,
+    /// The URL as it may be shown (no password).
+    shown_url: String,
+    /// Stamped on the delivery obligations and cron runs this instance claims.
+    owner: OwnerStamp,
+}
+
+/// A write transaction: plain, or fenced by a session lease.
+pub type PgTx = Transaction<'static, Postgres>;
+
+impl PgStore {
+    /// Connects to `url` and brings its schema up to date (under the migrator's advisory
+    /// lock, so instances starting together migrate once).
+    pub async fn open(url: &str, owner: OwnerStamp) -> StoreResult<Self> {
+        super::migrate(url).await?;
+        let pool = super::connect(url, DEFAULT_MAX_CONNECTIONS).await?;
+        Ok(Self {
+            pool,
+            shown_url: super::redact_url(url),
+            owner,
+        })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    pub fn shown_url(&self) -> &str {
+        &self.shown_url
+    }
+
+    pub fn owner(&self) -> OwnerStamp {
+        self.owner
+    }
+
+    /// Begins a write transaction, fenced by `fence` when there is one.
+    pub async fn begin(&self, fence: Option<&Lease>) -> StoreResult<PgTx> {
+        Ok(match fence {
+            Some(lease) => begin_fenced(&self.pool, lease).await?,
+            None => self.pool.begin().await.map_err(PgError::from)?,
+        })
+    }
+
+    /// Applies one write command in its own transaction and commits it.
+    pub async fn apply(
+        &self,
+        command: WriteCommand,
+        fence: Option<&Lease>,
+    ) -> StoreResult<Outcome> {
+        let mut tx = self.begin(fence).await?;
+        let outcome = if is_gateway_command(&command) {
+            super::gateway_writes::apply(&mut tx, command, self.owner).await?
+        } else {
+            super::session_writes::apply(&mut tx, command).await?
+        };
+        tx.commit().await.map_err(PgError::from)?;
+        Ok(outcome)
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Whether `command` writes the gateway's tables (journal, ledger, routing, cron runs, dead
+/// letters) rather than sessions and messages.
+fn is_gateway_command(command: &WriteCommand) -> bool {
+    use WriteCommand as W;
+    match command {
+        W::CreateSession(_)
+        | W::EndSession { .. }
+        | W::ReopenSession { .. }
+        | W::AppendMessage(_)
+        | W::SetTitle { .. }
+        | W::SetTitleIfEmpty { .. }
+        | W::RecordUsage(_)
+        | W::ClearMessages { .. }
+        | W::TruncateMessages { .. }
+        | W::DeleteSessions { .. } => false,
+        // StartTurn appends a message and marks the inbound event: the gateway side owns it
+        // (it calls the session side's append inside the same transaction).
+        W::StartTurn { .. }
+        | W::EnsureGatewaySchema
+        | W::RecordInbound { .. }
+        | W::MarkInbound { .. }
+        | W::RecordDeadLetter { .. }
+        | W::ClaimCronRun { .. }
+        | W::FinishCronRun { .. }
+        | W::MarkCronRunRecorded { .. }
+        | W::PruneInbound { .. }
+        | W::AnswerInbound { .. }
+        | W::CreateObligation { .. }
+        | W::AnswerInboundByEdit { .. }
+        | W::MarkAttempting { .. }
+        | W::MarkDelivered { .. }
+        | W::MarkFailed { .. }
+        | W::MarkDeferred { .. }
+        | W::AbandonStale { .. }
+        | W::SaveRouting { .. }
+        | W::DeleteRouting { .. }
+        | W::ReplaceRouting { .. } => true,
+    }
+}
+
+/// The error for a command or read the PostgreSQL backend does not implement yet.
+pub(crate) fn not_yet(what: &str) -> StoreError {
+    StoreError::Invalid(format!(
+        "{what} is not implemented on the PostgreSQL backend yet"
+    ))
+}

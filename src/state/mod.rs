@@ -1,8 +1,11 @@
-//! The Hermes-compatible state database (`$HERMES_HOME/state.db`) behind one writer.
+//! The state database: the Hermes-compatible `$HERMES_HOME/state.db` behind one writer, or
+//! (`state.backend: postgres`) a PostgreSQL database shared by several instances.
 //!
-//! [`Store`] is a cheap, cloneable handle. Writes travel as typed commands over a bounded
-//! queue to the writer thread ([`writer`]), which group-commits them; reads run on a small pool
-//! of read-only connections on tokio's blocking threads. Only this module contains SQL.
+//! [`Store`] is a cheap, cloneable handle with one API over both backends, chosen at open.
+//! On SQLite, writes travel as typed commands over a bounded queue to the writer thread
+//! ([`writer`]), which group-commits them; reads run on a small pool of read-only connections
+//! on tokio's blocking threads. On PostgreSQL ([`postgres`]) the same commands and reads run
+//! on a connection pool. Only this module contains SQL.
 
 mod commands;
 mod connection;
@@ -68,6 +71,12 @@ pub struct StoreOptions {
     pub ledger_owner: OwnerStamp,
     /// Page-cache caps of the writer and of each reader (benchmarks compare settings).
     pub page_cache: connection::PageCache,
+    /// PostgreSQL: this instance's name among those sharing the database (a fresh unique
+    /// one when `None`).
+    pub instance_id: Option<String>,
+    /// PostgreSQL: how long a lease (session, instance, ingress) outlives its holder's last
+    /// renewal (`state.lease_seconds`).
+    pub lease_ttl: std::time::Duration,
 }
 
 impl Default for StoreOptions {
@@ -79,6 +88,8 @@ impl Default for StoreOptions {
             retry: RetryPolicy::default(),
             ledger_owner: OwnerStamp::current(),
             page_cache: connection::PageCache::default(),
+            instance_id: None,
+            lease_ttl: postgres::DEFAULT_LEASE_TTL,
         }
     }
 }
@@ -169,7 +180,7 @@ impl Store {
     /// Connects to PostgreSQL at `url` (a secret: errors show it redacted) and migrates its
     /// schema; the same API then runs on it.
     pub async fn open_postgres(url: &str, options: StoreOptions) -> StoreResult<Self> {
-        let pg = postgres::PgStore::open(url, options.ledger_owner).await?;
+        let pg = postgres::PgStore::open(url, &options).await?;
         Ok(Self {
             inner: Arc::new(Inner {
                 backend: Backend::Postgres(pg),

@@ -9,6 +9,7 @@ pub mod postgres;
 pub mod providers;
 pub mod python;
 pub mod scripted_adapter;
+pub mod store_backends;
 pub mod test_platform;
 
 /// An owner stamp for a process that has exited: a reaped child's pid with a start time no

@@ -18,7 +18,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 pub use error::{PgError, PgResult};
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;
-pub use store::{DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};
+pub use store::{DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};
 
 /// How long a caller waits for a pooled connection before the operation fails.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);

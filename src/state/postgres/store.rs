@@ -4,16 +4,23 @@
 //! transaction, so a holder that lost its lease cannot write anything afterwards.
 
 use sqlx::Transaction;
+use std::time::Duration;
+
 use sqlx::postgres::{PgPool, Postgres};
 
 use super::error::PgError;
 use super::lease::{Lease, begin_fenced};
+use crate::state::StoreOptions;
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::error::{StoreError, StoreResult};
 use crate::state::ledger::OwnerStamp;
 
-/// Connections kept per instance unless `StoreOptions` says otherwise.
+/// Connections kept per instance.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
+
+/// How long a lease outlives its holder's last renewal unless `state.lease_seconds` says
+/// otherwise.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(15);
 
 /// An open PostgreSQL backend. Shared behind an `Arc` by every clone of the `Store`.
 #[derive(Debug)]
@@ -23,6 +30,9 @@ pub struct PgStore {
     shown_url: String,
     /// Stamped on the delivery obligations and cron runs this instance claims.
     owner: OwnerStamp,
+    /// This instance's name among those sharing the database.
+    instance_id: String,
+    lease_ttl: Duration,
 }
 
 /// A write transaction: plain, or fenced by a session lease.
@@ -31,14 +41,24 @@ pub type PgTx = Transaction<'static, Postgres>;
 impl PgStore {
     /// Connects to `url` and brings its schema up to date (under the migrator's advisory
     /// lock, so instances starting together migrate once).
-    pub async fn open(url: &str, owner: OwnerStamp) -> StoreResult<Self> {
+    pub async fn open(url: &str, options: &StoreOptions) -> StoreResult<Self> {
         super::migrate(url).await?;
         let pool = super::connect(url, DEFAULT_MAX_CONNECTIONS).await?;
         Ok(Self {
             pool,
             shown_url: super::redact_url(url),
-            owner,
+            owner: options.ledger_owner,
+            instance_id: options.instance_id.clone().unwrap_or_else(new_instance_id),
+            lease_ttl: options.lease_ttl,
         })
+    }
+
+    pub fn instance_id(&self) -> &str {
+        &self.instance_id
+    }
+
+    pub fn lease_ttl(&self) -> Duration {
+        self.lease_ttl
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -96,11 +116,10 @@ fn is_gateway_command(command: &WriteCommand) -> bool {
         | W::RecordUsage(_)
         | W::ClearMessages { .. }
         | W::TruncateMessages { .. }
-        | W::DeleteSessions { .. } => false,
-        // StartTurn appends a message and marks the inbound event: the gateway side owns it
-        // (it calls the session side's append inside the same transaction).
-        W::StartTurn { .. }
-        | W::EnsureGatewaySchema
+        | W::DeleteSessions { .. }
+        // Appends the turn's user message and marks its inbound event in one transaction.
+        | W::StartTurn { .. } => false,
+        W::EnsureGatewaySchema
         | W::RecordInbound { .. }
         | W::MarkInbound { .. }
         | W::RecordDeadLetter { .. }
@@ -127,4 +146,15 @@ pub(crate) fn not_yet(what: &str) -> StoreError {
     StoreError::Invalid(format!(
         "{what} is not implemented on the PostgreSQL backend yet"
     ))
+}
+
+/// A name no other instance has: host, pid and a random suffix (a restarted instance is a new
+/// instance; what it owned before is recovered through expired leases).
+fn new_instance_id() -> String {
+    use rand::Rng;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".to_owned());
+    let suffix: u32 = rand::rng().random();
+    format!("{host}-{}-{suffix:08x}", std::process::id())
 }

@@ -442,3 +442,88 @@ fn health_fails_on_an_error_status() {
         text(&output.stderr)
     );
 }
+
+/// `docker-compose config` (the Debian `docker-compose` package; .ci/test installs it) on a
+/// copy of `dir` with an empty `hermesd.env`, returning the resolved file. It needs no engine.
+fn resolved_compose(dir: &Path, file: &str) -> serde_json::Value {
+    let copy = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        std::fs::copy(entry.path(), copy.path().join(entry.file_name())).unwrap();
+    }
+    std::fs::write(copy.path().join("hermesd.env"), "").unwrap();
+    let output = Command::new("docker-compose")
+        .arg("-f")
+        .arg(copy.path().join(file))
+        .arg("config")
+        .env("POSTGRES_PASSWORD", "compose-check")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run docker-compose ({e}); run the tests with .ci/test, which installs it"
+            )
+        });
+    assert!(
+        output.status.success(),
+        "docker-compose config rejected {file}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_norway::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn the_cluster_compose_file_validates_and_every_instance_shares_one_database() {
+    let dir = repo().join("deploy/cluster");
+    let compose = resolved_compose(&dir, "compose.yaml");
+    let services = compose["services"].as_object().unwrap();
+    let instances: Vec<&str> = services
+        .keys()
+        .map(String::as_str)
+        .filter(|name| name.starts_with("hermesd-"))
+        .collect();
+    assert_eq!(instances.len(), 3, "{instances:?}");
+    let mut ids = std::collections::BTreeSet::new();
+    for name in &instances {
+        let service = &services[*name];
+        let env = &service["environment"];
+        assert_eq!(
+            env["HERMES_DATABASE_URL"], "postgres://hermes:compose-check@postgres:5432/hermes",
+            "{name}"
+        );
+        assert!(ids.insert(env["HERMESD_INSTANCE_ID"].as_str().unwrap().to_owned()));
+        assert!(
+            service.get("ports").is_none(),
+            "{name} is reached through the balancer only"
+        );
+        let volumes: Vec<&str> = service["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(
+            volumes.iter().any(|v| v.ends_with(":/data/config.yaml:ro")),
+            "{name}: {volumes:?}"
+        );
+        assert!(service["depends_on"].get("postgres").is_some(), "{name}");
+    }
+    for port in services["balancer"]["ports"].as_array().unwrap() {
+        assert!(port.as_str().unwrap().starts_with("127.0.0.1:"), "{port}");
+    }
+    // The balancer sends the API and Telegram's webhook to every instance.
+    let nginx = std::fs::read_to_string(dir.join("nginx.conf")).unwrap();
+    for name in &instances {
+        for port in ["8642", "8443"] {
+            assert!(
+                nginx.contains(&format!("server {name}:{port}")),
+                "nginx.conf misses {name}:{port}"
+            );
+        }
+    }
+    let config: serde_json::Value =
+        serde_norway::from_str(&std::fs::read_to_string(dir.join("config.yaml")).unwrap()).unwrap();
+    assert_eq!(config["state"]["backend"], "postgres");
+    assert!(
+        config["state"].get("postgres_url").is_none(),
+        "the URL holds a password: it belongs in the environment"
+    );
+}

@@ -174,6 +174,22 @@ impl AgentDeps {
                 crate::tools::memory::DEFAULT_USER_CHAR_LIMIT,
             )
         });
+        // Several instances on PostgreSQL share the memory files there.
+        let memory = match crate::gateway::shared_state::shared_files(config) {
+            Ok(Some(shared)) => memory.with_shared(shared).unwrap_or_else(|e| {
+                tracing::error!(error = %e, "cannot load the shared memory files; memory starts empty on this instance");
+                MemoryStore::new(
+                    home,
+                    crate::tools::memory::DEFAULT_MEMORY_CHAR_LIMIT,
+                    crate::tools::memory::DEFAULT_USER_CHAR_LIMIT,
+                )
+            }),
+            Ok(None) => memory,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot reach the shared memory files; using this home's files");
+                memory
+            }
+        };
         Self {
             client,
             registry: builtin_registry(),

@@ -40,7 +40,14 @@ fn now() -> f64 {
 }
 
 pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: PairingCommand) -> i32 {
-    let store = match PairingStore::open(home) {
+    // With `state.backend: postgres` the pairing files live in the shared database.
+    let opened = match crate::config::load(home, env) {
+        Ok(loaded) if loaded.config.state.backend == crate::config::StateBackend::Postgres => {
+            crate::gateway::shared_state::pairing_store(home, &loaded.config)
+        }
+        _ => PairingStore::open(home),
+    };
+    let store = match opened {
         Ok(store) => store.with_env(env.clone()),
         Err(e) => {
             eprintln!("error: cannot open the pairing store: {e}");

@@ -26,6 +26,7 @@ pub mod runner;
 pub mod runtime_status;
 pub mod sd_notify;
 pub mod session_key;
+pub mod shared_state;
 pub mod supervisor;
 pub mod token_lock;
 pub mod typing;

@@ -9,9 +9,13 @@
 //! `flock` on `.pairing.lock`, so the daemon and a concurrent CLI never lose each other's
 //! updates. Time is passed in (`now`, Unix seconds) so the rules are testable.
 //!
-//! All calls do blocking file I/O; async callers use `spawn_blocking`.
+//! With several instances on PostgreSQL the same files are rows of the shared-files table
+//! (`backing.rs`), under a cluster-wide advisory lock instead of `flock`.
+//!
+//! All calls do blocking I/O; async callers use `spawn_blocking`.
 
 mod approved_cache;
+mod backing;
 mod code;
 mod dotenv_sync;
 mod entries;

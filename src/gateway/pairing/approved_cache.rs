@@ -3,7 +3,8 @@
 //! message pay for file I/O. The cache is checked against the file's identity (inode, size,
 //! modification and change times): every writer — hermesd, `hermesd pairing approve`, the
 //! Python gateway — replaces the file atomically, so any approval or revocation shows up as
-//! a new identity and the next check reads the file again.
+//! a new identity and the next check reads the file again. Shared rows (several instances on
+//! PostgreSQL) carry a version that grows with every write instead.
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -11,8 +12,8 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::backing::Backing;
 use super::entries::{ApprovedEntry, Slot};
-use super::files;
 
 /// What identifies one version of a file; `None` when it does not exist.
 type Stamp = Option<(u64, u64, u64, i64, i64, i64, i64)>;
@@ -41,12 +42,23 @@ pub(super) struct ApprovedCache {
 
 impl ApprovedCache {
     /// The trimmed ids approved in `path`, read again only when the file changed.
-    pub(super) fn contains(&self, platform: &str, path: &Path, user_id: &str) -> bool {
+    pub(super) fn contains(
+        &self,
+        backing: &Backing,
+        platform: &str,
+        path: &Path,
+        user_id: &str,
+    ) -> bool {
         let user_id = user_id.trim();
         if user_id.is_empty() {
             return false;
         }
-        let now = match stamp(path) {
+        let now = match backing.shared_version(path) {
+            // Shared rows: the row's version stands in for the file's identity.
+            Some(version) => version.map(|v| v.map(|v| (0, 0, 0, v, 0, 0, 0))),
+            None => stamp(path),
+        };
+        let now = match now {
             Ok(now) => now,
             Err(e) => {
                 tracing::warn!(platform, error = %e, "pairing approvals unreadable; treating the user as not approved");
@@ -60,7 +72,7 @@ impl ApprovedCache {
             return ids.contains(user_id);
         }
         self.reads.fetch_add(1, Ordering::Relaxed);
-        let ids: HashSet<String> = match files::read_object::<Slot<ApprovedEntry>>(path) {
+        let ids: HashSet<String> = match backing.read_object::<Slot<ApprovedEntry>>(path) {
             Ok(approved) => approved.keys().map(|id| id.trim().to_owned()).collect(),
             Err(e) => {
                 tracing::warn!(platform, error = %e, "pairing approvals unreadable; treating the user as not approved");

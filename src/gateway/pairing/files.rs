@@ -91,11 +91,17 @@ pub fn read_object<T: DeserializeOwned>(path: &Path) -> Result<JsonObject<T>, Re
             });
         }
     };
-    match serde_json::from_slice(&bytes) {
-        Ok(object) => Ok(object),
+    Ok(parse_object(path, &bytes))
+}
+
+/// A pairing file's bytes as a JSON object; unparsable or not an object → empty, with a
+/// warning.
+pub fn parse_object<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> JsonObject<T> {
+    match serde_json::from_slice(bytes) {
+        Ok(object) => object,
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "pairing file is not a JSON object; treating it as empty");
-            Ok(IndexMap::new())
+            IndexMap::new()
         }
     }
 }

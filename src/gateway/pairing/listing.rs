@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::entries::{ApprovedEntry, Slot, number};
-use super::files::{self, JsonObject};
+use super::files::JsonObject;
 
 type Approved = JsonObject<Slot<ApprovedEntry>>;
 type Limits = JsonObject<Value>;
@@ -47,7 +47,7 @@ impl PairingStore {
     ) -> Result<Vec<ApprovedListing>, PairingError> {
         let mut results = Vec::new();
         for platform in self.platforms(platform, "approved")? {
-            let approved: Approved = files::read_object(&self.paths.approved(&platform))?;
+            let approved: Approved = self.read(&self.paths.approved(&platform))?;
             for (user_id, slot) in approved {
                 let approved_at = match &slot {
                     Slot::Known(entry) => Some(entry.approved_at),
@@ -67,7 +67,7 @@ impl PairingStore {
     /// Seconds of lockout left on `platform` at `now` (0 when not locked).
     pub fn lockout_remaining(&self, platform: &str, now: f64) -> Result<f64, PairingError> {
         validate_platform(platform)?;
-        let limits: Limits = files::read_object(&self.paths.rate_limits())?;
+        let limits: Limits = self.read(&self.paths.rate_limits())?;
         Ok((number(&limits, &lockout_key(platform)) - now).max(0.0))
     }
 
@@ -77,14 +77,13 @@ impl PairingStore {
             validate_platform(platform)?;
             return Ok(vec![platform.to_owned()]);
         }
-        let entries = std::fs::read_dir(&self.paths.dir).map_err(|e| {
+        let names = self.backing().file_names(&self.paths.dir).map_err(|e| {
             PairingError::io(format!("cannot list {}", self.paths.dir.display()), e)
         })?;
         let ending = format!("-{suffix}.json");
-        let mut platforms: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter_map(|entry| {
-                let name = entry.file_name().into_string().ok()?;
+        let mut platforms: Vec<String> = names
+            .iter()
+            .filter_map(|name| {
                 let platform = name.strip_suffix(&ending)?;
                 validate_platform(platform).ok()?;
                 Some(platform.to_owned())

@@ -2,7 +2,6 @@
 //! the pairing files, every change made under both locks.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -10,15 +9,17 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::Value;
 
 use super::approved_cache::ApprovedCache;
+use super::backing::{Backing, BackingLock};
 use super::code::{self, CODE_TTL_SECONDS, LOCKOUT_SECONDS, MAX_FAILED_ATTEMPTS};
 use super::code::{MAX_PENDING_PER_PLATFORM, RATE_LIMIT_SECONDS};
 use super::entries::{ApprovedEntry, PendingEntry, Slot, number};
-use super::files::{self, FileLockGuard, JsonObject};
+use super::files::{self, JsonObject};
 use super::{
     ApproveError, ApprovedUser, PairingError, PairingPaths, PairingRequest, dotenv_sync,
     validate_platform,
 };
 use crate::home::HermesHome;
+use crate::state::postgres::SharedFiles;
 
 type Pending = JsonObject<Slot<PendingEntry>>;
 type Approved = JsonObject<Slot<ApprovedEntry>>;
@@ -33,14 +34,15 @@ pub struct PairingStore {
     dotenv: PathBuf,
     /// The process environment, for the `.env` allowlist mirror.
     env: BTreeMap<String, String>,
-    lock_file: File,
+    /// The files, or the rows standing in for them when instances share PostgreSQL.
+    backing: Backing,
     mutex: Mutex<()>,
     approved: ApprovedCache,
 }
 
 /// Both locks, held for one read-modify-write.
 pub(super) struct Locked<'a> {
-    _file: FileLockGuard<'a>,
+    _backing: BackingLock<'a>,
     _mutex: MutexGuard<'a, ()>,
 }
 
@@ -64,20 +66,65 @@ impl PairingStore {
             io::Error::new(e.kind(), format!("cannot create {}: {e}", active.display()))
         })?;
         let lock_file = files::open_lock(&active)?;
-        let store = Self {
-            paths: PairingPaths { dir: active },
-            alternate_dir: alternate,
-            dotenv: home.dotenv(),
-            env: BTreeMap::new(),
-            lock_file,
-            mutex: Mutex::new(()),
-            approved: ApprovedCache::default(),
-        };
+        let store = Self::with_backing(home, active, alternate, Backing::Files { lock_file });
         {
             let _locked = store.lock().map_err(|e| io::Error::other(e.to_string()))?;
             files::merge_split_dirs(&store.paths.dir, &store.alternate_dir)?;
         }
         Ok(store)
+    }
+
+    /// The store of several instances sharing PostgreSQL: the same rules over the shared
+    /// copies of the pairing files. The first instance to find no shared pairing files seeds
+    /// them from its home's pairing directory, so approvals made before the move carry over;
+    /// after that the directory is not read or written.
+    pub fn open_shared(home: &HermesHome, shared: SharedFiles) -> io::Result<Self> {
+        let (active, alternate) = files::resolve_dirs(home.path());
+        let store = Self::with_backing(home, active, alternate, Backing::Shared(shared));
+        {
+            let _locked = store.lock().map_err(|e| io::Error::other(e.to_string()))?;
+            store.seed_shared_from_files()?;
+        }
+        Ok(store)
+    }
+
+    /// Copies the home's pairing files into the shared rows when there are none yet.
+    fn seed_shared_from_files(&self) -> io::Result<()> {
+        let Backing::Shared(shared) = &self.backing else {
+            return Ok(());
+        };
+        if !self.backing.file_names(&self.paths.dir)?.is_empty() {
+            return Ok(());
+        }
+        let Ok(entries) = std::fs::read_dir(&self.paths.dir) else {
+            return Ok(());
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".json") {
+                let bytes = std::fs::read(entry.path())?;
+                shared.write(&super::backing::shared_name(&entry.path()), &bytes)?;
+                tracing::info!(file = %name, "pairing file copied into the shared database");
+            }
+        }
+        Ok(())
+    }
+
+    fn with_backing(
+        home: &HermesHome,
+        active: PathBuf,
+        alternate: PathBuf,
+        backing: Backing,
+    ) -> Self {
+        Self {
+            paths: PairingPaths { dir: active },
+            alternate_dir: alternate,
+            dotenv: home.dotenv(),
+            env: BTreeMap::new(),
+            backing,
+            mutex: Mutex::new(()),
+            approved: ApprovedCache::default(),
+        }
     }
 
     /// Sets the process environment used to decide whether an allowlist is configured for
@@ -95,7 +142,7 @@ impl PairingStore {
     pub(super) fn lock(&self) -> Result<Locked<'_>, PairingError> {
         // The mutex guards no data, so a panic while it was held leaves nothing inconsistent.
         let mutex = self.mutex.lock().unwrap_or_else(|p| p.into_inner());
-        let file = FileLockGuard::acquire(&self.lock_file).map_err(|e| {
+        let backing = self.backing.lock().map_err(|e| {
             PairingError::io(
                 format!(
                     "cannot lock {}",
@@ -105,13 +152,27 @@ impl PairingStore {
             )
         })?;
         Ok(Locked {
-            _file: file,
+            _backing: backing,
             _mutex: mutex,
         })
     }
 
-    fn save<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), PairingError> {
-        files::write_json(path, value).map_err(|e| PairingError::io("cannot save", e))
+    fn save<T: serde::Serialize>(&self, path: &Path, value: &T) -> Result<(), PairingError> {
+        self.backing
+            .save(path, value)
+            .map_err(|e| PairingError::io("cannot save", e))
+    }
+
+    /// A pairing file's object (missing or unparsable: empty).
+    pub(super) fn read<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &Path,
+    ) -> Result<JsonObject<T>, PairingError> {
+        Ok(self.backing.read_object(path)?)
+    }
+
+    pub(super) fn backing(&self) -> &Backing {
+        &self.backing
     }
 
     /// Handles an unknown user's DM: the reference's gateway check (silent while rate
@@ -126,7 +187,7 @@ impl PairingStore {
     ) -> Result<PairingRequest, PairingError> {
         validate_platform(platform)?;
         let _locked = self.lock()?;
-        let mut limits: Limits = files::read_object(&self.paths.rate_limits())?;
+        let mut limits: Limits = self.read(&self.paths.rate_limits())?;
         let rate_key = format!("{platform}:{}", user_key(user_id));
         let has_key = !user_key(user_id).is_empty();
         let last_request = limits.get(&rate_key).and_then(Value::as_f64);
@@ -157,12 +218,12 @@ impl PairingStore {
                 rest: Default::default(),
             };
             pending.insert(entry_id, Slot::Known(entry));
-            Self::save(&self.paths.pending(platform), &pending)?;
+            self.save(&self.paths.pending(platform), &pending)?;
             PairingRequest::Issued(code)
         };
         if has_key {
             limits.insert(rate_key, Value::from(now));
-            Self::save(&self.paths.rate_limits(), &limits)?;
+            self.save(&self.paths.rate_limits(), &limits)?;
         }
         Ok(outcome)
     }
@@ -179,7 +240,7 @@ impl PairingStore {
         let _locked = self.lock()?;
         let mut pending = self.cleanup_expired(platform, now)?;
         let code = code::normalize_code(code);
-        let mut limits: Limits = files::read_object(&self.paths.rate_limits())?;
+        let mut limits: Limits = self.read(&self.paths.rate_limits())?;
         let until = number(&limits, &lockout_key(platform));
         if now < until {
             return Err(locked_out(platform, until));
@@ -209,7 +270,7 @@ impl PairingStore {
                     limits.insert(failures_key, Value::from(failures));
                 }
             }
-            Self::save(&self.paths.rate_limits(), &limits)?;
+            self.save(&self.paths.rate_limits(), &limits)?;
             return Err(match locked_until {
                 Some(until) => locked_out(platform, until),
                 None => ApproveError::NotFound {
@@ -218,10 +279,10 @@ impl PairingStore {
             });
         };
         pending.shift_remove(&entry_id);
-        Self::save(&self.paths.pending(platform), &pending)?;
+        self.save(&self.paths.pending(platform), &pending)?;
 
         let approved_path = self.paths.approved(platform);
-        let mut approved: Approved = files::read_object(&approved_path)?;
+        let mut approved: Approved = self.read(&approved_path)?;
         approved.retain(|id, _| !same_user(id, &entry.user_id));
         let user_id = user_key(&entry.user_id).to_owned();
         approved.insert(
@@ -232,7 +293,7 @@ impl PairingStore {
                 rest: Default::default(),
             }),
         );
-        Self::save(&approved_path, &approved)?;
+        self.save(&approved_path, &approved)?;
         // Best effort, as in the reference: the pairing grant above already authorizes.
         if let Err(e) = dotenv_sync::sync_add(&self.dotenv, &self.env, platform, &user_id) {
             tracing::warn!(platform, error = %e, "could not add the approved user to the .env allowlist");
@@ -254,15 +315,19 @@ impl PairingStore {
         let alternate = PairingPaths {
             dir: self.alternate_dir.clone(),
         };
-        for path in [self.paths.approved(platform), alternate.approved(platform)] {
-            if !path.exists() {
+        let mut paths = vec![self.paths.approved(platform)];
+        if !self.backing.is_shared() {
+            paths.push(alternate.approved(platform));
+        }
+        for path in paths {
+            if !self.backing.is_shared() && !path.exists() {
                 continue;
             }
-            let mut approved: Approved = files::read_object(&path)?;
+            let mut approved: Approved = self.read(&path)?;
             let before = approved.len();
             approved.retain(|id, _| !same_user(id, user_id));
             if approved.len() != before {
-                Self::save(&path, &approved)?;
+                self.save(&path, &approved)?;
                 found = true;
             }
         }
@@ -281,8 +346,12 @@ impl PairingStore {
         if validate_platform(platform).is_err() {
             return false;
         }
-        self.approved
-            .contains(platform, &self.paths.approved(platform), user_id)
+        self.approved.contains(
+            &self.backing,
+            platform,
+            &self.paths.approved(platform),
+            user_id,
+        )
     }
 
     /// How many times an approvals file was read and parsed (the rest came from memory).
@@ -298,14 +367,14 @@ impl PairingStore {
         now: f64,
     ) -> Result<Pending, PairingError> {
         let path = self.paths.pending(platform);
-        let mut pending: Pending = files::read_object(&path)?;
+        let mut pending: Pending = self.read(&path)?;
         let before = pending.len();
         pending.retain(|_, slot| {
             slot.created_at()
                 .is_some_and(|created| now - created <= CODE_TTL_SECONDS)
         });
         if pending.len() != before {
-            Self::save(&path, &pending)?;
+            self.save(&path, &pending)?;
         }
         Ok(pending)
     }

@@ -157,7 +157,8 @@ impl Router {
             .display()
             .to_string();
         let routing = RoutingIndex::load(&store, scope).await?;
-        let pairing = PairingStore::open(&home)?.with_env(loaded.env.clone());
+        let pairing = crate::gateway::shared_state::pairing_store(&home, &loaded.config)?
+            .with_env(loaded.env.clone());
         let auth = AuthPolicy::from_config(&loaded.config, &loaded.env);
         let key_policy = KeyPolicy {
             group_sessions_per_user: loaded.config.group_sessions_per_user,

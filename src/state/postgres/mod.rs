@@ -8,6 +8,7 @@ mod gateway_writes;
 mod lease;
 mod migrate;
 mod session_writes;
+mod shared_files;
 mod store;
 
 use std::str::FromStr;
@@ -18,6 +19,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 pub use error::{PgError, PgResult};
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;
+pub use shared_files::{SharedFiles, SharedLock};
 pub use store::{DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};
 
 /// How long a caller waits for a pooled connection before the operation fails.

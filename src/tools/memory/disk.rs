@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::state::postgres::{SharedFiles, SharedLock};
+
 use super::store::ENTRY_DELIMITER;
 use crate::tools::threats::scan_for_threats;
 
@@ -20,10 +22,7 @@ pub(super) fn dedup(entries: Vec<String>) -> Vec<String> {
     out
 }
 
-pub(super) fn read_entries(path: &Path) -> Vec<String> {
-    let Ok(raw) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
+pub(super) fn parse_entries(raw: &str) -> Vec<String> {
     raw.split(ENTRY_DELIMITER)
         .map(str::trim)
         .filter(|e| !e.is_empty())
@@ -31,10 +30,81 @@ pub(super) fn read_entries(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Holds an exclusive `flock` on `<file>.lock` for read-modify-write.
-pub(super) struct FileLock(#[allow(dead_code)] std::fs::File);
+/// Where MEMORY.md and USER.md live: the home's `memories/` directory, or — several
+/// instances on PostgreSQL — shared rows named `memories/<file>` with the same bytes.
+#[derive(Debug, Default)]
+pub(super) enum Backing {
+    #[default]
+    Files,
+    Shared(SharedFiles),
+}
 
-pub(super) fn lock_file(path: &Path) -> Option<FileLock> {
+/// A held read-modify-write lock: `flock` on `<file>.lock`, or the shared row's advisory lock.
+pub(super) enum MemoryLock {
+    File(#[allow(dead_code)] std::fs::File),
+    Shared(#[allow(dead_code)] SharedLock),
+}
+
+/// The shared-files name of a memory file.
+pub(super) fn shared_name(path: &Path) -> String {
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    format!("memories/{file}")
+}
+
+impl Backing {
+    /// The file's text; `None` when it does not exist or cannot be read.
+    pub(super) fn read(&self, path: &Path) -> Option<String> {
+        match self {
+            Backing::Files => std::fs::read_to_string(path).ok(),
+            Backing::Shared(shared) => match shared.read(&shared_name(path)) {
+                Ok(found) => found.map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned()),
+                Err(e) => {
+                    tracing::warn!(file = %shared_name(path), error = %e, "cannot read shared memory");
+                    None
+                }
+            },
+        }
+    }
+
+    pub(super) fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Backing::Files => {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                crate::tools::approval::write_atomically(path, bytes, Some(0o600))
+            }
+            Backing::Shared(shared) => shared.write(&shared_name(path), bytes),
+        }
+    }
+
+    pub(super) fn lock(&self, path: &Path) -> Option<MemoryLock> {
+        match self {
+            Backing::Files => lock_file(path).map(MemoryLock::File),
+            Backing::Shared(shared) => shared
+                .lock(&shared_name(path))
+                .inspect_err(|e| tracing::warn!(error = %e, "cannot lock shared memory"))
+                .ok()
+                .map(MemoryLock::Shared),
+        }
+    }
+
+    /// Where a drift backup of `path` is kept, as shown to the model.
+    pub(super) fn describe(&self, path: &Path) -> String {
+        match self {
+            Backing::Files => path.display().to_string(),
+            Backing::Shared(_) => format!("{} (shared database)", shared_name(path)),
+        }
+    }
+}
+
+fn lock_file(path: &Path) -> Option<std::fs::File> {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
     let lock_path = PathBuf::from(format!("{}.lock", path.display()));
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -42,7 +112,7 @@ pub(super) fn lock_file(path: &Path) -> Option<FileLock> {
         .open(lock_path)
         .ok()?;
     rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).ok()?;
-    Some(FileLock(file))
+    Some(file)
 }
 /// Entries for the snapshot, with threat-matching ones replaced by a placeholder.
 pub(super) fn sanitize(entries: &[String], file_name: &str) -> Vec<String> {

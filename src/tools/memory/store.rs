@@ -9,9 +9,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::{Value, json};
 
-use super::disk::{char_len, dedup, lock_file, read_entries, sanitize};
+use super::disk::{Backing, char_len, dedup, parse_entries, sanitize};
 use crate::home::HermesHome;
-use crate::tools::approval::write_atomically;
 use crate::tools::output::thousands;
 use crate::tools::threats::first_threat_message;
 
@@ -84,6 +83,7 @@ pub struct MemoryStore {
     memory_char_limit: usize,
     user_char_limit: usize,
     state: Mutex<State>,
+    backing: Backing,
 }
 
 impl MemoryStore {
@@ -93,7 +93,37 @@ impl MemoryStore {
             memory_char_limit,
             user_char_limit,
             state: Mutex::new(State::default()),
+            backing: Backing::Files,
         }
+    }
+
+    /// Keeps the files in PostgreSQL, shared by several instances, and loads them from there.
+    /// The first instance to find none there seeds them from its home's files.
+    pub fn with_shared(
+        mut self,
+        shared: crate::state::postgres::SharedFiles,
+    ) -> std::io::Result<Self> {
+        for target in [Target::Memory, Target::User] {
+            let path = self.path_for(target);
+            let name = super::disk::shared_name(&path);
+            let _lock = shared.lock(&name)?;
+            if shared.read(&name)?.is_none()
+                && let Ok(bytes) = std::fs::read(&path)
+            {
+                shared.write(&name, &bytes)?;
+                tracing::info!(file = %name, "memory file copied into the shared database");
+            }
+        }
+        self.backing = Backing::Shared(shared);
+        self.load_from_disk()?;
+        Ok(self)
+    }
+
+    fn read_entries(&self, target: Target) -> Vec<String> {
+        self.backing
+            .read(&self.path_for(target))
+            .map(|raw| parse_entries(&raw))
+            .unwrap_or_default()
     }
 
     /// A store with the default limits, loaded from disk.
@@ -121,9 +151,11 @@ impl MemoryStore {
     /// Reads both files and freezes the system-prompt snapshot; entries matching a threat
     /// pattern are replaced by a `[BLOCKED: ...]` placeholder in the snapshot only.
     pub fn load_from_disk(&self) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
-        let memory = dedup(read_entries(&self.path_for(Target::Memory)));
-        let user = dedup(read_entries(&self.path_for(Target::User)));
+        if matches!(self.backing, Backing::Files) {
+            std::fs::create_dir_all(&self.dir)?;
+        }
+        let memory = dedup(self.read_entries(Target::Memory));
+        let user = dedup(self.read_entries(Target::User));
         let mut state = self.state();
         state.snapshot_memory = self.render_block(Target::Memory, &sanitize(&memory, "MEMORY.md"));
         state.snapshot_user = self.render_block(Target::User, &sanitize(&user, "USER.md"));
@@ -210,7 +242,7 @@ impl MemoryStore {
     /// would lose: backs the file up and returns the backup path.
     pub(super) fn detect_drift(&self, target: Target) -> Option<String> {
         let path = self.path_for(target);
-        let raw = std::fs::read_to_string(&path).ok()?;
+        let raw = self.backing.read(&path)?;
         if raw.trim().is_empty() {
             return None;
         }
@@ -229,12 +261,10 @@ impl MemoryStore {
             .map(|d| d.as_secs())
             .unwrap_or(0);
         let backup = PathBuf::from(format!("{}.bak.{ts}", path.display()));
-        Some(match std::fs::write(&backup, raw) {
-            Ok(()) => backup.display().to_string(),
-            Err(_) => format!(
-                "{} (BACKUP FAILED — file unchanged on disk)",
-                backup.display()
-            ),
+        let shown = self.backing.describe(&backup);
+        Some(match self.backing.write(&backup, raw.as_bytes()) {
+            Ok(()) => shown,
+            Err(_) => format!("{shown} (BACKUP FAILED — file unchanged on disk)"),
         })
     }
 
@@ -251,20 +281,19 @@ impl MemoryStore {
     }
 
     pub(super) fn reload(&self, state: &mut State, target: Target) {
-        *state.entries(target) = dedup(read_entries(&self.path_for(target)));
+        *state.entries(target) = dedup(self.read_entries(target));
     }
 
     pub(super) fn save(&self, state: &mut State, target: Target) -> Result<(), String> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
         let content = state.entries(target).join(ENTRY_DELIMITER);
         let path = self.path_for(target);
-        write_atomically(&path, content.as_bytes(), Some(0o600))
+        self.backing
+            .write(&path, content.as_bytes())
             .map_err(|e| format!("Failed to write memory file {}: {e}", path.display()))
     }
 
     pub(super) fn with_lock<T>(&self, target: Target, f: impl FnOnce(&mut State) -> T) -> T {
-        let _ = std::fs::create_dir_all(&self.dir);
-        let _lock = lock_file(&self.path_for(target));
+        let _lock = self.backing.lock(&self.path_for(target));
         let mut state = self.state();
         f(&mut state)
     }

@@ -13,7 +13,8 @@ use serde::de::DeserializeOwned;
 use super::files::{self, FileLockGuard, JsonObject, ReadError};
 use crate::state::postgres::{SharedFiles, SharedLock};
 
-/// The prefix of the pairing files' names among the shared files.
+/// The directory part of the pairing files' shared names (`pairing/<file>`).
+const SHARED_DIR: &str = "pairing";
 const SHARED_PREFIX: &str = "pairing/";
 
 #[derive(Debug)]
@@ -31,11 +32,7 @@ pub(super) enum BackingLock<'a> {
 }
 
 pub(super) fn shared_name(path: &Path) -> String {
-    let file = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    format!("{SHARED_PREFIX}{file}")
+    crate::state::postgres::shared_name(SHARED_DIR, path)
 }
 
 impl Backing {

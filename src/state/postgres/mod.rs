@@ -19,7 +19,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 pub use error::{PgError, PgResult};
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;
-pub use shared_files::{SharedFiles, SharedLock};
+pub use shared_files::{SharedFiles, SharedLock, shared_name};
 pub use store::{DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};
 
 /// How long a caller waits for a pooled connection before the operation fails.

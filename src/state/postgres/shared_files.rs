@@ -88,6 +88,16 @@ impl Drop for SharedLock {
     }
 }
 
+/// The shared name of the file at `path` inside the home directory `dir` (`pairing`,
+/// `memories`): `<dir>/<file name>`.
+pub fn shared_name(dir: &str, path: &std::path::Path) -> String {
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    format!("{dir}/{file}")
+}
+
 fn pg_error(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("shared files in PostgreSQL: {e}"))
 }

@@ -47,11 +47,7 @@ pub(super) enum MemoryLock {
 
 /// The shared-files name of a memory file.
 pub(super) fn shared_name(path: &Path) -> String {
-    let file = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    format!("memories/{file}")
+    crate::state::postgres::shared_name("memories", path)
 }
 
 impl Backing {

@@ -8,7 +8,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use hermesd::state::{CronRunEnd, NewObligation, Store, StoreOptions, now_epoch};
+use hermesd::state::{CronRunEnd, InboundRecord, NewObligation, Store, StoreOptions, now_epoch};
+use serde_json::json;
 use sqlx::postgres::PgPool;
 use support::owners::{PATIENCE, instance_lease, wait_until_lease_expired};
 use support::store_backends::{Backend, TestStore};
@@ -267,5 +268,29 @@ async fn a_restarted_instance_waits_out_its_old_lease_and_recovers_its_own_work(
     );
     assert!(again.mark_attempting(&left).await.unwrap());
     again.close().await;
+    t.store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_received_by_two_instances_at_once_is_recorded_once() {
+    let t = cluster().await;
+    let b = instance(&t, "b", Duration::from_secs(30)).await;
+    let c = instance(&t, "c", Duration::from_secs(30)).await;
+    for n in 0..20 {
+        let id = format!("u-{n}");
+        let (by_b, by_c) = tokio::join!(
+            b.record_inbound("telegram", &id, "k", json!({"from": "b"})),
+            c.record_inbound("telegram", &id, "k", json!({"from": "c"})),
+        );
+        let outcomes = [by_b.unwrap(), by_c.unwrap()];
+        let recorded = outcomes
+            .iter()
+            .filter(|o| **o == InboundRecord::Recorded)
+            .count();
+        assert_eq!(recorded, 1, "{id}: {outcomes:?}");
+    }
+    assert_eq!(t.store.unfinished_inbound().await.unwrap().len(), 20);
+    b.close().await;
+    c.close().await;
     t.store.close().await;
 }

@@ -85,18 +85,26 @@ fn ids(found: &[hermesd::state::Obligation]) -> Vec<String> {
 async fn an_instance_holds_its_lease_while_open_renews_it_and_releases_it_on_close() {
     let t = cluster().await;
     let pool = pool(&t);
-    let ttl = Duration::from_secs(3);
+    // Renewed every third of it: slack for a loaded machine.
+    let ttl = Duration::from_secs(6);
     let a = instance(&t, "a", ttl).await;
     let (token, live) = instance_lease(&pool, "a").await.expect("taken at open");
     assert!(live);
     // Past the first hold time, the lease is still current with the same token: renewed.
     wait_past(&pool, lease_expiry_micros(&pool, "a").await).await;
     assert_eq!(instance_lease(&pool, "a").await, Some((token, true)));
+    let owed = a.create_obligation(reply("e1")).await.unwrap();
+    assert!(t.store.undelivered(now_epoch()).await.unwrap().is_empty());
     a.close().await;
     assert_eq!(
         instance_lease(&pool, "a").await,
         Some((token, false)),
         "released at once"
+    );
+    // Its unfinished work is open to the others at once, with no wait for an expiry.
+    assert_eq!(
+        ids(&t.store.undelivered(now_epoch()).await.unwrap()),
+        vec![owed]
     );
     t.store.close().await;
 }
@@ -215,7 +223,7 @@ async fn a_dead_instances_work_is_picked_up_exactly_once_by_racing_instances() {
 async fn an_instance_that_lost_its_lease_takes_a_new_one_and_its_earlier_work_is_recoverable() {
     let t = cluster().await;
     let pool = pool(&t);
-    let a = instance(&t, "a", Duration::from_secs(3)).await;
+    let a = instance(&t, "a", Duration::from_secs(6)).await;
     let (old_token, _) = instance_lease(&pool, "a").await.unwrap();
     let before = a.create_obligation(reply("e1")).await.unwrap();
     // As if A had been paused past its hold time.

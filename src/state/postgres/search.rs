@@ -16,7 +16,7 @@ use sqlx::postgres::{PgArguments, PgPool, PgRow};
 use sqlx::{Arguments, AssertSqlSafe, Row};
 
 use super::pg_text::from_pg;
-use super::rows::{self, db};
+use super::rows::{self, Columns, db};
 use super::search_syntax::{self, Expr};
 use super::snippet;
 use crate::state::encode::{content_text, decode_content};
@@ -90,13 +90,13 @@ fn bind_filters(args: &mut PgArguments, q: &SearchQuery) -> Result<(), sqlx::Err
 fn hit(r: &PgRow, snippet: String) -> Result<SearchHit, sqlx::Error> {
     Ok(SearchHit {
         id: r.try_get(0)?,
-        session_id: rows::text_or_empty(r, 1)?,
-        role: rows::text_or_empty(r, 2)?,
+        session_id: r.text_or_empty(1)?,
+        role: r.text_or_empty(2)?,
         snippet,
         timestamp: r.try_get::<Option<f64>, _>(3)?.unwrap_or(0.0),
-        tool_name: rows::text(r, 4)?,
-        source: rows::text_or_empty(r, 5)?,
-        model: rows::text(r, 6)?,
+        tool_name: r.text(4)?,
+        source: r.text_or_empty(5)?,
+        model: r.text(6)?,
         session_started: r.try_get::<Option<f64>, _>(7)?.unwrap_or(0.0),
         context: Vec::new(),
     })
@@ -244,15 +244,11 @@ async fn context_of(pool: &PgPool, hit: &SearchHit) -> StoreResult<Vec<ContextLi
     .fetch_all(pool)
     .await
     .map_err(db)?;
-    found
-        .iter()
-        .map(|r| {
-            let content = content_text(&decode_content(rows::encoded(r, 1)?));
-            Ok(ContextLine {
-                role: rows::text_or_empty(r, 0)?,
-                content: content.chars().take(CONTEXT_CHARS).collect(),
-            })
+    rows::all(&found, |r| {
+        let content = content_text(&decode_content(r.encoded(1)?));
+        Ok(ContextLine {
+            role: r.text_or_empty(0)?,
+            content: content.chars().take(CONTEXT_CHARS).collect(),
         })
-        .collect::<Result<_, sqlx::Error>>()
-        .map_err(db)
+    })
 }

@@ -330,3 +330,40 @@ async fn deleted_and_cleared_messages_leave_the_index(t: &TestStore) {
     assert_eq!(count(store, "docker").await, 0);
     assert_eq!(count(store, "部署").await, 2, "other sessions keep theirs");
 }
+
+// PostgreSQL only: its indexes (migration 0002) must serve the exact expressions the search
+// queries use, or every search scans the whole message table.
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_search_expressions_use_the_indexes() {
+    use hermesd::state::postgres::SEARCH_TEXT;
+    use support::store_backends::Backend;
+
+    let t = TestStore::open(Backend::Postgres).await;
+    let store = fixture(&t).await;
+    let pool = store.postgres().expect("a PostgreSQL store").pool();
+    let mut conn = pool.acquire().await.unwrap();
+    // With so few rows a scan is cheapest; forbid it to see which indexes can serve.
+    sqlx::query("SET enable_seqscan = off")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    for (matcher, index) in [
+        (
+            format!("to_tsvector('simple', {SEARCH_TEXT}) @@ to_tsquery('simple', $1)"),
+            "idx_messages_search_words",
+        ),
+        (
+            format!("{SEARCH_TEXT} ILIKE $1 ESCAPE '\\'"),
+            "idx_messages_search_trigram",
+        ),
+    ] {
+        let sql = format!("EXPLAIN SELECT m.id FROM messages m WHERE {matcher}");
+        let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind("%部署环境%")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap();
+        let plan = plan.join("\n");
+        assert!(plan.contains(index), "{index} not used:\n{plan}");
+    }
+}

@@ -25,6 +25,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 pub use error::{PgError, PgResult};
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;
+pub use search::SEARCH_TEXT;
 pub(crate) use search::search;
 pub(crate) use session_reads::*;
 pub use store::{DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};

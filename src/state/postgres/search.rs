@@ -25,9 +25,11 @@ use crate::state::model::{ContextLine, SearchHit, SearchQuery};
 use crate::state::search::{CONTEXT_CHARS, Plan, plan};
 use crate::state::titles::escape_like;
 
-/// The searched text of a message `m`; the indexes of migration 0002 are on exactly this.
-const DOC: &str = "(COALESCE(m.content, '') || ' ' || COALESCE(m.tool_name, '') || ' ' \
-                   || COALESCE(m.tool_calls, ''))";
+/// The searched text of a message `m`; the indexes of migration 0002 are on exactly this
+/// expression (a test checks that the planner matches them).
+pub const SEARCH_TEXT: &str = "(COALESCE(m.content, '') || ' ' || COALESCE(m.tool_name, '') \
+                               || ' ' || COALESCE(m.tool_calls, ''))";
+const DOC: &str = SEARCH_TEXT;
 
 /// The hit columns every plan selects, in the order [`hit`] reads them; then the searched
 /// text and the content, for the snippet.

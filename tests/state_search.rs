@@ -20,6 +20,7 @@ on_both_backends!(
     snippets_mark_matches_and_cut_long_text,
     paging_with_limit_and_offset,
     deleted_and_cleared_messages_leave_the_index,
+    words_inside_urls_paths_and_identifiers,
 );
 
 async fn fixture(t: &TestStore) -> &Store {
@@ -335,7 +336,7 @@ async fn deleted_and_cleared_messages_leave_the_index(t: &TestStore) {
 // queries use, or every search scans the whole message table.
 #[tokio::test(flavor = "multi_thread")]
 async fn postgres_search_expressions_use_the_indexes() {
-    use hermesd::state::postgres::SEARCH_TEXT;
+    use hermesd::state::postgres::{SEARCH_TEXT, SEARCH_WORDS};
     use support::store_backends::Backend;
 
     let t = TestStore::open(Backend::Postgres).await;
@@ -349,7 +350,7 @@ async fn postgres_search_expressions_use_the_indexes() {
         .unwrap();
     for (matcher, index) in [
         (
-            format!("to_tsvector('simple', {SEARCH_TEXT}) @@ to_tsquery('simple', $1)"),
+            format!("{SEARCH_WORDS} @@ to_tsquery('simple', $1)"),
             "idx_messages_search_words",
         ),
         (
@@ -366,4 +367,34 @@ async fn postgres_search_expressions_use_the_indexes() {
         let plan = plan.join("\n");
         assert!(plan.contains(index), "{index} not used:\n{plan}");
     }
+}
+
+async fn words_inside_urls_paths_and_identifiers(t: &TestStore) {
+    let store = fixture(t).await;
+    store
+        .append_message(NewMessage::text(
+            "cli1",
+            "assistant",
+            "See https://github.com/rust-lang/rust, mail ops@example.org; then read_file /etc/hosts",
+        ))
+        .await
+        .unwrap();
+    for query in [
+        "github",
+        "rust-lang",
+        "example",
+        "ops",
+        "file",
+        "read_file",
+        "hosts",
+        "\"etc hosts\"",
+    ] {
+        assert_eq!(count(store, query).await, 1, "{query}");
+    }
+    let hits = store.search(SearchQuery::new("github")).await.unwrap();
+    assert!(
+        hits[0].snippet.contains(">>>github<<<"),
+        "{}",
+        hits[0].snippet
+    );
 }

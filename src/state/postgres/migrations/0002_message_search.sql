@@ -3,10 +3,13 @@
 -- `search.rs` use exactly these expressions, so the planner can use the indexes. No column is
 -- added: the tables keep state.db's shape for `hermesd state migrate`.
 
--- Words: the 'simple' configuration lower-cases and does not stem, like FTS5's unicode61.
+-- Words: ASCII punctuation becomes spaces (FTS5's unicode61 splits words there; PostgreSQL's
+-- parser would keep `github.com` whole), then the 'simple' configuration lower-cases and does
+-- not stem, like unicode61. `search.rs` SEARCH_WORDS is this expression.
 CREATE INDEX idx_messages_search_words ON messages USING GIN (
-    to_tsvector('simple'::regconfig,
-        COALESCE(content, '') || ' ' || COALESCE(tool_name, '') || ' ' || COALESCE(tool_calls, ''))
+    to_tsvector('simple'::regconfig, translate(
+        COALESCE(content, '') || ' ' || COALESCE(tool_name, '') || ' ' || COALESCE(tool_calls, ''),
+        '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', '                                '))
 );
 
 -- Substrings (CJK, which has no spaces between words): ILIKE through trigrams.

@@ -21,6 +21,7 @@ on_both_backends!(
     paging_with_limit_and_offset,
     deleted_and_cleared_messages_leave_the_index,
     words_inside_urls_paths_and_identifiers,
+    diacritics_are_ignored_as_fts5_does,
 );
 
 async fn fixture(t: &TestStore) -> &Store {
@@ -394,6 +395,23 @@ async fn words_inside_urls_paths_and_identifiers(t: &TestStore) {
     let hits = store.search(SearchQuery::new("github")).await.unwrap();
     assert!(
         hits[0].snippet.contains(">>>github<<<"),
+        "{}",
+        hits[0].snippet
+    );
+}
+
+async fn diacritics_are_ignored_as_fts5_does(t: &TestStore) {
+    let store = fixture(t).await;
+    store
+        .append_message(NewMessage::text("cli1", "user", "Un café naïf à Zürich"))
+        .await
+        .unwrap();
+    for query in ["cafe", "CAFÉ", "naif", "zurich", "\"cafe naif\"", "zür*"] {
+        assert_eq!(count(store, query).await, 1, "{query}");
+    }
+    let hits = store.search(SearchQuery::new("cafe")).await.unwrap();
+    assert!(
+        hits[0].snippet.contains(">>>café<<<"),
         "{}",
         hits[0].snippet
     );

@@ -40,12 +40,14 @@ pub const SEARCH_TEXT: &str = search_text!();
 
 /// The searched text's words: ASCII punctuation becomes spaces first (as FTS5's `unicode61`
 /// separates words at it, where PostgreSQL's parser would keep `github.com` or `a_b` whole),
-/// then the `simple` configuration lower-cases without stemming. The word index of migration
+/// diacritics are removed (`unicode61`'s `remove_diacritics`: `cafe` finds `café`), then the
+/// `simple` configuration lower-cases without stemming. The word index of migration
 /// 0002 is on exactly this expression. The punctuation is `search_syntax::PUNCTUATION`.
 pub const SEARCH_WORDS: &str = concat!(
-    "to_tsvector('simple'::regconfig, translate(",
+    "to_tsvector('simple'::regconfig, regexp_replace(normalize(translate(",
     search_text!(),
-    ", '!\"#$%&''()*+,-./:;<=>?@[\\]^_`{|}~', '                                '))"
+    ", '!\"#$%&''()*+,-./:;<=>?@[\\]^_`{|}~', '                                '), NFD), ",
+    "'[\\u0300-\\u036f]', '', 'g'))"
 );
 
 const DOC: &str = SEARCH_TEXT;

@@ -157,10 +157,11 @@ pub fn parse(query: &str) -> Option<Expr> {
 }
 
 /// The query as `to_tsquery` text: fully parenthesised, each term a quoted lexeme, a prefix
-/// term marked `:*`. ASCII punctuation in a term separates words, as in the indexed text
-/// (`search::SEARCH_WORDS`) and in FTS5's `unicode61`, so `"my-app.config"` is the phrase
-/// `'my app config'`, which `to_tsquery` makes `'my' <-> 'app' <-> 'config'`. Quotes and
-/// backslashes are escaped all the same.
+/// term marked `:*`. Each term is made what the indexed text is made (`search::SEARCH_WORDS`,
+/// [`words_of`]): ASCII punctuation separates words, as in FTS5's `unicode61`, so
+/// `"my-app.config"` is the phrase `'my app config'`, which `to_tsquery` makes
+/// `'my' <-> 'app' <-> 'config'`; diacritics are removed. Quotes and backslashes are escaped
+/// all the same.
 pub fn to_tsquery(expr: &Expr) -> String {
     match expr {
         Expr::Term { text, prefix } => {
@@ -205,10 +206,23 @@ fn keep(parts: Vec<Expr>, join: fn(Vec<Expr>) -> Expr) -> Option<Expr> {
 /// text, and the spaces replacing it, for `translate()`.
 pub const PUNCTUATION: &str = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
 
-/// `text` with ASCII punctuation turned into spaces.
+/// `text` as the word index sees it: ASCII punctuation turned into spaces, diacritics
+/// removed ([`fold_diacritics`]).
 pub fn words_of(text: &str) -> String {
-    text.chars()
+    let spaced: String = text
+        .chars()
         .map(|c| if PUNCTUATION.contains(c) { ' ' } else { c })
+        .collect();
+    fold_diacritics(&spaced)
+}
+
+/// `text` decomposed (NFD) without its combining diacritical marks (U+0300–U+036F), so `café`
+/// and `cafe` are one word, as with FTS5's `remove_diacritics`. The word index applies the
+/// same (`normalize(…, NFD)` and a `regexp_replace` of that range).
+pub fn fold_diacritics(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    text.nfd()
+        .filter(|c| !('\u{300}'..='\u{36F}').contains(c))
         .collect()
 }
 
@@ -259,6 +273,7 @@ mod tests {
             Some("'my app config ts'")
         );
         assert_eq!(PUNCTUATION.len(), 32);
+        assert_eq!(ts("Café naïve*").as_deref(), Some("('Cafe' & 'naive':*)"));
         assert_eq!(ts("a*b").as_deref(), Some("('a':* & 'b')"));
     }
 

@@ -5,6 +5,8 @@
 //! (`github.com` whole), not FTS5's.
 
 /// Marks as FTS5's `snippet()` does.
+use super::search_syntax::fold_diacritics;
+
 const OPEN: &str = ">>>";
 const CLOSE: &str = "<<<";
 const CUT: &str = "...";
@@ -20,8 +22,8 @@ const WORDS_WINDOW: usize = 40;
 const WORDS_LEAD: usize = 10;
 
 /// A snippet for a word query: `doc`'s words (runs of letters and digits, FTS5's
-/// `unicode61` words) that match a term's words are marked, ignoring case (the last word of a
-/// prefix term as a prefix); a long text is cut to a window of words from just before the
+/// `unicode61` words) that match a term's words are marked, ignoring case and diacritics (the
+/// last word of a prefix term as a prefix); a long text is cut to a window of words from just before the
 /// first match.
 pub fn words(doc: &str, terms: &[(&str, bool)]) -> String {
     let tokens = word_spans(doc);
@@ -29,16 +31,14 @@ pub fn words(doc: &str, terms: &[(&str, bool)]) -> String {
     for (text, prefix) in terms {
         let spans = word_spans(text);
         for (i, (start, end)) in spans.iter().enumerate() {
-            wanted.push((
-                text[*start..*end].to_lowercase(),
-                *prefix && i + 1 == spans.len(),
-            ));
+            let word = fold_diacritics(&text[*start..*end]).to_lowercase();
+            wanted.push((word, *prefix && i + 1 == spans.len()));
         }
     }
     let hit: Vec<bool> = tokens
         .iter()
         .map(|(start, end)| {
-            let word = doc[*start..*end].to_lowercase();
+            let word = fold_diacritics(&doc[*start..*end]).to_lowercase();
             wanted.iter().any(|(w, prefix)| {
                 if *prefix {
                     word.starts_with(w.as_str())
@@ -192,6 +192,10 @@ mod tests {
         assert_eq!(
             words("a my-app.config.ts b", &[("my-app.config", false)]),
             "a >>>my<<<->>>app<<<.>>>config<<<.ts b"
+        );
+        assert_eq!(
+            words("un café naïf", &[("cafe", false), ("NAÏ", true)]),
+            "un >>>café<<< >>>naïf<<<"
         );
         let long: Vec<String> = (0..100).map(|i| format!("w{i}")).collect();
         let snippet = words(&long.join(" "), &[("w50", false)]);

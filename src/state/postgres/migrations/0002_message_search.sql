@@ -4,12 +4,15 @@
 -- added: the tables keep state.db's shape for `hermesd state migrate`.
 
 -- Words: ASCII punctuation becomes spaces (FTS5's unicode61 splits words there; PostgreSQL's
--- parser would keep `github.com` whole), then the 'simple' configuration lower-cases and does
--- not stem, like unicode61. `search.rs` SEARCH_WORDS is this expression.
+-- parser would keep `github.com` whole), combining diacritics are removed after an NFD
+-- decomposition (unicode61's remove_diacritics: `cafe` finds `café`), then the 'simple'
+-- configuration lower-cases and does not stem, like unicode61. `search.rs` SEARCH_WORDS is
+-- this expression.
 CREATE INDEX idx_messages_search_words ON messages USING GIN (
-    to_tsvector('simple'::regconfig, translate(
+    to_tsvector('simple'::regconfig, regexp_replace(normalize(translate(
         COALESCE(content, '') || ' ' || COALESCE(tool_name, '') || ' ' || COALESCE(tool_calls, ''),
-        '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', '                                '))
+        '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', '                                '), NFD),
+        '[\u0300-\u036f]', '', 'g'))
 );
 
 -- Substrings (CJK, which has no spaces between words): ILIKE through trigrams.

@@ -22,6 +22,7 @@ on_both_backends!(
     deleted_and_cleared_messages_leave_the_index,
     words_inside_urls_paths_and_identifiers,
     diacritics_are_ignored_as_fts5_does,
+    a_huge_message_of_many_words_is_stored_and_found,
 );
 
 async fn fixture(t: &TestStore) -> &Store {
@@ -414,5 +415,31 @@ async fn diacritics_are_ignored_as_fts5_does(t: &TestStore) {
         hits[0].snippet.contains(">>>café<<<"),
         "{}",
         hits[0].snippet
+    );
+}
+
+async fn a_huge_message_of_many_words_is_stored_and_found(t: &TestStore) {
+    let store = fixture(t).await;
+    // About 2.4 MB of 300,000 different words: more than one PostgreSQL tsvector can hold.
+    let words: Vec<String> = (0..300_000).map(|i| format!("w{i}")).collect();
+    let huge = words.join(" ");
+    let id = store
+        .append_message(NewMessage::text("cli1", "tool", &huge))
+        .await
+        .expect("a large tool output is stored");
+    let hits = store.search(SearchQuery::new("w12345")).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].id, id);
+    assert!(
+        hits[0].snippet.contains(">>>w12345<<<"),
+        "{}",
+        hits[0].snippet
+    );
+    let messages = store.get_messages("cli1").await.unwrap();
+    let stored = messages.iter().find(|m| m.id == id).unwrap();
+    assert_eq!(
+        stored.content,
+        Some(hermesd::state::Content::Text(huge)),
+        "stored whole"
     );
 }

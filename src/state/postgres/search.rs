@@ -43,10 +43,14 @@ pub const SEARCH_TEXT: &str = search_text!();
 /// diacritics are removed (`unicode61`'s `remove_diacritics`: `cafe` finds `café`), then the
 /// `simple` configuration lower-cases without stemming. The word index of migration
 /// 0002 is on exactly this expression. The punctuation is `search_syntax::PUNCTUATION`.
+///
+/// Only the first 100,000 characters count: a `tsvector` cannot exceed 1 MB, and a longer
+/// text of many different words (a large tool output) would otherwise make its insert fail.
+/// (SQLite indexes everything; a word past that point is found there but not here.)
 pub const SEARCH_WORDS: &str = concat!(
-    "to_tsvector('simple'::regconfig, regexp_replace(normalize(translate(",
+    "to_tsvector('simple'::regconfig, regexp_replace(normalize(translate(left(",
     search_text!(),
-    ", '!\"#$%&''()*+,-./:;<=>?@[\\]^_`{|}~', '                                '), NFD), ",
+    ", 100000), '!\"#$%&''()*+,-./:;<=>?@[\\]^_`{|}~', '                                '), NFD), ",
     "'[\\u0300-\\u036f]', '', 'g'))"
 );
 

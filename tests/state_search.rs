@@ -23,6 +23,7 @@ on_both_backends!(
     words_inside_urls_paths_and_identifiers,
     diacritics_are_ignored_as_fts5_does,
     a_huge_message_of_many_words_is_stored_and_found,
+    better_matches_rank_before_newer_ones,
 );
 
 async fn fixture(t: &TestStore) -> &Store {
@@ -442,4 +443,23 @@ async fn a_huge_message_of_many_words_is_stored_and_found(t: &TestStore) {
         Some(hermesd::state::Content::Text(huge)),
         "stored whole"
     );
+}
+
+async fn better_matches_rank_before_newer_ones(t: &TestStore) {
+    let store = fixture(t).await;
+    let best = store
+        .append_message(NewMessage::text("cli1", "user", "zebra yak zebra"))
+        .await
+        .unwrap();
+    let newer = store
+        .append_message(NewMessage::text(
+            "cli1",
+            "user",
+            "zebra and a long tail of unrelated words that dilute the one match it has",
+        ))
+        .await
+        .unwrap();
+    let hits = store.search(SearchQuery::new("zebra OR yak")).await.unwrap();
+    let order: Vec<i64> = hits.iter().map(|h| h.id).collect();
+    assert_eq!(order, [best, newer]);
 }

@@ -131,20 +131,34 @@ fn hit(r: &PgRow, snippet: String) -> Result<SearchHit, sqlx::Error> {
     })
 }
 
-/// A word query: `@@` against the expression index, best rank first.
+/// How many of the newest matches a word query ranks (at least; more when a page reaches
+/// past them). `ts_rank` needs each candidate's words computed again, about 0.25 ms each, so
+/// ranking every match of a common word would take seconds where the index finds them in
+/// milliseconds; FTS5's bm25 ranks all matches, so ranks past this many newest matches may
+/// differ from SQLite's.
+const RANKED_CANDIDATES: usize = 1000;
+
+/// A word query: `@@` against the expression index; the newest matches ranked by `ts_rank`,
+/// best first.
 async fn words(pool: &PgPool, q: &SearchQuery, expr: &Expr) -> Result<Vec<SearchHit>, sqlx::Error> {
     let sql = format!(
-        "SELECT {HIT_COLUMNS}, {DOC} \
-         FROM messages m JOIN sessions s ON s.id = m.session_id, \
+        "SELECT c.id, c.session_id, c.role, c.timestamp, c.tool_name, c.source, c.model, \
+                c.started_at, c.doc \
+         FROM (SELECT {HIT_COLUMNS}, {DOC} AS doc, {SEARCH_WORDS} AS words \
+               FROM messages m JOIN sessions s ON s.id = m.session_id, \
+                    to_tsquery('simple', $1) AS query \
+               WHERE {SEARCH_WORDS} @@ query AND {filters} \
+               ORDER BY m.id DESC LIMIT $7) c, \
               to_tsquery('simple', $1) AS query \
-         WHERE {SEARCH_WORDS} @@ query AND {filters} \
-         ORDER BY ts_rank({SEARCH_WORDS}, query) DESC, m.id DESC LIMIT $5 OFFSET $6",
+         ORDER BY ts_rank(c.words, query) DESC, c.id DESC LIMIT $5 OFFSET $6",
         filters = filters(2),
     );
     let mut args = PgArguments::default();
     args.add(search_syntax::to_tsquery(expr))
         .map_err(sqlx::Error::Encode)?;
     bind_filters(&mut args, q)?;
+    let candidates = RANKED_CANDIDATES.max(q.offset + q.limit);
+    args.add(candidates as i64).map_err(sqlx::Error::Encode)?;
     let found = sqlx::query_with(AssertSqlSafe(sql), args)
         .fetch_all(pool)
         .await?;

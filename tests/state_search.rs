@@ -459,7 +459,10 @@ async fn better_matches_rank_before_newer_ones(t: &TestStore) {
         ))
         .await
         .unwrap();
-    let hits = store.search(SearchQuery::new("zebra OR yak")).await.unwrap();
+    let hits = store
+        .search(SearchQuery::new("zebra OR yak"))
+        .await
+        .unwrap();
     let order: Vec<i64> = hits.iter().map(|h| h.id).collect();
     assert_eq!(order, [best, newer]);
 }

@@ -10,9 +10,16 @@ mod instance;
 mod lease;
 mod ledger_writes;
 mod migrate;
+pub mod pg_text;
+mod rows;
+mod search;
+mod search_syntax;
+mod session_reads;
 mod session_writes;
 mod shared_files;
+mod snippet;
 mod store;
+mod titles;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -24,7 +31,11 @@ pub use instance::InstanceOwner;
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;
 pub use shared_files::{SharedFiles, SharedLock, shared_name};
+pub(crate) use search::search;
+pub use search::{SEARCH_TEXT, SEARCH_WORDS};
+pub(crate) use session_reads::*;
 pub use store::{DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};
+pub(crate) use titles::{next_title_in_lineage, resolve_by_title};
 
 /// How long a caller waits for a pooled connection before the operation fails.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);

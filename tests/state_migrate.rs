@@ -545,3 +545,68 @@ async fn bad_input_gets_a_clear_error_without_the_password() {
         text(&out)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_migration_killed_mid_copy_is_finished_by_the_next_run() {
+    const MESSAGES: usize = 1500;
+    let dir = tempfile::tempdir().unwrap();
+    let (home, original) = (dir.path(), dir.path().join("original.db"));
+    let store = Store::open(&original).unwrap();
+    store
+        .create_session(NewSession::new("big", "cli"))
+        .await
+        .unwrap();
+    for i in 0..MESSAGES {
+        store
+            .append_message(NewMessage::text("big", "user", &format!("message {i}")))
+            .await
+            .unwrap();
+    }
+    store.close().await;
+    let cluster = PgCluster::start();
+    let url = url_with_password(&cluster);
+
+    // One row per transaction, so the copy is still running when it is killed.
+    let mut child = Command::new(support::daemon::daemon_binary())
+        .args(["--home", home.to_str().unwrap(), "state", "migrate"])
+        .args(["--from", original.to_str().unwrap(), "--to", &url])
+        .args(["--batch-size", "1"])
+        .env("HERMES_TEST_ISOLATION", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pool = pg(&cluster).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    // The messages table exists once the schema is migrated; wait for the first copied row.
+    while sqlx::query_scalar::<_, i64>("SELECT count(*) FROM messages")
+        .fetch_one(&pool)
+        .await
+        .unwrap_or(0)
+        == 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no message was copied in time"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let partial = count(&pool, "messages").await;
+    assert!(
+        partial > 0 && (partial as usize) < MESSAGES,
+        "killed mid-copy: {partial} of {MESSAGES} rows"
+    );
+
+    let out = migrate(home, original.to_str().unwrap(), &url, &[]);
+    assert_exit(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("continuing") && stdout.contains("verified"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(count(&pool, "messages").await as usize, MESSAGES);
+    pool.close().await;
+}

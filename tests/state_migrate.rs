@@ -33,6 +33,10 @@ const MARKER_KEY: &str = "hermesd_migrated_from";
 const PASSWORD: &str = "pw-s3cret-9f2";
 
 fn hermesd(home: &Path, args: &[&str]) -> Output {
+    hermesd_with_env(home, args, &[])
+}
+
+fn hermesd_with_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(support::daemon::daemon_binary())
         .arg("--home")
         .arg(home)
@@ -41,6 +45,7 @@ fn hermesd(home: &Path, args: &[&str]) -> Output {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home.join("user-home"))
         .env("HERMES_TEST_ISOLATION", "1")
+        .envs(env.iter().copied())
         .output()
         .expect("run hermesd")
 }
@@ -476,6 +481,24 @@ async fn a_foreign_non_empty_target_is_refused_unless_forced_and_a_changed_row_i
         text(&out)
     );
     assert_exit(&verify(home, &second, &url), 0);
+
+    // `postgres` stands for the configured database: HERMES_DATABASE_URL, else
+    // state.postgres_url.
+    let second_db = second.to_str().unwrap();
+    let by_word = ["state", "verify", "--from", second_db, "--to", "postgres"];
+    let out = hermesd_with_env(home, &by_word, &[("HERMES_DATABASE_URL", url.as_str())]);
+    assert_exit(&out, 0);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("postgres://hermes:***@127.0.0.1"),
+        "{}",
+        text(&out)
+    );
+    std::fs::write(
+        home.join("config.yaml"),
+        format!("state:\n  postgres_url: \"{url}\"\n"),
+    )
+    .unwrap();
+    assert_exit(&hermesd(home, &by_word), 0);
 
     // One changed character in one row is found, and the table named.
     let pool = pg(&cluster).await;

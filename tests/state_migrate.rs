@@ -289,14 +289,21 @@ async fn a_foreign_non_empty_target_is_refused_unless_forced_and_a_changed_row_i
     );
     // Nothing was touched: the first copy still verifies.
     assert_exit(&verify(home, &first, &url), 0);
-    // A state.db target with other data is refused too.
-    let out = migrate(home, &url, second.to_str().unwrap(), &[]);
+    // A state.db target with other data is refused too, and --force replaces its data.
+    let third = home.join("third.db");
+    populated_state_db(&third, "three").await;
+    let out = migrate(home, &url, third.to_str().unwrap(), &[]);
     assert_exit(&out, 1);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("--force"),
         "{}",
         text(&out)
     );
+    assert_exit(
+        &migrate(home, &url, third.to_str().unwrap(), &["--force"]),
+        0,
+    );
+    assert_eq!(dump(&third), dump(&first));
 
     let out = migrate(home, second.to_str().unwrap(), &url, &["--force"]);
     assert_exit(&out, 0);

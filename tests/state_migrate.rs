@@ -374,6 +374,28 @@ async fn bad_input_gets_a_clear_error_without_the_password() {
         text(&out)
     );
 
+    // A database without hermesd's schema is no source, and no target file is left behind.
+    let pool = pg(&cluster).await;
+    sqlx::query("CREATE DATABASE unrelated")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let unrelated = url.replace("/postgres", "/unrelated");
+    let never = home.join("never.db");
+    let out = migrate(home, &unrelated, never.to_str().unwrap(), &[]);
+    assert_exit(&out, 1);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no table sessions"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !never.exists(),
+        "a refused migration created {}",
+        never.display()
+    );
+
     // Two state.db files, or two URLs: one side must be PostgreSQL.
     let out = migrate(
         home,

@@ -143,6 +143,10 @@ impl Ends {
             }
             (Endpoint::Postgres(url), Endpoint::Sqlite(path)) => {
                 let pg = PgSide::open(url, false).await?;
+                // Checked before a target file is created, so a wrong URL leaves nothing.
+                for (table, _) in TABLES {
+                    pg_columns(&pg, table).await?;
+                }
                 let sqlite = if create_target {
                     SqliteSide::open_target(path)?
                 } else {
@@ -160,12 +164,7 @@ impl Ends {
         };
         let mut plans = Vec::new();
         for (table, key) in TABLES {
-            let pg_columns = pg.columns(table).await?.ok_or_else(|| {
-                TransferError::Unsupported(format!(
-                    "the PostgreSQL database has no table {table}: it does not hold hermesd's \
-                     schema (a database hermesd has used, or one migrated into, does)"
-                ))
-            })?;
+            let pg_columns = pg_columns(&pg, table).await?;
             let Some(sqlite_columns) = sqlite.columns(table)? else {
                 notes.push(format!("{table} is not in the state.db: nothing to copy"));
                 continue;
@@ -301,6 +300,16 @@ impl Ends {
     async fn close(self) {
         self.pg.close().await;
     }
+}
+
+/// The stored columns of a table the PostgreSQL side must have.
+async fn pg_columns(pg: &PgSide, table: &str) -> Result<Vec<(String, String)>, TransferError> {
+    pg.columns(table).await?.ok_or_else(|| {
+        TransferError::Unsupported(format!(
+            "the PostgreSQL database has no table {table}: it does not hold hermesd's schema \
+             (a database hermesd has used, or one migrated into, does)"
+        ))
+    })
 }
 
 /// Copies `from` into `to` (one of them PostgreSQL), continuing an earlier partial copy, and

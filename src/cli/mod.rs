@@ -10,6 +10,7 @@ mod pairing;
 mod run;
 mod service;
 mod sessions;
+mod state_cmd;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -72,6 +73,11 @@ pub enum Command {
         #[command(subcommand)]
         command: sessions::SessionsCommand,
     },
+    /// Move the state between state.db and PostgreSQL (either way), and verify a copy.
+    State {
+        #[command(subcommand)]
+        command: state_cmd::StateCommand,
+    },
     /// Approve, list and revoke DM pairing (who may talk to the bot).
     Pairing {
         #[command(subcommand)]
@@ -127,7 +133,8 @@ impl Cli {
                 Command::Doctor(_)
                 | Command::Health(_)
                 | Command::Service { .. }
-                | Command::Mcp { .. },
+                | Command::Mcp { .. }
+                | Command::State { .. },
             ) => "warn",
             _ => "info",
         }
@@ -151,6 +158,7 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
             ConfigCommand::Show { json } => crate::config::cli::show(&home, &env, json),
         },
         Command::Sessions { command } => sessions::run(&home, &env, command),
+        Command::State { command } => state_cmd::run(&home, &env, command),
         Command::Pairing { command } => pairing::run(&home, &env, command),
         Command::Cron { command } => cron::run(&home, &env, command),
         Command::Doctor(args) => doctor::run(&home, &env, &args),

@@ -28,6 +28,7 @@ mod read;
 mod schema;
 mod search;
 mod titles;
+pub mod transfer;
 mod writer;
 
 use std::collections::BTreeMap;

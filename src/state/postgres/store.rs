@@ -13,7 +13,7 @@ use super::instance::{InstanceLease, InstanceOwner};
 use super::lease::{Lease, begin_fenced};
 use crate::state::StoreOptions;
 use crate::state::commands::{Outcome, WriteCommand};
-use crate::state::error::{StoreError, StoreResult};
+use crate::state::error::StoreResult;
 use crate::state::ledger::OwnerStamp;
 
 /// Connections kept per instance.
@@ -154,13 +154,6 @@ fn is_gateway_command(command: &WriteCommand) -> bool {
         | W::DeleteRouting { .. }
         | W::ReplaceRouting { .. } => true,
     }
-}
-
-/// The error for a command or read the PostgreSQL backend does not implement yet.
-pub(crate) fn not_yet(what: &str) -> StoreError {
-    StoreError::Invalid(format!(
-        "{what} is not implemented on the PostgreSQL backend yet"
-    ))
 }
 
 /// A name no other instance has: host, pid and a random suffix (a restarted instance is a new

@@ -7,7 +7,6 @@
 //! unless `force` empties it first.
 
 mod pg_side;
-mod pg_text;
 mod plan;
 mod side;
 mod sqlite_side;

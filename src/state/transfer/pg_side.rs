@@ -6,9 +6,9 @@ use sqlx::postgres::{PgPool, PgRow, Postgres};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row};
 
 use super::TransferError;
-use super::pg_text::{from_pg, to_pg};
 use super::plan::{MARKER_KEY, TablePlan, ident};
 use super::value::{Kind, Value};
+use crate::state::postgres::pg_text::{from_pg, to_pg};
 use crate::state::postgres::{self, PgError};
 
 /// PostgreSQL accepts at most 65535 bind parameters per statement.

@@ -17,6 +17,10 @@ fn main() {
         .unwrap_or_else(|| "unknown".to_owned());
     println!("cargo:rustc-env=HERMESD_GIT_REV={revision}");
     watch_git_head();
+    // `sqlx::migrate!` embeds these files; a build script that names what it watches turns
+    // off cargo's "any file changed" rule, so a new or edited migration must be named here
+    // or the binary keeps the old set (sqlx's documented build-script line).
+    println!("cargo:rerun-if-changed=src/state/postgres/migrations");
 }
 
 fn git(args: &[&str]) -> Option<String> {

@@ -4,6 +4,7 @@
 //! and `state.backend: postgres` is refused by the config until it does.
 
 mod error;
+mod fence_scope;
 mod gateway_writes;
 mod lease;
 mod migrate;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 pub use error::{PgError, PgResult};
+pub use fence_scope::{current_fence, with_fence};
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;
 pub use store::{DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};

@@ -8,6 +8,7 @@ mod fence_scope;
 mod gateway_writes;
 mod lease;
 mod migrate;
+pub mod notify;
 mod session_writes;
 mod store;
 

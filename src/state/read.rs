@@ -18,9 +18,9 @@ pub const SESSION_COLUMNS: &str = "s.id, s.source, s.user_id, s.model, s.model_c
     s.message_count, s.tool_call_count, s.input_tokens, s.output_tokens, s.cache_read_tokens, \
     s.cache_write_tokens, s.reasoning_tokens, s.billing_provider, s.billing_base_url, \
     s.estimated_cost_usd, s.actual_cost_usd, s.title, s.api_call_count";
-const SESSION_COLUMN_COUNT: usize = 23;
+pub const SESSION_COLUMN_COUNT: usize = 23;
 
-const MESSAGE_COLUMNS: &str = "m.id, m.session_id, m.role, m.content, m.tool_call_id, \
+pub const MESSAGE_COLUMNS: &str = "m.id, m.session_id, m.role, m.content, m.tool_call_id, \
     m.tool_calls, m.tool_name, m.timestamp, m.token_count, m.finish_reason, m.reasoning, \
     m.reasoning_content, m.reasoning_details, m.codex_reasoning_items, m.codex_message_items";
 

@@ -9,8 +9,15 @@ mod gateway_writes;
 mod lease;
 mod migrate;
 pub mod notify;
+pub mod pg_text;
+mod rows;
+mod search;
+mod search_syntax;
+mod session_reads;
 mod session_writes;
+mod snippet;
 mod store;
+mod titles;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -21,7 +28,10 @@ pub use error::{PgError, PgResult};
 pub use fence_scope::{current_fence, with_fence};
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;
+pub(crate) use search::search;
+pub(crate) use session_reads::*;
 pub use store::{DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};
+pub(crate) use titles::{next_title_in_lineage, resolve_by_title};
 
 /// How long a caller waits for a pooled connection before the operation fails.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);

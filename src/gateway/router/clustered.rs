@@ -67,7 +67,9 @@ impl Router {
             // it waits for the lease; a chat event may be run by whoever holds it.
             let api_waiting = slot.lock().queue.iter().any(|job| job.api.is_some());
             let held = if api_waiting {
-                Some(cluster.hold_waiting(&slot.key).await)
+                cluster
+                    .hold_waiting(&slot.key, || self.is_shutting_down())
+                    .await
             } else {
                 cluster.try_hold(&slot.key).await.unwrap_or_else(|e| {
                     tracing::warn!(session_key = %slot.key, error = %e, "cannot take a session lease; the sweep retries");
@@ -77,8 +79,14 @@ impl Router {
             let Some(held) = held else {
                 let mut state = slot.lock();
                 // Chat events are in the journal: the lease holder runs them.
+                // HTTP requests wait for the lease, unless the gateway is stopping (their
+                // clients are then told so when their answer channel drops).
                 let jobs = state.discard_queue(&self.metrics.router_queue_depth);
-                for job in jobs.into_iter().filter(|job| job.api.is_some()) {
+                let stopping = self.is_shutting_down();
+                for job in jobs
+                    .into_iter()
+                    .filter(|job| job.api.is_some() && !stopping)
+                {
                     state.enqueue(job, &self.metrics.router_queue_depth);
                 }
                 if state.queue.is_empty() {
@@ -87,7 +95,13 @@ impl Router {
                 }
                 continue;
             };
-            slot.lock().held = true;
+            {
+                let mut state = slot.lock();
+                state.held = true;
+                // Another instance may have run turns since this one last held the session:
+                // the agent is loaded again from the stored history.
+                state.agent = None;
+            }
             tracing::debug!(session_key = %slot.key, token = held.lease().token, "session lease taken");
             self.run_held(&slot, &held).await;
             let seen = {
@@ -112,13 +126,16 @@ impl Router {
     /// until none is left or the lease is lost.
     async fn run_held(&self, slot: &Arc<Slot>, held: &Held) {
         loop {
-            if held.is_lost() || self.is_shutting_down() {
+            if held.is_lost() {
                 return;
             }
             let next = slot.lock().dequeue(&self.metrics.router_queue_depth);
             let job = match next {
                 Some(job) => job,
-                None if self.pull_journal(slot).await > 0 => continue,
+                // A stopping gateway finishes what it has and takes up nothing new.
+                None if !self.is_shutting_down() && self.pull_journal(slot).await > 0 => {
+                    continue;
+                }
                 None => return,
             };
             if job.api.is_none() {

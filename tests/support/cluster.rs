@@ -123,22 +123,35 @@ impl ClusterRig {
     }
 
     /// Posts `text` as Telegram update `update_id` from the user to instance `n`'s webhook;
-    /// returns the HTTP status.
+    /// returns the HTTP status. A 503 (the adapter is not serving yet) is retried, as
+    /// Telegram retries an unsuccessful webhook delivery
+    /// (https://core.telegram.org/bots/api#setwebhook), within a bounded wait.
     pub async fn post(&self, n: usize, update_id: i64, text: &str) -> u16 {
         let update = json!({"update_id": update_id, "message": {
             "message_id": 1000 + update_id, "date": 1_700_000_000,
             "chat": {"id": USER, "type": "private", "first_name": "Ada"},
             "from": {"id": USER, "is_bot": false, "first_name": "Ada"},
             "text": text}});
-        self.http
-            .post(&self.instances[n].webhook)
-            .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
-            .json(&update)
-            .send()
-            .await
-            .expect("POST the update")
-            .status()
-            .as_u16()
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let status = self
+                .http
+                .post(&self.instances[n].webhook)
+                .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
+                .json(&update)
+                .send()
+                .await
+                .expect("POST the update")
+                .status()
+                .as_u16();
+            if status != 503 || tokio::time::Instant::now() >= deadline {
+                if status != 200 {
+                    eprintln!("webhook answered {status}; logs: {:#?}", self.all_logs());
+                }
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// A chat completion through instance `n`'s HTTP API (conversation `conversation`).

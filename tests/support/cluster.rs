@@ -48,6 +48,11 @@ pub struct ClusterRig {
 impl ClusterRig {
     /// Starts the database, the fakes and `count` instances with `lease_seconds`.
     pub async fn start(count: usize, lease_seconds: f64) -> Self {
+        Self::start_with(count, lease_seconds, "").await
+    }
+
+    /// As [`ClusterRig::start`], with `tail` appended to each instance's config.yaml.
+    pub async fn start_with(count: usize, lease_seconds: f64, tail: &str) -> Self {
         let pg = tokio::task::spawn_blocking(PgCluster::start)
             .await
             .expect("start PostgreSQL");
@@ -61,17 +66,19 @@ impl ClusterRig {
             http: reqwest::Client::new(),
         };
         for n in 0..count {
-            let instance = rig.start_instance(&format!("i{n}"), lease_seconds).await;
+            let instance = rig
+                .start_instance(&format!("i{n}"), lease_seconds, tail)
+                .await;
             rig.instances.push(instance);
         }
         rig
     }
 
-    async fn start_instance(&self, name: &str, lease_seconds: f64) -> Instance {
+    async fn start_instance(&self, name: &str, lease_seconds: f64, tail: &str) -> Instance {
         let home = tempfile::tempdir().expect("temp home");
         let config = format!(
             "telegram:\n  enabled: true\n  extra:\n    base_url: \"{}\"\n\
-             state:\n  backend: postgres\n  lease_seconds: {lease_seconds}\n  instance_id: {name}\n",
+             state:\n  backend: postgres\n  lease_seconds: {lease_seconds}\n  instance_id: {name}\n{tail}",
             self.telegram.url()
         );
         std::fs::write(home.path().join("config.yaml"), config).expect("write config.yaml");

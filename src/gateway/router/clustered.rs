@@ -102,6 +102,10 @@ impl Router {
                 // the agent is loaded again from the stored history.
                 state.agent = None;
             }
+            // ... and may have started the session or routed it to a new session id.
+            if let Err(e) = self.routing.reload_key(&self.store, &slot.key).await {
+                tracing::warn!(session_key = %slot.key, error = %e, "cannot re-read the session's routing entry");
+            }
             tracing::debug!(session_key = %slot.key, token = held.lease().token, "session lease taken");
             self.run_held(&slot, &held).await;
             let seen = {

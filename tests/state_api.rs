@@ -24,6 +24,7 @@ on_both_backends!(
     usage_accumulates_and_an_unknown_session_is_an_error,
     text_with_nul_and_structured_content_round_trips,
     start_turn_appends_and_marks_the_event_processing,
+    concurrent_claims_of_one_title_get_title_in_use,
     writes_after_close_fail_clearly,
 );
 
@@ -676,4 +677,31 @@ async fn start_turn_appends_and_marks_the_event_processing(t: &TestStore) {
         .unwrap_err();
     assert!(matches!(err, StoreError::SessionNotFound(_)), "{err}");
     assert_eq!(inbound_state(t, "e2").await, "received");
+}
+
+async fn concurrent_claims_of_one_title_get_title_in_use(t: &TestStore) {
+    // Two handles, as two instances (or two processes) would have.
+    let other = t.another(hermesd::state::StoreOptions::default()).await;
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let id = format!("s{i}");
+        session(&t.store, &id, "cli").await;
+        let store = if i % 2 == 0 {
+            t.store.clone()
+        } else {
+            other.clone()
+        };
+        tasks.push(tokio::spawn(async move {
+            store.set_session_title(&id, Some("Same")).await
+        }));
+    }
+    let mut set = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(()) => set += 1,
+            Err(StoreError::TitleInUse { title, .. }) => assert_eq!(title, "Same"),
+            Err(other) => panic!("a lost race must be TitleInUse, not {other}"),
+        }
+    }
+    assert_eq!(set, 1);
 }

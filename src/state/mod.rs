@@ -7,6 +7,7 @@
 //! on tokio's blocking threads. On PostgreSQL ([`postgres`]) the same commands and reads run
 //! on a connection pool. Only this module contains SQL.
 
+mod columns;
 mod commands;
 mod connection;
 mod cron_runs;

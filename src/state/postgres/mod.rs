@@ -33,6 +33,7 @@ pub use instance::InstanceOwner;
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;
 pub(crate) use search::search;
+pub use search::{SEARCH_TEXT, SEARCH_WORDS};
 pub(crate) use session_reads::*;
 pub use store::{DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};
 pub(crate) use titles::{next_title_in_lineage, resolve_by_title};

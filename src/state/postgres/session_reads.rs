@@ -10,7 +10,7 @@ use sqlx::Row;
 use sqlx::postgres::PgPool;
 
 use super::pg_text::from_pg;
-use super::rows::{self, MESSAGE_COLUMNS, SESSION_COLUMN_COUNT, SESSION_COLUMNS, db};
+use super::rows::{self, Columns, MESSAGE_COLUMNS, SESSION_COLUMN_COUNT, SESSION_COLUMNS, db};
 use crate::state::error::{StoreError, StoreResult};
 use crate::state::model::{
     LineageEntry, Message, ModelStats, Session, SessionExport, SessionSummary,
@@ -64,15 +64,12 @@ pub async fn resolve_session_id(pool: &PgPool, prefix: &str) -> StoreResult<Stri
 pub async fn get_messages(pool: &PgPool, id: &str) -> StoreResult<Vec<Message>> {
     let sql =
         format!("SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = $1 ORDER BY m.id");
-    let rows = sqlx::query(AssertSqlSafe(sql))
+    let found = sqlx::query(AssertSqlSafe(sql))
         .bind(id)
         .fetch_all(pool)
         .await
         .map_err(db)?;
-    rows.iter()
-        .map(rows::message)
-        .collect::<Result<_, _>>()
-        .map_err(db)
+    rows::all(&found, rows::message)
 }
 
 /// Newest sessions first, with a preview of the first user message and the last activity.
@@ -93,7 +90,7 @@ pub async fn recent_sessions(
          ORDER BY s.started_at DESC LIMIT $2",
         PREVIEW_CHARS * 2
     );
-    let rows = sqlx::query(AssertSqlSafe(sql))
+    let found = sqlx::query(AssertSqlSafe(sql))
         .bind(source)
         .bind(limit as i64)
         .fetch_all(pool)
@@ -112,27 +109,24 @@ pub async fn recent_sessions(
             last_active: r.try_get(SESSION_COLUMN_COUNT + 1)?,
         })
     };
-    rows.iter()
-        .map(summary)
-        .collect::<Result<_, _>>()
-        .map_err(db)
+    rows::all(&found, summary)
 }
 
 async fn lineage(pool: &PgPool, sql: &'static str, id: &str) -> StoreResult<Vec<LineageEntry>> {
-    let rows = sqlx::query(sql)
+    let found = sqlx::query(sql)
         .bind(id)
         .fetch_all(pool)
         .await
         .map_err(db)?;
     let entry = |r: &sqlx::postgres::PgRow| -> Result<LineageEntry, sqlx::Error> {
         Ok(LineageEntry {
-            id: rows::text_or_empty(r, 0)?,
-            title: rows::text(r, 1)?,
+            id: r.text_or_empty(0)?,
+            title: r.text(1)?,
             started_at: r.try_get(2)?,
-            parent_session_id: rows::text(r, 3)?,
+            parent_session_id: r.text(3)?,
         })
     };
-    rows.iter().map(entry).collect::<Result<_, _>>().map_err(db)
+    rows::all(&found, entry)
 }
 
 /// The session and all its ancestors, nearest first (depth-capped against cycles).
@@ -170,7 +164,7 @@ pub async fn descendants(pool: &PgPool, id: &str) -> StoreResult<Vec<LineageEntr
 /// Token and cost totals per model, most expensive first (sessions without a cost last, as
 /// SQLite sorts NULL).
 pub async fn model_stats(pool: &PgPool) -> StoreResult<Vec<ModelStats>> {
-    let rows = sqlx::query(
+    let found = sqlx::query(
         "SELECT model, COUNT(*), COALESCE(SUM(input_tokens), 0)::bigint, \
                 COALESCE(SUM(output_tokens), 0)::bigint, SUM(estimated_cost_usd) \
          FROM sessions WHERE model IS NOT NULL GROUP BY model \
@@ -181,14 +175,14 @@ pub async fn model_stats(pool: &PgPool) -> StoreResult<Vec<ModelStats>> {
     .map_err(db)?;
     let stats = |r: &sqlx::postgres::PgRow| -> Result<ModelStats, sqlx::Error> {
         Ok(ModelStats {
-            model: rows::text_or_empty(r, 0)?,
+            model: r.text_or_empty(0)?,
             session_count: r.try_get(1)?,
             total_input: r.try_get(2)?,
             total_output: r.try_get(3)?,
             total_cost: r.try_get(4)?,
         })
     };
-    rows.iter().map(stats).collect::<Result<_, _>>().map_err(db)
+    rows::all(&found, stats)
 }
 
 pub async fn export_session(pool: &PgPool, id: &str) -> StoreResult<Option<SessionExport>> {

@@ -12,7 +12,7 @@ use super::store::PgTx;
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::cron_runs::{CRON_RUN_RETENTION_SECONDS, CronRunEnd};
 use crate::state::error::{StoreError, StoreResult};
-use crate::state::ledger::{InboundState, MAX_ERROR_CHARS, NewObligation};
+use crate::state::ledger::InboundState;
 use crate::state::model::now_epoch;
 
 /// Turns a driver error into the store's error, for `?`.
@@ -252,15 +252,7 @@ async fn finish_cron_run(
     owner: Owner<'_>,
 ) -> StoreResult<Outcome> {
     let now = now_epoch();
-    let ids: Vec<String> = end
-        .replies
-        .iter()
-        .map(NewObligation::obligation_id)
-        .collect();
-    let error: Option<String> = end
-        .error
-        .as_ref()
-        .map(|e| e.chars().take(MAX_ERROR_CHARS).collect());
+    let (ids, error) = (end.obligation_ids(), end.stored_error());
     let done = sqlx::query(
         "UPDATE hermesd_cron_runs \
          SET state = $1, status = $2, error = $3, obligation_ids = $4, finished_at = $5 \

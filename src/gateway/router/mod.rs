@@ -5,6 +5,7 @@
 //! delivery obligations before they are sent.
 
 mod busy;
+mod clustered;
 pub mod commands;
 mod cron_command;
 mod dead_letter;
@@ -97,6 +98,8 @@ pub struct Router {
     pub stop_requested: CancellationToken,
     /// The MCP servers whose tools every agent's registry reads.
     mcp: crate::tools::mcp::McpHub,
+    /// PostgreSQL: the session leases shared with the other instances (`clustered.rs`).
+    cluster: Option<Arc<crate::gateway::cluster::Cluster>>,
     me: Weak<Router>,
 }
 
@@ -152,10 +155,16 @@ impl Router {
         if let Err(e) = std::fs::create_dir_all(&scope) {
             tracing::warn!(error = %e, "cannot create the sessions directory");
         }
-        let scope = std::fs::canonicalize(&scope)
-            .unwrap_or(scope)
-            .display()
-            .to_string();
+        let scope = if store.postgres().is_some() {
+            // Instances sharing PostgreSQL have homes of their own (perhaps at different
+            // paths); their routing entries are the cluster's, under one scope.
+            String::new()
+        } else {
+            std::fs::canonicalize(&scope)
+                .unwrap_or(scope)
+                .display()
+                .to_string()
+        };
         let routing = RoutingIndex::load(&store, scope).await?;
         let pairing = crate::gateway::shared_state::pairing_store(&home, &loaded.config)?
             .with_env(loaded.env.clone());
@@ -217,6 +226,7 @@ impl Router {
                 shutting_down: AtomicBool::new(false),
                 stop_requested: CancellationToken::new(),
                 mcp: mcp.clone(),
+                cluster: crate::gateway::cluster::Cluster::new(&store),
                 me: me.clone(),
             }
         });
@@ -226,6 +236,13 @@ impl Router {
         }
         // MCP servers' sampling requests go to the agent's model.
         mcp.set_model_client(live.agent.as_ref().ok().map(|deps| deps.client.clone()));
+        if let Some(cluster) = &router.cluster {
+            tracing::info!(
+                instance_id = cluster.instance_id(),
+                "sharing sessions with other instances through PostgreSQL"
+            );
+            router.start_cluster_tasks(cluster);
+        }
         Ok(router)
     }
 
@@ -295,14 +312,15 @@ impl Router {
                 return RecordOutcome::Failed;
             }
         }
-        self.dispatch(
-            key,
-            Job {
-                event,
-                resumed: false,
-                api: None,
-            },
-        );
+        let job = Job {
+            event,
+            resumed: false,
+            api: None,
+        };
+        match &self.cluster {
+            Some(cluster) => self.offer_clustered(cluster, key, job),
+            None => self.dispatch(key, job),
+        }
         RecordOutcome::Recorded
     }
 

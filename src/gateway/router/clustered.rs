@@ -1,0 +1,367 @@
+//! The router on PostgreSQL, where several instances share the journal: a session's turns
+//! run on whichever instance holds the session's lease, one turn at a time cluster-wide.
+//!
+//! A journaled chat event goes into the local slot only while this instance holds that
+//! session's lease (so the busy modes still apply); otherwise it stays in the journal, the
+//! other instances are told (`NOTIFY`), and this instance tries to take the lease. The
+//! holder runs the session's queued jobs and then every unfinished journaled event of the
+//! session nobody here has run yet, oldest first, whoever recorded it; it re-reads the
+//! journal after each turn and releases the lease only when nothing is left (announcing
+//! the release when work arrived meanwhile). Every write a turn makes is fenced by the
+//! lease's token. A polling sweep finds what notifications missed, including the sessions
+//! of an instance that died (its leases expire) — that is the failover path.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hermes_adapter::MessageEvent;
+
+use super::Router;
+use super::slot::{Job, Slot};
+use crate::gateway::cluster::{Cluster, Held};
+use crate::state::postgres::{notify, with_fence};
+use crate::state::{InboundEvent, InboundState};
+
+/// How a journaled event is named in a slot's `seen` set.
+pub(super) fn seen_key(platform: &str, event_id: &str) -> String {
+    format!("{platform}\u{1f}{event_id}")
+}
+
+impl Router {
+    /// A journaled chat event, on PostgreSQL (see the module docs).
+    pub(super) fn offer_clustered(&self, cluster: &Arc<Cluster>, key: String, job: Job) {
+        let slot = self.slot(&key);
+        {
+            let mut state = slot.lock();
+            if state.held {
+                state
+                    .seen
+                    .insert(seen_key(&job.event.source.platform, &job.event.event_id));
+                drop(state);
+                self.dispatch(key, job);
+                return;
+            }
+        }
+        self.kick(&key);
+        let cluster = cluster.clone();
+        tokio::spawn(async move { cluster.announce(&key).await });
+    }
+
+    /// Makes sure a worker looks at `key`'s session: it takes the lease if it is free and
+    /// runs the session's unfinished events; it does nothing if another instance holds it.
+    pub(super) fn kick(&self, key: &str) {
+        if self.cluster.is_none() || self.is_shutting_down() {
+            return;
+        }
+        let slot = self.slot(key);
+        let mut state = slot.lock();
+        self.ensure_worker(&slot, &mut state);
+    }
+
+    /// The worker of a slot on PostgreSQL: hold the lease, run, release; again while work
+    /// is queued here.
+    pub(super) async fn drain_clustered(self: Arc<Self>, cluster: Arc<Cluster>, slot: Arc<Slot>) {
+        loop {
+            // An HTTP request is answered by the instance its client is connected to, so
+            // it waits for the lease; a chat event may be run by whoever holds it.
+            let api_waiting = slot.lock().queue.iter().any(|job| job.api.is_some());
+            let held = if api_waiting {
+                cluster
+                    .hold_waiting(&slot.key, || self.is_shutting_down())
+                    .await
+            } else {
+                cluster.try_hold(&slot.key).await.unwrap_or_else(|e| {
+                    tracing::warn!(session_key = %slot.key, error = %e, "cannot take a session lease; the sweep retries");
+                    None
+                })
+            };
+            let Some(held) = held else {
+                let mut state = slot.lock();
+                // Chat events are in the journal: the lease holder runs them.
+                // HTTP requests wait for the lease, unless the gateway is stopping (their
+                // clients are then told so when their answer channel drops).
+                let jobs = state.discard_queue(&self.metrics.router_queue_depth);
+                let stopping = self.is_shutting_down();
+                for job in jobs
+                    .into_iter()
+                    .filter(|job| job.api.is_some() && !stopping)
+                {
+                    state.enqueue(job, &self.metrics.router_queue_depth);
+                }
+                if state.queue.is_empty() {
+                    state.worker = false;
+                    return;
+                }
+                continue;
+            };
+            {
+                let mut state = slot.lock();
+                state.held = true;
+                // Another instance may have run turns since this one last held the session:
+                // the agent is loaded again from the stored history.
+                state.agent = None;
+            }
+            // ... and may have started the session or routed it to a new session id.
+            if let Err(e) = self.routing.reload_key(&self.store, &slot.key).await {
+                tracing::warn!(session_key = %slot.key, error = %e, "cannot re-read the session's routing entry");
+            }
+            tracing::debug!(session_key = %slot.key, token = held.lease().token, "session lease taken");
+            self.run_held(&slot, &held).await;
+            let seen = {
+                let mut state = slot.lock();
+                state.held = false;
+                std::mem::take(&mut state.seen)
+            };
+            let lost = held.is_lost();
+            cluster.release(held).await;
+            if !lost {
+                self.announce_leftovers(&cluster, &slot.key, &seen).await;
+            }
+            let mut state = slot.lock();
+            if state.queue.is_empty() {
+                state.worker = false;
+                return;
+            }
+        }
+    }
+
+    /// Runs the slot's jobs and the session's unfinished journaled events under `held`, in
+    /// the order they were received, until none is left or the lease is lost.
+    async fn run_held(&self, slot: &Arc<Slot>, held: &Held) {
+        loop {
+            if held.is_lost() {
+                return;
+            }
+            // A stopping gateway finishes what it has and takes up nothing new.
+            if !self.is_shutting_down() {
+                self.order_by_journal(slot).await;
+            }
+            let Some(job) = slot.lock().dequeue(&self.metrics.router_queue_depth) else {
+                return;
+            };
+            if job.api.is_none() {
+                slot.lock()
+                    .seen
+                    .insert(seen_key(&job.event.source.platform, &job.event.event_id));
+            }
+            let Ok(_permit) = self.turn_limit.clone().acquire_owned().await else {
+                return;
+            };
+            with_fence(held.lease().clone(), self.run_job(slot, job)).await;
+        }
+    }
+
+    /// Brings the session's unfinished journaled events into the slot's queue and puts the
+    /// queue in the journal's order (`received_at`), wherever each event was received: HTTP
+    /// requests (not journaled) first, then the events oldest first, then anything queued
+    /// that the journal no longer lists as unfinished.
+    async fn order_by_journal(&self, slot: &Arc<Slot>) {
+        let unfinished = match self.store.unfinished_inbound().await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::warn!(session_key = %slot.key, error = %e, "cannot read the session's unfinished events");
+                return;
+            }
+        };
+        let mut ours: Vec<InboundEvent> = unfinished
+            .into_iter()
+            .filter(|e| e.session_key == slot.key)
+            .collect();
+        ours.sort_by(|a, b| a.received_at.total_cmp(&b.received_at));
+        // Decode the events not yet taken up (outside the slot's lock: it may write).
+        let untaken: Vec<&InboundEvent> = {
+            let state = slot.lock();
+            let queued: HashSet<String> = state
+                .queue
+                .iter()
+                .map(|job| seen_key(&job.event.source.platform, &job.event.event_id))
+                .collect();
+            ours.iter()
+                .filter(|e| {
+                    let name = seen_key(&e.platform, &e.event_id);
+                    !state.seen.contains(&name) && !queued.contains(&name)
+                })
+                .collect()
+        };
+        let mut fresh = HashMap::new();
+        for journaled in untaken {
+            let name = seen_key(&journaled.platform, &journaled.event_id);
+            fresh.insert(name, self.journaled_job(journaled).await);
+        }
+        let depth = &self.metrics.router_queue_depth;
+        let mut state = slot.lock();
+        let jobs = state.discard_queue(depth);
+        let (api, chat): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.api.is_some());
+        let mut chat: Vec<Option<Job>> = chat.into_iter().map(Some).collect();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for (i, job) in chat.iter().enumerate() {
+            if let Some(job) = job {
+                index.insert(seen_key(&job.event.source.platform, &job.event.event_id), i);
+            }
+        }
+        for job in api {
+            state.enqueue(job, depth);
+        }
+        for journaled in &ours {
+            let name = seen_key(&journaled.platform, &journaled.event_id);
+            if let Some(&i) = index.get(&name)
+                && let Some(job) = chat[i].take()
+            {
+                state.enqueue(job, depth);
+            } else if let Some(decoded) = fresh.remove(&name) {
+                // Taken up now: not read again from the journal under this hold.
+                state.seen.insert(name);
+                if let Some(job) = decoded {
+                    state.enqueue(job, depth);
+                }
+            }
+        }
+        for job in chat.into_iter().flatten() {
+            state.enqueue(job, depth);
+        }
+    }
+
+    /// After a release: when the session has unfinished events this hold did not take up
+    /// (they arrived after its last look), another instance is told to take them.
+    async fn announce_leftovers(&self, cluster: &Cluster, key: &str, seen: &HashSet<String>) {
+        let Ok(unfinished) = self.store.unfinished_inbound().await else {
+            return;
+        };
+        let left = unfinished
+            .iter()
+            .any(|e| e.session_key == key && !seen.contains(&seen_key(&e.platform, &e.event_id)));
+        if left {
+            cluster.announce(key).await;
+        }
+    }
+
+    /// The sessions with unfinished events this instance could run (it has their platform).
+    pub(super) async fn sessions_with_work(&self) -> BTreeSet<String> {
+        match self.store.unfinished_inbound().await {
+            Ok(events) => events
+                .into_iter()
+                .filter(|e| self.link(&e.platform).is_some())
+                .map(|e| e.session_key)
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read unfinished events");
+                BTreeSet::new()
+            }
+        }
+    }
+
+    /// A journaled event as a job: `None` when this instance cannot run it (no such
+    /// platform here) or its payload is unreadable (then it is closed, as at a restart).
+    pub(super) async fn journaled_job(&self, journaled: &InboundEvent) -> Option<Job> {
+        self.link(&journaled.platform)?;
+        let event: MessageEvent = match serde_json::from_value(journaled.payload.clone()) {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!(event_id = %journaled.event_id, error = %e, "unreadable journaled event; closing it");
+                let _ = self
+                    .store
+                    .mark_inbound(
+                        &journaled.platform,
+                        &journaled.event_id,
+                        InboundState::Ignored,
+                    )
+                    .await;
+                return None;
+            }
+        };
+        Some(Job {
+            event,
+            resumed: journaled.state == InboundState::Processing,
+            api: None,
+        })
+    }
+
+    /// A turn whose session lease another instance took over (this one stalled past it):
+    /// its writes were refused, and it sends nothing; the new holder answers the event.
+    pub(super) fn lease_lost(&self, job: &Job, error: &crate::state::StoreError) {
+        tracing::warn!(platform = %job.event.source.platform, event_id = %job.event.event_id, error = %error,
+            "session lease lost mid-turn; another instance answers this event");
+        if let Some(api) = &job.api {
+            Self::answer_api_error(api, "the session moved to another instance; please retry");
+        }
+    }
+
+    /// The background work of an instance on PostgreSQL: session-work notifications, and
+    /// the sweep (unfinished events whose session is free; replies owed by dead instances).
+    pub(super) fn start_cluster_tasks(self: &Arc<Self>, cluster: &Arc<Cluster>) {
+        let router = Arc::downgrade(self);
+        let listening = cluster.clone();
+        tokio::spawn(async move { listen(router, listening).await });
+        let router = Arc::downgrade(self);
+        let every = cluster.sweep_interval();
+        let resend_every = cluster.lease_ttl();
+        tokio::spawn(async move { sweep(router, every, resend_every).await });
+    }
+}
+
+/// Wakes the sessions other instances announce.
+async fn listen(router: std::sync::Weak<Router>, cluster: Arc<Cluster>) {
+    let retry = cluster.sweep_interval();
+    loop {
+        let pool = match router.upgrade() {
+            Some(router) if !router.is_shutting_down() => match router.store.postgres() {
+                Some(pg) => pg.pool().clone(),
+                None => return,
+            },
+            _ => return,
+        };
+        let mut listener = match notify::session_work_listener(&pool).await {
+            Ok(listener) => listener,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for session work; polling only for now");
+                tokio::time::sleep(retry).await;
+                continue;
+            }
+        };
+        loop {
+            let key = match listener.recv().await {
+                Ok(notification) => notification.payload().to_owned(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "session-work notifications interrupted");
+                    tokio::time::sleep(retry).await;
+                    break;
+                }
+            };
+            let Some(router) = router.upgrade() else {
+                return;
+            };
+            if router.is_shutting_down() {
+                return;
+            }
+            cluster.woken(&key);
+            router.kick(&key);
+        }
+    }
+}
+
+/// The fallback and the failover: every `every`, each session with unfinished events is
+/// kicked (its lease is taken if free: never held, released, or expired with a dead
+/// holder); every `resend_every`, replies owed by instances no longer alive are sent.
+async fn sweep(router: std::sync::Weak<Router>, every: Duration, resend_every: Duration) {
+    let mut last_resend = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(router) = router.upgrade() else {
+            return;
+        };
+        if router.is_shutting_down() {
+            return;
+        }
+        for key in router.sessions_with_work().await {
+            router.kick(&key);
+        }
+        if last_resend.elapsed() >= resend_every {
+            last_resend = tokio::time::Instant::now();
+            let sent = router.resend_replies().await;
+            if sent > 0 {
+                tracing::info!(sent, "sending replies owed by instances that stopped");
+            }
+        }
+    }
+}

@@ -489,7 +489,14 @@ fn the_cluster_compose_file_validates_and_every_instance_shares_one_database() {
             env["HERMES_DATABASE_URL"], "postgres://hermes:compose-check@postgres:5432/hermes",
             "{name}"
         );
-        assert!(ids.insert(env["HERMESD_INSTANCE_ID"].as_str().unwrap().to_owned()));
+        assert!(
+            ids.insert(
+                env["HERMES__STATE__INSTANCE_ID"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            )
+        );
         assert!(
             service.get("ports").is_none(),
             "{name} is reached through the balancer only"
@@ -525,5 +532,30 @@ fn the_cluster_compose_file_validates_and_every_instance_shares_one_database() {
     assert!(
         config["state"].get("postgres_url").is_none(),
         "the URL holds a password: it belongs in the environment"
+    );
+    // hermesd itself accepts the shared config with the instances' environment.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.join("config.yaml"), home.path().join("config.yaml")).unwrap();
+    let env = &services["hermesd-1"]["environment"];
+    let check = Command::new(env!("CARGO_BIN_EXE_hermesd"))
+        .args(["config", "check"])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("HERMES_HOME", home.path())
+        .env(
+            "HERMES_DATABASE_URL",
+            env["HERMES_DATABASE_URL"].as_str().unwrap(),
+        )
+        .env(
+            "HERMES__STATE__INSTANCE_ID",
+            env["HERMES__STATE__INSTANCE_ID"].as_str().unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "hermesd config check refused deploy/cluster/config.yaml: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
     );
 }

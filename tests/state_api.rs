@@ -1,14 +1,32 @@
-//! The store's API against real database files: sessions, messages, titles, lineage,
-//! search, prune/export/delete, and group-commit isolation.
+//! The store's API on both backends (one suite: a fresh state.db, and a fresh private
+//! PostgreSQL cluster): sessions, messages, titles, lineage, search, prune/export/delete,
+//! write isolation. The tests that are about SQLite itself (another process's lock) run on
+//! SQLite only.
+
+mod support;
 
 use hermesd::state::{Content, NewMessage, NewSession, SearchQuery, Store, StoreError, UsageDelta};
 use serde_json::json;
+use support::store_backends::TestStore;
 
-fn open() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join("state.db")).expect("open");
-    (dir, store)
-}
+on_both_backends!(
+    append_counts_messages_and_tool_calls,
+    a_failing_write_never_fails_its_neighbours,
+    first_end_reason_wins_and_reopen_clears_it,
+    titles_are_unique_sanitised_and_numbered_in_lineage,
+    an_auto_title_only_fills_an_empty_title,
+    a_compression_child_takes_its_ancestors_title,
+    lineage_walks_ancestors_and_descendants,
+    delete_orphans_children_and_prune_only_takes_old_ended_sessions,
+    export_clear_and_resolve_prefixes,
+    recent_sessions_carry_preview_and_last_active,
+    truncate_recounts_messages_and_tool_calls,
+    usage_accumulates_and_an_unknown_session_is_an_error,
+    text_with_nul_and_structured_content_round_trips,
+    start_turn_appends_and_marks_the_event_processing,
+    concurrent_claims_of_one_title_get_title_in_use,
+    writes_after_close_fail_clearly,
+);
 
 async fn session(store: &Store, id: &str, source: &str) {
     store
@@ -24,11 +42,10 @@ async fn say(store: &Store, id: &str, role: &str, text: &str) -> i64 {
         .expect("append")
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn append_counts_messages_and_tool_calls() {
-    let (_dir, store) = open();
-    session(&store, "s1", "cli").await;
-    say(&store, "s1", "user", "hello").await;
+async fn append_counts_messages_and_tool_calls(t: &TestStore) {
+    let store = &t.store;
+    session(store, "s1", "cli").await;
+    say(store, "s1", "user", "hello").await;
     let mut assistant = NewMessage::text("s1", "assistant", "");
     assistant.content = None;
     assistant.tool_calls = Some(json!([
@@ -73,10 +90,9 @@ async fn append_counts_messages_and_tool_calls() {
     assert_eq!((stats[0].total_input, stats[0].total_output), (10, 5));
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_failing_write_never_fails_its_neighbours() {
-    let (_dir, store) = open();
-    session(&store, "s", "cli").await;
+async fn a_failing_write_never_fails_its_neighbours(t: &TestStore) {
+    let store = &t.store;
+    session(store, "s", "cli").await;
     // Many writes queued at once land in the same group-committed transaction.
     let mut tasks = Vec::new();
     for i in 0..200 {
@@ -102,10 +118,9 @@ async fn a_failing_write_never_fails_its_neighbours() {
     assert_eq!(store.get_messages("s").await.unwrap().len(), 180);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn first_end_reason_wins_and_reopen_clears_it() {
-    let (_dir, store) = open();
-    session(&store, "s", "telegram").await;
+async fn first_end_reason_wins_and_reopen_clears_it(t: &TestStore) {
+    let store = &t.store;
+    session(store, "s", "telegram").await;
     assert!(store.end_session("s", "idle").await.unwrap());
     assert!(!store.end_session("s", "daily").await.unwrap());
     let s = store.get_session("s").await.unwrap().unwrap();
@@ -116,11 +131,10 @@ async fn first_end_reason_wins_and_reopen_clears_it() {
     assert!(store.end_session("s", "daily").await.unwrap());
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn titles_are_unique_sanitised_and_numbered_in_lineage() {
-    let (_dir, store) = open();
+async fn titles_are_unique_sanitised_and_numbered_in_lineage(t: &TestStore) {
+    let store = &t.store;
     for id in ["a", "b", "c"] {
-        session(&store, id, "cli").await;
+        session(store, id, "cli").await;
     }
     store
         .set_session_title("a", Some("  Fix\u{200B} Docker   Build "))
@@ -182,10 +196,9 @@ async fn titles_are_unique_sanitised_and_numbered_in_lineage() {
     assert_eq!(store.get_session("b").await.unwrap().unwrap().title, None);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_compression_child_takes_its_ancestors_title() {
-    let (_dir, store) = open();
-    session(&store, "parent", "cli").await;
+async fn a_compression_child_takes_its_ancestors_title(t: &TestStore) {
+    let store = &t.store;
+    session(store, "parent", "cli").await;
     let mut child = NewSession::new("child", "cli");
     child.parent_session_id = Some("parent".into());
     store.create_session(child).await.unwrap();
@@ -214,10 +227,9 @@ async fn a_compression_child_takes_its_ancestors_title() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn lineage_walks_ancestors_and_descendants() {
-    let (_dir, store) = open();
-    session(&store, "root", "cli").await;
+async fn lineage_walks_ancestors_and_descendants(t: &TestStore) {
+    let store = &t.store;
+    session(store, "root", "cli").await;
     for (id, parent) in [("mid", "root"), ("leaf", "mid"), ("sibling", "root")] {
         let mut s = NewSession::new(id, "cli");
         s.parent_session_id = Some(parent.into());
@@ -242,9 +254,8 @@ async fn lineage_walks_ancestors_and_descendants() {
     assert_eq!(down, ["leaf", "mid", "root", "sibling"]);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn delete_orphans_children_and_prune_only_takes_old_ended_sessions() {
-    let (_dir, store) = open();
+async fn delete_orphans_children_and_prune_only_takes_old_ended_sessions(t: &TestStore) {
+    let store = &t.store;
     let old = hermesd::state::now_epoch() - 40.0 * 86_400.0;
     for (id, source, ended) in [
         ("old-ended", "telegram", true),
@@ -254,7 +265,7 @@ async fn delete_orphans_children_and_prune_only_takes_old_ended_sessions() {
         let mut s = NewSession::new(id, source);
         s.started_at = Some(old);
         store.create_session(s).await.unwrap();
-        say(&store, id, "user", "hi").await;
+        say(store, id, "user", "hi").await;
         if ended {
             store.end_session(id, "idle").await.unwrap();
         }
@@ -262,7 +273,7 @@ async fn delete_orphans_children_and_prune_only_takes_old_ended_sessions() {
     let mut child = NewSession::new("child", "cli");
     child.parent_session_id = Some("old-ended".into());
     store.create_session(child).await.unwrap();
-    session(&store, "recent", "telegram").await;
+    session(store, "recent", "telegram").await;
     store.end_session("recent", "idle").await.unwrap();
 
     assert_eq!(
@@ -290,13 +301,12 @@ async fn delete_orphans_children_and_prune_only_takes_old_ended_sessions() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn export_clear_and_resolve_prefixes() {
-    let (_dir, store) = open();
-    session(&store, "20260101_000000_aaaa1111", "cli").await;
-    session(&store, "20260101_000000_aaaa2222", "discord").await;
-    say(&store, "20260101_000000_aaaa1111", "user", "one").await;
-    say(&store, "20260101_000000_aaaa1111", "assistant", "two").await;
+async fn export_clear_and_resolve_prefixes(t: &TestStore) {
+    let store = &t.store;
+    session(store, "20260101_000000_aaaa1111", "cli").await;
+    session(store, "20260101_000000_aaaa2222", "discord").await;
+    say(store, "20260101_000000_aaaa1111", "user", "one").await;
+    say(store, "20260101_000000_aaaa1111", "assistant", "two").await;
 
     let one = store
         .export_session("20260101_000000_aaaa1111")
@@ -341,9 +351,8 @@ async fn export_clear_and_resolve_prefixes() {
     assert_eq!(s.message_count, 0);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn recent_sessions_carry_preview_and_last_active() {
-    let (_dir, store) = open();
+async fn recent_sessions_carry_preview_and_last_active(t: &TestStore) {
+    let store = &t.store;
     let mut first = NewSession::new("first", "cli");
     first.started_at = Some(1000.0);
     store.create_session(first).await.unwrap();
@@ -365,10 +374,9 @@ async fn recent_sessions_carry_preview_and_last_active() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn writes_after_close_fail_clearly() {
-    let (_dir, store) = open();
-    session(&store, "s", "cli").await;
+async fn writes_after_close_fail_clearly(t: &TestStore) {
+    let store = &t.store;
+    session(store, "s", "cli").await;
     store.close().await;
     let err = store
         .append_message(NewMessage::text("s", "user", "late"))
@@ -377,6 +385,7 @@ async fn writes_after_close_fail_clearly() {
     assert!(matches!(err, StoreError::Closed), "{err}");
 }
 
+// SQLite only: about SQLite's file lock held by another process.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_held_lock_is_waited_out_and_an_endless_one_is_a_clear_error() {
     use hermesd::state::{RetryPolicy, StoreOptions};
@@ -428,4 +437,271 @@ async fn a_held_lock_is_waited_out_and_an_endless_one_is_a_clear_error() {
     other.execute_batch("ROLLBACK").unwrap();
     let texts: Vec<_> = store.get_messages("s").await.unwrap();
     assert_eq!(texts.len(), 1, "exactly the confirmed write is stored");
+}
+
+async fn an_auto_title_only_fills_an_empty_title(t: &TestStore) {
+    let store = &t.store;
+    for id in ["a", "b"] {
+        session(store, id, "cli").await;
+    }
+    assert!(
+        store
+            .set_auto_title_if_empty("a", "Generated")
+            .await
+            .unwrap()
+    );
+    // A title set meanwhile (by hand, or an earlier generation) wins.
+    assert!(!store.set_auto_title_if_empty("a", "Later").await.unwrap());
+    assert!(!store.set_auto_title_if_empty("missing", "X").await.unwrap());
+    let err = store
+        .set_auto_title_if_empty("b", "Generated")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::TitleInUse { title, holder } if title == "Generated" && holder == "a"),
+        "{err}"
+    );
+    assert_eq!(store.get_session("b").await.unwrap().unwrap().title, None);
+    assert!(matches!(
+        store.set_session_title("missing", Some("Free")).await,
+        Err(StoreError::SessionNotFound(id)) if id == "missing"
+    ));
+}
+
+async fn truncate_recounts_messages_and_tool_calls(t: &TestStore) {
+    let store = &t.store;
+    session(store, "s", "cli").await;
+    say(store, "s", "user", "run two tools").await;
+    let mut calls = NewMessage::text("s", "assistant", "");
+    calls.tool_calls = Some(json!([{"id": "a"}, {"id": "b"}]));
+    store.append_message(calls).await.unwrap();
+    let mut single = NewMessage::text("s", "assistant", "");
+    single.tool_calls = Some(json!({"id": "c"}));
+    let undo_from = store.append_message(single).await.unwrap();
+    say(store, "s", "tool", "done").await;
+    let s = store.get_session("s").await.unwrap().unwrap();
+    assert_eq!((s.message_count, s.tool_call_count), (4, 3));
+
+    assert_eq!(store.truncate_messages("s", undo_from).await.unwrap(), 2);
+    let s = store.get_session("s").await.unwrap().unwrap();
+    assert_eq!((s.message_count, s.tool_call_count), (2, 2));
+    let ids: Vec<i64> = store
+        .get_messages("s")
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert!(ids.iter().all(|id| *id < undo_from), "{ids:?}");
+    assert_eq!(store.clear_messages("s").await.unwrap(), 2);
+    let s = store.get_session("s").await.unwrap().unwrap();
+    assert_eq!((s.message_count, s.tool_call_count), (0, 0));
+}
+
+async fn usage_accumulates_and_an_unknown_session_is_an_error(t: &TestStore) {
+    let store = &t.store;
+    session(store, "cheap", "cli").await;
+    session(store, "dear", "cli").await;
+    session(store, "free", "cli").await;
+    let usage = |id: &str, model: &str, cost: Option<f64>| UsageDelta {
+        session_id: id.into(),
+        model: Some(model.into()),
+        input_tokens: 100,
+        output_tokens: 10,
+        cache_read_tokens: 1,
+        cache_write_tokens: 2,
+        reasoning_tokens: 3,
+        api_calls: 1,
+        estimated_cost_usd: cost,
+        billing_provider: Some("openrouter".into()),
+        billing_base_url: None,
+    };
+    for _ in 0..2 {
+        store
+            .record_usage(usage("cheap", "small", Some(0.25)))
+            .await
+            .unwrap();
+    }
+    store
+        .record_usage(usage("dear", "large", Some(2.0)))
+        .await
+        .unwrap();
+    store
+        .record_usage(usage("free", "local", None))
+        .await
+        .unwrap();
+    let s = store.get_session("cheap").await.unwrap().unwrap();
+    assert_eq!(
+        (
+            s.input_tokens,
+            s.output_tokens,
+            s.cache_read_tokens,
+            s.cache_write_tokens
+        ),
+        (200, 20, 2, 4)
+    );
+    assert_eq!((s.reasoning_tokens, s.api_call_count), (6, 2));
+    assert_eq!(s.estimated_cost_usd, Some(0.5));
+    assert_eq!(s.billing_provider.as_deref(), Some("openrouter"));
+    assert_eq!(
+        store
+            .get_session("free")
+            .await
+            .unwrap()
+            .unwrap()
+            .estimated_cost_usd,
+        None
+    );
+
+    // Most expensive first; a model without any cost comes last.
+    let stats = store.model_stats().await.unwrap();
+    let order: Vec<(&str, Option<f64>)> = stats
+        .iter()
+        .map(|m| (m.model.as_str(), m.total_cost))
+        .collect();
+    assert_eq!(
+        order,
+        [("large", Some(2.0)), ("small", Some(0.5)), ("local", None)]
+    );
+    assert_eq!((stats[1].session_count, stats[1].total_input), (1, 200));
+
+    let err = store
+        .record_usage(usage("missing", "small", None))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::SessionNotFound(id) if id == "missing"),
+        "{err}"
+    );
+}
+
+async fn text_with_nul_and_structured_content_round_trips(t: &TestStore) {
+    let store = &t.store;
+    let mut s = NewSession::new("s", "cli");
+    s.system_prompt = Some("prompt\u{0}with nul \u{FFFF}".into());
+    s.model_config = Some(json!({"temperature": 0.5}));
+    store.create_session(s).await.unwrap();
+    let mut m = NewMessage::text("s", "tool", "out\u{0}put \u{FFFF}0 kept");
+    m.reasoning = Some("why\u{0}".into());
+    m.reasoning_details = Some(json!([{"text": "a\u{0}b"}]));
+    let text_id = store.append_message(m.clone()).await.unwrap();
+    let mut structured = NewMessage::text("s", "user", "");
+    structured.content = Some(Content::Json(
+        json!([{"type": "text", "text": "see \u{0}"}]),
+    ));
+    store.append_message(structured.clone()).await.unwrap();
+
+    let session = store.get_session("s").await.unwrap().unwrap();
+    assert_eq!(
+        session.system_prompt.as_deref(),
+        Some("prompt\u{0}with nul \u{FFFF}")
+    );
+    assert_eq!(
+        session.model_config.as_deref(),
+        Some(r#"{"temperature":0.5}"#)
+    );
+    let messages = store.get_messages("s").await.unwrap();
+    assert_eq!(messages[0].id, text_id);
+    assert_eq!(messages[0].content, m.content);
+    assert_eq!(messages[0].reasoning, m.reasoning);
+    assert_eq!(messages[0].reasoning_details, m.reasoning_details);
+    assert_eq!(messages[1].content, structured.content);
+    let recent = store.recent_sessions(None, 1).await.unwrap();
+    // SQLite's text functions end a string at U+0000, and structured content is stored
+    // behind a NUL marker: its preview is empty on both backends.
+    assert_eq!(recent[0].preview, "");
+}
+
+/// Journals an inbound event (the gateway's table), as the adapters do before a turn.
+async fn journal(t: &TestStore, event_id: &str) {
+    match t.store.postgres() {
+        // Raw SQL: the gateway's PostgreSQL writes are another part of issue 22.
+        Some(pg) => {
+            sqlx::query(
+                "INSERT INTO hermesd_inbound_events (platform, event_id, session_key, state, \
+                 payload_json, received_at, updated_at) \
+                 VALUES ('telegram', $1, 'k', 'received', '{}', 1, 1)",
+            )
+            .bind(event_id)
+            .execute(pg.pool())
+            .await
+            .unwrap();
+        }
+        None => {
+            t.store.ensure_gateway_schema().await.unwrap();
+            t.store
+                .record_inbound("telegram", event_id, "k", json!({}))
+                .await
+                .unwrap();
+        }
+    }
+}
+
+async fn inbound_state(t: &TestStore, event_id: &str) -> String {
+    match t.store.postgres() {
+        Some(pg) => sqlx::query_scalar(
+            "SELECT state FROM hermesd_inbound_events WHERE platform = 'telegram' AND event_id = $1",
+        )
+        .bind(event_id)
+        .fetch_one(pg.pool())
+        .await
+        .unwrap(),
+        None => {
+            let event = t.store.get_inbound("telegram", event_id).await.unwrap();
+            event.unwrap().state.as_str().to_owned()
+        }
+    }
+}
+
+async fn start_turn_appends_and_marks_the_event_processing(t: &TestStore) {
+    let store = &t.store;
+    session(store, "s", "telegram").await;
+    journal(t, "e1").await;
+    journal(t, "e2").await;
+    let id = store
+        .start_turn(NewMessage::text("s", "user", "hello"), "telegram", "e1")
+        .await
+        .unwrap();
+    assert_eq!(inbound_state(t, "e1").await, "processing");
+    let messages = store.get_messages("s").await.unwrap();
+    assert_eq!((messages.len(), messages[0].id), (1, id));
+    assert_eq!(
+        store.get_session("s").await.unwrap().unwrap().message_count,
+        1
+    );
+
+    // A turn that cannot append its message leaves its event as it was.
+    let err = store
+        .start_turn(NewMessage::text("missing", "user", "hi"), "telegram", "e2")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::SessionNotFound(_)), "{err}");
+    assert_eq!(inbound_state(t, "e2").await, "received");
+}
+
+async fn concurrent_claims_of_one_title_get_title_in_use(t: &TestStore) {
+    // Two handles, as two instances (or two processes) would have.
+    let other = t.another(hermesd::state::StoreOptions::default()).await;
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let id = format!("s{i}");
+        session(&t.store, &id, "cli").await;
+        let store = if i % 2 == 0 {
+            t.store.clone()
+        } else {
+            other.clone()
+        };
+        tasks.push(tokio::spawn(async move {
+            store.set_session_title(&id, Some("Same")).await
+        }));
+    }
+    let mut set = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(()) => set += 1,
+            Err(StoreError::TitleInUse { title, .. }) => assert_eq!(title, "Same"),
+            Err(other) => panic!("a lost race must be TitleInUse, not {other}"),
+        }
+    }
+    assert_eq!(set, 1);
 }

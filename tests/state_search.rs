@@ -1,12 +1,29 @@
-//! Full-text search through the real FTS5 indexes: words, phrases, prefixes, operators,
-//! tool text, CJK via trigram (≥ 3 characters) and LIKE (2 characters), filters, context.
+//! Full-text search on both backends (SQLite's FTS5 indexes; PostgreSQL's full-text search
+//! and pg_trgm): words, phrases, prefixes, operators, tool text, CJK via trigram (≥ 3
+//! characters) and LIKE (2 characters), filters, paging, context, snippets.
+
+mod support;
 
 use hermesd::state::{NewMessage, NewSession, SearchQuery, Store};
 use serde_json::json;
+use support::store_backends::TestStore;
 
-async fn fixture() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("state.db")).unwrap();
+on_both_backends!(
+    words_phrases_prefixes_and_operators,
+    tool_names_and_tool_call_json_are_searchable,
+    cjk_three_characters_use_trigram_and_two_use_like,
+    source_and_role_filters,
+    context_is_one_message_each_side_truncated,
+    hostile_queries_never_error,
+    operator_precedence_and_case_are_fts5s,
+    cjk_substrings_inside_longer_text_and_mixed_queries,
+    snippets_mark_matches_and_cut_long_text,
+    paging_with_limit_and_offset,
+    deleted_and_cleared_messages_leave_the_index,
+);
+
+async fn fixture(t: &TestStore) -> &Store {
+    let store = &t.store;
     store
         .create_session(NewSession::new("cli1", "cli"))
         .await
@@ -45,7 +62,7 @@ async fn fixture() -> (tempfile::TempDir, Store) {
     let mut tool = NewMessage::text("cli1", "tool", "exit code 0");
     tool.tool_name = Some("terminal".into());
     store.append_message(tool).await.unwrap();
-    (dir, store)
+    store
 }
 
 async fn ids(store: &Store, query: SearchQuery) -> Vec<(String, String)> {
@@ -58,9 +75,8 @@ async fn ids(store: &Store, query: SearchQuery) -> Vec<(String, String)> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn words_phrases_prefixes_and_operators() {
-    let (_dir, store) = fixture().await;
+async fn words_phrases_prefixes_and_operators(t: &TestStore) {
+    let store = fixture(t).await;
     let hits = store
         .search(SearchQuery::new("docker deployment"))
         .await
@@ -75,37 +91,34 @@ async fn words_phrases_prefixes_and_operators() {
     assert_eq!(hits[0].role, "user");
 
     assert_eq!(
-        ids(&store, SearchQuery::new("\"fix the docker\""))
+        ids(store, SearchQuery::new("\"fix the docker\""))
             .await
             .len(),
         1
     );
-    assert_eq!(ids(&store, SearchQuery::new("deploy*")).await.len(), 1);
+    assert_eq!(ids(store, SearchQuery::new("deploy*")).await.len(), 1);
     assert_eq!(
-        ids(&store, SearchQuery::new("docker OR kubernetes"))
+        ids(store, SearchQuery::new("docker OR kubernetes"))
             .await
             .len(),
         2
     );
     assert_eq!(
-        ids(&store, SearchQuery::new("docker NOT staging"))
+        ids(store, SearchQuery::new("docker NOT staging"))
             .await
             .len(),
         0
     );
     // Hyphenated and dotted compounds are quoted by the sanitiser and still match.
-    assert_eq!(ids(&store, SearchQuery::new("chat-send")).await.len(), 1);
+    assert_eq!(ids(store, SearchQuery::new("chat-send")).await.len(), 1);
     assert_eq!(
-        ids(&store, SearchQuery::new("my-app.config.ts"))
-            .await
-            .len(),
+        ids(store, SearchQuery::new("my-app.config.ts")).await.len(),
         1
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn tool_names_and_tool_call_json_are_searchable() {
-    let (_dir, store) = fixture().await;
+async fn tool_names_and_tool_call_json_are_searchable(t: &TestStore) {
+    let store = fixture(t).await;
     let hits = store.search(SearchQuery::new("nginx")).await.unwrap();
     assert_eq!(hits.len(), 1, "tool_calls JSON is indexed");
     let hits = store.search(SearchQuery::new("terminal")).await.unwrap();
@@ -116,9 +129,8 @@ async fn tool_names_and_tool_call_json_are_searchable() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn cjk_three_characters_use_trigram_and_two_use_like() {
-    let (_dir, store) = fixture().await;
+async fn cjk_three_characters_use_trigram_and_two_use_like(t: &TestStore) {
+    let store = fixture(t).await;
     let three = store.search(SearchQuery::new("部署环境")).await.unwrap();
     assert_eq!(three.len(), 1);
     assert!(three[0].snippet.contains(">>>"), "{}", three[0].snippet);
@@ -139,24 +151,22 @@ async fn cjk_three_characters_use_trigram_and_two_use_like() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn source_and_role_filters() {
-    let (_dir, store) = fixture().await;
+async fn source_and_role_filters(t: &TestStore) {
+    let store = fixture(t).await;
     let mut q = SearchQuery::new("部署");
     q.source_filter = vec!["cli".into()];
-    assert!(ids(&store, q).await.is_empty());
+    assert!(ids(store, q).await.is_empty());
     let mut q = SearchQuery::new("docker OR kubernetes OR chat-send");
     q.exclude_sources = vec!["telegram".into()];
-    assert_eq!(ids(&store, q).await.len(), 2);
+    assert_eq!(ids(store, q).await.len(), 2);
     let mut q = SearchQuery::new("container OR docker");
     q.role_filter = vec!["assistant".into()];
-    let hits = ids(&store, q).await;
+    let hits = ids(store, q).await;
     assert_eq!(hits.len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn context_is_one_message_each_side_truncated() {
-    let (_dir, store) = fixture().await;
+async fn context_is_one_message_each_side_truncated(t: &TestStore) {
+    let store = fixture(t).await;
     let hits = store.search(SearchQuery::new("kubernetes")).await.unwrap();
     assert_eq!(hits.len(), 1);
     let context = &hits[0].context;
@@ -168,9 +178,8 @@ async fn context_is_one_message_each_side_truncated() {
     assert_eq!(first[0].context.len(), 2, "no previous message");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn hostile_queries_never_error() {
-    let (_dir, store) = fixture().await;
+async fn hostile_queries_never_error(t: &TestStore) {
+    let store = fixture(t).await;
     for q in [
         "",
         "   ",
@@ -200,4 +209,161 @@ async fn hostile_queries_never_error() {
         .await
         .unwrap();
     assert_eq!(hits.len(), 1);
+}
+
+async fn count(store: &Store, query: &str) -> usize {
+    store.search(SearchQuery::new(query)).await.unwrap().len()
+}
+
+async fn operator_precedence_and_case_are_fts5s(t: &TestStore) {
+    let store = fixture(t).await;
+    // Terms side by side bind tighter than NOT: docker and not (staging and thanks).
+    assert_eq!(count(store, "docker NOT staging thanks").await, 1);
+    assert_eq!(count(store, "docker OR thanks NOT kubernetes").await, 1);
+    assert_eq!(count(store, "docker AND staging OR kubernetes").await, 2);
+    // Only upper-case operators are operators: here "or" is a word no message has.
+    assert_eq!(count(store, "docker or kubernetes").await, 0);
+    assert_eq!(count(store, "DOCKER Staging").await, 1);
+    assert_eq!(count(store, "\"docker deployment\"").await, 1);
+    assert_eq!(count(store, "\"deployment docker\"").await, 0);
+    assert_eq!(count(store, "kube* OR nginx").await, 2);
+    // Punctuation the sanitiser keeps is still a syntax error: no hits, no error.
+    assert_eq!(count(store, "thanks, and").await, 0);
+    assert_eq!(count(store, "it's").await, 0);
+}
+
+async fn cjk_substrings_inside_longer_text_and_mixed_queries(t: &TestStore) {
+    let store = fixture(t).await;
+    assert_eq!(
+        count(store, "需要部署").await,
+        1,
+        "a substring across word boundaries"
+    );
+    assert_eq!(count(store, "环境的文档").await, 1);
+    assert_eq!(count(store, "部署环境的 OR 数据库").await, 2);
+    assert_eq!(
+        count(store, "docker 部署环境").await,
+        0,
+        "both terms must match"
+    );
+    assert_eq!(count(store, "部署环境 NOT 需要部署").await, 0);
+    // A 2-character CJK term sends the whole query to the LIKE fallback: any term matches.
+    assert_eq!(count(store, "部署 docker").await, 3);
+    let hits = store.search(SearchQuery::new("部署环境")).await.unwrap();
+    assert_eq!(hits[0].session_id, "tg1");
+    assert_eq!(hits[0].source, "telegram");
+}
+
+async fn snippets_mark_matches_and_cut_long_text(t: &TestStore) {
+    let store = fixture(t).await;
+    let hits = store.search(SearchQuery::new("docker")).await.unwrap();
+    assert_eq!(
+        hits[0].snippet.trim(),
+        "How do I fix the >>>docker<<< deployment on staging?"
+    );
+    let words: Vec<String> = (0..200).map(|i| format!("w{i}")).collect();
+    let long = format!(
+        "{} needle {}",
+        words[..100].join(" "),
+        words[100..].join(" ")
+    );
+    store
+        .append_message(NewMessage::text("cli1", "user", &long))
+        .await
+        .unwrap();
+    let hits = store.search(SearchQuery::new("needle")).await.unwrap();
+    let snippet = &hits[0].snippet;
+    assert!(snippet.contains(">>>needle<<<"), "{snippet}");
+    assert!(snippet.starts_with("..."), "{snippet}");
+    assert!(snippet.ends_with("..."), "{snippet}");
+    assert!(snippet.split_whitespace().count() <= 45, "{snippet}");
+    let cjk = store.search(SearchQuery::new("部署环境")).await.unwrap();
+    assert!(
+        cjk[0].snippet.contains(">>>部署环境<<<"),
+        "{}",
+        cjk[0].snippet
+    );
+    // The LIKE fallback shows the content around the term, unmarked.
+    let like = store.search(SearchQuery::new("数据")).await.unwrap();
+    assert_eq!(like[0].snippet, "部署 已完成。数据库 也准备好了");
+}
+
+async fn paging_with_limit_and_offset(t: &TestStore) {
+    let store = fixture(t).await;
+    for query in ["terminal", "部署"] {
+        let all: Vec<i64> = store
+            .search(SearchQuery::new(query))
+            .await
+            .unwrap()
+            .iter()
+            .map(|h| h.id)
+            .collect();
+        assert_eq!(all.len(), 2, "{query}");
+        let mut paged = Vec::new();
+        for offset in 0..3 {
+            let mut q = SearchQuery::new(query);
+            q.limit = 1;
+            q.offset = offset;
+            paged.extend(store.search(q).await.unwrap().iter().map(|h| h.id));
+        }
+        assert_eq!(paged, all, "{query}");
+    }
+}
+
+async fn deleted_and_cleared_messages_leave_the_index(t: &TestStore) {
+    let store = fixture(t).await;
+    assert_eq!(count(store, "docker").await, 1);
+    let kept = store
+        .append_message(NewMessage::text("cli1", "user", "docker again"))
+        .await
+        .unwrap();
+    let undone = store
+        .append_message(NewMessage::text("cli1", "user", "docker undone"))
+        .await
+        .unwrap();
+    assert_eq!(count(store, "docker").await, 3);
+    store.truncate_messages("cli1", undone).await.unwrap();
+    let hits = store.search(SearchQuery::new("docker")).await.unwrap();
+    assert_eq!(hits.len(), 2);
+    assert!(hits.iter().any(|h| h.id == kept));
+    store.clear_messages("cli1").await.unwrap();
+    assert_eq!(count(store, "docker").await, 0);
+    assert_eq!(count(store, "部署").await, 2, "other sessions keep theirs");
+}
+
+// PostgreSQL only: its indexes (migration 0002) must serve the exact expressions the search
+// queries use, or every search scans the whole message table.
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_search_expressions_use_the_indexes() {
+    use hermesd::state::postgres::SEARCH_TEXT;
+    use support::store_backends::Backend;
+
+    let t = TestStore::open(Backend::Postgres).await;
+    let store = fixture(&t).await;
+    let pool = store.postgres().expect("a PostgreSQL store").pool();
+    let mut conn = pool.acquire().await.unwrap();
+    // With so few rows a scan is cheapest; forbid it to see which indexes can serve.
+    sqlx::query("SET enable_seqscan = off")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    for (matcher, index) in [
+        (
+            format!("to_tsvector('simple', {SEARCH_TEXT}) @@ to_tsquery('simple', $1)"),
+            "idx_messages_search_words",
+        ),
+        (
+            format!("{SEARCH_TEXT} ILIKE $1 ESCAPE '\\'"),
+            "idx_messages_search_trigram",
+        ),
+    ] {
+        let sql = format!("EXPLAIN SELECT m.id FROM messages m WHERE {matcher}");
+        let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind("%部署环境%")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap();
+        let plan = plan.join("\n");
+        assert!(plan.contains(index), "{index} not used:\n{plan}");
+    }
 }

@@ -98,11 +98,6 @@ pub fn text_or_empty(row: &Row<'_>, idx: usize) -> rusqlite::Result<String> {
     Ok(text(row, idx)?.unwrap_or_default())
 }
 
-/// Reads an integer column that Hermes declares with a default but may hold NULL.
-pub fn int_or_zero(row: &Row<'_>, idx: usize) -> rusqlite::Result<i64> {
-    Ok(row.get::<_, Option<i64>>(idx)?.unwrap_or(0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

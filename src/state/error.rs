@@ -29,7 +29,17 @@ pub enum StoreError {
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
     #[error("{0}")]
-    Postgres(#[from] super::postgres::PgError),
+    Postgres(super::postgres::PgError),
+}
+
+impl From<super::postgres::PgError> for StoreError {
+    /// A closed PostgreSQL pool is the closed store, as a stopped writer is on SQLite.
+    fn from(error: super::postgres::PgError) -> Self {
+        match error {
+            super::postgres::PgError::Query(sqlx::Error::PoolClosed) => StoreError::Closed,
+            other => StoreError::Postgres(other),
+        }
+    }
 }
 
 impl StoreError {

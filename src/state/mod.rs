@@ -7,6 +7,7 @@
 //! on tokio's blocking threads. On PostgreSQL ([`postgres`]) the same commands and reads run
 //! on a connection pool. Only this module contains SQL.
 
+mod columns;
 mod commands;
 mod connection;
 mod cron_runs;
@@ -352,12 +353,18 @@ impl Store {
     }
 
     pub async fn get_session(&self, id: &str) -> StoreResult<Option<Session>> {
+        if let Some(pg) = self.postgres() {
+            return postgres::get_session(pg.pool(), id).await;
+        }
         let id = id.to_owned();
         self.read(move |c, _| read::get_session(c, &id)).await
     }
 
     /// An exact id or a unique prefix of one.
     pub async fn resolve_session_id(&self, prefix: &str) -> StoreResult<String> {
+        if let Some(pg) = self.postgres() {
+            return postgres::resolve_session_id(pg.pool(), prefix).await;
+        }
         let prefix = prefix.to_owned();
         self.read(move |c, _| read::resolve_session_id(c, &prefix))
             .await
@@ -368,6 +375,9 @@ impl Store {
         source: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<SessionSummary>> {
+        if let Some(pg) = self.postgres() {
+            return postgres::recent_sessions(pg.pool(), source, limit).await;
+        }
         let source = source.map(str::to_owned);
         self.read(move |c, info| read::recent_sessions(c, info, source.as_deref(), limit))
             .await
@@ -393,9 +403,18 @@ impl Store {
         const PRUNE_CHUNK: usize = 25;
         let source = source.map(str::to_owned);
         let now = now_epoch();
-        let ids = self
-            .read(move |c, _| read::prune_candidates(c, older_than_days, source.as_deref(), now))
-            .await?;
+        let ids = match self.postgres() {
+            Some(pg) => {
+                postgres::prune_candidates(pg.pool(), older_than_days, source.as_deref(), now)
+                    .await?
+            }
+            None => {
+                self.read(move |c, _| {
+                    read::prune_candidates(c, older_than_days, source.as_deref(), now)
+                })
+                .await?
+            }
+        };
         let mut deleted = 0;
         for chunk in ids.chunks(PRUNE_CHUNK) {
             let outcome = self
@@ -452,6 +471,9 @@ impl Store {
     }
 
     pub async fn get_messages(&self, session_id: &str) -> StoreResult<Vec<Message>> {
+        if let Some(pg) = self.postgres() {
+            return postgres::get_messages(pg.pool(), session_id).await;
+        }
         let id = session_id.to_owned();
         self.read(move |c, info| read::get_messages(c, info, &id))
             .await
@@ -485,6 +507,9 @@ impl Store {
     }
 
     pub async fn search(&self, query: SearchQuery) -> StoreResult<Vec<SearchHit>> {
+        if let Some(pg) = self.postgres() {
+            return postgres::search(pg.pool(), &query).await;
+        }
         self.read(move |c, info| search::search(c, info, &query))
             .await
     }
@@ -514,23 +539,35 @@ impl Store {
     }
 
     pub async fn next_title_in_lineage(&self, title: &str) -> StoreResult<String> {
+        if let Some(pg) = self.postgres() {
+            return postgres::next_title_in_lineage(pg.pool(), title).await;
+        }
         let title = title.to_owned();
         self.read(move |c, _| titles::next_title_in_lineage(c, &title))
             .await
     }
 
     pub async fn resolve_session_by_title(&self, title: &str) -> StoreResult<Option<String>> {
+        if let Some(pg) = self.postgres() {
+            return postgres::resolve_by_title(pg.pool(), title).await;
+        }
         let title = title.to_owned();
         self.read(move |c, _| titles::resolve_by_title(c, &title))
             .await
     }
 
     pub async fn ancestors(&self, id: &str) -> StoreResult<Vec<LineageEntry>> {
+        if let Some(pg) = self.postgres() {
+            return postgres::ancestors(pg.pool(), id).await;
+        }
         let id = id.to_owned();
         self.read(move |c, _| read::ancestors(c, &id)).await
     }
 
     pub async fn descendants(&self, id: &str) -> StoreResult<Vec<LineageEntry>> {
+        if let Some(pg) = self.postgres() {
+            return postgres::descendants(pg.pool(), id).await;
+        }
         let id = id.to_owned();
         self.read(move |c, _| read::descendants(c, &id)).await
     }
@@ -538,16 +575,25 @@ impl Store {
     // ---- statistics and export ------------------------------------------------------------
 
     pub async fn model_stats(&self) -> StoreResult<Vec<ModelStats>> {
+        if let Some(pg) = self.postgres() {
+            return postgres::model_stats(pg.pool()).await;
+        }
         self.read(|c, _| read::model_stats(c)).await
     }
 
     pub async fn export_session(&self, id: &str) -> StoreResult<Option<SessionExport>> {
+        if let Some(pg) = self.postgres() {
+            return postgres::export_session(pg.pool(), id).await;
+        }
         let id = id.to_owned();
         self.read(move |c, info| read::export_session(c, info, &id))
             .await
     }
 
     pub async fn export_all(&self, source: Option<&str>) -> StoreResult<Vec<SessionExport>> {
+        if let Some(pg) = self.postgres() {
+            return postgres::export_all(pg.pool(), source).await;
+        }
         let source = source.map(str::to_owned);
         self.read(move |c, info| read::export_all(c, info, source.as_deref()))
             .await

@@ -3,9 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::{Map, Value};
 
-use super::encode::{
-    decode_content, decode_json, decode_tool_calls, int_or_zero, text, text_or_empty,
-};
+use super::encode::{text, text_or_empty};
 use super::error::{StoreError, StoreResult};
 use super::model::{
     Content, LineageEntry, Message, ModelStats, Session, SessionExport, SessionSummary,
@@ -18,58 +16,18 @@ pub const SESSION_COLUMNS: &str = "s.id, s.source, s.user_id, s.model, s.model_c
     s.message_count, s.tool_call_count, s.input_tokens, s.output_tokens, s.cache_read_tokens, \
     s.cache_write_tokens, s.reasoning_tokens, s.billing_provider, s.billing_base_url, \
     s.estimated_cost_usd, s.actual_cost_usd, s.title, s.api_call_count";
-const SESSION_COLUMN_COUNT: usize = 23;
+pub const SESSION_COLUMN_COUNT: usize = 23;
 
-const MESSAGE_COLUMNS: &str = "m.id, m.session_id, m.role, m.content, m.tool_call_id, \
+pub const MESSAGE_COLUMNS: &str = "m.id, m.session_id, m.role, m.content, m.tool_call_id, \
     m.tool_calls, m.tool_name, m.timestamp, m.token_count, m.finish_reason, m.reasoning, \
     m.reasoning_content, m.reasoning_details, m.codex_reasoning_items, m.codex_message_items";
 
 pub fn session_from_row(r: &Row<'_>) -> rusqlite::Result<Session> {
-    Ok(Session {
-        id: text_or_empty(r, 0)?,
-        source: text_or_empty(r, 1)?,
-        user_id: text(r, 2)?,
-        model: text(r, 3)?,
-        model_config: text(r, 4)?,
-        system_prompt: text(r, 5)?,
-        parent_session_id: text(r, 6)?,
-        started_at: r.get::<_, Option<f64>>(7)?.unwrap_or(0.0),
-        ended_at: r.get(8)?,
-        end_reason: text(r, 9)?,
-        message_count: int_or_zero(r, 10)?,
-        tool_call_count: int_or_zero(r, 11)?,
-        input_tokens: int_or_zero(r, 12)?,
-        output_tokens: int_or_zero(r, 13)?,
-        cache_read_tokens: int_or_zero(r, 14)?,
-        cache_write_tokens: int_or_zero(r, 15)?,
-        reasoning_tokens: int_or_zero(r, 16)?,
-        billing_provider: text(r, 17)?,
-        billing_base_url: text(r, 18)?,
-        estimated_cost_usd: r.get(19)?,
-        actual_cost_usd: r.get(20)?,
-        title: text(r, 21)?,
-        api_call_count: int_or_zero(r, 22)?,
-    })
+    super::columns::session(r)
 }
 
 fn message_from_row(r: &Row<'_>) -> rusqlite::Result<Message> {
-    Ok(Message {
-        id: r.get(0)?,
-        session_id: text_or_empty(r, 1)?,
-        role: text_or_empty(r, 2)?,
-        content: decode_content(text(r, 3)?),
-        tool_call_id: text(r, 4)?,
-        tool_calls: decode_tool_calls(text(r, 5)?),
-        tool_name: text(r, 6)?,
-        timestamp: r.get::<_, Option<f64>>(7)?.unwrap_or(0.0),
-        token_count: r.get(8)?,
-        finish_reason: text(r, 9)?,
-        reasoning: text(r, 10)?,
-        reasoning_content: text(r, 11)?,
-        reasoning_details: decode_json(text(r, 12)?),
-        codex_reasoning_items: decode_json(text(r, 13)?),
-        codex_message_items: decode_json(text(r, 14)?),
-    })
+    super::columns::message(r)
 }
 
 /// Visibility filter for databases a newer Hermes has compacted (`messages.active`).

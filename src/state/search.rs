@@ -14,7 +14,7 @@ use super::read::active_filter;
 use super::schema::SchemaInfo;
 
 pub const MAX_FTS5_QUERY_CHARS: usize = 2048;
-const CONTEXT_CHARS: usize = 200;
+pub(crate) const CONTEXT_CHARS: usize = 200;
 
 static QUOTED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#""[^"]*""#).expect("regex"));
 static SPECIAL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"[+{}():"^]"#).expect("regex"));
@@ -65,7 +65,7 @@ fn is_operator(token: &str) -> bool {
 
 /// How a query will be answered.
 #[derive(Debug, PartialEq, Eq)]
-enum Plan {
+pub(crate) enum Plan {
     Words(String),
     Trigram(String),
     Like(Vec<String>),
@@ -73,7 +73,7 @@ enum Plan {
 
 /// Routes a query as Hermes does: no CJK → sanitised word query; ≥ 3 CJK characters with no
 /// CJK token shorter than 3 → trigram (tokens quoted, operators kept); otherwise LIKE.
-fn plan(query: &str) -> Option<Plan> {
+pub(crate) fn plan(query: &str) -> Option<Plan> {
     if cjk_count(query) == 0 {
         let sanitized = sanitize_fts5_query(query);
         return (!sanitized.is_empty()).then_some(Plan::Words(sanitized));

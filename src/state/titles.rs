@@ -101,7 +101,7 @@ pub fn set_title(conn: &Connection, session_id: &str, raw: Option<&str>) -> Stor
 }
 
 /// Strips a trailing `" #N"`.
-fn base_title(title: &str) -> &str {
+pub(crate) fn base_title(title: &str) -> &str {
     if let Some((base, number)) = title.rsplit_once(" #")
         && !number.is_empty()
         && number.chars().all(|c| c.is_ascii_digit())
@@ -123,39 +123,50 @@ fn numbered_variants(conn: &Connection, base: &str) -> StoreResult<Vec<(String, 
     let mut out = Vec::new();
     for row in rows {
         let (id, title) = row?;
-        let number = if title == base {
-            Some(1)
-        } else {
-            title
-                .strip_prefix(base)
-                .and_then(|rest| rest.strip_prefix(" #"))
-                .and_then(|n| n.parse::<u64>().ok())
-        };
-        if let Some(number) = number {
+        if let Some(number) = variant_number(&title, base) {
             out.push((id, number));
         }
     }
     Ok(out)
 }
 
+/// `title`'s number in the lineage of `base`: 1 for `base` itself, N for `"base #N"`.
+pub(crate) fn variant_number(title: &str, base: &str) -> Option<u64> {
+    if title == base {
+        return Some(1);
+    }
+    title
+        .strip_prefix(base)
+        .and_then(|rest| rest.strip_prefix(" #"))
+        .and_then(|n| n.parse::<u64>().ok())
+}
+
 /// The next title in a lineage: `base` if unused, else `"base #<max+1>"`.
 pub fn next_title_in_lineage(conn: &Connection, title: &str) -> StoreResult<String> {
     let base = base_title(title.trim());
     let variants = numbered_variants(conn, base)?;
+    Ok(next_title(base, &variants))
+}
+
+/// `base` if no session holds a title of its lineage, else `"base #<max+1>"`.
+pub(crate) fn next_title(base: &str, variants: &[(String, u64)]) -> String {
     match variants.iter().map(|(_, n)| *n).max() {
-        None => Ok(base.to_owned()),
-        Some(max) => Ok(format!("{base} #{}", max + 1)),
+        None => base.to_owned(),
+        Some(max) => format!("{base} #{}", max + 1),
     }
 }
 
 /// The newest numbered variant of `title` if any exists, else the exact match.
 pub fn resolve_by_title(conn: &Connection, title: &str) -> StoreResult<Option<String>> {
-    let variants = numbered_variants(conn, title)?;
-    // Variants come newest first; prefer a numbered one over the bare original.
+    Ok(newest_variant(numbered_variants(conn, title)?))
+}
+
+/// Of the variants (newest first), the newest numbered one, else the bare original.
+pub(crate) fn newest_variant(variants: Vec<(String, u64)>) -> Option<String> {
     if let Some((id, _)) = variants.iter().find(|(_, n)| *n > 1) {
-        return Ok(Some(id.clone()));
+        return Some(id.clone());
     }
-    Ok(variants.into_iter().next().map(|(id, _)| id))
+    variants.into_iter().next().map(|(id, _)| id)
 }
 
 #[cfg(test)]

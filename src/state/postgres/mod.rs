@@ -7,8 +7,15 @@ mod error;
 mod gateway_writes;
 mod lease;
 mod migrate;
+pub mod pg_text;
+mod rows;
+mod search;
+mod search_syntax;
+mod session_reads;
 mod session_writes;
+mod snippet;
 mod store;
+mod titles;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -18,7 +25,11 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 pub use error::{PgError, PgResult};
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;
+pub use search::SEARCH_TEXT;
+pub(crate) use search::search;
+pub(crate) use session_reads::*;
 pub use store::{DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};
+pub(crate) use titles::{next_title_in_lineage, resolve_by_title};
 
 /// How long a caller waits for a pooled connection before the operation fails.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,9 +1,261 @@
-//! Session and message writes on PostgreSQL (the counterpart of `state/commands.rs`).
+//! Session and message writes on PostgreSQL (the counterpart of `state/commands.rs`): the same
+//! statements, counters and outcomes, inside the transaction [`super::store::PgStore::apply`]
+//! opened (fenced by the turn's lease when there is one).
 
-use super::store::{PgTx, not_yet};
+use sqlx::Row;
+
+use super::pg_text::{opt_to_pg, to_pg};
+use super::rows::db;
+use super::store::PgTx;
+use super::titles::set_title;
 use crate::state::commands::{Outcome, WriteCommand};
-use crate::state::error::StoreResult;
+use crate::state::encode::{encode_content, encode_json, tool_call_count};
+use crate::state::error::{StoreError, StoreResult};
+use crate::state::ledger::InboundState;
+use crate::state::model::{NewMessage, NewSession, UsageDelta, now_epoch};
 
-pub async fn apply(_tx: &mut PgTx, command: WriteCommand) -> StoreResult<Outcome> {
-    Err(not_yet(&format!("{command:?}")))
+/// PostgreSQL's SQLSTATE for a foreign-key violation.
+const FOREIGN_KEY_VIOLATION: &str = "23503";
+
+pub async fn apply(tx: &mut PgTx, command: WriteCommand) -> StoreResult<Outcome> {
+    match command {
+        WriteCommand::CreateSession(session) => create_session(tx, &session).await,
+        // First reason wins: an ended session keeps its original reason and time.
+        WriteCommand::EndSession { id, reason } => {
+            changed(
+                tx,
+                sqlx::query(
+                    "UPDATE sessions SET ended_at = $1, end_reason = $2 \
+                 WHERE id = $3 AND ended_at IS NULL",
+                )
+                .bind(now_epoch())
+                .bind(reason)
+                .bind(id),
+            )
+            .await
+        }
+        WriteCommand::ReopenSession { id } => {
+            changed(
+                tx,
+                sqlx::query("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = $1")
+                    .bind(id),
+            )
+            .await
+        }
+        WriteCommand::AppendMessage(message) => append_message(tx, &message).await,
+        WriteCommand::StartTurn {
+            message,
+            platform,
+            event_id,
+        } => {
+            let appended = append_message(tx, &message).await?;
+            sqlx::query(
+                "UPDATE hermesd_inbound_events SET state = $1, updated_at = $2 \
+                 WHERE platform = $3 AND event_id = $4",
+            )
+            .bind(InboundState::Processing.as_str())
+            .bind(now_epoch())
+            .bind(platform)
+            .bind(event_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+            Ok(appended)
+        }
+        WriteCommand::SetTitle { id, title } => {
+            set_title(tx, &id, title.as_deref()).await?;
+            Ok(Outcome::Done)
+        }
+        WriteCommand::SetTitleIfEmpty { id, title } => {
+            let current = sqlx::query("SELECT title FROM sessions WHERE id = $1 FOR UPDATE")
+                .bind(&id)
+                .fetch_optional(&mut **tx)
+                .await
+                .map_err(db)?;
+            match current.map(|row| row.try_get::<Option<String>, _>(0)) {
+                Some(Ok(None)) => {
+                    set_title(tx, &id, Some(&title)).await?;
+                    Ok(Outcome::Changed(1))
+                }
+                Some(Err(e)) => Err(db(e)),
+                _ => Ok(Outcome::Changed(0)),
+            }
+        }
+        WriteCommand::RecordUsage(usage) => record_usage(tx, &usage).await,
+        WriteCommand::ClearMessages { id } => {
+            let removed = sqlx::query("DELETE FROM messages WHERE session_id = $1")
+                .bind(&id)
+                .execute(&mut **tx)
+                .await
+                .map_err(db)?;
+            sqlx::query("UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = $1")
+                .bind(&id)
+                .execute(&mut **tx)
+                .await
+                .map_err(db)?;
+            Ok(Outcome::Changed(removed.rows_affected() as usize))
+        }
+        WriteCommand::TruncateMessages { id, from_id } => {
+            let removed = sqlx::query("DELETE FROM messages WHERE session_id = $1 AND id >= $2")
+                .bind(&id)
+                .bind(from_id)
+                .execute(&mut **tx)
+                .await
+                .map_err(db)?;
+            // A JSON list counts its length, any other value one call (as `tool_call_count`).
+            sqlx::query(
+                "UPDATE sessions SET \
+                     message_count = (SELECT COUNT(*) FROM messages WHERE session_id = $1), \
+                     tool_call_count = COALESCE((SELECT SUM(CASE \
+                             WHEN tool_calls ~ '^\\s*\\[' THEN json_array_length(tool_calls::json) \
+                             ELSE 1 END) \
+                         FROM messages WHERE session_id = $1 AND tool_calls IS NOT NULL), 0) \
+                 WHERE id = $1",
+            )
+            .bind(&id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+            Ok(Outcome::Changed(removed.rows_affected() as usize))
+        }
+        WriteCommand::DeleteSessions { ids } => delete_sessions(tx, &ids).await,
+        other => Err(StoreError::Invalid(format!(
+            "not a session command: {other:?}"
+        ))),
+    }
+}
+
+/// Runs one statement and reports how many rows it changed.
+async fn changed(
+    tx: &mut PgTx,
+    query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+) -> StoreResult<Outcome> {
+    let done = query.execute(&mut **tx).await.map_err(db)?;
+    Ok(Outcome::Changed(done.rows_affected() as usize))
+}
+
+async fn create_session(tx: &mut PgTx, s: &NewSession) -> StoreResult<Outcome> {
+    let model_config = s.model_config.as_ref().map(|v| v.to_string());
+    // An existing row keeps its values; the new call only fills columns that are NULL.
+    sqlx::query(
+        "INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt, \
+                               parent_session_id, started_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (id) DO UPDATE SET \
+             user_id = COALESCE(sessions.user_id, EXCLUDED.user_id), \
+             model = COALESCE(sessions.model, EXCLUDED.model), \
+             model_config = COALESCE(sessions.model_config, EXCLUDED.model_config), \
+             system_prompt = COALESCE(sessions.system_prompt, EXCLUDED.system_prompt), \
+             parent_session_id = COALESCE(sessions.parent_session_id, EXCLUDED.parent_session_id)",
+    )
+    .bind(&s.id)
+    .bind(&s.source)
+    .bind(&s.user_id)
+    .bind(&s.model)
+    .bind(opt_to_pg(model_config.as_deref()))
+    .bind(opt_to_pg(s.system_prompt.as_deref()))
+    .bind(&s.parent_session_id)
+    .bind(s.started_at.unwrap_or_else(now_epoch))
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    Ok(Outcome::Done)
+}
+
+async fn append_message(tx: &mut PgTx, m: &NewMessage) -> StoreResult<Outcome> {
+    let json = |value| encode_json(value).map(|text| to_pg(&text).into_owned());
+    let inserted = sqlx::query(
+        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, \
+             timestamp, token_count, finish_reason, reasoning, reasoning_content, \
+             reasoning_details, codex_reasoning_items, codex_message_items) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+    )
+    .bind(&m.session_id)
+    .bind(&m.role)
+    .bind(opt_to_pg(encode_content(&m.content).as_deref()))
+    .bind(&m.tool_call_id)
+    .bind(json(&m.tool_calls))
+    .bind(&m.tool_name)
+    .bind(m.timestamp.unwrap_or_else(now_epoch))
+    .bind(m.token_count)
+    .bind(&m.finish_reason)
+    .bind(opt_to_pg(m.reasoning.as_deref()))
+    .bind(opt_to_pg(m.reasoning_content.as_deref()))
+    .bind(json(&m.reasoning_details))
+    .bind(json(&m.codex_reasoning_items))
+    .bind(json(&m.codex_message_items))
+    .fetch_one(&mut **tx)
+    .await;
+    let id: i64 = match inserted {
+        Ok(row) => row.try_get(0).map_err(db)?,
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(FOREIGN_KEY_VIOLATION) => {
+            return Err(StoreError::SessionNotFound(m.session_id.clone()));
+        }
+        Err(e) => return Err(db(e)),
+    };
+    sqlx::query(
+        "UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, \
+             tool_call_count = COALESCE(tool_call_count, 0) + $1 WHERE id = $2",
+    )
+    .bind(tool_call_count(&m.tool_calls))
+    .bind(&m.session_id)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    Ok(Outcome::RowId(id))
+}
+
+async fn record_usage(tx: &mut PgTx, u: &UsageDelta) -> StoreResult<Outcome> {
+    let done = sqlx::query(
+        "UPDATE sessions SET \
+             input_tokens = COALESCE(input_tokens, 0) + $1, \
+             output_tokens = COALESCE(output_tokens, 0) + $2, \
+             cache_read_tokens = COALESCE(cache_read_tokens, 0) + $3, \
+             cache_write_tokens = COALESCE(cache_write_tokens, 0) + $4, \
+             reasoning_tokens = COALESCE(reasoning_tokens, 0) + $5, \
+             api_call_count = COALESCE(api_call_count, 0) + $6, \
+             estimated_cost_usd = CASE WHEN $7::double precision IS NULL THEN estimated_cost_usd \
+                                       ELSE COALESCE(estimated_cost_usd, 0) + $7 END, \
+             model = COALESCE($8, model), \
+             billing_provider = COALESCE($9, billing_provider), \
+             billing_base_url = COALESCE($10, billing_base_url) \
+         WHERE id = $11",
+    )
+    .bind(u.input_tokens)
+    .bind(u.output_tokens)
+    .bind(u.cache_read_tokens)
+    .bind(u.cache_write_tokens)
+    .bind(u.reasoning_tokens)
+    .bind(u.api_calls)
+    .bind(u.estimated_cost_usd)
+    .bind(&u.model)
+    .bind(&u.billing_provider)
+    .bind(&u.billing_base_url)
+    .bind(&u.session_id)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::SessionNotFound(u.session_id.clone()));
+    }
+    Ok(Outcome::Done)
+}
+
+/// Deletes sessions and their messages; their children are orphaned, not deleted.
+async fn delete_sessions(tx: &mut PgTx, ids: &[String]) -> StoreResult<Outcome> {
+    for sql in [
+        "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ANY($1)",
+        "DELETE FROM messages WHERE session_id = ANY($1)",
+    ] {
+        sqlx::query(sql)
+            .bind(ids)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
+    changed(
+        tx,
+        sqlx::query("DELETE FROM sessions WHERE id = ANY($1)").bind(ids),
+    )
+    .await
 }

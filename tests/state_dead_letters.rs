@@ -1,14 +1,14 @@
-//! The dead-letter table against a real file: created with the gateway schema, one row per
-//! (platform, item id) with the raw payload kept as given, a redelivery adds nothing, and
-//! rows survive a reopen.
+//! The dead-letter table, on state.db and on PostgreSQL (`on_both_backends!`): one row per
+//! (platform, item id) with the raw payload kept as given, a redelivery adds nothing (also
+//! from another process or instance), and rows survive a reopen.
 
-use hermesd::state::Store;
+mod support;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn dead_letters_are_kept_once_per_item_across_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    let store = Store::open(&path).unwrap();
+use hermesd::state::StoreOptions;
+use support::store_backends::TestStore;
+
+async fn dead_letters_are_kept_once_per_item_across_reopen(t: &TestStore) {
+    let store = &t.store;
     store.ensure_gateway_schema().await.unwrap();
     let raw = r#"{"update_id":5,"message":{"message_id":"x"}}"#;
     assert!(
@@ -24,6 +24,15 @@ async fn dead_letters_are_kept_once_per_item_across_reopen() {
             .unwrap(),
         "a redelivery is not kept twice"
     );
+    let other = t.another(StoreOptions::default()).await;
+    assert!(
+        !other
+            .record_dead_letter("telegram", "5", Some("42"), raw, "invalid type")
+            .await
+            .unwrap(),
+        "nor when another process or instance receives it"
+    );
+    other.close().await;
     assert!(
         store
             .record_dead_letter("slack", "5", None, "not json", "bad")
@@ -33,7 +42,7 @@ async fn dead_letters_are_kept_once_per_item_across_reopen() {
     );
     store.close().await;
 
-    let store = Store::open(&path).unwrap();
+    let store = t.another(StoreOptions::default()).await;
     let rows = store.dead_letters().await.unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].platform, "telegram");
@@ -46,3 +55,5 @@ async fn dead_letters_are_kept_once_per_item_across_reopen() {
     );
     store.close().await;
 }
+
+on_both_backends!(dead_letters_are_kept_once_per_item_across_reopen);

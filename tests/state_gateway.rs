@@ -1,7 +1,8 @@
-//! The gateway's durable tables against real files: the inbound journal refuses duplicates
-//! across reopen and processes, answering an event records its reply atomically, replies
-//! left behind by a dead process come back (ambiguous ones flagged), and the routing index
-//! round-trips. Tables exist only after `ensure_gateway_schema`.
+//! The gateway's durable tables, one suite run against state.db and PostgreSQL
+//! (`on_both_backends!`): the inbound journal refuses duplicates across reopen and
+//! processes/instances, answering an event records its reply atomically, replies left
+//! behind by a dead owner come back (ambiguous ones flagged), and the routing index
+//! round-trips. On state.db the tables exist only after `ensure_gateway_schema`.
 
 mod support;
 
@@ -9,13 +10,31 @@ use std::collections::BTreeMap;
 
 use hermesd::state::{
     GATEWAY_TABLES, InboundRecord, InboundState, NewObligation, OBLIGATION_MAX_ATTEMPTS,
-    ObligationState, RECOVERED_MARKER, Store, StoreError, now_epoch,
+    ObligationState, RECOVERED_MARKER, Store, StoreError, StoreOptions, now_epoch,
 };
 use rusqlite::Connection;
 use serde_json::json;
+use support::owners::{crash, doomed_owner};
+use support::store_backends::TestStore;
 
 async fn open_gateway(path: &std::path::Path) -> Store {
     let store = Store::open(path).expect("open");
+    store.ensure_gateway_schema().await.expect("gateway schema");
+    store
+}
+
+/// `t`'s store, ready for the gateway.
+async fn gateway(t: &TestStore) -> &Store {
+    t.store
+        .ensure_gateway_schema()
+        .await
+        .expect("gateway schema");
+    &t.store
+}
+
+/// Another handle on `t`'s database, as another process or instance opens it.
+async fn another(t: &TestStore) -> Store {
+    let store = t.another(StoreOptions::default()).await;
     store.ensure_gateway_schema().await.expect("gateway schema");
     store
 }
@@ -87,11 +106,8 @@ async fn gateway_tables_exist_only_after_ensure_and_keep_existing_tables_as_they
     assert_eq!(future, 1, "an existing Hermes table is never altered");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn duplicate_inbound_events_are_refused_even_after_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    let store = open_gateway(&path).await;
+async fn duplicate_inbound_events_are_refused_even_after_reopen(t: &TestStore) {
+    let store = gateway(t).await;
     let payload = json!({"text": "hello", "user": {"id": 42}});
     let first = store.record_inbound("telegram", "u-1", "k", payload.clone());
     assert_eq!(first.await.unwrap(), InboundRecord::Recorded);
@@ -114,7 +130,7 @@ async fn duplicate_inbound_events_are_refused_even_after_reopen() {
     );
     store.close().await;
 
-    let store = open_gateway(&path).await;
+    let store = another(t).await;
     let after_restart = store.record_inbound("telegram", "u-1", "k", json!({}));
     assert_eq!(after_restart.await.unwrap(), InboundRecord::Duplicate);
     let unfinished = store.unfinished_inbound().await.unwrap();
@@ -132,10 +148,8 @@ async fn duplicate_inbound_events_are_refused_even_after_reopen() {
     store.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn answering_records_the_reply_and_the_answer_together() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open_gateway(&dir.path().join("state.db")).await;
+async fn answering_records_the_reply_and_the_answer_together(t: &TestStore) {
+    let store = gateway(t).await;
     let err = store
         .answer_inbound("telegram", "never-seen", vec![reply("never-seen", "hi")])
         .await
@@ -190,11 +204,8 @@ async fn answering_records_the_reply_and_the_answer_together() {
     store.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn replies_left_by_a_dead_process_are_returned_and_ambiguous_ones_flagged() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    let crashed = support::store_owned_by(&path, support::dead_owner());
+async fn replies_left_by_a_dead_owner_are_returned_and_ambiguous_ones_flagged(t: &TestStore) {
+    let crashed = doomed_owner(t, "crashed").await;
     crashed.ensure_gateway_schema().await.unwrap();
     let never_sent = crashed
         .create_obligation(reply("e1", "never sent"))
@@ -220,9 +231,9 @@ async fn replies_left_by_a_dead_process_are_returned_and_ambiguous_ones_flagged(
         .unwrap();
     crashed.mark_attempting(&done).await.unwrap();
     crashed.mark_delivered(&done).await.unwrap();
-    crashed.close().await;
+    crash(t, crashed).await;
 
-    let store = open_gateway(&path).await;
+    let store = gateway(t).await;
     let now = now_epoch();
     let found = store.undelivered(now).await.unwrap();
     let ids: Vec<&str> = found.iter().map(|o| o.obligation_id.as_str()).collect();
@@ -246,11 +257,8 @@ async fn replies_left_by_a_dead_process_are_returned_and_ambiguous_ones_flagged(
     store.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn stale_and_exhausted_rows_of_dead_owners_are_abandoned() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    let crashed = support::store_owned_by(&path, support::dead_owner());
+async fn stale_and_exhausted_rows_of_dead_owners_are_abandoned(t: &TestStore) {
+    let crashed = doomed_owner(t, "crashed").await;
     crashed.ensure_gateway_schema().await.unwrap();
     let exhausted = crashed
         .create_obligation(reply("e1", "poison"))
@@ -260,9 +268,9 @@ async fn stale_and_exhausted_rows_of_dead_owners_are_abandoned() {
         crashed.mark_attempting(&exhausted).await.unwrap();
     }
     let old = crashed.create_obligation(reply("e2", "old")).await.unwrap();
-    crashed.close().await;
+    crash(t, crashed).await;
 
-    let store = open_gateway(&path).await;
+    let store = gateway(t).await;
     let mine = store
         .create_obligation(reply("e3", "live owner"))
         .await
@@ -288,12 +296,9 @@ async fn stale_and_exhausted_rows_of_dead_owners_are_abandoned() {
     store.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn two_stores_on_one_file_see_each_others_records() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    let a = open_gateway(&path).await;
-    let b = open_gateway(&path).await;
+async fn two_stores_on_one_database_see_each_others_records(t: &TestStore) {
+    let a = gateway(t).await;
+    let b = another(t).await;
     let first = a.record_inbound("slack", "T1.001", "k", json!({"n": 1}));
     assert_eq!(first.await.unwrap(), InboundRecord::Recorded);
     let second = b.record_inbound("slack", "T1.001", "k", json!({"n": 2}));
@@ -315,10 +320,8 @@ async fn two_stores_on_one_file_see_each_others_records() {
     b.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn routing_entries_save_load_replace_and_delete_per_scope() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open_gateway(&dir.path().join("state.db")).await;
+async fn routing_entries_save_load_replace_and_delete_per_scope(t: &TestStore) {
+    let store = gateway(t).await;
     let entry = |id: &str| json!({"session_key": "k", "session_id": id, "chat_type": "dm"});
     store
         .save_routing_entry("/a", "k1", &entry("s1"))
@@ -357,10 +360,8 @@ async fn routing_entries_save_load_replace_and_delete_per_scope() {
     store.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn finished_inbound_events_are_pruned_and_unfinished_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open_gateway(&dir.path().join("state.db")).await;
+async fn finished_inbound_events_are_pruned_and_unfinished_kept(t: &TestStore) {
+    let store = gateway(t).await;
     for id in ["done", "skip", "open"] {
         store
             .record_inbound("api", id, "k", json!({}))
@@ -381,3 +382,87 @@ async fn finished_inbound_events_are_pruned_and_unfinished_kept() {
     );
     store.close().await;
 }
+
+on_both_backends!(
+    duplicate_inbound_events_are_refused_even_after_reopen,
+    answering_records_the_reply_and_the_answer_together,
+    replies_left_by_a_dead_owner_are_returned_and_ambiguous_ones_flagged,
+    stale_and_exhausted_rows_of_dead_owners_are_abandoned,
+    two_stores_on_one_database_see_each_others_records,
+    routing_entries_save_load_replace_and_delete_per_scope,
+    finished_inbound_events_are_pruned_and_unfinished_kept,
+);
+
+async fn a_reply_delivered_by_editing_names_its_message(t: &TestStore) {
+    let store = gateway(t).await;
+    store
+        .record_inbound("telegram", "e1", "k", json!({}))
+        .await
+        .unwrap();
+    let id = store
+        .answer_inbound_by_edit("telegram", "e1", reply("e1", "streamed"), "m-77")
+        .await
+        .unwrap();
+    assert_eq!(
+        store.reply_edit_target(&id).await.unwrap().as_deref(),
+        Some("m-77")
+    );
+    let event = store.get_inbound("telegram", "e1").await.unwrap().unwrap();
+    assert_eq!(event.state, InboundState::Answered);
+    assert_eq!(event.reply_obligation_ids, vec![id.clone()]);
+    let plain = store.create_obligation(reply("e2", "plain")).await.unwrap();
+    assert_eq!(store.reply_edit_target(&plain).await.unwrap(), None);
+
+    let err = store
+        .answer_inbound_by_edit("telegram", "nope", reply("nope", "x"), "m-1")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::InboundNotFound { .. }), "{err:?}");
+    let orphan = reply("nope", "x").obligation_id();
+    assert_eq!(store.reply_edit_target(&orphan).await.unwrap(), None);
+    assert_eq!(store.get_obligation(&orphan).await.unwrap(), None);
+    store.close().await;
+}
+
+async fn a_deferred_send_returns_to_pending_without_counting_the_attempt(t: &TestStore) {
+    let store = gateway(t).await;
+    let id = store.create_obligation(reply("e1", "later")).await.unwrap();
+    let row = |store: &Store| {
+        let (store, id) = (store.clone(), id.clone());
+        async move { store.get_obligation(&id).await.unwrap().unwrap() }
+    };
+    assert!(
+        !store.mark_deferred(&id, "429").await.unwrap(),
+        "only a send under way is deferred"
+    );
+    assert!(store.mark_attempting(&id).await.unwrap());
+    assert!(store.mark_deferred(&id, "flood wait 30 s").await.unwrap());
+    let o = row(store).await;
+    assert_eq!((o.state, o.attempts), (ObligationState::Pending, 0));
+    assert_eq!(o.last_error.as_deref(), Some("flood wait 30 s"));
+
+    assert!(store.mark_attempting(&id).await.unwrap());
+    assert!(store.mark_failed(&id, &"x".repeat(600)).await.unwrap());
+    let o = row(store).await;
+    assert_eq!((o.state, o.attempts), (ObligationState::Failed, 1));
+    assert_eq!(
+        o.last_error.map(|e| e.len()),
+        Some(500),
+        "errors are clipped"
+    );
+    assert!(!store.mark_deferred(&id, "429").await.unwrap());
+
+    assert!(store.mark_attempting(&id).await.unwrap());
+    assert!(store.mark_delivered(&id).await.unwrap());
+    assert!(!store.mark_failed(&id, "late").await.unwrap());
+    assert!(!store.mark_deferred(&id, "late").await.unwrap());
+    let o = row(store).await;
+    assert_eq!((o.state, o.attempts), (ObligationState::Delivered, 2));
+    assert_eq!(o.last_error, None);
+    store.close().await;
+}
+
+on_both_backends!(
+    a_reply_delivered_by_editing_names_its_message,
+    a_deferred_send_returns_to_pending_without_counting_the_attempt,
+);

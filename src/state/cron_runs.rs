@@ -11,6 +11,7 @@ use super::Store;
 use super::commands::{Outcome, WriteCommand};
 use super::error::StoreResult;
 use super::gateway_commands::insert_obligation;
+use super::gateway_read::split_ids;
 use super::ledger::{MAX_ERROR_CHARS, NewObligation, OwnerStamp};
 use super::model::now_epoch;
 
@@ -33,7 +34,7 @@ pub const CRON_RUNS_SQL: &str = "CREATE TABLE IF NOT EXISTS hermesd_cron_runs (
 
 /// Finished claims are kept this long (they only guard against a second run of the same
 /// scheduled time, which cannot come back after that).
-const RETENTION_SECONDS: f64 = 30.0 * 86_400.0;
+pub(crate) const CRON_RUN_RETENTION_SECONDS: f64 = 30.0 * 86_400.0;
 
 /// One claim.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +51,10 @@ pub struct CronRun {
     pub error: Option<String>,
     pub obligation_ids: Vec<String>,
     pub job_recorded: bool,
+    /// Whether the claim's owner is still running: its process on state.db; on PostgreSQL,
+    /// its instance, which must still hold its lease (pids mean nothing across machines).
+    /// A `running` claim of a dead owner was cut short.
+    pub owner_alive: bool,
 }
 
 /// How a run ended, recorded with its replies.
@@ -113,6 +118,9 @@ impl Store {
 
     /// Claims still `running`, and ended runs whose outcome `jobs.json` has not had yet.
     pub async fn open_cron_runs(&self) -> StoreResult<Vec<CronRun>> {
+        if let Some(pg) = self.postgres() {
+            return pg.open_cron_runs().await;
+        }
         self.read(|c, _| {
             let mut stmt = c.prepare(
                 "SELECT job_id, scheduled_at, state, session_id, owner_pid, owner_started_at,
@@ -128,6 +136,9 @@ impl Store {
 
     /// Every claim of one job, newest first (for `cron status` and tests).
     pub async fn cron_runs_of(&self, job_id: &str) -> StoreResult<Vec<CronRun>> {
+        if let Some(pg) = self.postgres() {
+            return pg.cron_runs_of(job_id).await;
+        }
         let job_id = job_id.to_owned();
         self.read(move |c, _| {
             let mut stmt = c.prepare(
@@ -145,28 +156,22 @@ impl Store {
 }
 
 fn row(r: &Row<'_>) -> rusqlite::Result<CronRun> {
-    let ids: Option<String> = r.get(9)?;
+    let owner = OwnerStamp {
+        pid: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+        started_at: r.get(5)?,
+    };
     Ok(CronRun {
         job_id: r.get(0)?,
         scheduled_at: r.get(1)?,
         state: r.get(2)?,
         session_id: r.get(3)?,
-        owner: OwnerStamp {
-            pid: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-            started_at: r.get(5)?,
-        },
+        owner,
         claimed_at: r.get(6)?,
         status: r.get(7)?,
         error: r.get(8)?,
-        obligation_ids: ids
-            .map(|s| {
-                s.split(',')
-                    .filter(|p| !p.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        obligation_ids: split_ids(r.get(9)?),
         job_recorded: r.get::<_, i64>(10)? != 0,
+        owner_alive: owner.is_alive(),
     })
 }
 
@@ -228,7 +233,7 @@ pub fn finish(conn: &Connection, end: &CronRunEnd, owner: OwnerStamp) -> StoreRe
     }
     conn.execute(
         "DELETE FROM hermesd_cron_runs WHERE job_recorded = 1 AND finished_at < ?1",
-        [now - RETENTION_SECONDS],
+        [now - CRON_RUN_RETENTION_SECONDS],
     )?;
     Ok(Outcome::Changed(changed))
 }

@@ -56,6 +56,9 @@ impl Store {
 
     /// Every kept item, oldest first.
     pub async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>> {
+        if let Some(pg) = self.postgres() {
+            return pg.dead_letters().await;
+        }
         self.read(|c, _| list(c)).await
     }
 }

@@ -71,6 +71,9 @@ impl Store {
 
     /// Received or processing events, oldest first: the turns to resume after a restart.
     pub async fn unfinished_inbound(&self) -> StoreResult<Vec<InboundEvent>> {
+        if let Some(pg) = self.postgres() {
+            return pg.unfinished_inbound().await;
+        }
         self.read(|c, _| gateway_read::unfinished_inbound(c)).await
     }
 
@@ -79,6 +82,9 @@ impl Store {
         platform: &str,
         event_id: &str,
     ) -> StoreResult<Option<InboundEvent>> {
+        if let Some(pg) = self.postgres() {
+            return pg.get_inbound(platform, event_id).await;
+        }
         let (platform, event_id) = (platform.to_owned(), event_id.to_owned());
         self.read(move |c, _| gateway_read::get_inbound(c, &platform, &event_id))
             .await
@@ -136,6 +142,9 @@ impl Store {
 
     /// The message obligation `id` is delivered by editing, if any.
     pub async fn reply_edit_target(&self, id: &str) -> StoreResult<Option<String>> {
+        if let Some(pg) = self.postgres() {
+            return pg.reply_edit_target(id).await;
+        }
         let id = id.to_owned();
         self.read(move |c, _| gateway_read::reply_edit_target(c, &id))
             .await
@@ -203,11 +212,17 @@ impl Store {
     /// oldest first; `ambiguous` ones must go out with [`RECOVERED_MARKER`](super::RECOVERED_MARKER)
     /// ([`Obligation::text_to_send`]). Claim each with [`Store::mark_attempting`] before sending.
     pub async fn undelivered(&self, now: f64) -> StoreResult<Vec<Obligation>> {
+        if let Some(pg) = self.postgres() {
+            return pg.undelivered(now).await;
+        }
         self.read(move |c, _| gateway_read::undelivered(c, now))
             .await
     }
 
     pub async fn get_obligation(&self, id: &str) -> StoreResult<Option<Obligation>> {
+        if let Some(pg) = self.postgres() {
+            return pg.get_obligation(id).await;
+        }
         let id = id.to_owned();
         self.read(move |c, _| gateway_read::get_obligation(c, &id))
             .await
@@ -242,6 +257,9 @@ impl Store {
     }
 
     pub async fn load_routing(&self, scope: &str) -> StoreResult<BTreeMap<String, Value>> {
+        if let Some(pg) = self.postgres() {
+            return pg.load_routing(scope).await;
+        }
         let scope = scope.to_owned();
         self.read(move |c, _| gateway_read::load_routing(c, &scope))
             .await

@@ -21,30 +21,50 @@ fn bad_state(table: &str, state: &str) -> rusqlite::Error {
 }
 
 fn inbound_from_row(r: &Row<'_>) -> rusqlite::Result<InboundEvent> {
-    let state: String = r.get(3)?;
-    let payload: String = r.get(4)?;
-    let replies: Option<String> = r.get(7)?;
+    inbound_event(
+        (r.get(0)?, r.get(1)?, r.get(2)?),
+        r.get(3)?,
+        r.get(4)?,
+        (r.get(5)?, r.get(6)?),
+        r.get(7)?,
+    )
+    .map_err(|state| bad_state("inbound", &state))
+}
+
+/// An inbound event from its columns (either backend); `Err` carries an unknown state.
+pub(crate) fn inbound_event(
+    (platform, event_id, session_key): (String, String, String),
+    state: String,
+    payload: String,
+    (received_at, updated_at): (f64, f64),
+    replies: Option<String>,
+) -> Result<InboundEvent, String> {
     Ok(InboundEvent {
-        platform: r.get(0)?,
-        event_id: r.get(1)?,
-        session_key: r.get(2)?,
-        state: InboundState::parse(&state).ok_or_else(|| bad_state("inbound", &state))?,
+        platform,
+        event_id,
+        session_key,
+        state: InboundState::parse(&state).ok_or(state)?,
         // A payload that is not JSON (written by hand) is kept as its text.
         payload: serde_json::from_str(&payload).unwrap_or(Value::String(payload)),
-        received_at: r.get(5)?,
-        updated_at: r.get(6)?,
-        reply_obligation_ids: replies
-            .map(|s| {
-                s.split(',')
-                    .filter(|id| !id.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        received_at,
+        updated_at,
+        reply_obligation_ids: split_ids(replies),
     })
 }
 
-const INBOUND_COLUMNS: &str = "platform, event_id, session_key, state, payload_json, \
+/// A comma-separated id list as stored (`reply_obligation_id`, `obligation_ids`).
+pub(crate) fn split_ids(joined: Option<String>) -> Vec<String> {
+    joined
+        .map(|s| {
+            s.split(',')
+                .filter(|id| !id.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub(crate) const INBOUND_COLUMNS: &str = "platform, event_id, session_key, state, payload_json, \
     received_at, updated_at, reply_obligation_id";
 
 /// Events received or in progress, oldest first: the turns to resume after a restart.
@@ -70,7 +90,7 @@ pub fn get_inbound(
     Ok(rows.next().transpose()?)
 }
 
-const OBLIGATION_COLUMNS: &str = "obligation_id, session_key, platform, chat_id, thread_id, \
+pub(crate) const OBLIGATION_COLUMNS: &str = "obligation_id, session_key, platform, chat_id, thread_id, \
     content, state, attempts, created_at, updated_at, owner_pid, owner_started_at, last_error";
 
 fn obligation_from_row(r: &Row<'_>) -> rusqlite::Result<Obligation> {
@@ -90,7 +110,7 @@ fn obligation_from_row(r: &Row<'_>) -> rusqlite::Result<Obligation> {
         owner_pid: r.get(10)?,
         owner_started_at: r.get(11)?,
         last_error: r.get(12)?,
-        ambiguous: matches!(state, ObligationState::Attempting | ObligationState::Failed),
+        ambiguous: state.is_ambiguous(),
     })
 }
 
@@ -138,12 +158,18 @@ pub fn undelivered(conn: &Connection, now: f64) -> StoreResult<Vec<Obligation>> 
 pub fn load_routing(conn: &Connection, scope: &str) -> StoreResult<BTreeMap<String, Value>> {
     let mut stmt =
         conn.prepare("SELECT session_key, entry_json FROM gateway_routing WHERE scope = ?1")?;
-    let rows = stmt.query_map([scope], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-    })?;
+    let rows = stmt
+        .query_map([scope], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(parse_routing(scope, rows))
+}
+
+/// Routing rows (key, entry JSON) as the index (either backend).
+pub(crate) fn parse_routing(scope: &str, rows: Vec<(String, String)>) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
-    for row in rows {
-        let (key, json) = row?;
+    for (key, json) in rows {
         match serde_json::from_str(&json) {
             Ok(entry) => {
                 out.insert(key, entry);
@@ -151,5 +177,5 @@ pub fn load_routing(conn: &Connection, scope: &str) -> StoreResult<BTreeMap<Stri
             Err(e) => tracing::warn!(scope, key, error = %e, "unreadable routing entry skipped"),
         }
     }
-    Ok(out)
+    out
 }

@@ -100,6 +100,12 @@ impl ObligationState {
         }
     }
 
+    /// Whether an undelivered row in this state may already have reached the platform
+    /// (its send was under way or rejected when its owner died).
+    pub fn is_ambiguous(self) -> bool {
+        matches!(self, Self::Attempting | Self::Failed)
+    }
+
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "pending" => Self::Pending,

@@ -5,6 +5,7 @@ pub mod daemon;
 pub mod fake_model;
 pub mod fake_stt;
 pub mod mcp_servers;
+pub mod owners;
 pub mod postgres;
 pub mod providers;
 pub mod python;

@@ -18,8 +18,8 @@ impl CronScheduler {
         };
         for run in open {
             if run.state == "running" {
-                if run.owner.is_alive() {
-                    continue; // another live gateway on this home is running it
+                if run.owner_alive {
+                    continue; // another live gateway (or instance) is running it
                 }
                 let job = self.job(&run.job_id).await.unwrap_or_else(|| {
                     let mut stub = JobRecord::default();

@@ -1,15 +1,283 @@
-//! Gateway writes on PostgreSQL: inbound journal, delivery ledger, routing, cron runs, dead
-//! letters (the counterpart of `state/gateway_commands.rs`).
+//! Gateway writes on PostgreSQL: inbound journal, routing, cron runs, dead letters (the
+//! counterpart of `state/gateway_commands.rs`, `cron_runs.rs` and `dead_letters.rs`, with
+//! the same states and outcomes); the delivery ledger's writes are in [`super::ledger_writes`].
+//!
+//! Every `INSERT OR IGNORE` of SQLite is `ON CONFLICT DO NOTHING` here: two instances
+//! recording the same key at once serialise on the key, and the second learns (from a
+//! zero row count, as on SQLite) that it was a duplicate.
 
-use super::store::{PgTx, not_yet};
+use super::instance::InstanceOwner;
+use super::ledger_writes::{self, Owner};
+use super::store::PgTx;
 use crate::state::commands::{Outcome, WriteCommand};
-use crate::state::error::StoreResult;
-use crate::state::ledger::OwnerStamp;
+use crate::state::cron_runs::{CRON_RUN_RETENTION_SECONDS, CronRunEnd};
+use crate::state::error::{StoreError, StoreResult};
+use crate::state::ledger::{MAX_ERROR_CHARS, NewObligation};
+use crate::state::model::now_epoch;
+
+/// Turns a driver error into the store's error, for `?`.
+pub(super) trait Db<T> {
+    fn db(self) -> StoreResult<T>;
+}
+
+impl<T> Db<T> for Result<T, sqlx::Error> {
+    fn db(self) -> StoreResult<T> {
+        self.map_err(|e| StoreError::Postgres(e.into()))
+    }
+}
+
+/// How many rows a statement changed, as the SQLite writer reports it.
+pub(super) fn changed(done: sqlx::postgres::PgQueryResult) -> usize {
+    usize::try_from(done.rows_affected()).unwrap_or(usize::MAX)
+}
 
 pub async fn apply(
-    _tx: &mut PgTx,
+    tx: &mut PgTx,
     command: WriteCommand,
-    _owner: OwnerStamp,
+    instance: &InstanceOwner,
 ) -> StoreResult<Outcome> {
-    Err(not_yet(&format!("{command:?}")))
+    use WriteCommand as W;
+    match command {
+        // The migrations created the tables.
+        W::EnsureGatewaySchema => Ok(Outcome::Done),
+        W::RecordInbound {
+            platform,
+            event_id,
+            session_key,
+            payload_json,
+        } => {
+            let done = sqlx::query(
+                "INSERT INTO hermesd_inbound_events \
+                     (platform, event_id, session_key, state, payload_json, received_at, \
+                      updated_at) \
+                 VALUES ($1, $2, $3, 'received', $4, $5, $5) \
+                 ON CONFLICT (platform, event_id) DO NOTHING",
+            )
+            .bind(platform)
+            .bind(event_id)
+            .bind(session_key)
+            .bind(payload_json)
+            .bind(now_epoch())
+            .execute(&mut **tx)
+            .await
+            .db()?;
+            Ok(Outcome::Changed(changed(done)))
+        }
+        W::MarkInbound {
+            platform,
+            event_id,
+            state,
+        } => {
+            let done = sqlx::query(
+                "UPDATE hermesd_inbound_events SET state = $1, updated_at = $2 \
+                 WHERE platform = $3 AND event_id = $4",
+            )
+            .bind(state.as_str())
+            .bind(now_epoch())
+            .bind(platform)
+            .bind(event_id)
+            .execute(&mut **tx)
+            .await
+            .db()?;
+            Ok(Outcome::Changed(changed(done)))
+        }
+        W::PruneInbound { before } => {
+            let done = sqlx::query(
+                "DELETE FROM hermesd_inbound_events \
+                 WHERE state NOT IN ('received', 'processing') AND updated_at < $1",
+            )
+            .bind(before)
+            .execute(&mut **tx)
+            .await
+            .db()?;
+            Ok(Outcome::Changed(changed(done)))
+        }
+        W::RecordDeadLetter {
+            platform,
+            item_id,
+            chat_id,
+            raw,
+            error,
+        } => {
+            let done = sqlx::query(
+                "INSERT INTO hermesd_dead_letters \
+                     (platform, item_id, chat_id, raw, error, received_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (platform, item_id) DO NOTHING",
+            )
+            .bind(platform)
+            .bind(item_id)
+            .bind(chat_id)
+            .bind(raw)
+            .bind(error)
+            .bind(now_epoch())
+            .execute(&mut **tx)
+            .await
+            .db()?;
+            Ok(Outcome::Changed(changed(done)))
+        }
+        W::ClaimCronRun {
+            job_id,
+            scheduled_at,
+            session_id,
+            owner,
+        } => {
+            let done = sqlx::query(
+                "INSERT INTO hermesd_cron_runs \
+                     (job_id, scheduled_at, state, session_id, owner_pid, owner_started_at, \
+                      owner_instance, owner_token, claimed_at) \
+                 VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8) \
+                 ON CONFLICT (job_id, scheduled_at) DO NOTHING",
+            )
+            .bind(job_id)
+            .bind(scheduled_at)
+            .bind(session_id)
+            .bind(owner.pid)
+            .bind(owner.started_at)
+            .bind(&instance.instance)
+            .bind(instance.token)
+            .bind(now_epoch())
+            .execute(&mut **tx)
+            .await
+            .db()?;
+            Ok(Outcome::Changed(changed(done)))
+        }
+        W::FinishCronRun { end, owner } => {
+            finish_cron_run(tx, &end, Owner::new(owner, instance)).await
+        }
+        W::MarkCronRunRecorded {
+            job_id,
+            scheduled_at,
+        } => {
+            let done = sqlx::query(
+                "UPDATE hermesd_cron_runs SET job_recorded = 1 \
+                 WHERE job_id = $1 AND scheduled_at = $2 AND state != 'running'",
+            )
+            .bind(job_id)
+            .bind(scheduled_at)
+            .execute(&mut **tx)
+            .await
+            .db()?;
+            Ok(Outcome::Changed(changed(done)))
+        }
+        W::SaveRouting {
+            scope,
+            session_key,
+            entry_json,
+        } => {
+            if session_key.is_empty() || entry_json.is_empty() {
+                return Ok(Outcome::Changed(0));
+            }
+            let done = sqlx::query(
+                "INSERT INTO gateway_routing (scope, session_key, entry_json, updated_at) \
+                 VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (scope, session_key) DO UPDATE SET \
+                     entry_json = EXCLUDED.entry_json, updated_at = EXCLUDED.updated_at",
+            )
+            .bind(scope)
+            .bind(session_key)
+            .bind(entry_json)
+            .bind(now_epoch())
+            .execute(&mut **tx)
+            .await
+            .db()?;
+            Ok(Outcome::Changed(changed(done)))
+        }
+        W::DeleteRouting {
+            scope,
+            session_keys,
+        } => {
+            let done = sqlx::query(
+                "DELETE FROM gateway_routing WHERE scope = $1 AND session_key = ANY($2)",
+            )
+            .bind(scope)
+            .bind(session_keys)
+            .execute(&mut **tx)
+            .await
+            .db()?;
+            Ok(Outcome::Changed(changed(done)))
+        }
+        W::ReplaceRouting { scope, entries } => replace_routing(tx, &scope, &entries).await,
+        other => ledger_writes::apply(tx, other, instance).await,
+    }
+}
+
+/// The whole index of `scope` replaced in the command's transaction; other scopes untouched.
+async fn replace_routing(
+    tx: &mut PgTx,
+    scope: &str,
+    entries: &[(String, String)],
+) -> StoreResult<Outcome> {
+    sqlx::query("DELETE FROM gateway_routing WHERE scope = $1")
+        .bind(scope)
+        .execute(&mut **tx)
+        .await
+        .db()?;
+    let now = now_epoch();
+    let mut inserted = 0;
+    for (key, entry) in entries
+        .iter()
+        .filter(|(k, e)| !k.is_empty() && !e.is_empty())
+    {
+        let done = sqlx::query(
+            "INSERT INTO gateway_routing (scope, session_key, entry_json, updated_at) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(scope)
+        .bind(key)
+        .bind(entry)
+        .bind(now)
+        .execute(&mut **tx)
+        .await
+        .db()?;
+        inserted += changed(done);
+    }
+    Ok(Outcome::Changed(inserted))
+}
+
+/// Ends a `running` claim and records its replies; `Changed(0)` (nothing recorded) when the
+/// claim had already ended. Two instances concluding one dead instance's run at once: the
+/// second waits on the row and then finds it no longer `running`.
+async fn finish_cron_run(
+    tx: &mut PgTx,
+    end: &CronRunEnd,
+    owner: Owner<'_>,
+) -> StoreResult<Outcome> {
+    let now = now_epoch();
+    let ids: Vec<String> = end
+        .replies
+        .iter()
+        .map(NewObligation::obligation_id)
+        .collect();
+    let error: Option<String> = end
+        .error
+        .as_ref()
+        .map(|e| e.chars().take(MAX_ERROR_CHARS).collect());
+    let done = sqlx::query(
+        "UPDATE hermesd_cron_runs \
+         SET state = $1, status = $2, error = $3, obligation_ids = $4, finished_at = $5 \
+         WHERE job_id = $6 AND scheduled_at = $7 AND state = 'running'",
+    )
+    .bind(end.state)
+    .bind(&end.status)
+    .bind(error)
+    .bind(ids.join(","))
+    .bind(now)
+    .bind(&end.job_id)
+    .bind(end.scheduled_at)
+    .execute(&mut **tx)
+    .await
+    .db()?;
+    let finished = changed(done);
+    if finished == 0 {
+        return Ok(Outcome::Changed(0));
+    }
+    for reply in &end.replies {
+        ledger_writes::insert_obligation(tx, reply, owner).await?;
+    }
+    sqlx::query("DELETE FROM hermesd_cron_runs WHERE job_recorded = 1 AND finished_at < $1")
+        .bind(now - CRON_RUN_RETENTION_SECONDS)
+        .execute(&mut **tx)
+        .await
+        .db()?;
+    Ok(Outcome::Changed(finished))
 }

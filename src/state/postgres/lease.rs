@@ -21,6 +21,9 @@ pub enum LeaseScope {
     Session,
     /// One instance per ingress (the Telegram poller, a Discord shard).
     Ingress,
+    /// An instance itself (key = its id): held while it runs, so the work it owns
+    /// (obligations, cron runs) is taken over by others only once it has expired.
+    Instance,
 }
 
 impl LeaseScope {
@@ -28,6 +31,7 @@ impl LeaseScope {
         match self {
             LeaseScope::Session => "session",
             LeaseScope::Ingress => "ingress",
+            LeaseScope::Instance => "instance",
         }
     }
 }

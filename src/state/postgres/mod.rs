@@ -4,8 +4,11 @@
 //! and `state.backend: postgres` is refused by the config until it does.
 
 mod error;
+mod gateway_reads;
 mod gateway_writes;
+mod instance;
 mod lease;
+mod ledger_writes;
 mod migrate;
 pub mod pg_text;
 mod rows;
@@ -23,6 +26,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 pub use error::{PgError, PgResult};
+pub use instance::InstanceOwner;
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;
 pub use search::SEARCH_TEXT;

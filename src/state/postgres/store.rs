@@ -9,6 +9,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgPool, Postgres};
 
 use super::error::PgError;
+use super::instance::{InstanceLease, InstanceOwner};
 use super::lease::{Lease, begin_fenced};
 use crate::state::StoreOptions;
 use crate::state::commands::{Outcome, WriteCommand};
@@ -33,6 +34,8 @@ pub struct PgStore {
     /// This instance's name among those sharing the database.
     instance_id: String,
     lease_ttl: Duration,
+    /// This instance's own lease: the gateway work it owns is alive while it holds it.
+    instance: InstanceLease,
 }
 
 /// A write transaction: plain, or fenced by a session lease.
@@ -44,12 +47,15 @@ impl PgStore {
     pub async fn open(url: &str, options: &StoreOptions) -> StoreResult<Self> {
         super::migrate(url).await?;
         let pool = super::connect(url, DEFAULT_MAX_CONNECTIONS).await?;
+        let instance_id = options.instance_id.clone().unwrap_or_else(new_instance_id);
+        let instance = InstanceLease::start(&pool, &instance_id, options.lease_ttl).await?;
         Ok(Self {
             pool,
             shown_url: super::redact_url(url),
             owner: options.ledger_owner,
-            instance_id: options.instance_id.clone().unwrap_or_else(new_instance_id),
+            instance_id,
             lease_ttl: options.lease_ttl,
+            instance,
         })
     }
 
@@ -73,6 +79,12 @@ impl PgStore {
         self.owner
     }
 
+    /// The owner stamped on the gateway work this instance claims now (its id and its
+    /// instance lease's current token).
+    pub fn instance_owner(&self) -> InstanceOwner {
+        self.instance.owner()
+    }
+
     /// Begins a write transaction, fenced by `fence` when there is one.
     pub async fn begin(&self, fence: Option<&Lease>) -> StoreResult<PgTx> {
         Ok(match fence {
@@ -89,7 +101,7 @@ impl PgStore {
     ) -> StoreResult<Outcome> {
         let mut tx = self.begin(fence).await?;
         let outcome = if is_gateway_command(&command) {
-            super::gateway_writes::apply(&mut tx, command, self.owner).await?
+            super::gateway_writes::apply(&mut tx, command, &self.instance_owner()).await?
         } else {
             super::session_writes::apply(&mut tx, command).await?
         };
@@ -97,7 +109,10 @@ impl PgStore {
         Ok(outcome)
     }
 
+    /// Stops renewing and releases the instance lease (its unfinished work is open to the
+    /// other instances at once), then closes the pool.
     pub async fn close(&self) {
+        self.instance.release().await;
         self.pool.close().await;
     }
 }

@@ -1,0 +1,148 @@
+//! This instance's own lease (scope `instance`, key = its id). The gateway work an instance
+//! claims (delivery obligations, cron runs) is stamped with its id and lease token; other
+//! instances treat that work as alive exactly while this lease is current with that token,
+//! so pids (meaningless across machines) play no part in ownership on PostgreSQL.
+//!
+//! The lease is taken when the store opens and renewed every third of its hold time by a
+//! task; closing the store stops the task and releases the lease (its work is then open to
+//! the others at once). An instance that dies, or is paused past its hold time, stops
+//! renewing, and its work becomes recoverable when the lease expires.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sqlx::postgres::PgPool;
+use tokio::task::JoinHandle;
+
+use super::error::PgError;
+use super::lease::{self, Lease, LeaseScope};
+use crate::state::error::{StoreError, StoreResult};
+
+/// How often a taken instance id is retried at open (a previous run's lease may still be
+/// running out).
+const ACQUIRE_RETRY: Duration = Duration::from_millis(200);
+
+/// Who owns a row on PostgreSQL: an instance and the token of its lease at claim time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceOwner {
+    pub instance: String,
+    pub token: i64,
+}
+
+/// The held instance lease and the task that renews it.
+#[derive(Debug)]
+pub struct InstanceLease {
+    pool: PgPool,
+    current: Arc<Mutex<Lease>>,
+    renewal: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl InstanceLease {
+    /// Takes the lease on `instance` and starts renewing it. Waits while another holder
+    /// (a previous run of this instance whose lease has not run out yet) holds it, for at
+    /// most the hold time plus a margin: past that, two live instances share the id.
+    pub async fn start(pool: &PgPool, instance: &str, ttl: Duration) -> StoreResult<Self> {
+        let deadline = Instant::now() + ttl + Duration::from_secs(5);
+        let held = loop {
+            if let Some(held) =
+                lease::acquire(pool, LeaseScope::Instance, instance, instance, ttl).await?
+            {
+                break held;
+            }
+            if Instant::now() >= deadline {
+                return Err(StoreError::Invalid(format!(
+                    "the instance id {instance:?} is held by another running instance \
+                     (each instance sharing the database needs its own id)"
+                )));
+            }
+            tokio::time::sleep(ACQUIRE_RETRY).await;
+        };
+        let current = Arc::new(Mutex::new(held));
+        let renewal = tokio::spawn(renew_forever(pool.clone(), Arc::clone(&current), ttl));
+        Ok(Self {
+            pool: pool.clone(),
+            current,
+            renewal: Mutex::new(Some(renewal)),
+        })
+    }
+
+    /// The owner stamp for work claimed now.
+    pub fn owner(&self) -> InstanceOwner {
+        let lease = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        InstanceOwner {
+            instance: lease.key.clone(),
+            token: lease.token,
+        }
+    }
+
+    /// Stops renewing and gives the lease up, so other instances may take over this
+    /// instance's unfinished work at once.
+    pub async fn release(&self) {
+        self.stop_renewing();
+        let held = self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Err(error) = lease::release(&self.pool, &held).await {
+            tracing::warn!(instance = %held.key, %error,
+                "could not release the instance lease; other instances take over when it expires");
+        }
+    }
+
+    fn stop_renewing(&self) {
+        if let Some(task) = self
+            .renewal
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for InstanceLease {
+    /// A store dropped without `close` stops renewing but does not release: to the other
+    /// instances it looks like a crash, and its lease runs out.
+    fn drop(&mut self) {
+        self.stop_renewing();
+    }
+}
+
+async fn renew_forever(pool: PgPool, current: Arc<Mutex<Lease>>, ttl: Duration) {
+    let period = (ttl / 3).max(Duration::from_millis(10));
+    loop {
+        tokio::time::sleep(period).await;
+        let held = current.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let next = match lease::renew(&pool, &held, ttl).await {
+            Ok(renewed) => renewed,
+            Err(PgError::LeaseLost { .. }) => {
+                tracing::error!(instance = %held.key, token = held.token,
+                    "this instance's lease EXPIRED before it was renewed (paused or cut off \
+                     from PostgreSQL too long): other instances may now take over the replies \
+                     and scheduled runs it owned; taking a new lease");
+                match lease::acquire(&pool, LeaseScope::Instance, &held.key, &held.key, ttl).await {
+                    Ok(Some(fresh)) => fresh,
+                    Ok(None) => {
+                        tracing::error!(instance = %held.key,
+                            "another holder took this instance's id; retrying");
+                        continue;
+                    }
+                    Err(error) => {
+                        tracing::error!(instance = %held.key, %error,
+                            "cannot take a new instance lease; retrying");
+                        continue;
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::error!(instance = %held.key, %error,
+                    "renewing this instance's lease FAILED; if this lasts past the lease time, \
+                     other instances take over its work");
+                continue;
+            }
+        };
+        *current.lock().unwrap_or_else(|e| e.into_inner()) = next;
+    }
+}

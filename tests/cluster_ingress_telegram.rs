@@ -141,7 +141,10 @@ async fn one_instance_polls_and_a_dead_leader_is_replaced_without_losing_an_upda
         pushed.push(fake.push_text(Chat::private(chat), user.clone(), "hello"));
     }
     for id in &pushed {
-        wait_for("the first updates are journaled", || journaled(&journal, *id)).await;
+        wait_for("the first updates are journaled", || {
+            journaled(&journal, *id)
+        })
+        .await;
     }
     // Long polls keep going for a few lease renewals: the follower must stay quiet all along.
     let polls = fake.calls_of("getUpdates").len();
@@ -174,11 +177,18 @@ async fn one_instance_polls_and_a_dead_leader_is_replaced_without_losing_an_upda
     .await;
     let takeover = killed.elapsed();
     println!("the follower took over {takeover:?} after the leader died (lease time {TTL:?})");
-    assert!(takeover < TTL + TTL / 3 + Duration::from_secs(10), "{takeover:?}");
+    assert!(
+        takeover < TTL + TTL / 3 + Duration::from_secs(10),
+        "{takeover:?}"
+    );
     let later = fake.push_text(Chat::private(5), user, "still there?");
     wait_for("a later update is journaled", || journaled(&journal, later)).await;
     assert!(
-        follower.received.lock().unwrap().contains(&later.to_string()),
+        follower
+            .received
+            .lock()
+            .unwrap()
+            .contains(&later.to_string()),
         "the follower polls now"
     );
 
@@ -187,7 +197,10 @@ async fn one_instance_polls_and_a_dead_leader_is_replaced_without_losing_an_upda
     pushed.extend([taken, later]);
     let journal = journal.lock().unwrap().clone();
     for id in &pushed {
-        assert!(journal.contains_key(&id.to_string()), "update {id} lost: {journal:?}");
+        assert!(
+            journal.contains_key(&id.to_string()),
+            "update {id} lost: {journal:?}"
+        );
     }
     follower.task.abort();
 }

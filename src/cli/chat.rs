@@ -15,7 +15,7 @@ use super::EXIT_FAILURE;
 use crate::agent::{Agent, AgentDeps, AgentEvent, UserPrompts, new_session_id};
 use crate::config::{self, EXIT_CONFIG};
 use crate::home::HermesHome;
-use crate::state::{Store, StoreOptions};
+use crate::state::Store;
 use crate::tools::approval::{ApprovalDecision, ApprovalPrompt, ApprovalRequest};
 use crate::tools::clarify::{ClarifyCallback, ClarifyRequest};
 
@@ -57,14 +57,10 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: ChatArgs) ->
         }
     };
     runtime.block_on(async move {
-        let options = StoreOptions {
-            env: loaded.env.clone(),
-            ..StoreOptions::default()
-        };
-        let store = match Store::open_with(&home.state_db(), options) {
+        let store = match crate::gateway::cluster::open_configured_store(home, &loaded).await {
             Ok(store) => store,
             Err(e) => {
-                eprintln!("error: cannot open {}: {e}", home.state_db().display());
+                eprintln!("error: {e}");
                 return EXIT_FAILURE;
             }
         };

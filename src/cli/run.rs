@@ -29,7 +29,6 @@ use crate::gateway::runtime_status::{GatewayState, RuntimeStatus};
 use crate::gateway::sd_notify::{self, Notifier};
 use crate::gateway::supervisor::Backoff;
 use crate::home::HermesHome;
-use crate::state::{Store, StoreOptions};
 use sighup::{Reload, ReloadSignal};
 
 #[derive(Debug, Default, clap::Args)]
@@ -202,18 +201,22 @@ async fn serve(
             return EXIT_FAILURE;
         }
     };
-    let options = StoreOptions {
-        env: loaded.env.clone(),
-        ..StoreOptions::default()
-    };
-    let store = match Store::open_with(&home.state_db(), options) {
+    let store = match crate::gateway::cluster::open_configured_store(home, &loaded).await {
         Ok(store) => store,
         Err(e) => {
-            eprintln!("error: cannot open {}: {e}", home.state_db().display());
-            lifecycle.set_state(GatewayState::Stopped, Some("state.db unavailable"));
+            eprintln!("error: {e}");
+            lifecycle.set_state(GatewayState::Stopped, Some("state database unavailable"));
             return EXIT_FAILURE;
         }
     };
+    if let Some(pg) = store.postgres() {
+        tracing::info!(
+            instance_id = pg.instance_id(),
+            database = pg.shown_url(),
+            lease_seconds = pg.lease_ttl().as_secs_f64(),
+            "state on PostgreSQL"
+        );
+    }
     if let Some(discord) = &built.discord {
         platforms::remember_discord_conversations(home, &store, discord).await;
     }

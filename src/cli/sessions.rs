@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::format::{table, timestamp, truncate};
 use super::{EXIT_FAILURE, small_runtime};
 use crate::home::HermesHome;
-use crate::state::{Content, SearchQuery, Store, StoreError, StoreOptions, StoreResult};
+use crate::state::{Content, SearchQuery, Store, StoreError, StoreResult};
 
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
@@ -92,15 +92,19 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: SessionsC
             return EXIT_FAILURE;
         }
     };
-    let options = StoreOptions {
-        env: env.clone(),
-        ..StoreOptions::default()
+    // The configuration says where the sessions are (state.db or PostgreSQL).
+    let loaded = match crate::config::load(home, env) {
+        Ok(loaded) => loaded,
+        Err(errors) => {
+            eprintln!("{}", crate::logging::mask(&errors.to_string()));
+            return crate::config::EXIT_CONFIG;
+        }
     };
     runtime.block_on(async {
-        let store = match Store::open_with(&home.state_db(), options) {
+        let store = match crate::gateway::cluster::open_configured_store(home, &loaded).await {
             Ok(store) => store,
             Err(e) => {
-                eprintln!("error: cannot open {}: {e}", home.state_db().display());
+                eprintln!("error: {e}");
                 return EXIT_FAILURE;
             }
         };

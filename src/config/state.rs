@@ -1,11 +1,11 @@
 //! `state:` — where hermesd keeps sessions and the gateway's tables. hermesd's own section
 //! (issue 22): `sqlite` is `$HERMES_HOME/state.db`, shared with Python Hermes, and the
-//! default; `postgres` is a database several instances share.
-//!
-//! The PostgreSQL backend cannot run the daemon yet, so `backend: postgres` is an error
-//! naming the key rather than a setting that would be accepted and not acted on.
+//! default; `postgres` is a database several instances share (`postgres_url` or
+//! `HERMES_DATABASE_URL`), coordinated by leases that outlive a silent holder by
+//! `lease_seconds`, each instance named by `instance_id` (a fresh unique name by default).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +25,8 @@ pub const DATABASE_URL_ENV: &str = "HERMES_DATABASE_URL";
 pub struct RawState {
     pub backend: Option<serde_json::Value>,
     pub postgres_url: Option<serde_json::Value>,
+    pub lease_seconds: Option<serde_json::Value>,
+    pub instance_id: Option<serde_json::Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -35,13 +37,28 @@ pub struct StateConfig {
     pub backend: StateBackend,
     /// The PostgreSQL URL; a secret, since it usually holds the password.
     pub postgres_url: Option<Secret>,
+    /// How long a lease (a session's turn, an instance's liveness) outlives its holder's
+    /// last renewal: the failover time after an instance dies.
+    pub lease_ttl: Duration,
+    /// This instance's name among those sharing the database; `None` draws a fresh one at
+    /// each start.
+    pub instance_id: Option<String>,
 }
+
+/// `state.lease_seconds` unless set.
+pub const DEFAULT_LEASE_SECONDS: f64 = 15.0;
+
+/// The longest lease accepted: a day (a longer one would make failover meaningless, and the
+/// value must fit the database's interval arithmetic).
+const MAX_LEASE_SECONDS: f64 = 86_400.0;
 
 impl Default for StateConfig {
     fn default() -> Self {
         Self {
             backend: StateBackend::Sqlite,
             postgres_url: None,
+            lease_ttl: Duration::from_secs_f64(DEFAULT_LEASE_SECONDS),
+            instance_id: None,
         }
     }
 }
@@ -73,12 +90,25 @@ pub fn state(
             );
         }
     }
+    let lease_seconds = issues.float(
+        at("state.lease_seconds", raw.lease_seconds.as_ref()),
+        DEFAULT_LEASE_SECONDS,
+        |n| n > 0.0 && n <= MAX_LEASE_SECONDS,
+        "a positive number of seconds (at most 86400)",
+    );
+    let instance_id = issues.string(at("state.instance_id", raw.instance_id.as_ref()));
     match backend {
-        StateBackend::Postgres => issues.error(
-            "state.backend",
-            "postgres is not available yet: the PostgreSQL backend cannot run the daemon \
-             until issue 22 is finished; remove the key or use sqlite (the default)",
-        ),
+        StateBackend::Postgres => {
+            if postgres_url.is_none() && url_key.is_none() {
+                issues.error(
+                    "state.postgres_url",
+                    format!(
+                        "state.backend is postgres but no database is named: set \
+                         state.postgres_url or {DATABASE_URL_ENV}"
+                    ),
+                );
+            }
+        }
         StateBackend::Sqlite => {
             if let Some(key) = url_key.filter(|_| postgres_url.is_some()) {
                 issues.warn(format!(
@@ -90,6 +120,8 @@ pub fn state(
     StateConfig {
         backend,
         postgres_url,
+        lease_ttl: Duration::from_secs_f64(lease_seconds),
+        instance_id,
     }
 }
 
@@ -122,15 +154,49 @@ mod tests {
     }
 
     #[test]
-    fn postgres_is_refused_naming_the_key_until_the_backend_is_complete() {
+    fn postgres_runs_with_a_url_from_the_file_or_the_environment() {
         let url = "postgres://hermes:s3cret@db/hermes";
-        for env in [vec![], vec![(DATABASE_URL_ENV, url)]] {
-            let (_, issues) = validate(json!({"backend": "postgres", "postgres_url": url}), &env);
+        for (file, env) in [
+            (json!({"backend": "postgres", "postgres_url": url}), vec![]),
+            (
+                json!({"backend": "postgres"}),
+                vec![(DATABASE_URL_ENV, url)],
+            ),
+        ] {
+            let (config, issues) = validate(file, &env);
+            assert!(issues.errors.is_empty(), "{:?}", errors(&issues));
+            assert!(issues.warnings.is_empty(), "{:?}", issues.warnings);
+            assert_eq!(config.backend, StateBackend::Postgres);
+            assert_eq!(config.postgres_url.unwrap().expose(), url);
+            assert_eq!(config.lease_ttl, Duration::from_secs(15));
+            assert_eq!(config.instance_id, None);
+        }
+    }
+
+    #[test]
+    fn postgres_without_a_url_is_an_error_naming_both_places() {
+        let (_, issues) = validate(json!({"backend": "postgres"}), &[]);
+        let errors = errors(&issues);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("state.postgres_url"), "{errors:?}");
+        assert!(errors[0].contains(DATABASE_URL_ENV), "{errors:?}");
+    }
+
+    #[test]
+    fn lease_seconds_and_instance_id_are_read_and_checked() {
+        let (config, issues) = validate(
+            json!({"lease_seconds": 2.5, "instance_id": " edge-1 "}),
+            &[],
+        );
+        assert!(issues.errors.is_empty(), "{:?}", errors(&issues));
+        assert_eq!(config.lease_ttl, Duration::from_millis(2500));
+        assert_eq!(config.instance_id.as_deref(), Some("edge-1"));
+        for bad in [json!(0), json!(-3), json!("soon"), json!(100000)] {
+            let (config, issues) = validate(json!({"lease_seconds": bad.clone()}), &[]);
             let errors = errors(&issues);
-            assert_eq!(errors.len(), 1, "{errors:?}");
-            assert!(errors[0].contains("state.backend"), "{errors:?}");
-            assert!(errors[0].contains("not available yet"), "{errors:?}");
-            assert!(!errors[0].contains("s3cret"));
+            assert_eq!(errors.len(), 1, "{bad}: {errors:?}");
+            assert!(errors[0].contains("state.lease_seconds"), "{errors:?}");
+            assert_eq!(config.lease_ttl, Duration::from_secs(15));
         }
     }
 

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod api_server;
 pub mod authorize;
 pub mod chunk;
+pub mod cluster;
 pub mod cron;
 pub mod delivery;
 pub mod first_run;

@@ -246,7 +246,11 @@ impl Store {
     pub async fn write(&self, command: WriteCommand) -> StoreResult<Outcome> {
         let sqlite = match &self.inner.backend {
             Backend::Sqlite(sqlite) => sqlite,
-            Backend::Postgres(pg) => return pg.apply(command, self.fence.as_deref()).await,
+            Backend::Postgres(pg) => {
+                // A handle fenced explicitly, or any handle inside a fenced turn's task.
+                let fence = self.fence.clone().or_else(postgres::current_fence);
+                return pg.apply(command, fence.as_deref()).await;
+            }
         };
         let (reply, result) = oneshot::channel();
         let request = WriteRequest {

@@ -184,6 +184,9 @@ impl Router {
 
     /// The worker: runs the slot's jobs in order, one at a time, then exits.
     async fn drain(self: Arc<Self>, slot: Arc<Slot>) {
+        if let Some(cluster) = self.cluster.clone() {
+            return self.drain_clustered(cluster, slot).await;
+        }
         loop {
             let job = {
                 let mut state = slot.lock();
@@ -206,7 +209,7 @@ impl Router {
     /// its own) is caught here, so the event is still answered, the slot no longer says
     /// "running" and the worker goes on with the next job instead of dying with the slot
     /// wedged.
-    async fn run_job(&self, slot: &Arc<Slot>, job: Job) {
+    pub(super) async fn run_job(&self, slot: &Arc<Slot>, job: Job) {
         let event = job.event.clone();
         let api = job.api.clone();
         let outcome = AssertUnwindSafe(self.run_job_inner(slot, job))

@@ -5,6 +5,7 @@
 //! delivery obligations before they are sent.
 
 mod busy;
+mod clustered;
 pub mod commands;
 mod cron_command;
 mod dead_letter;
@@ -97,6 +98,8 @@ pub struct Router {
     pub stop_requested: CancellationToken,
     /// The MCP servers whose tools every agent's registry reads.
     mcp: crate::tools::mcp::McpHub,
+    /// PostgreSQL: the session leases shared with the other instances (`clustered.rs`).
+    cluster: Option<Arc<crate::gateway::cluster::Cluster>>,
     me: Weak<Router>,
 }
 
@@ -216,6 +219,7 @@ impl Router {
                 shutting_down: AtomicBool::new(false),
                 stop_requested: CancellationToken::new(),
                 mcp: mcp.clone(),
+                cluster: crate::gateway::cluster::Cluster::new(&store),
                 me: me.clone(),
             }
         });
@@ -225,6 +229,13 @@ impl Router {
         }
         // MCP servers' sampling requests go to the agent's model.
         mcp.set_model_client(live.agent.as_ref().ok().map(|deps| deps.client.clone()));
+        if let Some(cluster) = &router.cluster {
+            tracing::info!(
+                instance_id = cluster.instance_id(),
+                "sharing sessions with other instances through PostgreSQL"
+            );
+            router.start_cluster_tasks(cluster);
+        }
         Ok(router)
     }
 
@@ -294,14 +305,15 @@ impl Router {
                 return RecordOutcome::Failed;
             }
         }
-        self.dispatch(
-            key,
-            Job {
-                event,
-                resumed: false,
-                api: None,
-            },
-        );
+        let job = Job {
+            event,
+            resumed: false,
+            api: None,
+        };
+        match &self.cluster {
+            Some(cluster) => self.offer_clustered(cluster, key, job),
+            None => self.dispatch(key, job),
+        }
         RecordOutcome::Recorded
     }
 

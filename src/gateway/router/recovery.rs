@@ -3,12 +3,9 @@
 //! journaled but never answered run again — a started turn continues from its stored
 //! history instead of repeating the user's message.
 
-use hermes_adapter::MessageEvent;
-
 use super::Router;
 use super::outbox::Outgoing;
-use super::slot::Job;
-use crate::state::{InboundState, now_epoch};
+use crate::state::now_epoch;
 
 /// What recovery found.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -31,38 +28,20 @@ impl Router {
             }
         };
         for journaled in unfinished {
-            if self.link(&journaled.platform).is_none() {
+            let Some(job) = self.journaled_job(&journaled).await else {
                 continue;
-            }
-            let event: MessageEvent = match serde_json::from_value(journaled.payload.clone()) {
-                Ok(event) => event,
-                Err(e) => {
-                    tracing::warn!(event_id = %journaled.event_id, error = %e, "unreadable journaled event; closing it");
-                    let _ = self
-                        .store
-                        .mark_inbound(
-                            &journaled.platform,
-                            &journaled.event_id,
-                            InboundState::Ignored,
-                        )
-                        .await;
-                    continue;
-                }
             };
-            let resumed = journaled.state == InboundState::Processing;
-            if resumed {
+            if job.resumed {
                 report.turns_resumed += 1;
             } else {
                 report.turns_restarted += 1;
             }
-            self.dispatch(
-                journaled.session_key.clone(),
-                Job {
-                    event,
-                    resumed,
-                    api: None,
-                },
-            );
+            match &self.cluster {
+                // The instance that takes the session's lease runs its unfinished events
+                // (perhaps another one; those still held run where they are).
+                Some(_) => self.kick(&journaled.session_key),
+                None => self.dispatch(journaled.session_key.clone(), job),
+            }
         }
         report
     }

@@ -100,6 +100,11 @@ pub struct SlotState {
     pub last_active: Option<Instant>,
     /// `/model --once`: the model for the next turn only (kept in memory, as Hermes does).
     pub once_model: Option<crate::agent::provider::ModelChoice>,
+    /// PostgreSQL: this instance holds the session's lease (its worker is running it).
+    pub held: bool,
+    /// PostgreSQL: the journaled events taken up under the current lease (see
+    /// `clustered.rs`), so re-reading the journal does not run one twice.
+    pub seen: std::collections::HashSet<String>,
 }
 
 impl SlotState {

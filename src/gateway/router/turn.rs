@@ -110,6 +110,10 @@ impl Router {
             .await
         {
             Ok(prepared) => prepared,
+            Err(AgentError::Store(e)) if e.is_lease_lost() => {
+                self.lease_lost(&job, &e);
+                return;
+            }
             Err(e) => {
                 let incident = Incident::new();
                 tracing::error!(incident = incident.id(), session_key = %slot.key, error = %e, "cannot prepare the session");
@@ -274,6 +278,12 @@ impl Router {
                                     .await
                             }
                         }
+                    }
+                    // Another instance took the session over (this one stalled past its
+                    // lease): that instance answers the event; this one stays silent.
+                    AgentError::Store(e) if e.is_lease_lost() => {
+                        self.lease_lost(&job, &e);
+                        return;
                     }
                     // Our own failure: details to the log, an incident id to the user.
                     AgentError::Store(e) => {

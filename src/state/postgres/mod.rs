@@ -4,12 +4,14 @@
 //! and `state.backend: postgres` is refused by the config until it does.
 
 mod error;
+mod fence_scope;
 mod gateway_reads;
 mod gateway_writes;
 mod instance;
 mod lease;
 mod ledger_writes;
 mod migrate;
+pub mod notify;
 pub mod pg_text;
 mod rows;
 mod search;
@@ -26,6 +28,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 pub use error::{PgError, PgResult};
+pub use fence_scope::{current_fence, with_fence};
 pub use instance::InstanceOwner;
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
 pub use migrate::migrate;

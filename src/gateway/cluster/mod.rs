@@ -1,0 +1,135 @@
+//! Several active instances on one PostgreSQL database (`state.backend: postgres`): opening
+//! the configured store, and the session leases that let exactly one instance at a time run
+//! a session's turns (see "Coordination between instances" in ARCHITECTURE.md). The router
+//! drives them (`router/clustered.rs`); on SQLite none of this exists.
+//!
+//! Not here yet: Telegram polling leadership and Discord shard claims. They plug in as
+//! `LeaseScope::Ingress` leases held by the adapter's supervisor task (acquire before
+//! polling / identifying a shard, renew like [`Held`], stop ingress when renewal fails).
+
+mod hold;
+mod open;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use crate::state::Store;
+use crate::state::postgres::{self, LeaseScope, notify};
+
+pub use hold::Held;
+pub use open::{OpenError, open_configured_store};
+
+/// Slowest polling sweep, whatever the lease time.
+const MAX_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+/// Fastest polling sweep (a very short test lease must not turn it into a busy loop).
+const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(100);
+
+/// This instance's side of the coordination: its name, the lease time, and the local fan-out
+/// of session-work notifications to turns waiting for a session's lease.
+#[derive(Debug)]
+pub struct Cluster {
+    store: Store,
+    instance: String,
+    ttl: Duration,
+    /// Session keys announced on the notification channel (by any instance, this one too).
+    woken: broadcast::Sender<String>,
+}
+
+impl Cluster {
+    /// The coordination of `store`'s instance; `None` on SQLite (one instance owns the file).
+    pub fn new(store: &Store) -> Option<Arc<Self>> {
+        let pg = store.postgres()?;
+        let (woken, _) = broadcast::channel(1024);
+        Some(Arc::new(Self {
+            store: store.clone(),
+            instance: pg.instance_id().to_owned(),
+            ttl: pg.lease_ttl(),
+            woken,
+        }))
+    }
+
+    pub fn instance_id(&self) -> &str {
+        &self.instance
+    }
+
+    pub fn lease_ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// How often unfinished events are looked for: a fifth of the lease time, at most 1 s.
+    pub fn sweep_interval(&self) -> Duration {
+        (self.ttl / 5).clamp(MIN_SWEEP_INTERVAL, MAX_SWEEP_INTERVAL)
+    }
+
+    fn pg(&self) -> &postgres::PgStore {
+        self.store
+            .postgres()
+            .expect("a cluster exists only on PostgreSQL")
+    }
+
+    /// Takes `session_key`'s lease if nobody holds it; it is renewed every third of the lease
+    /// time until released.
+    pub async fn try_hold(&self, session_key: &str) -> Result<Option<Held>, postgres::PgError> {
+        let pg = self.pg();
+        let lease = postgres::acquire(
+            pg.pool(),
+            LeaseScope::Session,
+            session_key,
+            &self.instance,
+            self.ttl,
+        )
+        .await?;
+        Ok(lease.map(|lease| Held::start(pg.pool().clone(), lease)))
+    }
+
+    /// Waits until this instance holds `session_key`'s lease: retried when the key is
+    /// announced (a release, new work) and at each sweep interval otherwise (a holder that
+    /// died sends nothing; its lease just expires).
+    pub async fn hold_waiting(&self, session_key: &str) -> Held {
+        let mut woken = self.woken.subscribe();
+        loop {
+            match self.try_hold(session_key).await {
+                Ok(Some(held)) => return held,
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(session_key, error = %e, "cannot take a session lease; retrying")
+                }
+            }
+            let deadline = tokio::time::sleep(self.sweep_interval());
+            tokio::pin!(deadline);
+            loop {
+                tokio::select! {
+                    _ = &mut deadline => break,
+                    key = woken.recv() => match key {
+                        Ok(key) if key != session_key => continue,
+                        _ => break,
+                    },
+                }
+            }
+        }
+    }
+
+    /// Gives the lease up and tells the other instances the session is free.
+    pub async fn release(&self, held: Held) {
+        let key = held.lease().key.clone();
+        let pool = self.pg().pool();
+        if let Err(e) = held.release(pool).await {
+            tracing::warn!(session_key = %key, error = %e, "cannot release a session lease; it expires on its own");
+        }
+        self.announce(&key).await;
+    }
+
+    /// Tells every instance (this one too) that `session_key` has work.
+    pub async fn announce(&self, session_key: &str) {
+        if let Err(e) = notify::notify_session_work(self.pg().pool(), session_key).await {
+            tracing::warn!(session_key, error = %e, "cannot announce session work; the sweep will find it");
+        }
+    }
+
+    /// Passes a notification on to the turns waiting for that session's lease here.
+    pub fn woken(&self, session_key: &str) {
+        let _ = self.woken.send(session_key.to_owned());
+    }
+}

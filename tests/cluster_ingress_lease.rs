@@ -233,3 +233,29 @@ async fn a_holder_whose_lease_is_taken_stops_at_once_and_asks_again() {
         .unwrap();
     assert_eq!(outcome, Guarded::Shutdown);
 }
+
+/// Fair shares of sharded ingress divide by the live instances: those whose store holds a
+/// current instance lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_instances_are_the_open_stores_on_the_database() {
+    use hermesd::state::{Store, StoreOptions};
+    let cluster = PgCluster::start();
+    let url = cluster.url();
+    let open = |id: &str| {
+        let options = StoreOptions {
+            instance_id: Some(id.to_owned()),
+            lease_ttl: TTL,
+            ..StoreOptions::default()
+        };
+        Store::open_postgres(&url, options)
+    };
+    let first = open("first").await.expect("open first");
+    let ingress = LeaseClaims::ingress_for(&first);
+    assert!(ingress.is_shared());
+    assert_eq!(ingress.live_instances().await, 1);
+    let second = open("second").await.expect("open second");
+    assert_eq!(ingress.live_instances().await, 2);
+    second.close().await;
+    assert_eq!(ingress.live_instances().await, 1);
+    first.close().await;
+}

@@ -163,7 +163,18 @@ impl IngressClaims for LeaseClaims {
         self.renew_every()
     }
 
+    /// Instances holding a current instance lease (each open PostgreSQL store holds one);
+    /// 1 when the count cannot be read, which only makes this instance claim more.
     fn live_instances(&self) -> BoxFuture<'_, usize> {
-        async { 1 }.boxed()
+        async {
+            match postgres::count_current(&self.pool, LeaseScope::Instance).await {
+                Ok(n) => usize::try_from(n).unwrap_or(1).max(1),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not count the live instances");
+                    1
+                }
+            }
+        }
+        .boxed()
     }
 }

@@ -110,6 +110,13 @@ impl Ingress {
         self.shared.is_some()
     }
 
+    /// How long to wait before asking again for a refused claim (nothing when solo).
+    pub fn retry_every(&self) -> Duration {
+        self.shared
+            .as_ref()
+            .map_or(Duration::ZERO, |c| c.retry_every())
+    }
+
     /// Instances sharing the ingress (1 when solo).
     pub async fn live_instances(&self) -> usize {
         match &self.shared {
@@ -151,10 +158,7 @@ impl Ingress {
                 return Some(hold);
             }
             waiting();
-            let pause = self
-                .shared
-                .as_ref()
-                .map_or(Duration::ZERO, |c| c.retry_every());
+            let pause = self.retry_every();
             tokio::select! {
                 _ = tokio::time::sleep(pause) => {}
                 _ = shutdown.cancelled() => return None,

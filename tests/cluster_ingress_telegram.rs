@@ -119,13 +119,6 @@ fn journaled(journal: &Journal, id: i64) -> bool {
     journal.lock().unwrap().contains_key(&id.to_string())
 }
 
-fn conflicts(fake: &FakeTelegram) -> usize {
-    fake.calls_of("getUpdates")
-        .iter()
-        .filter(|call| call.status == Some(409))
-        .count()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_instance_polls_and_a_dead_leader_is_replaced_without_losing_an_update() {
     let cluster = PgCluster::start();
@@ -151,7 +144,11 @@ async fn one_instance_polls_and_a_dead_leader_is_replaced_without_losing_an_upda
     fake.wait_for_calls("getUpdates", polls + 4, PATIENCE)
         .await
         .expect("the leader keeps polling");
-    assert_eq!(conflicts(&fake), 0, "two instances polled at once");
+    assert_eq!(
+        fake.get_updates_conflicts(),
+        0,
+        "two instances polled at once"
+    );
     let (leader, follower) = if a.received.lock().unwrap().is_empty() {
         (b, a)
     } else {

@@ -19,6 +19,7 @@ use hermes_discord::{DiscordAdapter, Settings};
 use hermesd::gateway::ingress_lease::LeaseClaims;
 use hermesd::state::{Store, StoreOptions};
 use serde_json::json;
+use support::conditions::wait_until;
 use support::postgres::PgCluster;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -95,14 +96,6 @@ fn start(name: &'static str, store: Store, fake: &FakeDiscord, taken: Taken) -> 
     }
 }
 
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < PATIENCE, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 fn identified(fake: &FakeDiscord, shard: u64) -> usize {
     fake.frames_with_op(2)
         .iter()
@@ -130,7 +123,7 @@ async fn two_instances_share_two_shards_and_a_dead_ones_shard_is_taken_over() {
     );
     let a = start("a", store_a, &fake, taken.clone());
     let b = start("b", store_b, &fake, taken.clone());
-    wait_for("both shards are identified", || {
+    wait_until("both shards are identified", PATIENCE, || {
         identified(&fake, 0) >= 1 && identified(&fake, 1) >= 1
     })
     .await;
@@ -139,7 +132,7 @@ async fn two_instances_share_two_shards_and_a_dead_ones_shard_is_taken_over() {
     for (n, channel) in channels.iter().enumerate() {
         fake.push_message(Incoming::new(channel, &alice, &format!("hello {n}")));
     }
-    wait_for("both messages are taken in", || {
+    wait_until("both messages are taken in", PATIENCE, || {
         taken.lock().unwrap().len() == 2
     })
     .await;
@@ -164,7 +157,7 @@ async fn two_instances_share_two_shards_and_a_dead_ones_shard_is_taken_over() {
     dead.task.abort();
     dead.core.abort();
     let killed = Instant::now();
-    wait_for("the survivor identifies shard 1", || {
+    wait_until("the survivor identifies shard 1", PATIENCE, || {
         identified(&fake, 1) > before
     })
     .await;
@@ -173,7 +166,7 @@ async fn two_instances_share_two_shards_and_a_dead_ones_shard_is_taken_over() {
         killed.elapsed()
     );
     fake.push_message(Incoming::new(&channels[1], &alice, "after the takeover"));
-    wait_for("the later message is taken in", || {
+    wait_until("the later message is taken in", PATIENCE, || {
         taken.lock().unwrap().contains_key("after the takeover")
     })
     .await;

@@ -13,6 +13,7 @@ use hermes_adapter::{Guarded, Ingress};
 use hermesd::gateway::ingress_lease::LeaseClaims;
 use hermesd::state::postgres;
 use sqlx::postgres::PgPool;
+use support::conditions::wait_until;
 use support::postgres::PgCluster;
 use tokio_util::sync::CancellationToken;
 
@@ -97,14 +98,6 @@ fn contend(
     Contender { refusals, task }
 }
 
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < PATIENCE, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 async fn migrated_pools(cluster: &PgCluster) -> (PgPool, PgPool) {
     postgres::migrate(&cluster.url()).await.expect("migrate");
     let a = postgres::connect(&cluster.url(), 4)
@@ -125,7 +118,10 @@ async fn exactly_one_contender_runs_and_the_other_takes_over_after_the_first_sto
     let a = contend("a", pool_a.clone(), record.clone(), shutdown.clone());
     let b = contend("b", pool_b.clone(), record.clone(), shutdown.clone());
 
-    wait_for("one contender runs", || !record.steps().is_empty()).await;
+    wait_until("one contender runs", PATIENCE, || {
+        !record.steps().is_empty()
+    })
+    .await;
     let leader = record.steps()[0].0;
     let (leader_pool, follower, follower_name) = match leader {
         "a" => (pool_a, &b, "b"),
@@ -133,7 +129,7 @@ async fn exactly_one_contender_runs_and_the_other_takes_over_after_the_first_sto
     };
     // The follower keeps asking and keeps being refused while the leader renews: three
     // refusals span a whole lease time.
-    wait_for("the follower was refused 4 times", || {
+    wait_until("the follower was refused 4 times", PATIENCE, || {
         follower.refusals.load(Ordering::SeqCst) >= 4
     })
     .await;
@@ -144,7 +140,7 @@ async fn exactly_one_contender_runs_and_the_other_takes_over_after_the_first_sto
     // its process is killed. Its intake stops at once; the follower waits out the lease.
     let stopped_renewing = Instant::now();
     leader_pool.close().await;
-    wait_for("the follower takes over", || {
+    wait_until("the follower takes over", PATIENCE, || {
         record.started(follower_name).is_some()
     })
     .await;
@@ -184,7 +180,10 @@ async fn a_holder_whose_lease_is_taken_stops_at_once_and_asks_again() {
     let record = Arc::new(Record::default());
     let shutdown = CancellationToken::new();
     let holder = contend("holder", pool, record.clone(), shutdown.clone());
-    wait_for("the holder runs", || record.started("holder").is_some()).await;
+    wait_until("the holder runs", PATIENCE, || {
+        record.started("holder").is_some()
+    })
+    .await;
 
     // Another instance takes the lease over (as after a pause past its expiry).
     sqlx::query("UPDATE hermesd_leases SET expires_at = now() WHERE key = $1")
@@ -202,13 +201,13 @@ async fn a_holder_whose_lease_is_taken_stops_at_once_and_asks_again() {
     .await
     .unwrap()
     .expect("the expired lease can be taken");
-    wait_for("the holder stops", || {
+    wait_until("the holder stops", PATIENCE, || {
         record.running.load(Ordering::SeqCst) == 0
     })
     .await;
     // It goes back to asking, and is refused while the intruder holds the lease.
     let refused_before = holder.refusals.load(Ordering::SeqCst);
-    wait_for("the holder asks again", || {
+    wait_until("the holder asks again", PATIENCE, || {
         holder.refusals.load(Ordering::SeqCst) >= refused_before + 2
     })
     .await;
@@ -222,7 +221,7 @@ async fn a_holder_whose_lease_is_taken_stops_at_once_and_asks_again() {
     );
     // Once the intruder lets go, the holder takes the key again.
     assert!(postgres::release(&intruder_pool, &intruder).await.unwrap());
-    wait_for("the holder runs again", || {
+    wait_until("the holder runs again", PATIENCE, || {
         record.running.load(Ordering::SeqCst) == 1
     })
     .await;

@@ -24,6 +24,7 @@ use hermesd::gateway::ingress_lease::LeaseClaims;
 use hermesd::state::postgres;
 use serde_json::json;
 use sqlx::postgres::PgPool;
+use support::conditions::wait_until;
 use support::postgres::PgCluster;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -106,15 +107,6 @@ async fn start_instance(
     }
 }
 
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < PATIENCE, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    start.elapsed()
-}
-
 fn journaled(journal: &Journal, id: i64) -> bool {
     journal.lock().unwrap().contains_key(&id.to_string())
 }
@@ -134,7 +126,7 @@ async fn one_instance_polls_and_a_dead_leader_is_replaced_without_losing_an_upda
         pushed.push(fake.push_text(Chat::private(chat), user.clone(), "hello"));
     }
     for id in &pushed {
-        wait_for("the first updates are journaled", || {
+        wait_until("the first updates are journaled", PATIENCE, || {
             journaled(&journal, *id)
         })
         .await;
@@ -159,7 +151,7 @@ async fn one_instance_polls_and_a_dead_leader_is_replaced_without_losing_an_upda
     // The leader takes the next update but dies before it is journaled.
     leader.stall.store(true, Ordering::SeqCst);
     let taken = fake.push_text(Chat::private(4), user.clone(), "are you there");
-    wait_for("the leader takes the update", || {
+    wait_until("the leader takes the update", PATIENCE, || {
         leader.received.lock().unwrap().contains(&taken.to_string())
     })
     .await;
@@ -168,9 +160,11 @@ async fn one_instance_polls_and_a_dead_leader_is_replaced_without_losing_an_upda
     leader.core.abort();
     let killed = Instant::now();
 
-    wait_for("the new leader journals the dead leader's update", || {
-        journaled(&journal, taken)
-    })
+    wait_until(
+        "the new leader journals the dead leader's update",
+        PATIENCE,
+        || journaled(&journal, taken),
+    )
     .await;
     let takeover = killed.elapsed();
     println!("the follower took over {takeover:?} after the leader died (lease time {TTL:?})");
@@ -179,7 +173,10 @@ async fn one_instance_polls_and_a_dead_leader_is_replaced_without_losing_an_upda
         "{takeover:?}"
     );
     let later = fake.push_text(Chat::private(5), user, "still there?");
-    wait_for("a later update is journaled", || journaled(&journal, later)).await;
+    wait_until("a later update is journaled", PATIENCE, || {
+        journaled(&journal, later)
+    })
+    .await;
     assert!(
         follower
             .received

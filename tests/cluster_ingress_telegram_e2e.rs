@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use fake_telegram::{Chat, FakeTelegram, User};
+use support::conditions::wait_until;
 use support::daemon::Daemon;
 use support::fake_model::FakeModel;
 use support::postgres::PgCluster;
@@ -50,14 +51,6 @@ fn replies(telegram: &FakeTelegram) -> BTreeMap<i64, usize> {
     per_chat
 }
 
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < WAIT, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_instance_polls_and_a_killed_leader_is_replaced_with_nothing_lost_or_doubled() {
     let cluster = PgCluster::start();
@@ -70,7 +63,10 @@ async fn one_instance_polls_and_a_killed_leader_is_replaced_with_nothing_lost_or
     for chat in 1..=3 {
         telegram.push_text(Chat::private(chat), user.clone(), "hello");
     }
-    wait_for("each chat is answered", || replies(&telegram).len() == 3).await;
+    wait_until("each chat is answered", WAIT, || {
+        replies(&telegram).len() == 3
+    })
+    .await;
     // A few more polls: the follower must stay quiet all along.
     let polls = telegram.calls_of("getUpdates").len();
     telegram
@@ -104,12 +100,12 @@ async fn one_instance_polls_and_a_killed_leader_is_replaced_with_nothing_lost_or
         "the follower took the poll over {:?} after kill -9",
         killed.elapsed()
     );
-    wait_for("the message sent after the kill is answered", || {
+    wait_until("the message sent after the kill is answered", WAIT, || {
         replies(&telegram).contains_key(&4)
     })
     .await;
     telegram.push_text(Chat::private(5), user, "and now?");
-    wait_for("a later message is answered", || {
+    wait_until("a later message is answered", WAIT, || {
         replies(&telegram).contains_key(&5)
     })
     .await;

@@ -4,7 +4,8 @@
 //! claim `discord-shard:<application id>:<n>`: an instance runs a shard only while it holds
 //! that claim, and claims no more than its fair share (the shard count divided by the live
 //! instances, rounded up), so shards spread over the instances and a dead instance's shards
-//! are taken over once their leases expire. A solo instance runs every shard.
+//! are taken over once their leases expire; an instance over its share (another one joined)
+//! gives shards back until it is within it. A solo instance runs every shard.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -74,9 +75,19 @@ impl Shards<'_> {
                 count = shard[1],
                 "running the shard (its ingress lease is ours)"
             );
-            let result = self.session(shard, hold.lost()).await;
-            self.held.fetch_sub(1, Ordering::SeqCst);
+            let (result, given_back) = self.run_held(shard, hold.lost()).await;
+            if !given_back {
+                self.held.fetch_sub(1, Ordering::SeqCst);
+            }
             drop(hold);
+            if given_back && !ctx.shutdown.is_cancelled() {
+                tracing::info!(
+                    platform = "discord",
+                    shard = shard[0],
+                    "gave the shard back: more instances share the bot now"
+                );
+                continue;
+            }
             if ctx.shutdown.is_cancelled() {
                 return Ok(());
             }
@@ -87,6 +98,42 @@ impl Shards<'_> {
                 "lost the shard's ingress lease; its connection is closed until it is ours again"
             );
         }
+    }
+
+    /// Runs a held shard until its session ends or the hold is lost, or until this instance
+    /// runs more than its fair share (an instance joined): then it gives this shard back
+    /// (`true`) so the newcomer can take it.
+    async fn run_held(
+        &self,
+        shard: [u32; 2],
+        lost: &tokio_util::sync::CancellationToken,
+    ) -> (Result<(), AdapterError>, bool) {
+        let stop = lost.child_token();
+        let session = self.session(shard, &stop);
+        tokio::pin!(session);
+        let mut given_back = false;
+        loop {
+            tokio::select! {
+                result = &mut session => return (result, given_back),
+                _ = tokio::time::sleep(self.ctx.ingress.retry_every()), if !given_back => {
+                    if self.give_back_if_over_share(shard[1]).await {
+                        given_back = true;
+                        stop.cancel();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Frees one slot when this instance holds more than its fair share; only one of its
+    /// shards gives itself back per slot over the share.
+    async fn give_back_if_over_share(&self, count: u32) -> bool {
+        let share = fair_share(count, self.ctx.ingress.live_instances().await);
+        self.held
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |held| {
+                (held > share).then(|| held - 1)
+            })
+            .is_ok()
     }
 
     /// Takes one of this instance's fair share of slots, if one is left: counted before the

@@ -159,3 +159,31 @@ async fn two_instances_share_two_shards_and_a_killed_ones_shard_is_taken_over() 
     );
     drop(survivor);
 }
+
+/// A shard count that is not a positive whole number stops the daemon before it starts,
+/// with exit code 78 and the key named.
+#[test]
+fn a_bad_shard_count_exits_78_naming_the_key() {
+    for bad in ["0", "-2", "1.5", "many"] {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.yaml"),
+            format!("discord:\n  enabled: true\n  extra:\n    shard_count: {bad}\n"),
+        )
+        .unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hermesd"))
+            .arg("run")
+            .env_clear()
+            .env("HOME", home.path().join("user"))
+            .env("HERMES_HOME", home.path())
+            .env("HERMES_TEST_ISOLATION", "1")
+            .env("API_SERVER_PORT", "0")
+            .env("HERMES__ADMIN__PORT", "0")
+            .env("DISCORD_BOT_TOKEN", "a-token")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{bad}: {err}");
+        assert!(err.contains("discord.extra.shard_count"), "{bad}: {err}");
+    }
+}

@@ -89,7 +89,7 @@ async fn a_working_holder_keeps_its_lease_and_its_release_wakes_the_others() {
     assert!(!held.is_lost());
     let waiting = {
         let b = b.clone();
-        tokio::spawn(async move { b.hold_waiting("slack:C1").await })
+        tokio::spawn(async move { b.hold_waiting("slack:C1", || false).await })
     };
     a.release(held).await;
     let note = tokio::time::timeout(WAIT, listener.recv())
@@ -101,6 +101,7 @@ async fn a_working_holder_keeps_its_lease_and_its_release_wakes_the_others() {
     let taken = tokio::time::timeout(WAIT, waiting)
         .await
         .expect("B takes the released lease")
-        .unwrap();
+        .unwrap()
+        .expect("B never gave up");
     assert_eq!(taken.lease().holder, "b");
 }

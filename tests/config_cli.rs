@@ -379,20 +379,49 @@ fn a_valid_webhook_home_passes_check() {
     assert_eq!(text(&check.stdout).trim(), "config ok");
 }
 
-/// Issue 22: the PostgreSQL backend cannot run the daemon yet, so choosing it is refused
-/// rather than accepted and ignored; its URL, a secret, is never printed.
+/// Issue 22: the PostgreSQL backend runs; its settings are checked naming the key (exit 78),
+/// and its URL, a secret, is never printed, not even when the database cannot be reached.
 #[test]
-fn the_postgres_backend_is_refused_naming_the_key_and_the_url_never_shows() {
+fn the_postgres_backend_checks_its_keys_and_the_url_never_shows() {
     let dir = tempfile::tempdir().unwrap();
     let secret = "pg-s3cret-password";
-    let url = format!("postgres://hermes:{secret}@db.example/hermes");
+    // Port 1 on loopback: nothing listens, so the connection is refused at once.
+    let url = format!("postgres://hermes:{secret}@127.0.0.1:1/hermes");
     let env = [("HERMES_DATABASE_URL", url.as_str())];
+    for (yaml, key) in [
+        (
+            "state:\n  backend: postgres\n  lease_seconds: 0\n",
+            "state.lease_seconds",
+        ),
+        (
+            "state:\n  backend: postgres\n  lease_seconds: soon\n",
+            "state.lease_seconds",
+        ),
+    ] {
+        let home = hermes_home(dir.path(), Some(yaml), None);
+        for args in [&["run"][..], &["config", "check"]] {
+            let out = hermesd(&home, args, &env);
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(EXIT_CONFIG), "{args:?}: {stderr}");
+            assert!(stderr.contains(key), "{args:?}: {stderr}");
+            assert!(!stderr.contains(secret) && !text(&out.stdout).contains(secret));
+        }
+    }
     let home = hermes_home(dir.path(), Some("state:\n  backend: postgres\n"), None);
-    for args in [&["run"][..], &["config", "check"]] {
+    let out = hermesd(&home, &["config", "check"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(EXIT_CONFIG),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stderr).contains("state.postgres_url"));
+    // Valid, but the database is down: a start-up failure that names no secret.
+    for args in [&["run"][..], &["sessions", "list"]] {
         let out = hermesd(&home, args, &env);
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(EXIT_CONFIG), "{args:?}: {stderr}");
-        assert!(stderr.contains("state.backend"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("PostgreSQL"), "{args:?}: {stderr}");
         assert!(!stderr.contains(secret) && !text(&out.stdout).contains(secret));
     }
 

@@ -8,7 +8,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use hermesd::state::{CronRunEnd, NewObligation, Store, StoreOptions, now_epoch};
+use hermesd::state::{CronRunEnd, InboundRecord, NewObligation, Store, StoreOptions, now_epoch};
+use serde_json::json;
 use sqlx::postgres::PgPool;
 use support::owners::{PATIENCE, instance_lease, wait_until_lease_expired};
 use support::store_backends::{Backend, TestStore};
@@ -84,18 +85,26 @@ fn ids(found: &[hermesd::state::Obligation]) -> Vec<String> {
 async fn an_instance_holds_its_lease_while_open_renews_it_and_releases_it_on_close() {
     let t = cluster().await;
     let pool = pool(&t);
-    let ttl = Duration::from_secs(3);
+    // Renewed every third of it: slack for a loaded machine.
+    let ttl = Duration::from_secs(6);
     let a = instance(&t, "a", ttl).await;
     let (token, live) = instance_lease(&pool, "a").await.expect("taken at open");
     assert!(live);
     // Past the first hold time, the lease is still current with the same token: renewed.
     wait_past(&pool, lease_expiry_micros(&pool, "a").await).await;
     assert_eq!(instance_lease(&pool, "a").await, Some((token, true)));
+    let owed = a.create_obligation(reply("e1")).await.unwrap();
+    assert!(t.store.undelivered(now_epoch()).await.unwrap().is_empty());
     a.close().await;
     assert_eq!(
         instance_lease(&pool, "a").await,
         Some((token, false)),
         "released at once"
+    );
+    // Its unfinished work is open to the others at once, with no wait for an expiry.
+    assert_eq!(
+        ids(&t.store.undelivered(now_epoch()).await.unwrap()),
+        vec![owed]
     );
     t.store.close().await;
 }
@@ -214,7 +223,7 @@ async fn a_dead_instances_work_is_picked_up_exactly_once_by_racing_instances() {
 async fn an_instance_that_lost_its_lease_takes_a_new_one_and_its_earlier_work_is_recoverable() {
     let t = cluster().await;
     let pool = pool(&t);
-    let a = instance(&t, "a", Duration::from_secs(3)).await;
+    let a = instance(&t, "a", Duration::from_secs(6)).await;
     let (old_token, _) = instance_lease(&pool, "a").await.unwrap();
     let before = a.create_obligation(reply("e1")).await.unwrap();
     // As if A had been paused past its hold time.
@@ -267,5 +276,29 @@ async fn a_restarted_instance_waits_out_its_old_lease_and_recovers_its_own_work(
     );
     assert!(again.mark_attempting(&left).await.unwrap());
     again.close().await;
+    t.store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_received_by_two_instances_at_once_is_recorded_once() {
+    let t = cluster().await;
+    let b = instance(&t, "b", Duration::from_secs(30)).await;
+    let c = instance(&t, "c", Duration::from_secs(30)).await;
+    for n in 0..20 {
+        let id = format!("u-{n}");
+        let (by_b, by_c) = tokio::join!(
+            b.record_inbound("telegram", &id, "k", json!({"from": "b"})),
+            c.record_inbound("telegram", &id, "k", json!({"from": "c"})),
+        );
+        let outcomes = [by_b.unwrap(), by_c.unwrap()];
+        let recorded = outcomes
+            .iter()
+            .filter(|o| **o == InboundRecord::Recorded)
+            .count();
+        assert_eq!(recorded, 1, "{id}: {outcomes:?}");
+    }
+    assert_eq!(t.store.unfinished_inbound().await.unwrap().len(), 20);
+    b.close().await;
+    c.close().await;
     t.store.close().await;
 }

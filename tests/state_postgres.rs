@@ -96,18 +96,11 @@ async fn four_instances_migrating_at_once_create_the_schema_once() {
             .fetch_all(&pool)
             .await
             .expect("read the migration log");
-    // One row per embedded migration file (`NNNN_*.sql`), each applied once, successfully.
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/state/postgres/migrations");
-    let mut embedded: Vec<(i64, bool)> = std::fs::read_dir(dir)
-        .expect("the migrations dir")
-        .filter_map(|entry| {
-            let name = entry.ok()?.file_name().into_string().ok()?;
-            let version = name.strip_suffix(".sql")?.split('_').next()?.parse().ok()?;
-            Some((version, true))
-        })
+    let expected: Vec<(i64, bool)> = migration_versions()
+        .into_iter()
+        .map(|v| (v, true))
         .collect();
-    embedded.sort();
-    assert_eq!(applied, embedded, "each migration applied exactly once");
+    assert_eq!(applied, expected, "each migration applied exactly once");
     // Every table state.db has (the gateway's included), plus the shared pairing and leases.
     let state_db_tables = ["sessions", "messages", "state_meta"];
     let shared_only = [
@@ -133,7 +126,23 @@ async fn four_instances_migrating_at_once_create_the_schema_once() {
         .fetch_one(&pool)
         .await
         .expect("count");
-    assert_eq!(count, i64::try_from(embedded.len()).unwrap());
+    assert_eq!(count, expected.len() as i64);
+}
+
+/// The versions of the migration files (`NNNN_name.sql`), in order: what sqlx applies.
+fn migration_versions() -> Vec<i64> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/state/postgres/migrations");
+    let mut versions: Vec<i64> = std::fs::read_dir(dir)
+        .expect("the migrations directory")
+        .map(|entry| entry.expect("a migration file").file_name())
+        .filter_map(|name| {
+            let name = name.to_string_lossy().into_owned();
+            let (number, _) = name.split_once('_')?;
+            name.ends_with(".sql").then(|| number.parse().ok())?
+        })
+        .collect();
+    versions.sort_unstable();
+    versions
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,6 +20,10 @@ on_both_backends!(
     snippets_mark_matches_and_cut_long_text,
     paging_with_limit_and_offset,
     deleted_and_cleared_messages_leave_the_index,
+    words_inside_urls_paths_and_identifiers,
+    diacritics_are_ignored_as_fts5_does,
+    a_huge_message_of_many_words_is_stored_and_found,
+    better_matches_rank_before_newer_ones,
 );
 
 async fn fixture(t: &TestStore) -> &Store {
@@ -335,7 +339,7 @@ async fn deleted_and_cleared_messages_leave_the_index(t: &TestStore) {
 // queries use, or every search scans the whole message table.
 #[tokio::test(flavor = "multi_thread")]
 async fn postgres_search_expressions_use_the_indexes() {
-    use hermesd::state::postgres::SEARCH_TEXT;
+    use hermesd::state::postgres::{SEARCH_TEXT, SEARCH_WORDS};
     use support::store_backends::Backend;
 
     let t = TestStore::open(Backend::Postgres).await;
@@ -349,7 +353,7 @@ async fn postgres_search_expressions_use_the_indexes() {
         .unwrap();
     for (matcher, index) in [
         (
-            format!("to_tsvector('simple', {SEARCH_TEXT}) @@ to_tsquery('simple', $1)"),
+            format!("{SEARCH_WORDS} @@ to_tsquery('simple', $1)"),
             "idx_messages_search_words",
         ),
         (
@@ -366,4 +370,99 @@ async fn postgres_search_expressions_use_the_indexes() {
         let plan = plan.join("\n");
         assert!(plan.contains(index), "{index} not used:\n{plan}");
     }
+}
+
+async fn words_inside_urls_paths_and_identifiers(t: &TestStore) {
+    let store = fixture(t).await;
+    store
+        .append_message(NewMessage::text(
+            "cli1",
+            "assistant",
+            "See https://github.com/rust-lang/rust, mail ops@example.org; then read_file /etc/hosts",
+        ))
+        .await
+        .unwrap();
+    for query in [
+        "github",
+        "rust-lang",
+        "example",
+        "ops",
+        "file",
+        "read_file",
+        "hosts",
+        "\"etc hosts\"",
+    ] {
+        assert_eq!(count(store, query).await, 1, "{query}");
+    }
+    let hits = store.search(SearchQuery::new("github")).await.unwrap();
+    assert!(
+        hits[0].snippet.contains(">>>github<<<"),
+        "{}",
+        hits[0].snippet
+    );
+}
+
+async fn diacritics_are_ignored_as_fts5_does(t: &TestStore) {
+    let store = fixture(t).await;
+    store
+        .append_message(NewMessage::text("cli1", "user", "Un café naïf à Zürich"))
+        .await
+        .unwrap();
+    for query in ["cafe", "CAFÉ", "naif", "zurich", "\"cafe naif\"", "zür*"] {
+        assert_eq!(count(store, query).await, 1, "{query}");
+    }
+    let hits = store.search(SearchQuery::new("cafe")).await.unwrap();
+    assert!(
+        hits[0].snippet.contains(">>>café<<<"),
+        "{}",
+        hits[0].snippet
+    );
+}
+
+async fn a_huge_message_of_many_words_is_stored_and_found(t: &TestStore) {
+    let store = fixture(t).await;
+    // About 2.4 MB of 300,000 different words: more than one PostgreSQL tsvector can hold.
+    let words: Vec<String> = (0..300_000).map(|i| format!("w{i}")).collect();
+    let huge = words.join(" ");
+    let id = store
+        .append_message(NewMessage::text("cli1", "tool", &huge))
+        .await
+        .expect("a large tool output is stored");
+    let hits = store.search(SearchQuery::new("w12345")).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].id, id);
+    assert!(
+        hits[0].snippet.contains(">>>w12345<<<"),
+        "{}",
+        hits[0].snippet
+    );
+    let messages = store.get_messages("cli1").await.unwrap();
+    let stored = messages.iter().find(|m| m.id == id).unwrap();
+    assert_eq!(
+        stored.content,
+        Some(hermesd::state::Content::Text(huge)),
+        "stored whole"
+    );
+}
+
+async fn better_matches_rank_before_newer_ones(t: &TestStore) {
+    let store = fixture(t).await;
+    let best = store
+        .append_message(NewMessage::text("cli1", "user", "zebra yak zebra"))
+        .await
+        .unwrap();
+    let newer = store
+        .append_message(NewMessage::text(
+            "cli1",
+            "user",
+            "zebra and a long tail of unrelated words that dilute the one match it has",
+        ))
+        .await
+        .unwrap();
+    let hits = store
+        .search(SearchQuery::new("zebra OR yak"))
+        .await
+        .unwrap();
+    let order: Vec<i64> = hits.iter().map(|h| h.id).collect();
+    assert_eq!(order, [best, newer]);
 }

@@ -111,6 +111,21 @@ impl RoutingIndex {
         &self.scope
     }
 
+    /// Reads the stored entry of `key` again (PostgreSQL: another instance may have routed
+    /// the session to a new session id since this one loaded it).
+    pub async fn reload_key(&self, store: &Store, key: &str) -> StoreResult<()> {
+        let stored = store.load_routing(&self.scope).await?;
+        let entry = stored
+            .get(key)
+            .and_then(|value| RouteEntry::from_json(key, value));
+        let mut entries = self.lock();
+        match entry {
+            Some(entry) => entries.insert(key.to_owned(), entry),
+            None => entries.remove(key),
+        };
+        Ok(())
+    }
+
     pub fn get(&self, key: &str) -> Option<RouteEntry> {
         self.lock().get(key).cloned()
     }

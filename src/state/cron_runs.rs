@@ -69,6 +69,23 @@ pub struct CronRunEnd {
     pub replies: Vec<NewObligation>,
 }
 
+impl CronRunEnd {
+    /// The ids of its replies' obligations, in order.
+    pub fn obligation_ids(&self) -> Vec<String> {
+        self.replies
+            .iter()
+            .map(NewObligation::obligation_id)
+            .collect()
+    }
+
+    /// The error as stored: at most [`MAX_ERROR_CHARS`] characters.
+    pub(crate) fn stored_error(&self) -> Option<String> {
+        self.error
+            .as_ref()
+            .map(|e| e.chars().take(MAX_ERROR_CHARS).collect())
+    }
+}
+
 impl Store {
     /// Claims a scheduled run for this process; false when it was already claimed (by a
     /// process now or before), in which case it must not run.
@@ -92,11 +109,7 @@ impl Store {
     /// Ends a claimed run and records its replies (pending) in one transaction; false when
     /// the claim was no longer `running` (nothing recorded). Returns the obligation ids.
     pub async fn finish_cron_run(&self, end: CronRunEnd) -> StoreResult<Option<Vec<String>>> {
-        let ids: Vec<String> = end
-            .replies
-            .iter()
-            .map(NewObligation::obligation_id)
-            .collect();
+        let ids = end.obligation_ids();
         let outcome = self
             .write(WriteCommand::FinishCronRun {
                 end: Box::new(end),
@@ -202,15 +215,7 @@ pub fn claim(
 /// when the claim had already ended.
 pub fn finish(conn: &Connection, end: &CronRunEnd, owner: OwnerStamp) -> StoreResult<Outcome> {
     let now = now_epoch();
-    let ids: Vec<String> = end
-        .replies
-        .iter()
-        .map(NewObligation::obligation_id)
-        .collect();
-    let error: Option<String> = end
-        .error
-        .as_ref()
-        .map(|e| e.chars().take(MAX_ERROR_CHARS).collect());
+    let (ids, error) = (end.obligation_ids(), end.stored_error());
     let changed = conn.execute(
         "UPDATE hermesd_cron_runs
          SET state = ?1, status = ?2, error = ?3, obligation_ids = ?4, finished_at = ?5

@@ -86,12 +86,19 @@ impl Cluster {
 
     /// Waits until this instance holds `session_key`'s lease: retried when the key is
     /// announced (a release, new work) and at each sweep interval otherwise (a holder that
-    /// died sends nothing; its lease just expires).
-    pub async fn hold_waiting(&self, session_key: &str) -> Held {
+    /// died sends nothing; its lease just expires). `None` once `give_up()` says so.
+    pub async fn hold_waiting(
+        &self,
+        session_key: &str,
+        give_up: impl Fn() -> bool,
+    ) -> Option<Held> {
         let mut woken = self.woken.subscribe();
         loop {
+            if give_up() {
+                return None;
+            }
             match self.try_hold(session_key).await {
-                Ok(Some(held)) => return held,
+                Ok(Some(held)) => return Some(held),
                 Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(session_key, error = %e, "cannot take a session lease; retrying")

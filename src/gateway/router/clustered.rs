@@ -11,7 +11,7 @@
 //! lease's token. A polling sweep finds what notifications missed, including the sessions
 //! of an instance that died (its leases expire) — that is the failover path.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,7 +67,9 @@ impl Router {
             // it waits for the lease; a chat event may be run by whoever holds it.
             let api_waiting = slot.lock().queue.iter().any(|job| job.api.is_some());
             let held = if api_waiting {
-                Some(cluster.hold_waiting(&slot.key).await)
+                cluster
+                    .hold_waiting(&slot.key, || self.is_shutting_down())
+                    .await
             } else {
                 cluster.try_hold(&slot.key).await.unwrap_or_else(|e| {
                     tracing::warn!(session_key = %slot.key, error = %e, "cannot take a session lease; the sweep retries");
@@ -77,8 +79,14 @@ impl Router {
             let Some(held) = held else {
                 let mut state = slot.lock();
                 // Chat events are in the journal: the lease holder runs them.
+                // HTTP requests wait for the lease, unless the gateway is stopping (their
+                // clients are then told so when their answer channel drops).
                 let jobs = state.discard_queue(&self.metrics.router_queue_depth);
-                for job in jobs.into_iter().filter(|job| job.api.is_some()) {
+                let stopping = self.is_shutting_down();
+                for job in jobs
+                    .into_iter()
+                    .filter(|job| job.api.is_some() && !stopping)
+                {
                     state.enqueue(job, &self.metrics.router_queue_depth);
                 }
                 if state.queue.is_empty() {
@@ -87,7 +95,17 @@ impl Router {
                 }
                 continue;
             };
-            slot.lock().held = true;
+            {
+                let mut state = slot.lock();
+                state.held = true;
+                // Another instance may have run turns since this one last held the session:
+                // the agent is loaded again from the stored history.
+                state.agent = None;
+            }
+            // ... and may have started the session or routed it to a new session id.
+            if let Err(e) = self.routing.reload_key(&self.store, &slot.key).await {
+                tracing::warn!(session_key = %slot.key, error = %e, "cannot re-read the session's routing entry");
+            }
             tracing::debug!(session_key = %slot.key, token = held.lease().token, "session lease taken");
             self.run_held(&slot, &held).await;
             let seen = {
@@ -108,18 +126,19 @@ impl Router {
         }
     }
 
-    /// Runs the slot's jobs, then the session's unfinished journaled events, under `held`,
-    /// until none is left or the lease is lost.
+    /// Runs the slot's jobs and the session's unfinished journaled events under `held`, in
+    /// the order they were received, until none is left or the lease is lost.
     async fn run_held(&self, slot: &Arc<Slot>, held: &Held) {
         loop {
-            if held.is_lost() || self.is_shutting_down() {
+            if held.is_lost() {
                 return;
             }
-            let next = slot.lock().dequeue(&self.metrics.router_queue_depth);
-            let job = match next {
-                Some(job) => job,
-                None if self.pull_journal(slot).await > 0 => continue,
-                None => return,
+            // A stopping gateway finishes what it has and takes up nothing new.
+            if !self.is_shutting_down() {
+                self.order_by_journal(slot).await;
+            }
+            let Some(job) = slot.lock().dequeue(&self.metrics.router_queue_depth) else {
+                return;
             };
             if job.api.is_none() {
                 slot.lock()
@@ -133,37 +152,74 @@ impl Router {
         }
     }
 
-    /// Queues the session's unfinished journaled events not yet run under this hold, oldest
-    /// first. Returns how many were queued.
-    async fn pull_journal(&self, slot: &Arc<Slot>) -> usize {
+    /// Brings the session's unfinished journaled events into the slot's queue and puts the
+    /// queue in the journal's order (`received_at`), wherever each event was received: HTTP
+    /// requests (not journaled) first, then the events oldest first, then anything queued
+    /// that the journal no longer lists as unfinished.
+    async fn order_by_journal(&self, slot: &Arc<Slot>) {
         let unfinished = match self.store.unfinished_inbound().await {
             Ok(events) => events,
             Err(e) => {
                 tracing::warn!(session_key = %slot.key, error = %e, "cannot read the session's unfinished events");
-                return 0;
+                return;
             }
         };
-        let mut fresh: Vec<InboundEvent> = {
+        let mut ours: Vec<InboundEvent> = unfinished
+            .into_iter()
+            .filter(|e| e.session_key == slot.key)
+            .collect();
+        ours.sort_by(|a, b| a.received_at.total_cmp(&b.received_at));
+        // Decode the events not yet taken up (outside the slot's lock: it may write).
+        let untaken: Vec<&InboundEvent> = {
             let state = slot.lock();
-            unfinished
-                .into_iter()
-                .filter(|e| e.session_key == slot.key)
-                .filter(|e| !state.seen.contains(&seen_key(&e.platform, &e.event_id)))
+            let queued: HashSet<String> = state
+                .queue
+                .iter()
+                .map(|job| seen_key(&job.event.source.platform, &job.event.event_id))
+                .collect();
+            ours.iter()
+                .filter(|e| {
+                    let name = seen_key(&e.platform, &e.event_id);
+                    !state.seen.contains(&name) && !queued.contains(&name)
+                })
                 .collect()
         };
-        fresh.sort_by(|a, b| a.received_at.total_cmp(&b.received_at));
-        let mut queued = 0;
-        for journaled in fresh {
+        let mut fresh = HashMap::new();
+        for journaled in untaken {
             let name = seen_key(&journaled.platform, &journaled.event_id);
-            let job = self.journaled_job(&journaled).await;
-            let mut state = slot.lock();
-            state.seen.insert(name);
+            fresh.insert(name, self.journaled_job(journaled).await);
+        }
+        let depth = &self.metrics.router_queue_depth;
+        let mut state = slot.lock();
+        let jobs = state.discard_queue(depth);
+        let (api, chat): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.api.is_some());
+        let mut chat: Vec<Option<Job>> = chat.into_iter().map(Some).collect();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for (i, job) in chat.iter().enumerate() {
             if let Some(job) = job {
-                state.enqueue(job, &self.metrics.router_queue_depth);
-                queued += 1;
+                index.insert(seen_key(&job.event.source.platform, &job.event.event_id), i);
             }
         }
-        queued
+        for job in api {
+            state.enqueue(job, depth);
+        }
+        for journaled in &ours {
+            let name = seen_key(&journaled.platform, &journaled.event_id);
+            if let Some(&i) = index.get(&name)
+                && let Some(job) = chat[i].take()
+            {
+                state.enqueue(job, depth);
+            } else if let Some(decoded) = fresh.remove(&name) {
+                // Taken up now: not read again from the journal under this hold.
+                state.seen.insert(name);
+                if let Some(job) = decoded {
+                    state.enqueue(job, depth);
+                }
+            }
+        }
+        for job in chat.into_iter().flatten() {
+            state.enqueue(job, depth);
+        }
     }
 
     /// After a release: when the session has unfinished events this hold did not take up

@@ -155,10 +155,16 @@ impl Router {
         if let Err(e) = std::fs::create_dir_all(&scope) {
             tracing::warn!(error = %e, "cannot create the sessions directory");
         }
-        let scope = std::fs::canonicalize(&scope)
-            .unwrap_or(scope)
-            .display()
-            .to_string();
+        let scope = if store.postgres().is_some() {
+            // Instances sharing PostgreSQL have homes of their own (perhaps at different
+            // paths); their routing entries are the cluster's, under one scope.
+            String::new()
+        } else {
+            std::fs::canonicalize(&scope)
+                .unwrap_or(scope)
+                .display()
+                .to_string()
+        };
         let routing = RoutingIndex::load(&store, scope).await?;
         let pairing = PairingStore::open(&home)?.with_env(loaded.env.clone());
         let auth = AuthPolicy::from_config(&loaded.config, &loaded.env);

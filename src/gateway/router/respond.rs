@@ -42,8 +42,7 @@ impl Router {
         {
             Ok(ids) => ids,
             Err(e) => {
-                // The event stays unfinished in the journal and is retried after a restart.
-                tracing::error!(platform = %event.source.platform, event_id = %event.event_id, error = %e, "cannot record a reply");
+                Self::reply_not_recorded(event, &e);
                 return;
             }
         };
@@ -105,10 +104,18 @@ impl Router {
                     event_id: Some(event.event_id.clone()),
                 }],
             ),
-            // The event stays unfinished in the journal and is retried after a restart.
-            Err(e) => {
-                tracing::error!(platform = %event.source.platform, event_id = %event.event_id, error = %e, "cannot record a reply")
-            }
+            Err(e) => Self::reply_not_recorded(event, &e),
+        }
+    }
+
+    /// A reply that could not be recorded is not sent: the event stays unfinished in the
+    /// journal and is retried after a restart — or, when another instance took the session
+    /// over (PostgreSQL), answered by that instance.
+    fn reply_not_recorded(event: &hermes_adapter::MessageEvent, e: &crate::state::StoreError) {
+        if e.is_lease_lost() {
+            tracing::warn!(platform = %event.source.platform, event_id = %event.event_id, error = %e, "session lease lost mid-turn; another instance answers this event");
+        } else {
+            tracing::error!(platform = %event.source.platform, event_id = %event.event_id, error = %e, "cannot record a reply");
         }
     }
 

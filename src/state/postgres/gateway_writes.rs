@@ -12,7 +12,7 @@ use super::store::PgTx;
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::cron_runs::{CRON_RUN_RETENTION_SECONDS, CronRunEnd};
 use crate::state::error::{StoreError, StoreResult};
-use crate::state::ledger::{MAX_ERROR_CHARS, NewObligation};
+use crate::state::ledger::InboundState;
 use crate::state::model::now_epoch;
 
 /// Turns a driver error into the store's error, for `?`.
@@ -67,20 +67,7 @@ pub async fn apply(
             platform,
             event_id,
             state,
-        } => {
-            let done = sqlx::query(
-                "UPDATE hermesd_inbound_events SET state = $1, updated_at = $2 \
-                 WHERE platform = $3 AND event_id = $4",
-            )
-            .bind(state.as_str())
-            .bind(now_epoch())
-            .bind(platform)
-            .bind(event_id)
-            .execute(&mut **tx)
-            .await
-            .db()?;
-            Ok(Outcome::Changed(changed(done)))
-        }
+        } => mark_inbound(tx, &platform, &event_id, state).await,
         W::PruneInbound { before } => {
             let done = sqlx::query(
                 "DELETE FROM hermesd_inbound_events \
@@ -201,6 +188,28 @@ pub async fn apply(
     }
 }
 
+/// Moves an event to `state`: `Changed(0)` when no such event is journaled. (The session
+/// side's `StartTurn` marks its event `processing` with this, in the turn's transaction.)
+pub(crate) async fn mark_inbound(
+    tx: &mut PgTx,
+    platform: &str,
+    event_id: &str,
+    state: InboundState,
+) -> StoreResult<Outcome> {
+    let done = sqlx::query(
+        "UPDATE hermesd_inbound_events SET state = $1, updated_at = $2 \
+         WHERE platform = $3 AND event_id = $4",
+    )
+    .bind(state.as_str())
+    .bind(now_epoch())
+    .bind(platform)
+    .bind(event_id)
+    .execute(&mut **tx)
+    .await
+    .db()?;
+    Ok(Outcome::Changed(changed(done)))
+}
+
 /// The whole index of `scope` replaced in the command's transaction; other scopes untouched.
 async fn replace_routing(
     tx: &mut PgTx,
@@ -243,15 +252,7 @@ async fn finish_cron_run(
     owner: Owner<'_>,
 ) -> StoreResult<Outcome> {
     let now = now_epoch();
-    let ids: Vec<String> = end
-        .replies
-        .iter()
-        .map(NewObligation::obligation_id)
-        .collect();
-    let error: Option<String> = end
-        .error
-        .as_ref()
-        .map(|e| e.chars().take(MAX_ERROR_CHARS).collect());
+    let (ids, error) = (end.obligation_ids(), end.stored_error());
     let done = sqlx::query(
         "UPDATE hermesd_cron_runs \
          SET state = $1, status = $2, error = $3, obligation_ids = $4, finished_at = $5 \

@@ -43,6 +43,7 @@ impl InstanceLease {
     /// most the hold time plus a margin: past that, two live instances share the id.
     pub async fn start(pool: &PgPool, instance: &str, ttl: Duration) -> StoreResult<Self> {
         let deadline = Instant::now() + ttl + Duration::from_secs(5);
+        let mut waited = false;
         let held = loop {
             if let Some(held) =
                 lease::acquire(pool, LeaseScope::Instance, instance, instance, ttl).await?
@@ -54,6 +55,14 @@ impl InstanceLease {
                     "the instance id {instance:?} is held by another running instance \
                      (each instance sharing the database needs its own id)"
                 )));
+            }
+            if !waited {
+                tracing::warn!(
+                    instance,
+                    "this instance id's lease is still held (a previous run that did not stop \
+                     cleanly?); waiting for it to expire"
+                );
+                waited = true;
             }
             tokio::time::sleep(ACQUIRE_RETRY).await;
         };

@@ -9,8 +9,9 @@
 //! content, tool name and tool calls, as SQLite's `LIKE` fallback. The searched text of a
 //! message is SQLite's: content, tool name and tool-call JSON joined by spaces.
 //!
-//! Snippets mark matches with `>>>`/`<<<` and cut text with `...`, as FTS5's `snippet()`;
-//! word hits are ranked by `ts_rank` (FTS5 uses bm25), substring hits newest first.
+//! Snippets mark matches with `>>>`/`<<<` and cut text with `...`, as FTS5's `snippet()`
+//! (made here, `snippet.rs`, with FTS5's idea of a word); word hits are ranked by `ts_rank`
+//! (FTS5 uses bm25), substring hits newest first.
 
 use sqlx::postgres::{PgArguments, PgPool, PgRow};
 use sqlx::{Arguments, AssertSqlSafe, Row};
@@ -25,14 +26,38 @@ use crate::state::model::{ContextLine, SearchHit, SearchQuery};
 use crate::state::search::{CONTEXT_CHARS, Plan, plan};
 use crate::state::titles::escape_like;
 
-/// The searched text of a message `m`; the indexes of migration 0002 are on exactly this
-/// expression (a test checks that the planner matches them).
-pub const SEARCH_TEXT: &str = "(COALESCE(m.content, '') || ' ' || COALESCE(m.tool_name, '') \
-                               || ' ' || COALESCE(m.tool_calls, ''))";
+/// The searched text of a message `m` (SQLite's FTS row: content, tool name, tool calls).
+macro_rules! search_text {
+    () => {
+        "(COALESCE(m.content, '') || ' ' || COALESCE(m.tool_name, '') || ' ' \
+         || COALESCE(m.tool_calls, ''))"
+    };
+}
+
+/// The searched text; the trigram index of migration 0002 is on exactly this expression (a
+/// test checks that the planner matches it).
+pub const SEARCH_TEXT: &str = search_text!();
+
+/// The searched text's words: ASCII punctuation becomes spaces first (as FTS5's `unicode61`
+/// separates words at it, where PostgreSQL's parser would keep `github.com` or `a_b` whole),
+/// diacritics are removed (`unicode61`'s `remove_diacritics`: `cafe` finds `café`), then the
+/// `simple` configuration lower-cases without stemming. The word index of migration
+/// 0002 is on exactly this expression. The punctuation is `search_syntax::PUNCTUATION`.
+///
+/// Only the first 100,000 characters count: a `tsvector` cannot exceed 1 MB, and a longer
+/// text of many different words (a large tool output) would otherwise make its insert fail.
+/// (SQLite indexes everything; a word past that point is found there but not here.)
+pub const SEARCH_WORDS: &str = concat!(
+    "to_tsvector('simple'::regconfig, regexp_replace(normalize(translate(left(",
+    search_text!(),
+    ", 100000), '!\"#$%&''()*+,-./:;<=>?@[\\]^_`{|}~', '                                '), NFD), ",
+    "'[\\u0300-\\u036f]', '', 'g'))"
+);
+
 const DOC: &str = SEARCH_TEXT;
 
 /// The hit columns every plan selects, in the order [`hit`] reads them; then the searched
-/// text and the content, for the snippet.
+/// text (and the content), for the snippet.
 const HIT_COLUMNS: &str =
     "m.id, m.session_id, m.role, m.timestamp, m.tool_name, s.source, s.model, s.started_at";
 
@@ -56,11 +81,13 @@ pub async fn search(pool: &PgPool, q: &SearchQuery) -> StoreResult<Vec<SearchHit
     };
     let mut hits = match found {
         Ok(hits) => hits,
-        // As on SQLite, a query the database refuses means "no results".
-        Err(e) => {
+        // As on SQLite, a query the database refuses means "no results"; a database that
+        // cannot be reached is still an error.
+        Err(sqlx::Error::Database(e)) => {
             tracing::debug!(error = %e, "search query failed");
             return Ok(Vec::new());
         }
+        Err(e) => return Err(db(e)),
     };
     for hit in &mut hits {
         hit.context = context_of(pool, hit).await?;
@@ -104,35 +131,43 @@ fn hit(r: &PgRow, snippet: String) -> Result<SearchHit, sqlx::Error> {
     })
 }
 
-/// A word query: `@@` against the expression index, best rank first; the snippet is
-/// `ts_headline`'s, computed for the returned page only.
+/// How many of the newest matches a word query ranks (at least; more when a page reaches
+/// past them). `ts_rank` needs each candidate's words computed again, about 0.25 ms each, so
+/// ranking every match of a common word would take seconds where the index finds them in
+/// milliseconds; FTS5's bm25 ranks all matches, so ranks past this many newest matches may
+/// differ from SQLite's.
+const RANKED_CANDIDATES: usize = 1000;
+
+/// A word query: `@@` against the expression index; the newest matches ranked by `ts_rank`,
+/// best first.
 async fn words(pool: &PgPool, q: &SearchQuery, expr: &Expr) -> Result<Vec<SearchHit>, sqlx::Error> {
     let sql = format!(
-        "WITH query AS (SELECT to_tsquery('simple', $1) AS q), \
-         page AS ( \
-             SELECT {HIT_COLUMNS}, {DOC} AS doc, \
-                    ts_rank(to_tsvector('simple', {DOC}), query.q) AS rank \
-             FROM messages m JOIN sessions s ON s.id = m.session_id, query \
-             WHERE to_tsvector('simple', {DOC}) @@ query.q AND {filters} \
-             ORDER BY rank DESC, m.id DESC LIMIT $5 OFFSET $6) \
-         SELECT page.*, ts_headline('simple', page.doc, query.q, \
-                    'StartSel=>>>, StopSel=<<<, MaxWords=40, MinWords=20') \
-         FROM page, query ORDER BY page.rank DESC, page.id DESC",
+        "SELECT c.id, c.session_id, c.role, c.timestamp, c.tool_name, c.source, c.model, \
+                c.started_at, c.doc \
+         FROM (SELECT {HIT_COLUMNS}, {DOC} AS doc, {SEARCH_WORDS} AS words \
+               FROM messages m JOIN sessions s ON s.id = m.session_id, \
+                    to_tsquery('simple', $1) AS query \
+               WHERE {SEARCH_WORDS} @@ query AND {filters} \
+               ORDER BY m.id DESC LIMIT $7) c, \
+              to_tsquery('simple', $1) AS query \
+         ORDER BY ts_rank(c.words, query) DESC, c.id DESC LIMIT $5 OFFSET $6",
         filters = filters(2),
     );
     let mut args = PgArguments::default();
     args.add(search_syntax::to_tsquery(expr))
         .map_err(sqlx::Error::Encode)?;
     bind_filters(&mut args, q)?;
+    let candidates = RANKED_CANDIDATES.max(q.offset + q.limit);
+    args.add(candidates as i64).map_err(sqlx::Error::Encode)?;
     let found = sqlx::query_with(AssertSqlSafe(sql), args)
         .fetch_all(pool)
         .await?;
+    let terms = search_syntax::positive_terms(expr);
     found
         .iter()
         .map(|r| {
             let doc = from_pg(r.try_get(8)?);
-            let headline = from_pg(r.try_get(10)?);
-            hit(r, snippet::with_ellipses(&headline, &doc))
+            hit(r, snippet::words(&doc, &terms))
         })
         .collect()
 }
@@ -188,7 +223,9 @@ async fn substrings(
             let snippet = match &how {
                 Substrings::Trigram(expr) => {
                     let doc = from_pg(r.try_get(8)?);
-                    snippet::marked(&doc, &search_syntax::positive_terms(expr))
+                    let terms = search_syntax::positive_terms(expr);
+                    let texts: Vec<&str> = terms.iter().map(|(text, _)| *text).collect();
+                    snippet::marked(&doc, &texts)
                 }
                 Substrings::Like(terms) => {
                     let content: Option<String> = r.try_get(9)?;
@@ -253,4 +290,20 @@ async fn context_of(pool: &PgPool, hit: &SearchHit) -> StoreResult<Vec<ContextLi
             content: content.chars().take(CONTEXT_CHARS).collect(),
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_indexed_words_split_at_exactly_the_query_punctuation() {
+        let literal = format!(
+            "'{}', '{}'",
+            search_syntax::PUNCTUATION.replace('\'', "''"),
+            " ".repeat(search_syntax::PUNCTUATION.len())
+        );
+        assert!(SEARCH_WORDS.contains(&literal), "{SEARCH_WORDS}");
+        assert!(SEARCH_WORDS.contains(SEARCH_TEXT));
+    }
 }

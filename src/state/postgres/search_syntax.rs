@@ -156,12 +156,17 @@ pub fn parse(query: &str) -> Option<Expr> {
     (parser.at == parser.tokens.len()).then_some(expr)
 }
 
-/// The query as `to_tsquery` text: fully parenthesised, each term a quoted lexeme
-/// (`'it''s'`), a prefix term marked `:*`. A phrase's words become `<->` sequences there.
+/// The query as `to_tsquery` text: fully parenthesised, each term a quoted lexeme, a prefix
+/// term marked `:*`. Each term is made what the indexed text is made (`search::SEARCH_WORDS`,
+/// [`words_of`]): ASCII punctuation separates words, as in FTS5's `unicode61`, so
+/// `"my-app.config"` is the phrase `'my app config'`, which `to_tsquery` makes
+/// `'my' <-> 'app' <-> 'config'`; diacritics are removed. Quotes and backslashes are escaped
+/// all the same.
 pub fn to_tsquery(expr: &Expr) -> String {
     match expr {
         Expr::Term { text, prefix } => {
-            let escaped = text.replace('\\', "\\\\").replace('\'', "''");
+            let words = words_of(text);
+            let escaped = words.replace('\\', "\\\\").replace('\'', "''");
             format!("'{escaped}'{}", if *prefix { ":*" } else { "" })
         }
         Expr::And(parts) => join(parts, " & "),
@@ -197,11 +202,35 @@ fn keep(parts: Vec<Expr>, join: fn(Vec<Expr>) -> Expr) -> Option<Expr> {
     (!kept.is_empty()).then(|| flatten(kept, join))
 }
 
-/// The texts of the terms a match must contain somewhere (not those under a `NOT`), for
-/// marking matches in a snippet.
-pub fn positive_terms(expr: &Expr) -> Vec<&str> {
+/// ASCII punctuation (each replaced by a space before words are split) as an SQL literal's
+/// text, and the spaces replacing it, for `translate()`.
+pub const PUNCTUATION: &str = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
+
+/// `text` as the word index sees it: ASCII punctuation turned into spaces, diacritics
+/// removed ([`fold_diacritics`]).
+pub fn words_of(text: &str) -> String {
+    let spaced: String = text
+        .chars()
+        .map(|c| if PUNCTUATION.contains(c) { ' ' } else { c })
+        .collect();
+    fold_diacritics(&spaced)
+}
+
+/// `text` decomposed (NFD) without its combining diacritical marks (U+0300–U+036F), so `café`
+/// and `cafe` are one word, as with FTS5's `remove_diacritics`. The word index applies the
+/// same (`normalize(…, NFD)` and a `regexp_replace` of that range).
+pub fn fold_diacritics(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    text.nfd()
+        .filter(|c| !('\u{300}'..='\u{36F}').contains(c))
+        .collect()
+}
+
+/// The terms a match must contain somewhere (not those under a `NOT`), with their prefix
+/// flag, for marking matches in a snippet.
+pub fn positive_terms(expr: &Expr) -> Vec<(&str, bool)> {
     match expr {
-        Expr::Term { text, .. } => vec![text.as_str()],
+        Expr::Term { text, prefix } => vec![(text.as_str(), *prefix)],
         Expr::And(parts) | Expr::Or(parts) => parts.iter().flat_map(positive_terms).collect(),
         Expr::Not(left, _) => positive_terms(left),
     }
@@ -236,11 +265,15 @@ mod tests {
             ts(r#""fix the docker" deploy*"#).as_deref(),
             Some("('fix the docker' & 'deploy':*)")
         );
+        // Punctuation separates words; nothing of the user's text can end the lexeme.
+        assert_eq!(ts(r#""it's a \ test""#).as_deref(), Some("'it s a   test'"));
+        assert_eq!(ts(r#""say ""hi""""#).as_deref(), Some("'say  hi '"));
         assert_eq!(
-            ts(r#""it's a \ test""#).as_deref(),
-            Some(r"'it''s a \\ test'")
+            ts(r#""my-app.config.ts""#).as_deref(),
+            Some("'my app config ts'")
         );
-        assert_eq!(ts(r#""say ""hi""""#).as_deref(), Some(r#"'say "hi"'"#));
+        assert_eq!(PUNCTUATION.len(), 32);
+        assert_eq!(ts("Café naïve*").as_deref(), Some("('Cafe' & 'naive':*)"));
         assert_eq!(ts("a*b").as_deref(), Some("('a':* & 'b')"));
     }
 
@@ -277,6 +310,9 @@ mod tests {
             Some("'部署环境'")
         );
         let expr = parse(r#""数据库" OR "部署环境" NOT "文档""#).unwrap();
-        assert_eq!(positive_terms(&expr), ["数据库", "部署环境"]);
+        assert_eq!(
+            positive_terms(&expr),
+            [("数据库", false), ("部署环境", false)]
+        );
     }
 }

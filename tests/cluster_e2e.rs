@@ -1,0 +1,195 @@
+//! Several hermesd instances on one PostgreSQL database, through the real binary (issue 22):
+//! one instance answers chat and HTTP API traffic with its rows in PostgreSQL; a session's
+//! messages posted to different instances are answered exactly once, in order, one turn at
+//! a time; a killed instance's turn is finished by a survivor within the lease time; and a
+//! paused instance that lost its lease writes and sends nothing once it runs again.
+
+#[path = "support/cluster.rs"]
+mod cluster_support;
+mod support;
+
+use std::time::Duration;
+
+use cluster_support::{ClusterRig, WAIT};
+use support::fake_model::{Reply, Step};
+
+/// Short leases keep failover quick in tests.
+const LEASE_SECONDS: f64 = 2.0;
+
+/// The instance holding a live session lease, waiting (bounded) until one is held by an
+/// instance other than `not`.
+async fn session_holder(rig: &ClusterRig, not: Option<&str>) -> String {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let pool = sqlx::postgres::PgPool::connect(&rig.pg.url())
+            .await
+            .expect("connect");
+        let holder: Option<String> = sqlx::query_scalar(
+            "SELECT holder FROM hermesd_leases WHERE scope = 'session' AND expires_at > now()",
+        )
+        .fetch_optional(&pool)
+        .await
+        .expect("read leases");
+        pool.close().await;
+        if let Some(holder) = holder.filter(|h| Some(h.as_str()) != not) {
+            return holder;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no session lease taken"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn index_of(rig: &ClusterRig, name: &str) -> usize {
+    rig.instances
+        .iter()
+        .position(|i| i.name == name)
+        .expect("a known instance")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_on_postgres_answers_chat_and_api_with_its_rows_in_postgres() {
+    let rig = ClusterRig::start(1, LEASE_SECONDS).await;
+    assert_eq!(rig.post(0, 1, "hello from telegram").await, 200);
+    let sent = rig.wait_sent(1).await;
+    assert_eq!(sent[0].text, "echo: hello from telegram");
+    let answer = rig.api_chat(0, "api-conv-1", "hello from the api").await;
+    assert_eq!(
+        answer["choices"][0]["message"]["content"], "echo: hello from the api",
+        "{answer}"
+    );
+    // Both conversations are stored in PostgreSQL, and the chat event is answered there.
+    assert_eq!(
+        rig.count("SELECT count(*) FROM messages WHERE role = 'user'")
+            .await,
+        2
+    );
+    assert_eq!(
+        rig.count("SELECT count(*) FROM messages WHERE role = 'assistant'")
+            .await,
+        2
+    );
+    assert_eq!(
+        rig.count("SELECT count(*) FROM hermesd_inbound_events WHERE state = 'answered'")
+            .await,
+        1
+    );
+    rig.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_sessions_messages_spread_over_three_instances_run_one_at_a_time_in_order() {
+    // Queue mode: a message that reaches the holder mid-turn waits its turn (the default,
+    // interrupt, would cancel the running turn and answer only the newer message).
+    let rig =
+        ClusterRig::start_with(3, LEASE_SECONDS, "display:\n  busy_input_mode: queue\n").await;
+    const MESSAGES: usize = 6;
+    let delay = Duration::from_millis(300);
+    rig.model.push_all((0..MESSAGES).map(|i| Step::Slow {
+        reply: Reply::text(format!("reply {i}")),
+        delay,
+    }));
+    // A round-robin balancer: message i goes to instance i % 3.
+    for i in 0..MESSAGES {
+        let status = rig.post(i % 3, i as i64 + 1, &format!("message {i}")).await;
+        assert_eq!(status, 200, "message {i}");
+    }
+    let replies = |sent: &[fake_telegram::SentMessage]| -> Vec<String> {
+        // The holder acknowledges a message queued behind its running turn (once per 30 s).
+        sent.iter()
+            .map(|m| m.text.clone())
+            .filter(|t| !t.starts_with("⏳"))
+            .collect()
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut sent = rig.wait_sent(MESSAGES).await;
+    while replies(&sent).len() < MESSAGES && tokio::time::Instant::now() < deadline {
+        sent = rig.wait_sent(sent.len() + 1).await;
+    }
+    let texts = replies(&sent);
+    let expected: Vec<String> = (0..MESSAGES).map(|i| format!("reply {i}")).collect();
+    assert_eq!(texts, expected, "each answered once, in order");
+    // Never two turns of the session at once: each request came after the previous
+    // (which took `delay` to answer) was done.
+    let requests = rig.model.requests();
+    let saw: Vec<String> = requests.iter().map(|r| r.last_message_text()).collect();
+    let asked: Vec<String> = (0..MESSAGES).map(|i| format!("message {i}")).collect();
+    assert_eq!(saw, asked);
+    for pair in requests.windows(2) {
+        assert!(
+            pair[1].received_at >= pair[0].received_at + delay,
+            "two turns of one session overlapped"
+        );
+    }
+    assert_eq!(
+        rig.count("SELECT count(*) FROM delivery_obligations").await,
+        MESSAGES as i64
+    );
+    rig.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instances_turn_is_answered_once_by_a_survivor() {
+    let mut rig = ClusterRig::start(2, LEASE_SECONDS).await;
+    let (held, _gate) = Step::gated("never sent: its instance dies");
+    rig.model.push(held);
+    assert_eq!(rig.post(0, 1, "finish me").await, 200);
+    rig.model.wait_for_requests(1, WAIT).await;
+    let holder = session_holder(&rig, None).await;
+    let victim = index_of(&rig, &holder);
+    rig.kill9(victim);
+    // The survivor takes the expired lease and resumes the started turn from its history.
+    let sent = rig.wait_sent(1).await;
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].text, "echo: finish me");
+    assert_eq!(
+        rig.count("SELECT count(*) FROM delivery_obligations").await,
+        1
+    );
+    assert_eq!(
+        rig.count("SELECT count(*) FROM messages WHERE role = 'user'")
+            .await,
+        1,
+        "the resumed turn did not store the user's message again"
+    );
+    rig.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_instance_that_lost_its_lease_writes_and_sends_nothing() {
+    let rig = ClusterRig::start(2, LEASE_SECONDS).await;
+    let (held, gate) = Step::gated("late reply from the paused instance");
+    rig.model.push(held);
+    assert_eq!(rig.post(0, 1, "who answers?").await, 200);
+    rig.model.wait_for_requests(1, WAIT).await;
+    let holder = session_holder(&rig, None).await;
+    let paused = index_of(&rig, &holder);
+    rig.signal(paused, "-STOP");
+    // Past the lease, the other instance takes the session and answers.
+    let taker = session_holder(&rig, Some(&holder)).await;
+    assert_ne!(taker, holder);
+    let sent = rig.wait_sent(1).await;
+    assert_eq!(sent[0].text, "echo: who answers?");
+    // The paused instance's model call completes, then it runs again.
+    gate.add_permits(1);
+    rig.signal(paused, "-CONT");
+    let daemon = rig.instances[paused].daemon();
+    tokio::task::block_in_place(|| daemon.wait_for_line("session lease lost mid-turn", WAIT))
+        .expect("the resumed instance noticed it lost the session");
+    assert_eq!(rig.sent().len(), 1, "the paused instance sent nothing");
+    assert_eq!(
+        rig.count(
+            "SELECT count(*) FROM messages WHERE content LIKE '%late reply from the paused%'"
+        )
+        .await,
+        0,
+        "the paused instance wrote nothing"
+    );
+    assert_eq!(
+        rig.count("SELECT count(*) FROM delivery_obligations").await,
+        1
+    );
+    rig.stop().await;
+}

@@ -1,0 +1,261 @@
+//! Several real `hermesd run` instances sharing one private PostgreSQL cluster, each in its
+//! own home, all serving one fake Telegram bot in webhook mode (the test posts each update
+//! to the instance it picks, as a round-robin load balancer would) and answering through
+//! one fake model. Included with `#[path]` by `tests/cluster_*.rs` (it needs the
+//! `fake_telegram` crate, which the shared `support` module does not).
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use fake_telegram::{FakeTelegram, SentMessage, TOKEN};
+use serde_json::{Value, json};
+
+use crate::support::daemon::{API_KEY, Daemon, base_env};
+use crate::support::fake_model::FakeModel;
+use crate::support::postgres::PgCluster;
+
+/// Generous: other builders share this 2-core machine.
+pub const WAIT: Duration = Duration::from_secs(90);
+/// The webhook secret every instance checks.
+pub const SECRET: &str = "cluster-webhook-secret-0123456789";
+/// The only authorised Telegram user (a DM: chat id = user id).
+pub const USER: i64 = 9001;
+
+/// One instance: its home, its process, its webhook endpoint.
+pub struct Instance {
+    pub name: String,
+    pub home: tempfile::TempDir,
+    pub daemon: Option<Daemon>,
+    pub webhook: String,
+    vars: Vec<(String, String)>,
+}
+
+impl Instance {
+    pub fn daemon(&self) -> &Daemon {
+        self.daemon.as_ref().expect("instance running")
+    }
+}
+
+/// The database, the fakes and the instances.
+pub struct ClusterRig {
+    pub pg: PgCluster,
+    pub telegram: FakeTelegram,
+    pub model: FakeModel,
+    pub instances: Vec<Instance>,
+    http: reqwest::Client,
+}
+
+impl ClusterRig {
+    /// Starts the database, the fakes and `count` instances with `lease_seconds`.
+    pub async fn start(count: usize, lease_seconds: f64) -> Self {
+        Self::start_with(count, lease_seconds, "").await
+    }
+
+    /// As [`ClusterRig::start`], with `tail` appended to each instance's config.yaml.
+    pub async fn start_with(count: usize, lease_seconds: f64, tail: &str) -> Self {
+        let pg = tokio::task::spawn_blocking(PgCluster::start)
+            .await
+            .expect("start PostgreSQL");
+        let telegram = FakeTelegram::start().await;
+        let model = FakeModel::start().await;
+        let mut rig = Self {
+            pg,
+            telegram,
+            model,
+            instances: Vec::new(),
+            http: reqwest::Client::new(),
+        };
+        for n in 0..count {
+            let instance = rig
+                .start_instance(&format!("i{n}"), lease_seconds, tail)
+                .await;
+            rig.instances.push(instance);
+        }
+        rig
+    }
+
+    async fn start_instance(&self, name: &str, lease_seconds: f64, tail: &str) -> Instance {
+        let home = tempfile::tempdir().expect("temp home");
+        let config = format!(
+            "telegram:\n  enabled: true\n  extra:\n    base_url: \"{}\"\n\
+             state:\n  backend: postgres\n  lease_seconds: {lease_seconds}\n  instance_id: {name}\n{tail}",
+            self.telegram.url()
+        );
+        std::fs::write(home.path().join("config.yaml"), config).expect("write config.yaml");
+        let mut vars = base_env(home.path());
+        vars.extend(
+            [
+                ("HERMES_DATABASE_URL", self.pg.url()),
+                ("TELEGRAM_BOT_TOKEN", TOKEN.to_owned()),
+                ("TELEGRAM_ALLOWED_USERS", USER.to_string()),
+                (
+                    "TELEGRAM_WEBHOOK_URL",
+                    "https://bot.example.com/telegram/hook".to_owned(),
+                ),
+                ("TELEGRAM_WEBHOOK_SECRET", SECRET.to_owned()),
+                ("TELEGRAM_WEBHOOK_HOST", "127.0.0.1".to_owned()),
+                ("TELEGRAM_WEBHOOK_PORT", "0".to_owned()),
+                ("API_SERVER_ENABLED", "true".to_owned()),
+                ("API_SERVER_KEY", API_KEY.to_owned()),
+                ("OPENAI_BASE_URL", self.model.base_url()),
+                ("OPENAI_API_KEY", "sk-test".to_owned()),
+                ("HERMES__MODEL__PROVIDER", "openai".to_owned()),
+                ("HERMES__MODEL__DEFAULT", "fake-model".to_owned()),
+            ]
+            .map(|(k, v)| (k.to_owned(), v)),
+        );
+        let (path, env) = (home.path().to_path_buf(), vars.clone());
+        let daemon = tokio::task::spawn_blocking(move || Daemon::start(&path, &env))
+            .await
+            .expect("start an instance");
+        let line = daemon
+            .logs()
+            .into_iter()
+            .find(|l| l.contains("webhook endpoint listening"))
+            .expect("the webhook endpoint is served before start-up completes");
+        let port: String = line
+            .split("127.0.0.1:")
+            .nth(1)
+            .expect("bound address in the log")
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        Instance {
+            name: name.to_owned(),
+            home,
+            daemon: Some(daemon),
+            webhook: format!("http://127.0.0.1:{port}/telegram/hook"),
+            vars,
+        }
+    }
+
+    /// Posts `text` as Telegram update `update_id` from the user to instance `n`'s webhook;
+    /// returns the HTTP status. A 503 (the adapter is not serving yet) is retried, as
+    /// Telegram retries an unsuccessful webhook delivery
+    /// (https://core.telegram.org/bots/api#setwebhook), within a bounded wait.
+    pub async fn post(&self, n: usize, update_id: i64, text: &str) -> u16 {
+        let update = json!({"update_id": update_id, "message": {
+            "message_id": 1000 + update_id, "date": 1_700_000_000,
+            "chat": {"id": USER, "type": "private", "first_name": "Ada"},
+            "from": {"id": USER, "is_bot": false, "first_name": "Ada"},
+            "text": text}});
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let status = self
+                .http
+                .post(&self.instances[n].webhook)
+                .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
+                .json(&update)
+                .send()
+                .await
+                .expect("POST the update")
+                .status()
+                .as_u16();
+            if status != 503 || tokio::time::Instant::now() >= deadline {
+                if status != 200 {
+                    eprintln!("webhook answered {status}; logs: {:#?}", self.all_logs());
+                }
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A chat completion through instance `n`'s HTTP API (conversation `conversation`).
+    pub async fn api_chat(&self, n: usize, conversation: &str, text: &str) -> Value {
+        let url = format!(
+            "{}/v1/chat/completions",
+            self.instances[n].daemon().api_url()
+        );
+        self.http
+            .post(url)
+            .bearer_auth(API_KEY)
+            .header("X-Hermes-Session-Id", conversation)
+            .json(&json!({"model": "hermes-agent",
+                "messages": [{"role": "user", "content": text}]}))
+            .send()
+            .await
+            .expect("POST a chat completion")
+            .json()
+            .await
+            .expect("a JSON answer")
+    }
+
+    /// The bot's messages to the user, in order.
+    pub fn sent(&self) -> Vec<SentMessage> {
+        self.telegram
+            .sent_messages()
+            .into_iter()
+            .filter(|m| m.chat_id == USER)
+            .collect()
+    }
+
+    /// Waits (bounded) until the user has at least `n` messages; returns them.
+    pub async fn wait_sent(&self, n: usize) -> Vec<SentMessage> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let sent = self.sent();
+            if sent.len() >= n {
+                return sent;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{n} replies never came; got {sent:#?}\nlogs: {:#?}",
+                self.all_logs()
+            );
+            let remaining = deadline - tokio::time::Instant::now();
+            self.telegram
+                .wait_sent_count(self.telegram.sent_count() + 1, remaining)
+                .await;
+        }
+    }
+
+    /// Every running instance's log, by name.
+    pub fn all_logs(&self) -> Vec<(String, Vec<String>)> {
+        self.instances
+            .iter()
+            .filter_map(|i| i.daemon.as_ref().map(|d| (i.name.clone(), d.logs())))
+            .collect()
+    }
+
+    /// kill -9 of instance `n`.
+    pub fn kill9(&mut self, n: usize) {
+        let daemon = self.instances[n].daemon.take().expect("running");
+        daemon.kill9();
+    }
+
+    /// SIGSTOP / SIGCONT of instance `n`.
+    pub fn signal(&self, n: usize, signal: &str) {
+        let pid = self.instances[n].daemon().pid().to_string();
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
+    /// A SQL count in the shared database.
+    pub async fn count(&self, sql: &'static str) -> i64 {
+        let pool = sqlx::postgres::PgPool::connect(&self.pg.url())
+            .await
+            .expect("connect");
+        let n: i64 = sqlx::query_scalar(sql)
+            .fetch_one(&pool)
+            .await
+            .expect("count");
+        pool.close().await;
+        n
+    }
+
+    /// SIGTERM to every instance still running; asserts clean exits.
+    pub async fn stop(mut self) {
+        for instance in &mut self.instances {
+            if let Some(daemon) = instance.daemon.take() {
+                let (status, logs) = tokio::task::spawn_blocking(move || daemon.terminate())
+                    .await
+                    .expect("terminate");
+                assert_eq!(status.code(), Some(0), "{}: {logs:#?}", instance.name);
+            }
+        }
+    }
+}

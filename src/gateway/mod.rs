@@ -11,6 +11,7 @@ pub mod delivery;
 pub mod first_run;
 pub mod inbound_media;
 pub mod incident;
+pub mod ingress_lease;
 pub mod instance_lock;
 pub mod lock_record;
 pub mod media_tags;

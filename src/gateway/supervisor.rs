@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hermes_adapter::{
-    Adapter, AdapterContext, AdapterError, DeadLetterInbound, Inbound, Liveness, Progress,
+    Adapter, AdapterContext, AdapterError, DeadLetterInbound, Inbound, Ingress, Liveness, Progress,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -62,11 +62,21 @@ pub async fn supervise(
     // Dead letters are rare: a small queue of their own, pumped apart from the events.
     let (dead_letters, letters) = mpsc::channel(DEAD_LETTER_QUEUE);
     let letters_pump = tokio::spawn(pump_dead_letters(letters, router.clone()));
+    // Intake points only one instance may use (Telegram polling, Discord shards) are
+    // claimed through leases when the state is shared.
+    let ingress = super::ingress_lease::LeaseClaims::ingress_for(router.store());
     let pump = tokio::spawn(pump(events, router));
     let mut failures = 0u32;
     while !shutdown.is_cancelled() {
         let started = Instant::now();
-        let outcome = run_once(&adapter, (&inbound, &dead_letters), &health, &shutdown).await;
+        let outcome = run_once(
+            &adapter,
+            (&inbound, &dead_letters),
+            &ingress,
+            &health,
+            &shutdown,
+        )
+        .await;
         if shutdown.is_cancelled() {
             break;
         }
@@ -113,6 +123,7 @@ enum RunOutcome {
 async fn run_once(
     adapter: &Arc<dyn Adapter>,
     (inbound, dead_letters): (&mpsc::Sender<Inbound>, &mpsc::Sender<DeadLetterInbound>),
+    ingress: &Ingress,
     health: &AdapterHealth,
     shutdown: &CancellationToken,
 ) -> RunOutcome {
@@ -124,6 +135,7 @@ async fn run_once(
         dead_letters: dead_letters.clone(),
         progress: progress.clone(),
         shutdown: stop.clone(),
+        ingress: ingress.clone(),
     };
     health.starting(name);
     let window = adapter.liveness_window();

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod conditions;
 pub mod daemon;
 pub mod fake_model;
 pub mod fake_stt;

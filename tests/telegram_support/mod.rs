@@ -51,19 +51,7 @@ pub async fn start_at(
         "telegram:\n  enabled: true\n  extra:\n    base_url: \"{base_url}\"\n    poll_timeout_seconds: 1\n{extra}{tail}"
     );
     std::fs::write(home.path().join("config.yaml"), config).expect("write config.yaml");
-    let mut vars = base_env(home.path());
-    vars.extend(
-        [
-            ("TELEGRAM_BOT_TOKEN", TOKEN.to_owned()),
-            ("TELEGRAM_ALLOWED_USERS", "7,8,9001".to_owned()),
-            ("API_SERVER_ENABLED", "false".to_owned()),
-            ("OPENAI_BASE_URL", model.base_url()),
-            ("OPENAI_API_KEY", "sk-test".to_owned()),
-            ("HERMES__MODEL__PROVIDER", "openai".to_owned()),
-            ("HERMES__MODEL__DEFAULT", "fake-model".to_owned()),
-        ]
-        .map(|(k, v)| (k.to_owned(), v)),
-    );
+    let mut vars = daemon_env(home.path(), &model);
     for (k, v) in env {
         vars.retain(|(key, _)| key != k);
         vars.push(((*k).to_owned(), (*v).to_owned()));
@@ -80,6 +68,25 @@ pub async fn start_at(
         daemon: Some(daemon),
         vars,
     }
+}
+
+/// The environment of a daemon on `home` polling the fake Bot API with its token and
+/// answering through `model`; users 7, 8 and 9001 are authorised.
+pub fn daemon_env(home: &std::path::Path, model: &FakeModel) -> Vec<(String, String)> {
+    let mut vars = base_env(home);
+    vars.extend(
+        [
+            ("TELEGRAM_BOT_TOKEN", TOKEN.to_owned()),
+            ("TELEGRAM_ALLOWED_USERS", "7,8,9001".to_owned()),
+            ("API_SERVER_ENABLED", "false".to_owned()),
+            ("OPENAI_BASE_URL", model.base_url()),
+            ("OPENAI_API_KEY", "sk-test".to_owned()),
+            ("HERMES__MODEL__PROVIDER", "openai".to_owned()),
+            ("HERMES__MODEL__DEFAULT", "fake-model".to_owned()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v)),
+    );
+    vars
 }
 
 impl Rig {

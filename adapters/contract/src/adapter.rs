@@ -39,6 +39,9 @@ pub struct AdapterContext {
     pub dead_letters: mpsc::Sender<DeadLetterInbound>,
     pub progress: Progress,
     pub shutdown: CancellationToken,
+    /// Claims on ingress points that only one instance may use at a time (solo when this
+    /// instance runs alone).
+    pub ingress: crate::Ingress,
 }
 
 impl AdapterContext {

@@ -10,6 +10,7 @@
 mod adapter;
 mod dead_letter;
 mod event;
+mod ingress;
 pub mod net;
 mod outbound;
 mod progress;
@@ -17,6 +18,7 @@ mod progress;
 pub use adapter::{Adapter, AdapterContext, AdapterError, Inbound, RecordOutcome};
 pub use dead_letter::{DeadLetter, DeadLetterInbound};
 pub use event::{ChatType, MessageEvent, MessageType, PendingMedia, SessionSource};
+pub use ingress::{ClaimError, Guarded, Ingress, IngressClaims, IngressHold};
 pub use outbound::{
     Button, Capabilities, LengthUnit, Outbound, OutboundKind, SendErrorKind, SendResult,
 };

@@ -91,6 +91,7 @@ async fn main() {
         dead_letters: tokio::sync::mpsc::channel(1).0,
         progress: Progress::new(),
         shutdown: shutdown.clone(),
+        ingress: hermes_adapter::Ingress::solo(),
     };
     let runner = adapter.clone();
     let task = tokio::spawn(async move { runner.run(ctx).await });

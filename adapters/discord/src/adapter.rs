@@ -19,13 +19,14 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::directory::ChannelInfo;
+use crate::gateway::Dispatch;
 use crate::gateway::budget::IdentifyBudget;
-use crate::gateway::{Dispatch, session};
 use crate::inner::Inner;
 use crate::model::{Channel, Guild, Interaction, Message, Ready};
 use crate::place::Origin;
 use crate::rest::RestError;
 use crate::settings::Settings;
+use crate::shards::Shards;
 use crate::{backfill, inbound, interactions, outbound};
 
 /// Dispatches buffered between the gateway and the event loop. When the core is slower
@@ -85,14 +86,16 @@ impl DiscordAdapter {
             })?,
         };
         let (dispatch_tx, dispatch_rx) = mpsc::channel(DISPATCH_BUFFER);
-        let gateway = session::run(
-            &inner.settings,
-            &gateway_url,
-            &ctx.progress,
-            &ctx.shutdown,
-            &dispatch_tx,
-            budget,
-        );
+        let shards = Shards {
+            settings: &inner.settings,
+            gateway_url: &gateway_url,
+            ctx: &ctx,
+            dispatches: &dispatch_tx,
+            budget: budget.map(|budget| Arc::new(std::sync::Mutex::new(budget))),
+            application_id: &me.id,
+            held: Arc::default(),
+        };
+        let gateway = shards.run();
         let events = event_loop(inner, &ctx, dispatch_rx);
         tokio::pin!(events);
         // The gateway owns the only sender: when it returns, the event loop drains and ends.

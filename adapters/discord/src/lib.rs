@@ -25,6 +25,7 @@ mod outbound;
 mod place;
 pub mod rest;
 mod settings;
+mod shards;
 mod threads;
 
 pub use adapter::DiscordAdapter;

@@ -71,6 +71,10 @@ pub struct Settings {
     pub api_base_url: String,
     /// `discord.extra.gateway_url`; `None` asks `GET /gateway/bot` (a failure is an error).
     pub gateway_url: Option<String>,
+    /// `discord.extra.shard_count`: how many shards the bot's guilds are split into
+    /// (https://discord.com/developers/docs/events/gateway#sharding), each its own gateway
+    /// connection; default 1.
+    pub shard_count: u32,
     pub require_mention: bool,
     pub thread_require_mention: bool,
     pub ignore_no_mention: bool,
@@ -281,6 +285,7 @@ impl Settings {
                     }
                 },
             };
+        let shard_count = read_shard_count(&mut r);
         let backfill = read_backfill(&mut r);
         let net = hermes_adapter::net::Net::from_env(env).unwrap_or_else(|net_errors| {
             r.errors.extend(net_errors);
@@ -290,6 +295,7 @@ impl Settings {
             token: Token::new(token),
             api_base_url,
             gateway_url,
+            shard_count,
             require_mention: r.bool("require_mention", Some("DISCORD_REQUIRE_MENTION"), true),
             thread_require_mention: r.bool(
                 "thread_require_mention",
@@ -339,6 +345,22 @@ impl Settings {
             Ok(settings)
         } else {
             Err(r.errors)
+        }
+    }
+}
+
+/// `shard_count`: a positive whole number (Discord numbers shards 0..count).
+fn read_shard_count(r: &mut Reader<'_>) -> u32 {
+    let Some((name, value)) = r.raw("shard_count", None) else {
+        return 1;
+    };
+    match scalar_text(&value).trim().parse::<u32>() {
+        Ok(count) if count >= 1 => count,
+        _ => {
+            r.errors.push(format!(
+                "{name} must be a whole number of shards, 1 or more (got {value})"
+            ));
+            1
         }
     }
 }
@@ -427,6 +449,7 @@ mod tests {
         let s = Settings::from_config("tok", &Map::new(), &BTreeMap::new()).unwrap();
         assert_eq!(s.api_base_url, "https://discord.com/api/v10");
         assert_eq!(s.gateway_url, None);
+        assert_eq!(s.shard_count, 1);
         assert!(s.require_mention && s.auto_thread && s.ignore_no_mention);
         assert!(!s.thread_require_mention);
         assert_eq!(s.allow_bots, AllowBots::None);
@@ -497,5 +520,27 @@ mod tests {
     fn the_token_never_shows_in_debug() {
         let s = Settings::from_config("secret-token-value", &Map::new(), &BTreeMap::new()).unwrap();
         assert!(!format!("{s:?}").contains("secret-token-value"));
+    }
+
+    #[test]
+    fn shard_count_is_a_positive_whole_number() {
+        let read = |value: Value| {
+            Settings::from_config(
+                "tok",
+                &extra(json!({"shard_count": value})),
+                &BTreeMap::new(),
+            )
+        };
+        assert_eq!(read(json!(4)).unwrap().shard_count, 4);
+        assert_eq!(read(json!("2")).unwrap().shard_count, 2);
+        for bad in [json!(0), json!(-1), json!(1.5), json!("many")] {
+            let errors = read(bad.clone()).unwrap_err();
+            assert!(
+                errors
+                    .iter()
+                    .any(|e| e.starts_with("discord.extra.shard_count must be")),
+                "{bad}: {errors:?}"
+            );
+        }
     }
 }

@@ -63,6 +63,7 @@ async fn bench(burst: usize, sequential: usize, quick: bool) {
         dead_letters: tokio::sync::mpsc::channel(1).0,
         progress: Progress::new(),
         shutdown: CancellationToken::new(),
+        ingress: hermes_adapter::Ingress::solo(),
     };
     let shutdown = ctx.shutdown.clone();
     let runner = adapter.clone();

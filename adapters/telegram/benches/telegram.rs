@@ -43,6 +43,7 @@ async fn main() {
         dead_letters: tokio::sync::mpsc::channel(1).0,
         progress: Progress::new(),
         shutdown: CancellationToken::new(),
+        ingress: hermes_adapter::Ingress::solo(),
     };
     let extra = json!({"base_url": fake.url(), "poll_timeout_seconds": 1});
     let settings = Settings::from_config(

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use hermes_adapter::{
-    Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, Outbound, SendResult,
+    Adapter, AdapterContext, AdapterError, Capabilities, Guarded, LengthUnit, Outbound, SendResult,
 };
 use serde_json::json;
 
@@ -118,6 +118,7 @@ impl TelegramAdapter {
             bot = self.start() => bot?,
             _ = ctx.shutdown.cancelled() => return Ok(()),
         };
+        let bot_id = bot.id;
         let (intake, intake_task) =
             intake::spawn(self.api.clone(), self.settings.clone(), bot, ctx.clone());
         let result = match &self.settings.webhook {
@@ -147,22 +148,54 @@ impl TelegramAdapter {
                 )
                 .await
             {
-                Ok(_) => {
-                    Poller {
-                        api: &self.api,
-                        settings: &self.settings,
-                        intake,
-                        ctx: &ctx,
-                    }
-                    .run()
-                    .await
-                }
+                Ok(_) => self.poll_while_leader(bot_id, intake, &ctx).await,
                 Err(e) => Err(start_error("deleteWebhook", &e)),
             },
         };
         self.webhook_slot.clear();
         intake_task.abort();
         result
+    }
+
+    /// Polls only while this instance holds the bot's polling claim: Telegram serves one
+    /// `getUpdates` caller per bot (a second one gets 409 Conflict), so of several instances
+    /// sharing the state one is elected; the others only send. A leader that loses its claim
+    /// stops polling at once; what it had not confirmed (offsets move only once the core has
+    /// journaled an update) is fetched again by the next leader, and the journal drops what
+    /// it already has. A solo instance always holds the claim.
+    async fn poll_while_leader(
+        &self,
+        bot_id: i64,
+        intake: intake::IntakeHandle,
+        ctx: &AdapterContext,
+    ) -> Result<(), AdapterError> {
+        let key = format!("telegram-poll:{bot_id}");
+        // Waiting for the claim is healthy: the supervisor must not restart a follower.
+        let waiting = || ctx.progress.report();
+        let outcome = ctx
+            .ingress
+            .run_while_holding(&key, &ctx.shutdown, waiting, |lost| {
+                let term = AdapterContext {
+                    shutdown: lost,
+                    ..ctx.clone()
+                };
+                let intake = intake.clone();
+                async move {
+                    Poller {
+                        api: &self.api,
+                        settings: &self.settings,
+                        intake,
+                        ctx: &term,
+                    }
+                    .run()
+                    .await
+                }
+            })
+            .await;
+        match outcome {
+            Guarded::Shutdown => Ok(()),
+            Guarded::Failed(e) => Err(e),
+        }
     }
 
     /// Why start-up stopped at getMe. A 404 means nothing answers Bot API methods at the

@@ -146,6 +146,18 @@ pub async fn release(pool: &PgPool, lease: &Lease) -> PgResult<bool> {
     Ok(done.rows_affected() == 1)
 }
 
+/// How many leases of `scope` are current (by the database's clock): with
+/// [`LeaseScope::Instance`], how many instances are alive.
+pub async fn count_current(pool: &PgPool, scope: LeaseScope) -> PgResult<i64> {
+    let row = sqlx::query(
+        "SELECT count(*) AS n FROM hermesd_leases WHERE scope = $1 AND expires_at > now()",
+    )
+    .bind(scope.as_str())
+    .fetch_one(pool)
+    .await?;
+    Ok(row.get("n"))
+}
+
 /// Opens a transaction for writes guarded by `lease`: it fails with
 /// [`PgError::LeaseLost`] unless the lease is current with this token, and holds a share lock
 /// on the lease row until commit, so no other holder can take the lease over between the check

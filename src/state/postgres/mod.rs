@@ -31,7 +31,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 pub use error::{PgError, PgResult};
 pub use fence_scope::{current_fence, with_fence};
 pub use instance::InstanceOwner;
-pub use lease::{Lease, LeaseScope, acquire, begin_fenced, release, renew};
+pub use lease::{Lease, LeaseScope, acquire, begin_fenced, count_current, release, renew};
 pub use migrate::migrate;
 pub(crate) use search::search;
 pub use search::{SEARCH_TEXT, SEARCH_WORDS};

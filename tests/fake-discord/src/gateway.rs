@@ -111,11 +111,20 @@ fn handle_frame(shared: &Shared, connection: u64, frame: Value) -> bool {
                     let _ = tx.send(ConnCommand::Close(4000));
                     return true;
                 }
+                // `shard: [id, count]` is optional ([0, 1] when absent); an id outside
+                // 0..count closes with 4010 Invalid shard
+                // (https://discord.com/developers/docs/events/gateway#sharding,
+                // https://discord.com/developers/docs/topics/opcodes-and-status-codes#gateway-gateway-close-event-codes).
+                let Some((shard, count)) = shard_pair(&d["shard"]) else {
+                    let _ = tx.send(ConnCommand::Close(4010));
+                    return true;
+                };
+                state.num_shards = count;
                 let session_id = format!("session-{}", state.next_session);
                 state.next_session += 1;
-                // A new session replaces the old one: its missed events are gone, as on
-                // Discord (that is what the adapter's backfill is for).
-                if let Some(old) = state.current_session.take() {
+                // A new session replaces the shard's old one: its missed events are gone, as
+                // on Discord (that is what the adapter's backfill is for).
+                if let Some(old) = state.shard_sessions.remove(&shard) {
                     state.sessions.remove(&old);
                 }
                 state.sessions.insert(
@@ -125,22 +134,30 @@ fn handle_frame(shared: &Shared, connection: u64, frame: Value) -> bool {
                         valid: true,
                     },
                 );
-                state.current_session = Some(session_id.clone());
+                state.shard_sessions.insert(shard, session_id.clone());
                 if let Some(conn) = state.connections.iter_mut().find(|c| c.id == connection) {
                     conn.session_id = Some(session_id.clone());
                 }
+                // READY and GUILD_CREATE name only the guilds of this shard.
+                let guilds: Vec<String> = state
+                    .guild_ids()
+                    .into_iter()
+                    .filter(|id| state.shard_of(Some(id)) == shard)
+                    .collect();
                 let ready = json!({
                     "v": 10,
                     "user": state.bot_user,
-                    "guilds": [{"id": state.guild_id, "unavailable": true}],
+                    "guilds": guilds.iter().map(|id| json!({"id": id, "unavailable": true})).collect::<Vec<_>>(),
                     "session_id": session_id,
                     "resume_gateway_url": state.ws_url,
-                    "shard": [0, 1],
+                    "shard": [shard, count],
                     "application": {"id": state.application_id, "flags": 0},
                 });
-                state.dispatch("READY", ready);
-                let guild = state.guild_create();
-                state.dispatch("GUILD_CREATE", guild);
+                state.dispatch_on(shard, "READY", ready);
+                for guild in guilds {
+                    let guild = state.guild_create_of(&guild);
+                    state.dispatch_on(shard, "GUILD_CREATE", guild);
+                }
                 true
             }
             6 => {
@@ -148,7 +165,7 @@ fn handle_frame(shared: &Shared, connection: u64, frame: Value) -> bool {
                 let seq = d["seq"].as_u64().unwrap_or(0);
                 let token_ok = d["token"].as_str() == Some(state.token.as_str());
                 let valid = token_ok
-                    && state.current_session.as_deref() == Some(session_id.as_str())
+                    && state.shard_sessions.values().any(|current| *current == session_id)
                     && state.sessions.get(&session_id).is_some_and(|s| s.valid);
                 if !valid {
                     send(json!({"op": 9, "d": false}));
@@ -166,7 +183,14 @@ fn handle_frame(shared: &Shared, connection: u64, frame: Value) -> bool {
                 for frame in missed {
                     send(frame);
                 }
-                state.dispatch("RESUMED", json!({}));
+                if let Some(shard) = state
+                    .shard_sessions
+                    .iter()
+                    .find(|(_, current)| **current == session_id)
+                    .map(|(shard, _)| *shard)
+                {
+                    state.dispatch_on(shard, "RESUMED", json!({}));
+                }
                 true
             }
             _ => {
@@ -175,4 +199,15 @@ fn handle_frame(shared: &Shared, connection: u64, frame: Value) -> bool {
             }
         }
     })
+}
+
+/// IDENTIFY's `shard` field as (id, count): absent is `[0, 1]`; anything but two whole
+/// numbers with `id < count` is invalid.
+fn shard_pair(value: &Value) -> Option<(u64, u64)> {
+    if value.is_null() {
+        return Some((0, 1));
+    }
+    let pair = value.as_array().filter(|pair| pair.len() == 2)?;
+    let (id, count) = (pair[0].as_u64()?, pair[1].as_u64()?);
+    (id < count).then_some((id, count))
 }

@@ -156,14 +156,49 @@ impl FakeDiscord {
         self.add_channel(11, Some(name), Some(parent_id))
     }
 
+    /// A text channel in `guild_id` (see [`FakeDiscord::add_guild_in_shard`]).
+    pub fn add_text_channel_in(&self, guild_id: &str, name: &str) -> String {
+        self.add_channel_in(Some(guild_id), 0, Some(name), None)
+    }
+
+    /// Another guild the bot is in, whose id puts it in shard `shard` of `count`
+    /// (`(guild_id >> 22) % count`); live clients of that shard get its GUILD_CREATE.
+    pub fn add_guild_in_shard(&self, name: &str, shard: u64, count: u64) -> String {
+        self.shared.update(|s| {
+            let id = loop {
+                let id = s.snowflake(Duration::ZERO);
+                if (id.parse::<u64>().unwrap_or(0) >> 22) % count == shard {
+                    break id;
+                }
+                // Ids move to the next millisecond within one: this spins briefly.
+            };
+            s.other_guilds.insert(id.clone(), name.to_owned());
+            let guild = s.guild_create_of(&id);
+            let shard = s.shard_of(Some(&id));
+            s.dispatch_on(shard, "GUILD_CREATE", guild);
+            id
+        })
+    }
+
     fn add_channel(&self, kind: u8, name: Option<&str>, parent: Option<&str>) -> String {
+        self.add_channel_in(None, kind, name, parent)
+    }
+
+    fn add_channel_in(
+        &self,
+        guild_id: Option<&str>,
+        kind: u8,
+        name: Option<&str>,
+        parent: Option<&str>,
+    ) -> String {
         self.shared.update(|s| {
             let id = s.snowflake(Duration::ZERO);
+            let guild_id = guild_id.map_or_else(|| s.guild_id.clone(), str::to_owned);
             let channel = Channel {
                 id: id.clone(),
                 kind,
                 name: name.map(str::to_owned),
-                guild_id: Some(s.guild_id.clone()),
+                guild_id: Some(guild_id),
                 parent_id: parent.map(str::to_owned),
                 recipient: None,
                 owner_id: None,
@@ -417,8 +452,8 @@ impl FakeDiscord {
     pub fn invalidate_session(&self) {
         self.shared.update(|s| {
             if let Some(session) = s
-                .current_session
-                .as_ref()
+                .shard_sessions
+                .get(&0)
                 .and_then(|id| s.sessions.get_mut(id))
             {
                 session.valid = false;

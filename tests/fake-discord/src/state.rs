@@ -144,7 +144,13 @@ pub struct State {
     pub connections: Vec<Connection>,
     pub next_connection: u64,
     pub sessions: HashMap<String, Session>,
-    pub current_session: Option<String>,
+    /// The current session of each shard, by shard id
+    /// (https://discord.com/developers/docs/events/gateway#sharding).
+    pub shard_sessions: BTreeMap<u64, String>,
+    /// The shard count the client identified with (1 until it says otherwise).
+    pub num_shards: u64,
+    /// Guilds besides the first one (`guild_id`), by id, with their names.
+    pub other_guilds: BTreeMap<String, String>,
     pub next_session: u64,
     pub duplicate_dispatches: u32,
     pub max_message_chars: usize,
@@ -188,7 +194,9 @@ impl State {
             connections: Vec::new(),
             next_connection: 1,
             sessions: HashMap::new(),
-            current_session: None,
+            shard_sessions: BTreeMap::new(),
+            num_shards: 1,
+            other_guilds: BTreeMap::new(),
             next_session: 1,
             duplicate_dispatches: 0,
             max_message_chars: 2000,
@@ -231,14 +239,34 @@ impl State {
     }
 
     pub fn guild_create(&self) -> Value {
+        self.guild_create_of(&self.guild_id)
+    }
+
+    /// Every guild's id, the first one first.
+    pub fn guild_ids(&self) -> Vec<String> {
+        std::iter::once(self.guild_id.clone())
+            .chain(self.other_guilds.keys().cloned())
+            .collect()
+    }
+
+    /// The shard that receives a guild's events: `(guild_id >> 22) % num_shards`; DMs go to
+    /// shard 0 (https://discord.com/developers/docs/events/gateway#sharding).
+    pub fn shard_of(&self, guild_id: Option<&str>) -> u64 {
+        guild_id
+            .and_then(|id| id.parse::<u64>().ok())
+            .map_or(0, |id| (id >> 22) % self.num_shards.max(1))
+    }
+
+    pub fn guild_create_of(&self, guild_id: &str) -> Value {
         let (threads, channels): (Vec<&Channel>, Vec<&Channel>) = self
             .channels
             .values()
-            .filter(|c| c.guild_id.as_deref() == Some(self.guild_id.as_str()))
+            .filter(|c| c.guild_id.as_deref() == Some(guild_id))
             .partition(|c| c.kind == 11 || c.kind == 12);
+        let name = self.other_guilds.get(guild_id).unwrap_or(&self.guild_name);
         json!({
-            "id": self.guild_id,
-            "name": self.guild_name,
+            "id": guild_id,
+            "name": name,
             "unavailable": false,
             "premium_tier": 0,
             "channels": channels.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
@@ -279,7 +307,13 @@ impl State {
     /// Appends a dispatch to the current session and sends it to the live connection (if
     /// any): events sent while no client is connected are replayed on RESUME.
     pub fn dispatch(&mut self, event: &str, data: Value) {
-        let Some(session_id) = self.current_session.clone() else {
+        let shard = self.shard_of(data["guild_id"].as_str());
+        self.dispatch_on(shard, event, data);
+    }
+
+    /// Dispatches on shard `shard`'s current session.
+    pub fn dispatch_on(&mut self, shard: u64, event: &str, data: Value) {
+        let Some(session_id) = self.shard_sessions.get(&shard).cloned() else {
             return;
         };
         let Some(session) = self.sessions.get_mut(&session_id) else {

@@ -330,6 +330,15 @@ impl FakeTelegram {
         self.shared.lock().calls.clone()
     }
 
+    /// How many getUpdates requests were ended with 409 because another caller polled
+    /// while they waited (two pollers of one bot).
+    pub fn get_updates_conflicts(&self) -> usize {
+        self.calls_of("getUpdates")
+            .iter()
+            .filter(|call| call.status == Some(409))
+            .count()
+    }
+
     pub fn calls_of(&self, method: &str) -> Vec<Call> {
         let method = method.to_ascii_lowercase();
         self.calls()

@@ -124,6 +124,15 @@ async fn answer(
     }
 }
 
+/// The Bot API's answer to a getUpdates request overtaken by a newer one.
+fn conflict() -> ApiFailure {
+    ApiFailure {
+        status: 409,
+        description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running".into(),
+        parameters: None,
+    }
+}
+
 async fn fault_response(shared: &Shared, fault: Fault) -> Response {
     let failure = match fault {
         Fault::TooManyRequests { retry_after } => ApiFailure {
@@ -131,17 +140,33 @@ async fn fault_response(shared: &Shared, fault: Fault) -> Response {
             description: format!("Too Many Requests: retry after {retry_after}"),
             parameters: Some(json!({"retry_after": retry_after})),
         },
-        Fault::ServerError => ApiFailure { status: 500, description: "Internal Server Error".into(), parameters: None },
-        Fault::BadGateway => return (StatusCode::BAD_GATEWAY, "<html>502 Bad Gateway</html>").into_response(),
-        Fault::CantParseEntities => bad_request("can't parse entities: Can't find end of the entity starting at byte offset 0"),
-        Fault::Forbidden => ApiFailure { status: 403, description: "Forbidden: bot was blocked by the user".into(), parameters: None },
-        Fault::Conflict => ApiFailure {
-            status: 409,
-            description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running".into(),
+        Fault::ServerError => ApiFailure {
+            status: 500,
+            description: "Internal Server Error".into(),
             parameters: None,
         },
-        Fault::Unauthorized => ApiFailure { status: 401, description: "Unauthorized".into(), parameters: None },
-        Fault::BadRequest(description) => ApiFailure { status: 400, description, parameters: None },
+        Fault::BadGateway => {
+            return (StatusCode::BAD_GATEWAY, "<html>502 Bad Gateway</html>").into_response();
+        }
+        Fault::CantParseEntities => bad_request(
+            "can't parse entities: Can't find end of the entity starting at byte offset 0",
+        ),
+        Fault::Forbidden => ApiFailure {
+            status: 403,
+            description: "Forbidden: bot was blocked by the user".into(),
+            parameters: None,
+        },
+        Fault::Conflict => conflict(),
+        Fault::Unauthorized => ApiFailure {
+            status: 401,
+            description: "Unauthorized".into(),
+            parameters: None,
+        },
+        Fault::BadRequest(description) => ApiFailure {
+            status: 400,
+            description,
+            parameters: None,
+        },
         Fault::DropConnection => {
             let broken = futures_util::stream::once(async {
                 Err::<axum::body::Bytes, _>(std::io::Error::other("connection dropped by fault"))
@@ -235,6 +260,17 @@ async fn get_updates(shared: &Shared, params: &Map<String, Value>, duplicate: bo
         .max(0) as u64;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
     let mut shutdown = shared.shutdown.subscribe();
+    // Telegram serves one getUpdates caller per bot (https://core.telegram.org/bots/api#getupdates):
+    // a request that arrives while another is waiting ends the waiting one with 409
+    // "Conflict: terminated by other getUpdates request" (the Bot API server's answer, see
+    // https://github.com/tdlib/telegram-bot-api, Client.cpp), which is how two pollers of one
+    // bot find out about each other.
+    let generation = {
+        let mut inner = shared.lock();
+        inner.poll_generation += 1;
+        inner.poll_generation
+    };
+    shared.updates_changed.notify_waiters();
     {
         // Telegram confirms (forgets) everything below the offset when the request arrives.
         let mut inner = shared.lock();
@@ -249,6 +285,9 @@ async fn get_updates(shared: &Shared, params: &Map<String, Value>, duplicate: bo
         let changed = shared.updates_changed.notified();
         {
             let inner = shared.lock();
+            if inner.poll_generation != generation {
+                return Err(conflict());
+            }
             let ready: Vec<Value> = inner
                 .queue
                 .iter()

@@ -134,6 +134,9 @@ pub(crate) struct Inner {
     pub get_updates_limit: Option<usize>,
     /// Whether getMe says privacy mode is off.
     pub can_read_all_group_messages: bool,
+    /// Counts getUpdates requests; a waiting request whose number is no longer the latest
+    /// was overtaken by another caller and is answered 409.
+    pub poll_generation: u64,
 }
 
 /// One accepted `sendMessage`: when it arrived, where it went, the id the fake gave it.

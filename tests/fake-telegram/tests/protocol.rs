@@ -203,3 +203,34 @@ async fn documented_refusals() {
     assert_eq!(stray.status(), 404);
     assert_eq!(fake.calls_of("(unrouted)").len(), 1);
 }
+
+/// Two callers polling one bot: the request that was waiting is ended with 409 Conflict as
+/// soon as another arrives, and the newer one is served.
+#[tokio::test]
+async fn a_second_get_updates_ends_the_waiting_one_with_409() {
+    let fake = FakeTelegram::start().await;
+    let client = reqwest::Client::new();
+    let waiting = call(&client, &fake, "getUpdates", json!({"timeout": 50}));
+    let overtaking = async {
+        fake.wait_for_calls("getUpdates", 1, Duration::from_secs(30))
+            .await
+            .unwrap();
+        call(&client, &fake, "getUpdates", json!({"timeout": 0})).await
+    };
+    let ((status, answer), (newer_status, newer)) =
+        tokio::time::timeout(Duration::from_secs(30), async {
+            tokio::join!(waiting, overtaking)
+        })
+        .await
+        .unwrap();
+    assert_eq!(status, 409, "{answer}");
+    assert_eq!(answer["ok"], false);
+    assert!(
+        answer["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Conflict: terminated by other getUpdates request"),
+        "{answer}"
+    );
+    assert_eq!((newer_status, newer["result"].clone()), (200, json!([])));
+}

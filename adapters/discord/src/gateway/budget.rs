@@ -13,6 +13,10 @@ use tokio::time::Instant;
 /// Discord's identify window.
 const IDENTIFY_WINDOW: Duration = Duration::from_secs(5);
 
+/// One bot's budget, shared by the sessions of all its shards: Discord counts IDENTIFYs per
+/// bot, not per connection.
+pub type SharedBudget = std::sync::Arc<std::sync::Mutex<IdentifyBudget>>;
+
 #[derive(Debug, Clone)]
 pub struct IdentifyBudget {
     total: u32,

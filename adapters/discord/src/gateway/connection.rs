@@ -79,6 +79,9 @@ pub struct ConnectParams<'a> {
     pub progress: &'a Progress,
     pub shutdown: &'a CancellationToken,
     pub dispatches: &'a mpsc::Sender<Dispatch>,
+    /// `[shard id, shard count]`, sent with IDENTIFY
+    /// (https://discord.com/developers/docs/events/gateway#sharding).
+    pub shard: [u32; 2],
 }
 
 fn with_query(url: &str) -> String {
@@ -162,6 +165,7 @@ pub async fn run(params: ConnectParams<'_>, resume: &mut Option<ResumeState>) ->
         None => json!({"op": 2, "d": {
             "token": params.token.expose(),
             "intents": INTENTS,
+            "shard": params.shard,
             "properties": {"os": std::env::consts::OS, "browser": "hermesd", "device": "hermesd"},
         }}),
     };

@@ -12,7 +12,7 @@ use hermes_adapter::{AdapterError, Progress};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::budget::IdentifyBudget;
+use super::budget::SharedBudget;
 use super::connection::{self, ConnectParams, ConnectionEnd, Dispatch, ResumeState};
 use crate::settings::Settings;
 
@@ -44,7 +44,8 @@ pub async fn run(
     progress: &Progress,
     shutdown: &CancellationToken,
     dispatches: &mpsc::Sender<Dispatch>,
-    mut budget: Option<IdentifyBudget>,
+    budget: Option<SharedBudget>,
+    shard: [u32; 2],
 ) -> Result<(), AdapterError> {
     let mut resume: Option<ResumeState> = None;
     let mut failures = 0u32;
@@ -55,8 +56,11 @@ pub async fn run(
             .and_then(|r| r.resume_url.clone())
             .unwrap_or_else(|| gateway_url.to_owned());
         let resuming = resume.is_some();
-        if let (false, Some(budget)) = (resuming, budget.as_mut()) {
-            let wait = budget.before_identify(tokio::time::Instant::now());
+        if let (false, Some(budget)) = (resuming, budget.as_ref()) {
+            let wait = budget
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .before_identify(tokio::time::Instant::now());
             if !wait.is_zero() {
                 tracing::warn!(
                     platform = "discord",
@@ -78,6 +82,7 @@ pub async fn run(
                 progress,
                 shutdown,
                 dispatches,
+                shard,
             },
             &mut resume,
         )

@@ -154,6 +154,7 @@ impl Harness {
             dead_letters: letters_tx,
             progress: self.progress.clone(),
             shutdown: self.shutdown.clone(),
+            ingress: hermes_adapter::Ingress::solo(),
         };
         let adapter = self.adapter.clone();
         self.task = Some(tokio::spawn(async move { adapter.run(ctx).await }));

@@ -67,6 +67,7 @@ pub fn context_with_dead_letters() -> (
         dead_letters,
         progress: Progress::new(),
         shutdown: CancellationToken::new(),
+        ingress: hermes_adapter::Ingress::solo(),
     };
     (ctx, rx, letters)
 }

@@ -73,6 +73,7 @@ impl TestCore {
             dead_letters: letters_tx,
             progress: Progress::new(),
             shutdown: CancellationToken::new(),
+            ingress: hermes_adapter::Ingress::solo(),
         };
         Self {
             ctx,
@@ -241,6 +242,7 @@ impl ManualCore {
             dead_letters: mpsc::channel(1).0,
             progress: Progress::new(),
             shutdown: CancellationToken::new(),
+            ingress: hermes_adapter::Ingress::solo(),
         };
         Self { ctx, inbound }
     }

@@ -1,0 +1,180 @@
+//! Ingress claims backed by leases in the shared PostgreSQL database: the core's side of
+//! [`hermes_adapter::Ingress`]. A claim on a key (`telegram-poll:<bot id>`,
+//! `discord-shard:<app id>:<n>`) is an `ingress` lease held by this instance; while held it
+//! is renewed every third of the lease time, and the holder's `lost` token fires at once when
+//! a renewal fails, finds the lease gone, or does not complete before the lease could have
+//! expired. Another instance takes the key over once the lease expires (a killed holder) or is
+//! released (a holder that stopped cleanly or lost it).
+//!
+//! On SQLite there is one instance, so the adapters get a solo [`Ingress`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use hermes_adapter::{ClaimError, Ingress, IngressClaims, IngressHold};
+use sqlx::postgres::PgPool;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::state::Store;
+use crate::state::postgres::{self, Lease, LeaseScope};
+
+/// Ingress claims of one instance on one shared database.
+#[derive(Debug, Clone)]
+pub struct LeaseClaims {
+    pool: PgPool,
+    holder: String,
+    ttl: Duration,
+}
+
+impl LeaseClaims {
+    pub fn new(pool: PgPool, holder: impl Into<String>, ttl: Duration) -> Self {
+        Self {
+            pool,
+            holder: holder.into(),
+            ttl,
+        }
+    }
+
+    /// The adapters' ingress for `store`: lease-backed on PostgreSQL, solo on SQLite.
+    pub fn ingress_for(store: &Store) -> Ingress {
+        match store.postgres() {
+            Some(pg) => Ingress::shared(Arc::new(Self::new(
+                pg.pool().clone(),
+                pg.instance_id(),
+                pg.lease_ttl(),
+            ))),
+            None => Ingress::solo(),
+        }
+    }
+
+    /// How often a held lease is renewed, and how long a renewal may take.
+    fn renew_every(&self) -> Duration {
+        self.ttl / 3
+    }
+
+    async fn claim(
+        &self,
+        key: &str,
+        parent: &CancellationToken,
+    ) -> Result<Option<IngressHold>, ClaimError> {
+        // The hold is trusted until the lease time, counted from before the request left:
+        // never later than the database's own expiry.
+        let asked_at = Instant::now();
+        let lease = postgres::acquire(&self.pool, LeaseScope::Ingress, key, &self.holder, self.ttl)
+            .await
+            .map_err(|e| ClaimError(e.to_string()))?;
+        let Some(lease) = lease else {
+            return Ok(None);
+        };
+        tracing::info!(key, holder = %self.holder, token = lease.token, "ingress lease acquired");
+        let lost = parent.child_token();
+        let renewal = tokio::spawn(keep_renewed(
+            self.clone(),
+            lease.clone(),
+            asked_at + self.ttl,
+            lost.clone(),
+        ));
+        let backing = Release {
+            pool: self.pool.clone(),
+            lease,
+            renewal,
+            lost: lost.clone(),
+        };
+        Ok(Some(IngressHold::new(lost, Box::new(backing))))
+    }
+}
+
+/// Renews `lease` every third of its time until `lost` fires; fires `lost` itself when a
+/// renewal fails or the local deadline passes first.
+async fn keep_renewed(
+    claims: LeaseClaims,
+    mut lease: Lease,
+    mut trusted_until: Instant,
+    lost: CancellationToken,
+) {
+    let every = claims.renew_every();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = lost.cancelled() => return,
+        }
+        let asked_at = Instant::now();
+        let renewal = tokio::select! {
+            result = postgres::renew(&claims.pool, &lease, claims.ttl) => Some(result),
+            _ = tokio::time::sleep_until(trusted_until) => None,
+            _ = lost.cancelled() => return,
+        };
+        match renewal {
+            Some(Ok(renewed)) => {
+                lease = renewed;
+                trusted_until = asked_at + claims.ttl;
+            }
+            Some(Err(e)) => {
+                tracing::warn!(key = %lease.key, token = lease.token, error = %e, "ingress lease renewal failed; stopping this intake");
+                lost.cancel();
+                return;
+            }
+            None => {
+                tracing::warn!(key = %lease.key, token = lease.token, "ingress lease renewal did not complete within the lease time; stopping this intake");
+                lost.cancel();
+                return;
+            }
+        }
+    }
+}
+
+/// Stops the renewal and gives the lease up when the hold is dropped.
+struct Release {
+    pool: PgPool,
+    lease: Lease,
+    renewal: tokio::task::JoinHandle<()>,
+    lost: CancellationToken,
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.renewal.abort();
+        self.lost.cancel();
+        let (pool, lease) = (self.pool.clone(), self.lease.clone());
+        // Releasing is a courtesy (the lease expires anyway): without a runtime, skip it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = postgres::release(&pool, &lease).await {
+                    tracing::debug!(key = %lease.key, error = %e, "ingress lease not released; it expires on its own");
+                }
+            });
+        }
+    }
+}
+
+impl IngressClaims for LeaseClaims {
+    fn try_claim<'a>(
+        &'a self,
+        key: &'a str,
+        parent: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Option<IngressHold>, ClaimError>> {
+        self.claim(key, parent).boxed()
+    }
+
+    fn retry_every(&self) -> Duration {
+        self.renew_every()
+    }
+
+    /// Instances holding a current instance lease (each open PostgreSQL store holds one);
+    /// 1 when the count cannot be read, which only makes this instance claim more.
+    fn live_instances(&self) -> BoxFuture<'_, usize> {
+        async {
+            match postgres::count_current(&self.pool, LeaseScope::Instance).await {
+                Ok(n) => usize::try_from(n).unwrap_or(1).max(1),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not count the live instances");
+                    1
+                }
+            }
+        }
+        .boxed()
+    }
+}

@@ -18,8 +18,10 @@ use crate::support::postgres::PgCluster;
 pub const WAIT: Duration = Duration::from_secs(90);
 /// The webhook secret every instance checks.
 pub const SECRET: &str = "cluster-webhook-secret-0123456789";
-/// The only authorised Telegram user (a DM: chat id = user id).
+/// The first authorised Telegram user (a DM: chat id = user id).
 pub const USER: i64 = 9001;
+/// Every authorised user, [`USER`] first: one DM session each.
+pub const USERS: [i64; 4] = [USER, 9002, 9003, 9004];
 
 /// One instance: its home, its process, its webhook endpoint.
 pub struct Instance {
@@ -87,7 +89,10 @@ impl ClusterRig {
             [
                 ("HERMES_DATABASE_URL", self.pg.url()),
                 ("TELEGRAM_BOT_TOKEN", TOKEN.to_owned()),
-                ("TELEGRAM_ALLOWED_USERS", USER.to_string()),
+                (
+                    "TELEGRAM_ALLOWED_USERS",
+                    USERS.map(|u| u.to_string()).join(","),
+                ),
                 (
                     "TELEGRAM_WEBHOOK_URL",
                     "https://bot.example.com/telegram/hook".to_owned(),
@@ -104,29 +109,57 @@ impl ClusterRig {
             ]
             .map(|(k, v)| (k.to_owned(), v)),
         );
-        let (path, env) = (home.path().to_path_buf(), vars.clone());
-        let daemon = tokio::task::spawn_blocking(move || Daemon::start(&path, &env))
-            .await
-            .expect("start an instance");
-        let line = daemon
-            .logs()
-            .into_iter()
-            .find(|l| l.contains("webhook endpoint listening"))
-            .expect("the webhook endpoint is served before start-up completes");
-        let port: String = line
-            .split("127.0.0.1:")
-            .nth(1)
-            .expect("bound address in the log")
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
+        let daemon = launch(home.path(), &vars).await;
+        let webhook = webhook_of(&daemon);
         Instance {
             name: name.to_owned(),
             home,
             daemon: Some(daemon),
-            webhook: format!("http://127.0.0.1:{port}/telegram/hook"),
+            webhook,
             vars,
         }
+    }
+
+    /// Starts instance `n` again (after [`ClusterRig::kill9`]) on its home and settings; its
+    /// webhook moves to the new process's port.
+    pub async fn restart(&mut self, n: usize) {
+        assert!(
+            self.instances[n].daemon.is_none(),
+            "instance {n} still runs"
+        );
+        let daemon = launch(self.instances[n].home.path(), &self.instances[n].vars).await;
+        self.instances[n].webhook = webhook_of(&daemon);
+        self.instances[n].daemon = Some(daemon);
+    }
+
+    /// Whether instance `n` runs.
+    pub fn is_running(&self, n: usize) -> bool {
+        self.instances[n].daemon.is_some()
+    }
+
+    /// Posts `text` from `user` as update `update_id` to instance `n`'s webhook, once: the
+    /// status, or the connection error a load balancer would see for a dead backend.
+    pub async fn post_as(
+        &self,
+        n: usize,
+        update_id: i64,
+        user: i64,
+        text: &str,
+    ) -> Result<u16, reqwest::Error> {
+        let update = json!({"update_id": update_id, "message": {
+            "message_id": 1000 + update_id, "date": 1_700_000_000,
+            "chat": {"id": user, "type": "private", "first_name": "Ada"},
+            "from": {"id": user, "is_bot": false, "first_name": "Ada"},
+            "text": text}});
+        Ok(self
+            .http
+            .post(&self.instances[n].webhook)
+            .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
+            .json(&update)
+            .send()
+            .await?
+            .status()
+            .as_u16())
     }
 
     /// Posts `text` as Telegram update `update_id` from the user to instance `n`'s webhook;
@@ -134,23 +167,12 @@ impl ClusterRig {
     /// Telegram retries an unsuccessful webhook delivery
     /// (https://core.telegram.org/bots/api#setwebhook), within a bounded wait.
     pub async fn post(&self, n: usize, update_id: i64, text: &str) -> u16 {
-        let update = json!({"update_id": update_id, "message": {
-            "message_id": 1000 + update_id, "date": 1_700_000_000,
-            "chat": {"id": USER, "type": "private", "first_name": "Ada"},
-            "from": {"id": USER, "is_bot": false, "first_name": "Ada"},
-            "text": text}});
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             let status = self
-                .http
-                .post(&self.instances[n].webhook)
-                .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
-                .json(&update)
-                .send()
+                .post_as(n, update_id, USER, text)
                 .await
-                .expect("POST the update")
-                .status()
-                .as_u16();
+                .expect("POST the update");
             if status != 503 || tokio::time::Instant::now() >= deadline {
                 if status != 200 {
                     eprintln!("webhook answered {status}; logs: {:#?}", self.all_logs());
@@ -179,6 +201,11 @@ impl ClusterRig {
             .json()
             .await
             .expect("a JSON answer")
+    }
+
+    /// The bot's messages to every chat, in order.
+    pub fn sent_to_anyone(&self) -> Vec<SentMessage> {
+        self.telegram.sent_messages()
     }
 
     /// The bot's messages to the user, in order.
@@ -258,4 +285,29 @@ impl ClusterRig {
             }
         }
     }
+}
+
+/// Starts `hermesd run` on `home` with `vars` (blocking work, off the runtime).
+async fn launch(home: &std::path::Path, vars: &[(String, String)]) -> Daemon {
+    let (path, env) = (home.to_path_buf(), vars.to_vec());
+    tokio::task::spawn_blocking(move || Daemon::start(&path, &env))
+        .await
+        .expect("start an instance")
+}
+
+/// The webhook URL a started instance serves, from its start-up log.
+fn webhook_of(daemon: &Daemon) -> String {
+    let line = daemon
+        .logs()
+        .into_iter()
+        .find(|l| l.contains("webhook endpoint listening"))
+        .expect("the webhook endpoint is served before start-up completes");
+    let port: String = line
+        .split("127.0.0.1:")
+        .nth(1)
+        .expect("bound address in the log")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    format!("http://127.0.0.1:{port}/telegram/hook")
 }

@@ -16,22 +16,29 @@ use support::fake_model::{Reply, Step};
 /// Short leases keep failover quick in tests.
 const LEASE_SECONDS: f64 = 2.0;
 
-/// The instance holding a live session lease, waiting (bounded) until one is held by an
-/// instance other than `not`.
+/// The instance holding a live session lease, or (with `not`) the first other instance to
+/// have taken it, waiting (bounded) until there is one.
 async fn session_holder(rig: &ClusterRig, not: Option<&str>) -> String {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let pool = sqlx::postgres::PgPool::connect(&rig.pg.url())
             .await
             .expect("connect");
-        let holder: Option<String> = sqlx::query_scalar(
-            "SELECT holder FROM hermesd_leases WHERE scope = 'session' AND expires_at > now()",
+        let row: Option<(String, bool)> = sqlx::query_as(
+            "SELECT holder, expires_at > now() FROM hermesd_leases WHERE scope = 'session'",
         )
         .fetch_optional(&pool)
         .await
         .expect("read leases");
         pool.close().await;
-        if let Some(holder) = holder.filter(|h| Some(h.as_str()) != not) {
+        // The first holder is one whose lease is current. A taker may hold the lease only
+        // briefly (its turn is quick, then it releases), so any row naming another holder
+        // counts: the paused instance cannot have written it.
+        let found = row.filter(|(holder, current)| match not {
+            None => *current,
+            Some(not) => holder != not,
+        });
+        if let Some((holder, _)) = found {
             return holder;
         }
         assert!(

@@ -322,6 +322,8 @@ async fn listen(router: std::sync::Weak<Router>, cluster: Arc<Cluster>) {
         loop {
             let key = match listener.recv().await {
                 Ok(notification) => notification.payload().to_owned(),
+                // The store closed its pool: the gateway is stopping, nothing was lost.
+                Err(_) if pool.is_closed() => return,
                 Err(e) => {
                     tracing::warn!(error = %e, "session-work notifications interrupted");
                     tokio::time::sleep(retry).await;

@@ -132,6 +132,8 @@ async fn a_seeded_load_over_three_instances_with_three_kills_is_answered_exactly
     };
     let deadline = tokio::time::Instant::now() + WAIT * 2;
     loop {
+        // Counted before looking: a reply sent meanwhile then ends the wait below at once.
+        let seen = rig.telegram.sent_count();
         let unanswered: Vec<&String> = counts(&rig)
             .into_iter()
             .filter(|(_, (plain, marked))| plain + marked == 0)
@@ -148,7 +150,7 @@ async fn a_seeded_load_over_three_instances_with_three_kills_is_answered_exactly
         );
         let remaining = deadline - tokio::time::Instant::now();
         rig.telegram
-            .wait_sent_count(rig.telegram.sent_count() + 1, remaining.min(WAIT))
+            .wait_sent_count(seen + 1, remaining.min(WAIT))
             .await;
     }
     let counts = counts(&rig);

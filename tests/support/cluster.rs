@@ -221,6 +221,9 @@ impl ClusterRig {
     pub async fn wait_sent(&self, n: usize) -> Vec<SentMessage> {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
+            // Counted before looking, so a message sent while we look wakes the wait below
+            // (counting after would wait for one more than arrived, until the deadline).
+            let seen = self.telegram.sent_count();
             let sent = self.sent();
             if sent.len() >= n {
                 return sent;
@@ -231,9 +234,7 @@ impl ClusterRig {
                 self.all_logs()
             );
             let remaining = deadline - tokio::time::Instant::now();
-            self.telegram
-                .wait_sent_count(self.telegram.sent_count() + 1, remaining)
-                .await;
+            self.telegram.wait_sent_count(seen + 1, remaining).await;
         }
     }
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use fake_model::{FakeModel, Step};
 use postgres::PgCluster;
 use serde_json::{Value, json};
-use support::{Daemon, bench_dir, daemon_command, free_port, percentiles, round};
+use support::{Daemon, bench_dir, daemon_command, free_port, round};
 
 const KEY: &str = "bench-api-key-0123456789abcdef";
 
@@ -112,53 +112,10 @@ fn postgres_cpu_ms(cluster: &PgCluster) -> f64 {
     total
 }
 
-/// `clients` concurrent clients, each with its own session, `per_client` turns each; turn
-/// `i` of client `c` goes to instance `(c + i) % n`, so with several instances every
-/// session's consecutive turns land on different instances.
+/// As [`support::api_throughput`] over the instances' APIs.
 async fn throughput(instances: &[Instance], clients: usize, per_client: usize) -> Value {
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(clients)
-        .tcp_nodelay(true)
-        .build()
-        .unwrap();
     let urls: Vec<String> = instances.iter().map(|i| i.api.clone()).collect();
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for c in 0..clients {
-        let http = http.clone();
-        let urls = urls.clone();
-        let session = format!("bench-{c}-{}", rand::random::<u32>());
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::with_capacity(per_client);
-            for i in 0..per_client {
-                let url = &urls[(c + i) % urls.len()];
-                let body = json!({"model": "hermes-agent",
-                    "messages": [{"role": "user", "content": format!("turn {i}")}]});
-                let t = Instant::now();
-                let response = http
-                    .post(url)
-                    .bearer_auth(KEY)
-                    .header("X-Hermes-Session-Id", &session)
-                    .json(&body)
-                    .send()
-                    .await
-                    .expect("request");
-                assert!(response.status().is_success(), "{}", response.status());
-                let _ = response.bytes().await;
-                latencies.push(t.elapsed().as_secs_f64() * 1000.0);
-            }
-            latencies
-        }));
-    }
-    let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await.unwrap());
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    let turns = latencies.len();
-    json!({"instances": instances.len(), "concurrency": clients, "turns": turns,
-           "turns_per_s": (turns as f64 / elapsed).round(),
-           "latency": percentiles(latencies)})
+    support::api_throughput(&urls, KEY, clients, per_client).await
 }
 
 /// One scenario: `count` instances on `backend`, a warm-up, then the measured run with the

@@ -102,47 +102,8 @@ async fn spawn_capped(
 
 /// `clients` concurrent clients, each in its own session, `per_client` turns each.
 async fn throughput(daemon: &Daemon, clients: usize, per_client: usize) -> Value {
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(clients)
-        .tcp_nodelay(true)
-        .build()
-        .unwrap();
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for c in 0..clients {
-        let http = http.clone();
-        let url = format!("{}/v1/chat/completions", daemon.api);
-        let session = format!("bench-{clients}-{c}-{}", rand::random::<u32>());
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::with_capacity(per_client);
-            for i in 0..per_client {
-                let body = json!({"model": "hermes-agent",
-                    "messages": [{"role": "user", "content": format!("turn {i}")}]});
-                let t = Instant::now();
-                let response = http
-                    .post(&url)
-                    .bearer_auth(KEY)
-                    .header("X-Hermes-Session-Id", &session)
-                    .json(&body)
-                    .send()
-                    .await
-                    .expect("request");
-                assert!(response.status().is_success(), "{}", response.status());
-                let _ = response.bytes().await;
-                latencies.push(t.elapsed().as_secs_f64() * 1000.0);
-            }
-            latencies
-        }));
-    }
-    let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await.unwrap());
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    let turns = latencies.len();
-    json!({"concurrency": clients, "turns": turns,
-           "turns_per_s": (turns as f64 / elapsed).round(),
-           "latency": percentiles(latencies)})
+    let url = format!("{}/v1/chat/completions", daemon.api);
+    support::api_throughput(&[url], KEY, clients, per_client).await
 }
 
 /// Saturation: `clients` clients (far more than the cap of `cap` runs) send turns back to

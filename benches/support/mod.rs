@@ -149,3 +149,57 @@ impl Drop for Daemon {
         let _ = self.child.wait();
     }
 }
+
+/// Through the HTTP API at `urls` (chat-completions endpoints, bearer `key`): `clients` concurrent clients, each with its own session, `per_client` turns each; turn
+/// `i` of client `c` goes to instance `(c + i) % n`, so with several instances every
+/// session's consecutive turns land on different instances.
+pub async fn api_throughput(
+    urls: &[String],
+    key: &str,
+    clients: usize,
+    per_client: usize,
+) -> Value {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .tcp_nodelay(true)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let http = http.clone();
+        let urls = urls.to_vec();
+        let key = key.to_owned();
+        let session = format!("bench-{c}-{}", rand::random::<u32>());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(per_client);
+            for i in 0..per_client {
+                let url = &urls[(c + i) % urls.len()];
+                let body = json!({"model": "hermes-agent",
+                    "messages": [{"role": "user", "content": format!("turn {i}")}]});
+                let t = Instant::now();
+                let response = http
+                    .post(url)
+                    .bearer_auth(&key)
+                    .header("X-Hermes-Session-Id", &session)
+                    .json(&body)
+                    .send()
+                    .await
+                    .expect("request");
+                assert!(response.status().is_success(), "{}", response.status());
+                let _ = response.bytes().await;
+                latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            latencies
+        }));
+    }
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let turns = latencies.len();
+    json!({"instances": urls.len(), "concurrency": clients, "turns": turns,
+           "turns_per_s": (turns as f64 / elapsed).round(),
+           "latency": percentiles(latencies)})
+}

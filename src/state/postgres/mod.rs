@@ -1,7 +1,7 @@
-//! The PostgreSQL backend (issue 22, in progress): several hermesd instances sharing one
-//! database. What exists: the connection (its URL is a secret), the embedded schema applied
-//! under an advisory lock, and leases with fencing tokens. The `Store` does not use it yet,
-//! and `state.backend: postgres` is refused by the config until it does.
+//! The PostgreSQL backend (`state.backend: postgres`): several hermesd instances sharing one
+//! database. The connection (its URL is a secret), the embedded schema applied under an
+//! advisory lock, the `Store`'s writes and reads (`store.rs` and the session/gateway files),
+//! leases with fencing tokens, the session-work notifications and the shared files.
 
 mod error;
 mod fence_scope;

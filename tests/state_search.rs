@@ -361,7 +361,7 @@ async fn postgres_search_expressions_use_the_indexes() {
             "idx_messages_search_trigram",
         ),
     ] {
-        let sql = format!("EXPLAIN SELECT m.id FROM messages m WHERE {matcher}");
+        let sql = format!("EXPLAIN SELECT msg.id FROM messages msg WHERE {matcher}");
         let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
             .bind("%部署环境%")
             .fetch_all(&mut *conn)

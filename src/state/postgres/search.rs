@@ -29,8 +29,8 @@ use crate::state::titles::escape_like;
 /// The searched text of a message `m` (SQLite's FTS row: content, tool name, tool calls).
 macro_rules! search_text {
     () => {
-        "(COALESCE(m.content, '') || ' ' || COALESCE(m.tool_name, '') || ' ' \
-         || COALESCE(m.tool_calls, ''))"
+        "(COALESCE(msg.content, '') || ' ' || COALESCE(msg.tool_name, '') || ' ' \
+         || COALESCE(msg.tool_calls, ''))"
     };
 }
 
@@ -58,8 +58,7 @@ const DOC: &str = SEARCH_TEXT;
 
 /// The hit columns every plan selects, in the order [`hit`] reads them; then the searched
 /// text (and the content), for the snippet.
-const HIT_COLUMNS: &str =
-    "m.id, m.session_id, m.role, m.timestamp, m.tool_name, s.source, s.model, s.started_at";
+const HIT_COLUMNS: &str = "msg.id, msg.session_id, msg.role, msg.timestamp, msg.tool_name, sess.source, sess.model, sess.started_at";
 
 /// Searches messages; an empty or unusable query returns no hits rather than an error.
 pub async fn search(pool: &PgPool, q: &SearchQuery) -> StoreResult<Vec<SearchHit>> {
@@ -98,9 +97,9 @@ pub async fn search(pool: &PgPool, q: &SearchQuery) -> StoreResult<Vec<SearchHit
 /// The filters of every plan, on parameters `$first..$first+2`.
 fn filters(first: usize) -> String {
     format!(
-        "(cardinality(${a}::text[]) = 0 OR s.source = ANY(${a})) \
-         AND NOT (s.source = ANY(${b}::text[])) \
-         AND (cardinality(${c}::text[]) = 0 OR m.role = ANY(${c}))",
+        "(cardinality(${a}::text[]) = 0 OR sess.source = ANY(${a})) \
+         AND NOT (sess.source = ANY(${b}::text[])) \
+         AND (cardinality(${c}::text[]) = 0 OR msg.role = ANY(${c}))",
         a = first,
         b = first + 1,
         c = first + 2
@@ -145,10 +144,10 @@ async fn words(pool: &PgPool, q: &SearchQuery, expr: &Expr) -> Result<Vec<Search
         "SELECT c.id, c.session_id, c.role, c.timestamp, c.tool_name, c.source, c.model, \
                 c.started_at, c.doc \
          FROM (SELECT {HIT_COLUMNS}, {DOC} AS doc, {SEARCH_WORDS} AS words \
-               FROM messages m JOIN sessions s ON s.id = m.session_id, \
+               FROM messages msg JOIN sessions sess ON sess.id = msg.session_id, \
                     to_tsquery('simple', $1) AS query \
                WHERE {SEARCH_WORDS} @@ query AND {filters} \
-               ORDER BY m.id DESC LIMIT $7) c, \
+               ORDER BY msg.id DESC LIMIT $7) c, \
               to_tsquery('simple', $1) AS query \
          ORDER BY ts_rank(c.words, query) DESC, c.id DESC LIMIT $5 OFFSET $6",
         filters = filters(2),
@@ -197,8 +196,8 @@ async fn substrings(
                 args.add(format!("%{}%", escape_like(term)))
                     .map_err(sqlx::Error::Encode)?;
                 clauses.push(format!(
-                    "(m.content ILIKE ${next} ESCAPE '\\' OR m.tool_name ILIKE ${next} ESCAPE '\\' \
-                     OR m.tool_calls ILIKE ${next} ESCAPE '\\')"
+                    "(msg.content ILIKE ${next} ESCAPE '\\' OR msg.tool_name ILIKE ${next} ESCAPE '\\' \
+                     OR msg.tool_calls ILIKE ${next} ESCAPE '\\')"
                 ));
                 next += 1;
             }
@@ -207,9 +206,9 @@ async fn substrings(
     };
     bind_filters(&mut args, q)?;
     let sql = format!(
-        "SELECT {HIT_COLUMNS}, {DOC}, m.content \
-         FROM messages m JOIN sessions s ON s.id = m.session_id \
-         WHERE {matcher} AND {filters} ORDER BY m.id DESC LIMIT ${limit} OFFSET ${offset}",
+        "SELECT {HIT_COLUMNS}, {DOC}, msg.content \
+         FROM messages msg JOIN sessions sess ON sess.id = msg.session_id \
+         WHERE {matcher} AND {filters} ORDER BY msg.id DESC LIMIT ${limit} OFFSET ${offset}",
         filters = filters(next),
         limit = next + 3,
         offset = next + 4,

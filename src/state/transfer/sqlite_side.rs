@@ -34,7 +34,7 @@ impl SqliteSide {
         guarded(path)?;
         if !path.is_file() {
             return Err(TransferError::Usage(format!(
-                "{} does not exist (or is not a file)",
+                "{}: no state database file here",
                 path.display()
             )));
         }

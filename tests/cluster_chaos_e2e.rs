@@ -132,8 +132,9 @@ async fn a_seeded_load_over_three_instances_with_three_kills_is_answered_exactly
     };
     let deadline = tokio::time::Instant::now() + WAIT * 2;
     loop {
-        // Counted before looking: a reply sent meanwhile then ends the wait below at once.
-        let seen = rig.telegram.sent_count();
+        // Armed before looking: a reply answered meanwhile then ends the wait below at once.
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let change = rig.telegram.next_change(remaining.min(WAIT));
         let unanswered: Vec<&String> = counts(&rig)
             .into_iter()
             .filter(|(_, (plain, marked))| plain + marked == 0)
@@ -148,10 +149,7 @@ async fn a_seeded_load_over_three_instances_with_three_kills_is_answered_exactly
             rig.sent_to_anyone(),
             rig.all_logs()
         );
-        let remaining = deadline - tokio::time::Instant::now();
-        rig.telegram
-            .wait_sent_count(seen + 1, remaining.min(WAIT))
-            .await;
+        change.await;
     }
     let counts = counts(&rig);
     let doubled: Vec<_> = counts.iter().filter(|(_, (plain, _))| *plain > 1).collect();

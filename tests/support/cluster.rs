@@ -221,9 +221,11 @@ impl ClusterRig {
     pub async fn wait_sent(&self, n: usize) -> Vec<SentMessage> {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            // Counted before looking, so a message sent while we look wakes the wait below
-            // (counting after would wait for one more than arrived, until the deadline).
-            let seen = self.telegram.sent_count();
+            // Armed before looking, so a call answered while we look ends the wait below at
+            // once. (`sent()` lists answered calls; the fake logs a send before answering it,
+            // so waiting on the send count could miss the answer that completes `sent()`.)
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let change = self.telegram.next_change(remaining);
             let sent = self.sent();
             if sent.len() >= n {
                 return sent;
@@ -233,8 +235,7 @@ impl ClusterRig {
                 "{n} replies never came; got {sent:#?}\nlogs: {:#?}",
                 self.all_logs()
             );
-            let remaining = deadline - tokio::time::Instant::now();
-            self.telegram.wait_sent_count(seen + 1, remaining).await;
+            change.await;
         }
     }
 

@@ -299,17 +299,20 @@ impl FakeTelegram {
         self.shared.lock().sent_log.len()
     }
 
-    /// Waits until at least `n` `sendMessage` calls were accepted; false on timeout.
+    /// Waits until at least `n` `sendMessage` calls were answered 200 (as
+    /// [`FakeTelegram::sent_messages`] lists them; the send log leads the answer by a moment,
+    /// so waiting on it could return before `sent_messages` shows the message); false on
+    /// timeout.
     pub async fn wait_sent_count(&self, n: usize, timeout: Duration) -> bool {
         let mut seen = self.shared.calls_seen.subscribe();
         let wait = async {
-            while self.sent_count() < n {
+            while self.sent_messages().len() < n {
                 if seen.changed().await.is_err() {
                     break;
                 }
             }
         };
-        tokio::time::timeout(timeout, wait).await.is_ok() && self.sent_count() >= n
+        tokio::time::timeout(timeout, wait).await.is_ok() && self.sent_messages().len() >= n
     }
 
     /// The bot's messages still present in `chat` (sent and not deleted), oldest first.

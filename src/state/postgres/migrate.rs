@@ -16,10 +16,10 @@ static MIGRATOR: Migrator = sqlx::migrate!("src/state/postgres/migrations");
 /// Brings the database at `url` to the current schema. Idempotent; safe to call from several
 /// processes at once.
 pub async fn migrate(url: &str) -> PgResult<()> {
-    let options = super::connect_options(url)?;
+    let (options, timeout) = super::connect_options(url)?;
     let pool = PgPoolOptions::new()
         .max_connections(1)
-        .acquire_timeout(super::ACQUIRE_TIMEOUT)
+        .acquire_timeout(timeout)
         .connect_with(options)
         .await
         .map_err(|source| PgError::database(url, source))?;

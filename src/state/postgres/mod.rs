@@ -40,20 +40,50 @@ pub use shared_files::{SharedFiles, SharedLock, shared_name};
 pub use store::{DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};
 pub(crate) use titles::{next_title_in_lineage, resolve_by_title};
 
-/// How long a caller waits for a pooled connection before the operation fails.
+/// How long taking a pooled connection may wait (opening one included) when the URL does not
+/// set `connect_timeout`.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Parses `url` without ever putting it into an error.
-pub(crate) fn connect_options(url: &str) -> PgResult<PgConnectOptions> {
-    PgConnectOptions::from_str(url).map_err(|_| PgError::BadUrl(redact_url(url)))
+/// The URL's connection settings, and how long taking a connection may wait: libpq's
+/// `connect_timeout` parameter in whole seconds
+/// (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNECT-CONNECT-TIMEOUT),
+/// which sqlx does not read, else [`ACQUIRE_TIMEOUT`]. As in libpq, 0 means no limit and 1
+/// counts as 2. Never puts the URL into an error.
+pub(crate) fn connect_options(url: &str) -> PgResult<(PgConnectOptions, Duration)> {
+    let bad = || PgError::BadUrl(redact_url(url));
+    let mut timeout = ACQUIRE_TIMEOUT;
+    let mut rest = url.to_owned();
+    if let Ok(mut parsed) = reqwest::Url::parse(url)
+        && parsed.query_pairs().any(|(k, _)| k == "connect_timeout")
+    {
+        let mut kept = Vec::new();
+        for (key, value) in parsed.query_pairs() {
+            if key == "connect_timeout" {
+                timeout = match value.trim().parse::<u64>().map_err(|_| bad())? {
+                    // No limit, as far as a timer can count.
+                    0 => Duration::from_secs(u64::from(u32::MAX)),
+                    seconds => Duration::from_secs(seconds.max(2)),
+                };
+            } else {
+                kept.push((key.into_owned(), value.into_owned()));
+            }
+        }
+        parsed.set_query(None);
+        if !kept.is_empty() {
+            parsed.query_pairs_mut().extend_pairs(kept);
+        }
+        rest = parsed.into();
+    }
+    let options = PgConnectOptions::from_str(&rest).map_err(|_| bad())?;
+    Ok((options, timeout))
 }
 
 /// A pool of at most `max_connections` connections to `url`.
 pub async fn connect(url: &str, max_connections: u32) -> PgResult<PgPool> {
-    let options = connect_options(url)?;
+    let (options, timeout) = connect_options(url)?;
     PgPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .acquire_timeout(timeout)
         .connect_with(options)
         .await
         .map_err(|source| PgError::database(url, source))
@@ -102,9 +132,34 @@ mod tests {
 
     #[test]
     fn a_malformed_url_is_refused_without_echoing_it() {
-        let error = connect_options("postgres://hermes:s3cret@db:notaport/x").unwrap_err();
-        let text = error.to_string();
-        assert!(!text.contains("s3cret"), "{text}");
-        assert!(text.contains("state.postgres_url"), "{text}");
+        for url in [
+            "postgres://hermes:s3cret@db:notaport/x",
+            "postgres://hermes:s3cret@db/x?connect_timeout=soon",
+        ] {
+            let error = connect_options(url).unwrap_err();
+            let text = error.to_string();
+            assert!(!text.contains("s3cret"), "{text}");
+            assert!(text.contains("state.postgres_url"), "{text}");
+        }
+    }
+
+    #[test]
+    fn connect_timeout_is_read_as_libpq_reads_it_and_not_passed_on() {
+        let timeout = |url: &str| connect_options(url).unwrap().1;
+        assert_eq!(timeout("postgres://db/x"), ACQUIRE_TIMEOUT);
+        assert_eq!(
+            timeout("postgres://db/x?connect_timeout=5"),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            timeout("postgres://db/x?connect_timeout=1"),
+            Duration::from_secs(2)
+        );
+        assert!(timeout("postgres://db/x?connect_timeout=0") > Duration::from_secs(86_400 * 365));
+        let (options, _) =
+            connect_options("postgres://db/x?sslmode=disable&connect_timeout=5&application_name=h")
+                .unwrap();
+        assert_eq!(options.get_application_name(), Some("h"));
+        assert_eq!(options.get_database(), Some("x"));
     }
 }

@@ -2,7 +2,9 @@
 //! one instance answers chat and HTTP API traffic with its rows in PostgreSQL; a session's
 //! messages posted to different instances are answered exactly once, in order, one turn at
 //! a time; a killed instance's turn is finished by a survivor within the lease time; and a
-//! paused instance that lost its lease writes and sends nothing once it runs again.
+//! paused instance that lost its lease writes and sends nothing once it runs again; and a
+//! message reaching another instance than the session's holder acts on the running turn
+//! (interrupts it, answers its approval, stops it) as it would on one instance.
 
 #[path = "support/cluster.rs"]
 mod cluster_support;
@@ -46,6 +48,18 @@ async fn session_holder(rig: &ClusterRig, not: Option<&str>) -> String {
             "no session lease taken"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits (bounded) until one of the user's messages contains `part`; returns them all.
+async fn wait_text(rig: &ClusterRig, part: &str) -> Vec<String> {
+    let mut sent = rig.wait_sent(1).await;
+    loop {
+        let texts: Vec<String> = sent.iter().map(|m| m.text.clone()).collect();
+        if texts.iter().any(|t| t.contains(part)) {
+            return texts;
+        }
+        sent = rig.wait_sent(sent.len() + 1).await;
     }
 }
 
@@ -197,6 +211,67 @@ async fn a_paused_instance_that_lost_its_lease_writes_and_sends_nothing() {
     assert_eq!(
         rig.count("SELECT count(*) FROM delivery_obligations").await,
         1
+    );
+    rig.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_through_another_instance_acts_on_the_holders_running_turn() {
+    let rig = ClusterRig::start(2, LEASE_SECONDS).await;
+    let other = |holder: &str| 1 - index_of(&rig, holder);
+
+    // Interrupt (the default busy mode): the new message stops the running turn, and the
+    // next turn answers both, as on one instance.
+    let (held, _gate) = Step::gated("never sent: interrupted");
+    rig.model.push(held);
+    assert_eq!(rig.post(0, 1, "start a long task").await, 200);
+    rig.model.wait_for_requests(1, WAIT).await;
+    let holder = session_holder(&rig, None).await;
+    assert_eq!(rig.post(other(&holder), 2, "actually, do this").await, 200);
+    let texts = wait_text(&rig, "actually, do this").await;
+    assert!(texts[0].contains("Stopping the current task"), "{texts:?}");
+    assert_eq!(
+        texts.last().unwrap(),
+        "echo: start a long task\n\nactually, do this"
+    );
+
+    // An approval the holder's turn waits for is answered through the other instance.
+    let doomed = tempfile::tempdir().unwrap();
+    let target = doomed.path().join("junk");
+    std::fs::create_dir_all(target.join("inner")).unwrap();
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "terminal",
+        serde_json::json!({"command": format!("rm -rf {}", target.display())}),
+    )));
+    rig.model.push(Step::text("deleted it"));
+    assert_eq!(rig.post(0, 3, "clean up").await, 200);
+    wait_text(&rig, "Approval Required").await;
+    let holder = session_holder(&rig, None).await;
+    assert_eq!(rig.post(other(&holder), 4, "yes").await, 200);
+    let texts = wait_text(&rig, "deleted it").await;
+    assert!(
+        texts.iter().any(|t| t.contains("Approved once")),
+        "{texts:?}"
+    );
+    assert!(!target.exists(), "the approved command ran");
+
+    // `/stop` through the other instance stops the holder's turn.
+    let (held, _gate) = Step::gated("never sent: stopped");
+    rig.model.push(held);
+    let before = rig.model.requests().len();
+    assert_eq!(rig.post(0, 5, "another long task").await, 200);
+    rig.model.wait_for_requests(before + 1, WAIT).await;
+    let holder = session_holder(&rig, None).await;
+    assert_eq!(rig.post(other(&holder), 6, "/stop").await, 200);
+    let texts = wait_text(&rig, "Stopped").await;
+    assert!(!texts.iter().any(|t| t.contains("never sent")), "{texts:?}");
+    // Every journaled event is closed; each got exactly the replies above.
+    assert_eq!(
+        rig.count(
+            "SELECT count(*) FROM hermesd_inbound_events WHERE state IN ('received', 'processing')"
+        )
+        .await,
+        0
     );
     rig.stop().await;
 }

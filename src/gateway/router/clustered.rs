@@ -7,7 +7,9 @@
 //! holder runs the session's queued jobs and then every unfinished journaled event of the
 //! session nobody here has run yet, oldest first, whoever recorded it; it re-reads the
 //! journal after each turn and releases the lease only when nothing is left (announcing
-//! the release when work arrived meanwhile). Every write a turn makes is fenced by the
+//! the release when work arrived meanwhile); events for a session it holds that reach it
+//! mid-turn through other instances go through the busy rules at once (`journal_pull.rs`).
+//! Every write a turn makes is fenced by the
 //! lease's token. A polling sweep finds what notifications missed, including the sessions
 //! of an instance that died (its leases expire) — that is the failover path.
 
@@ -50,13 +52,58 @@ impl Router {
 
     /// Makes sure a worker looks at `key`'s session: it takes the lease if it is free and
     /// runs the session's unfinished events; it does nothing if another instance holds it.
+    /// When this instance holds it, events other instances recorded are taken up at once.
     pub(super) fn kick(&self, key: &str) {
         if self.cluster.is_none() || self.is_shutting_down() {
             return;
         }
         let slot = self.slot(key);
         let mut state = slot.lock();
+        if state.held {
+            // Ours, and a turn may be running: news for it cannot wait for the boundary.
+            self.pull_journaled(&slot, &mut state);
+            return;
+        }
         self.ensure_worker(&slot, &mut state);
+    }
+
+    /// The sweep's look at every session with unfinished events: a free one is kicked;
+    /// one held here is pulled only when it has a received event not yet taken up (its
+    /// running turn's own event is no news).
+    async fn sweep_sessions(&self) {
+        let unfinished = match self.store.unfinished_inbound().await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read unfinished events");
+                return;
+            }
+        };
+        let mut news: BTreeSet<&str> = BTreeSet::new();
+        let mut keys: BTreeSet<&str> = BTreeSet::new();
+        for event in unfinished
+            .iter()
+            .filter(|e| self.link(&e.platform).is_some())
+        {
+            keys.insert(&event.session_key);
+            if event.state == InboundState::Received {
+                let slot = self.slot(&event.session_key);
+                let state = slot.lock();
+                if state.held
+                    && !state
+                        .seen
+                        .contains(&seen_key(&event.platform, &event.event_id))
+                {
+                    news.insert(&event.session_key);
+                }
+            }
+        }
+        for key in keys {
+            let slot = self.slot(key);
+            let held = slot.lock().held;
+            if !held || news.contains(key) {
+                self.kick(key);
+            }
+        }
     }
 
     /// The worker of a slot on PostgreSQL: hold the lease, run, release; again while work
@@ -209,7 +256,10 @@ impl Router {
                 && let Some(job) = chat[i].take()
             {
                 state.enqueue(job, depth);
-            } else if let Some(decoded) = fresh.remove(&name) {
+            } else if let Some(decoded) = fresh.remove(&name)
+                // A pull (`journal_pull.rs`) may have taken it up while we decoded.
+                && !state.seen.contains(&name)
+            {
                 // Taken up now: not read again from the journal under this hold.
                 state.seen.insert(name);
                 if let Some(job) = decoded {
@@ -233,21 +283,6 @@ impl Router {
             .any(|e| e.session_key == key && !seen.contains(&seen_key(&e.platform, &e.event_id)));
         if left {
             cluster.announce(key).await;
-        }
-    }
-
-    /// The sessions with unfinished events this instance could run (it has their platform).
-    pub(super) async fn sessions_with_work(&self) -> BTreeSet<String> {
-        match self.store.unfinished_inbound().await {
-            Ok(events) => events
-                .into_iter()
-                .filter(|e| self.link(&e.platform).is_some())
-                .map(|e| e.session_key)
-                .collect(),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read unfinished events");
-                BTreeSet::new()
-            }
         }
     }
 
@@ -355,9 +390,7 @@ async fn sweep(router: std::sync::Weak<Router>, every: Duration, resend_every: D
         if router.is_shutting_down() {
             return;
         }
-        for key in router.sessions_with_work().await {
-            router.kick(&key);
-        }
+        router.sweep_sessions().await;
         if last_resend.elapsed() >= resend_every {
             last_resend = tokio::time::Instant::now();
             let sent = router.resend_replies().await;

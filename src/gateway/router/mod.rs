@@ -11,6 +11,7 @@ mod cron_command;
 mod dead_letter;
 mod failure;
 mod fault;
+mod journal_pull;
 mod live;
 mod liveness;
 mod media_turn;

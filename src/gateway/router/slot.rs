@@ -105,6 +105,10 @@ pub struct SlotState {
     /// PostgreSQL: the journaled events taken up under the current lease (see
     /// `clustered.rs`), so re-reading the journal does not run one twice.
     pub seen: std::collections::HashSet<String>,
+    /// PostgreSQL: a task is taking up events other instances recorded for this session
+    /// (`journal_pull.rs`); `pull_again` asks it for one more look when it is done.
+    pub pulling: bool,
+    pub pull_again: bool,
 }
 
 impl SlotState {

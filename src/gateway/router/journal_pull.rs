@@ -1,0 +1,85 @@
+//! On PostgreSQL, news for a session this instance holds: events other instances recorded
+//! for it (a message that reached another instance through the balancer, its Slack socket
+//! or its Discord shard) go through the busy rules here as soon as the holder hears of them
+//! (`NOTIFY`, or the sweep when a notification was missed), exactly as if received here.
+//! So a `/stop`, an approval answer, a steer or an interrupting message acts on the running
+//! turn instead of waiting for its end — an approval answer could otherwise only arrive
+//! after the approval had timed out. Events already being processed (a dead instance's
+//! turns) are left to the worker's next look at the journal.
+
+use std::sync::Arc;
+
+use super::Router;
+use super::clustered::seen_key;
+use super::slot::{Slot, SlotState};
+use crate::state::InboundState;
+
+impl Router {
+    /// Starts taking up `slot`'s journaled events, or asks the running pull to look again.
+    pub(super) fn pull_journaled(&self, slot: &Arc<Slot>, state: &mut SlotState) {
+        if state.pulling {
+            state.pull_again = true;
+            return;
+        }
+        state.pulling = true;
+        let router = self.arc();
+        let slot = slot.clone();
+        tokio::spawn(async move { router.pull_loop(slot).await });
+    }
+
+    /// One pull at a time per slot, so events are taken up in the journal's order.
+    async fn pull_loop(self: Arc<Self>, slot: Arc<Slot>) {
+        loop {
+            self.take_up_received(&slot).await;
+            let mut state = slot.lock();
+            if !state.pull_again || !state.held {
+                state.pulling = false;
+                state.pull_again = false;
+                return;
+            }
+            state.pull_again = false;
+        }
+    }
+
+    /// Dispatches the session's received events nobody here has taken up yet, oldest first,
+    /// while the lease is still held.
+    async fn take_up_received(&self, slot: &Arc<Slot>) {
+        let unfinished = match self.store.unfinished_inbound().await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::warn!(session_key = %slot.key, error = %e, "cannot read the session's new events; the turn boundary picks them up");
+                return;
+            }
+        };
+        let received = unfinished
+            .iter()
+            .filter(|e| e.session_key == slot.key && e.state == InboundState::Received);
+        for journaled in received {
+            let name = seen_key(&journaled.platform, &journaled.event_id);
+            if !untaken(&slot.lock(), &name) {
+                continue;
+            }
+            let Some(job) = self.journaled_job(journaled).await else {
+                continue;
+            };
+            {
+                // Checked again: the worker's own look at the journal may have taken it.
+                let mut state = slot.lock();
+                if !state.held || !untaken(&state, &name) {
+                    continue;
+                }
+                state.seen.insert(name);
+            }
+            self.dispatch(slot.key.clone(), job);
+        }
+    }
+}
+
+/// Whether the event named `name` is neither taken up under this hold nor queued.
+fn untaken(state: &SlotState, name: &str) -> bool {
+    !state.seen.contains(name)
+        && !state
+            .queue
+            .iter()
+            .any(|job| seen_key(&job.event.source.platform, &job.event.event_id) == name)
+}

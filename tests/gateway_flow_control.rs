@@ -1,8 +1,8 @@
 //! Flow control is not failure. On a paused clock: rate-limit answers are waited out in full
 //! with no attempt cap and no failure notice, until the reply's deadline defers it; the
 //! ledger keeps a deferred reply `pending` without counting the attempt. In process, with the
-//! real runner and router: a chat in a long flood-wait holds no turn permit (with a single
-//! permit, another chat is answered meanwhile), a later reply to the same chat never
+//! real runner and router: a chat in a long flood-wait or a slow attachment download holds no
+//! turn permit (with a single permit, another chat is answered meanwhile), a later reply to the same chat never
 //! overtakes an earlier one, and shutdown during the wait leaves the reply owed, unsent.
 
 mod support;
@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use hermes_adapter::{
-    Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, Outbound, RecordOutcome,
-    SendErrorKind, SendResult,
+    Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, MessageEvent, Outbound,
+    PendingMedia, RecordOutcome, SendErrorKind, SendResult,
 };
 use hermesd::agent::provider::ApiMode;
 use hermesd::config::ReplyToMode;
@@ -164,6 +164,10 @@ struct Flooded {
     /// chat → (retry_after, sends still to refuse).
     held: Mutex<BTreeMap<String, (Duration, usize)>>,
     refused: watch::Sender<Vec<(String, tokio::time::Instant)>>,
+    /// Attachment downloads wait while this is false (a download slowed by the platform).
+    downloads_open: watch::Sender<bool>,
+    /// Downloads started so far.
+    downloads: watch::Sender<usize>,
 }
 
 impl Flooded {
@@ -172,6 +176,8 @@ impl Flooded {
             inner: TestPlatform::new("telegram", 4096, LengthUnit::Utf16),
             held: Mutex::new(BTreeMap::new()),
             refused: watch::channel(Vec::new()).0,
+            downloads_open: watch::channel(true).0,
+            downloads: watch::channel(0).0,
         }
     }
 
@@ -208,6 +214,18 @@ impl Adapter for Flooded {
 
     fn run(&self, ctx: AdapterContext) -> BoxFuture<'_, Result<(), AdapterError>> {
         self.inner.run(ctx)
+    }
+
+    fn fetch_pending_media<'a>(&'a self, event: &'a mut MessageEvent) -> BoxFuture<'a, ()> {
+        self.downloads.send_modify(|n| *n += 1);
+        let mut open = self.downloads_open.subscribe();
+        Box::pin(async move {
+            let _ = open.wait_for(|open| *open).await;
+            // Fetched: what was pending is now the event's text, for the model to echo.
+            for pending in event.pending_media.drain(..) {
+                event.text.push_str(&format!(" [{}]", pending.label));
+            }
+        })
     }
 
     fn send(&self, outbound: Outbound) -> BoxFuture<'_, SendResult> {
@@ -325,6 +343,42 @@ async fn a_long_flood_wait_holds_no_permit_and_shutdown_leaves_the_reply_owed() 
     assert_eq!(row.attempts, 0);
     assert!(!row.ambiguous);
     assert!(rig.platform.inner.texts_to("42").is_empty());
+    rig.store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_attachment_download_holds_no_permit() {
+    // One permit: a turn that kept it through its download would stop every other chat.
+    let mut rig = start(1).await;
+    rig.platform.downloads_open.send_replace(false);
+    let mut with_file = dm("m1", "42", "see the file");
+    with_file.pending_media.push(PendingMedia {
+        reference: serde_json::json!({"id": "F1"}),
+        label: "report.pdf".into(),
+    });
+    rig.platform.inner.inject(with_file).await;
+    let mut downloads = rig.platform.downloads.subscribe();
+    tokio::time::timeout(Duration::from_secs(60), downloads.wait_for(|n| *n >= 1))
+        .await
+        .expect("the download starts")
+        .expect("platform alive");
+
+    rig.platform.inner.inject(dm("m2", "43", "meanwhile")).await;
+    assert_eq!(
+        rig.platform.inner.wait_texts("43", 1).await,
+        ["echo: meanwhile"]
+    );
+    assert!(
+        rig.platform.inner.texts_to("42").is_empty(),
+        "still downloading"
+    );
+
+    rig.platform.downloads_open.send_replace(true);
+    assert_eq!(
+        rig.platform.inner.wait_texts("42", 1).await,
+        ["echo: see the file [report.pdf]"]
+    );
+    rig.runner.take().unwrap().shutdown().await;
     rig.store.close().await;
 }
 

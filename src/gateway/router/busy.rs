@@ -199,6 +199,7 @@ impl Router {
                     }
                 }
             };
+            let job = self.with_media_fetched(job).await;
             let permit = self.turn_limit.clone().acquire_owned().await;
             let Ok(_permit) = permit else { return };
             self.run_job(&slot, job).await;

@@ -192,6 +192,7 @@ impl Router {
                     .seen
                     .insert(seen_key(&job.event.source.platform, &job.event.event_id));
             }
+            let job = self.with_media_fetched(job).await;
             let Ok(_permit) = self.turn_limit.clone().acquire_owned().await else {
                 return;
             };

@@ -1,17 +1,31 @@
 //! Attachments fetched after the ack: an adapter may record an event whose files are not
 //! downloaded yet (`MessageEvent::pending_media`), so the platform's ack deadline never
-//! waits for a download. Just before the event's turn runs, the router has the event's
-//! adapter fetch them (`Adapter::fetch_pending_media`); what is still missing afterwards
-//! (no such adapter, a failed download) becomes a one-line note, so the model
-//! always learns that something was attached.
+//! waits for a download. Just before the event's turn runs (before it takes a turn permit),
+//! the router has the event's adapter fetch them (`Adapter::fetch_pending_media`); what is
+//! still missing afterwards (no such adapter, a failed download) becomes a one-line note, so
+//! the model always learns that something was attached.
 
 use hermes_adapter::MessageEvent;
 
 use super::Router;
+use super::slot::Job;
 use super::turn::TYPING_INTERVAL;
 use crate::gateway::typing::TypingLoop;
 
 impl Router {
+    /// `job` with its pending attachments fetched, before its turn takes a turn permit: a
+    /// download slowed by the platform's rate limits holds no permit other chats need. (A
+    /// resumed turn has its stored user message already; `run_turn` skips it as well.)
+    pub(super) async fn with_media_fetched(&self, mut job: Job) -> Job {
+        if !job.resumed
+            && job.api.is_none()
+            && let Some(fetched) = self.fetch_pending_media(&job.event).await
+        {
+            job.event = fetched;
+        }
+        job
+    }
+
     /// The event with its pending attachments fetched, or `None` when it had none. Typing
     /// shows during the download; the adapter's own transfer timeouts bound it.
     pub(super) async fn fetch_pending_media(&self, event: &MessageEvent) -> Option<MessageEvent> {

@@ -1,7 +1,8 @@
 //! Scheduled runs across instances on one PostgreSQL database, through the real binary: the
-//! same job deployed to two instances runs on one of them; when that instance is killed
-//! mid-run, the survivor notices within the lease time (not only at a restart), closes the
-//! run as interrupted and sends the notice exactly once, and nobody runs the job again.
+//! same job deployed to every instance runs on one of them; when that instance is killed
+//! mid-run, a survivor notices within the lease time (not only at a restart), closes the run
+//! as interrupted and sends the notice exactly once (with two survivors too), and nobody
+//! runs the job again.
 
 #[path = "support/cluster.rs"]
 mod cluster_support;
@@ -59,7 +60,18 @@ fn deploy_jobs(home: &std::path::Path, jobs: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_instances_scheduled_run_is_closed_once_by_the_survivor() {
-    let mut rig = ClusterRig::start_with(2, LEASE_SECONDS, FAST_TICKS).await;
+    killed_mid_run_then_closed_once(2).await;
+}
+
+/// Two survivors look every lease time, so they may both find the run orphaned at once:
+/// only the first to end its claim sends the notice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_survivors_only_one_closes_the_killed_instances_run() {
+    killed_mid_run_then_closed_once(3).await;
+}
+
+async fn killed_mid_run_then_closed_once(instances: usize) {
+    let mut rig = ClusterRig::start_with(instances, LEASE_SECONDS, FAST_TICKS).await;
     // The model holds the run's step: the run is under way when its instance dies.
     let (held, _gate) = Step::gated("never delivered: its instance dies");
     rig.model.push(held);

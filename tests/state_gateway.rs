@@ -10,12 +10,12 @@ use std::collections::BTreeMap;
 
 use hermesd::state::{
     GATEWAY_TABLES, InboundRecord, InboundState, NewObligation, OBLIGATION_MAX_ATTEMPTS,
-    ObligationState, RECOVERED_MARKER, Store, StoreError, StoreOptions, now_epoch,
+    ObligationState, OwnerStamp, RECOVERED_MARKER, Store, StoreError, StoreOptions, now_epoch,
 };
 use rusqlite::Connection;
 use serde_json::json;
 use support::owners::{crash, doomed_owner};
-use support::store_backends::TestStore;
+use support::store_backends::{Backend, TestStore};
 
 async fn open_gateway(path: &std::path::Path) -> Store {
     let store = Store::open(path).expect("open");
@@ -462,7 +462,65 @@ async fn a_deferred_send_returns_to_pending_without_counting_the_attempt(t: &Tes
     store.close().await;
 }
 
+/// Another live owner on `t`'s database: on PostgreSQL another instance (its own lease); on
+/// state.db another running process (this test's parent, which outlives the test).
+async fn live_rival(t: &TestStore) -> Store {
+    let ledger_owner = match t.backend {
+        Backend::Postgres => OwnerStamp::current(),
+        Backend::Sqlite => OwnerStamp {
+            pid: i64::from(std::os::unix::process::parent_id()),
+            started_at: None,
+        },
+    };
+    assert!(ledger_owner.is_alive());
+    let store = t
+        .another(StoreOptions {
+            ledger_owner,
+            ..StoreOptions::default()
+        })
+        .await;
+    store.ensure_gateway_schema().await.expect("gateway schema");
+    store
+}
+
+async fn a_deferral_resets_only_a_send_this_owner_holds_or_a_dead_one_held(t: &TestStore) {
+    let store = gateway(t).await;
+    let rival = live_rival(t).await;
+    let state = |id: &str| {
+        let (store, id) = (store.clone(), id.to_owned());
+        async move {
+            let o = store.get_obligation(&id).await.unwrap().unwrap();
+            (o.state, o.attempts)
+        }
+    };
+    // The rival is sending its reply right now: not ours to put back to `pending`.
+    let theirs = rival
+        .create_obligation(reply("e1", "the rival's"))
+        .await
+        .unwrap();
+    assert!(rival.mark_attempting(&theirs).await.unwrap());
+    assert!(!store.mark_deferred(&theirs, "429").await.unwrap());
+    assert_eq!(state(&theirs).await, (ObligationState::Attempting, 1));
+    assert!(rival.mark_deferred(&theirs, "429").await.unwrap());
+    assert_eq!(state(&theirs).await, (ObligationState::Pending, 0));
+
+    // A send whose owner died may be deferred by anyone (nobody is making it any more).
+    let crashed = doomed_owner(t, "crashed").await;
+    crashed.ensure_gateway_schema().await.unwrap();
+    let orphan = crashed
+        .create_obligation(reply("e2", "the dead owner's"))
+        .await
+        .unwrap();
+    assert!(crashed.mark_attempting(&orphan).await.unwrap());
+    crash(t, crashed).await;
+    assert!(store.mark_deferred(&orphan, "429").await.unwrap());
+    assert_eq!(state(&orphan).await, (ObligationState::Pending, 0));
+    rival.close().await;
+    store.close().await;
+}
+
 on_both_backends!(
     a_reply_delivered_by_editing_names_its_message,
     a_deferred_send_returns_to_pending_without_counting_the_attempt,
+    a_deferral_resets_only_a_send_this_owner_holds_or_a_dead_one_held,
 );

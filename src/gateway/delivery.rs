@@ -342,8 +342,10 @@ impl Deliverer {
                 () = tokio::time::sleep(delay) => {}
                 () = self.stop_waiting.cancelled() => return Attempt::Deferred(failure),
             }
-            if released {
-                wait_claim::reclaim().await;
+            if released && !wait_claim::reclaim().await {
+                // Not ours any more (or not claimable): nothing was sent, the row says who
+                // owes the reply now.
+                return Attempt::Deferred(failure);
             }
         }
     }

@@ -126,9 +126,11 @@ pub enum WriteCommand {
         id: String,
         error: String,
     },
+    /// Only a send `owner` holds (or whose holder is gone) is deferred.
     MarkDeferred {
         id: String,
         error: String,
+        owner: OwnerStamp,
     },
     AbandonStale {
         now: f64,
@@ -311,7 +313,9 @@ fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outco
         WriteCommand::MarkAttempting { id, owner } => gateway::mark_attempting(conn, id, *owner),
         WriteCommand::MarkDelivered { id } => gateway::mark_delivered(conn, id),
         WriteCommand::MarkFailed { id, error } => gateway::mark_failed(conn, id, error),
-        WriteCommand::MarkDeferred { id, error } => gateway::mark_deferred(conn, id, error),
+        WriteCommand::MarkDeferred { id, error, owner } => {
+            gateway::mark_deferred(conn, id, error, *owner)
+        }
         WriteCommand::AbandonStale { now } => gateway::abandon_stale(conn, *now),
         WriteCommand::SaveRouting {
             scope,

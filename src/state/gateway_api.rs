@@ -193,10 +193,14 @@ impl Store {
 
     /// Flow control outlasted the deadline and nothing was sent: back to `pending`, the claim
     /// uncounted, so a restart sends the reply as new (see `gateway_commands::mark_deferred`).
+    /// False unless this process (instance) holds the send or its holder is gone: a send
+    /// another live owner is making is not ours to reset.
     pub async fn mark_deferred(&self, id: &str, error: &str) -> StoreResult<bool> {
         let (id, error) = (id.to_owned(), error.to_owned());
+        let owner = self.inner.ledger_owner;
         Ok(changed(
-            self.write(WriteCommand::MarkDeferred { id, error }).await?,
+            self.write(WriteCommand::MarkDeferred { id, error, owner })
+                .await?,
         ))
     }
 

@@ -178,7 +178,30 @@ pub fn mark_failed(conn: &Connection, id: &str, error: &str) -> StoreResult<Outc
 /// row returns to `pending` (so a restart sends it without the recovered marker) and the
 /// claim is not counted, because a platform saying "later" is not a failed attempt and must
 /// not push the reply towards [`OBLIGATION_MAX_ATTEMPTS`]. Never overrides `delivered`.
-pub fn mark_deferred(conn: &Connection, id: &str, error: &str) -> StoreResult<Outcome> {
+/// Only `owner`'s send is reset, or one whose owner is gone: a send another live process is
+/// making stays `attempting` (`Changed(0)`), as on PostgreSQL between instances. The writer
+/// runs every command in turn, so nothing claims the row between the read and the update.
+pub fn mark_deferred(
+    conn: &Connection,
+    id: &str,
+    error: &str,
+    owner: OwnerStamp,
+) -> StoreResult<Outcome> {
+    let holder: Option<(Option<i64>, Option<i64>)> = conn
+        .query_row(
+            "SELECT owner_pid, owner_started_at FROM delivery_obligations
+             WHERE obligation_id = ?1 AND state = 'attempting'",
+            params![id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((pid, started_at)) = holder else {
+        return Ok(Outcome::Changed(0));
+    };
+    let ours = pid == Some(owner.pid) && started_at == owner.started_at;
+    if !ours && owner_alive(pid, started_at) {
+        return Ok(Outcome::Changed(0));
+    }
     let error: String = error.chars().take(MAX_ERROR_CHARS).collect();
     let error = (!error.is_empty()).then_some(error);
     Ok(Outcome::Changed(conn.execute(

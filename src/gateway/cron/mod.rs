@@ -6,7 +6,8 @@
 //! concurrently — each as a fresh agent session (source `cron`). A run's output is recorded
 //! as delivery obligations in the same transaction that ends its claim and goes out through
 //! the chat lanes and the ledger like any reply (`run.rs`). At start, runs a dead process left
-//! behind are closed with a notice, never re-run (`recovery.rs`).
+//! behind are closed with a notice, never re-run (`recovery.rs`); on PostgreSQL the runs of
+//! an instance that dies later are closed the same way by a survivor, within a lease time.
 
 mod file_thread;
 mod index;
@@ -105,7 +106,25 @@ impl CronScheduler {
         tokio::spawn(async move { looping.run_loop().await });
         let watching = scheduler.clone();
         tokio::spawn(async move { watching.watch_file().await });
+        if let Some(every) = scheduler.router.store().postgres().map(|pg| pg.lease_ttl()) {
+            let sweeping = scheduler.clone();
+            tokio::spawn(async move { sweeping.survivor_sweep(every).await });
+        }
         scheduler
+    }
+
+    /// PostgreSQL: every lease time, closes the runs of instances that died meanwhile (an
+    /// instance's runs become recoverable when its lease runs out). On SQLite one process
+    /// owns the file, so start-up recovery is all there is.
+    async fn survivor_sweep(self: Arc<Self>, every: Duration) {
+        let every = every.max(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+            self.recover_orphaned().await;
+        }
     }
 
     async fn run_loop(self: Arc<Self>) {

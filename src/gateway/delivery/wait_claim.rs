@@ -3,7 +3,8 @@
 //! start resend it with the recovered marker, since the send may have reached the user. A
 //! 429 says it did not: while nothing of the reply has gone out, the row goes back to
 //! `pending` for the wait (so a `kill -9` then leaves a plain owed reply, resent as new) and
-//! is claimed again just before the retry. Once a chunk is out, the row stays `attempting`.
+//! is claimed again just before the retry, and the retry is sent only if that claim is won
+//! (several instances may share the row). Once a chunk is out, the row stays `attempting`.
 //!
 //! The claim is task-local: it is set around one obligation's delivery
 //! (`Deliverer::deliver_obligation_quoting`) and read where the retry loop waits, so the
@@ -76,13 +77,26 @@ pub(super) async fn release() -> bool {
     }
 }
 
-/// After the wait: the row `attempting` again, just before the retry.
-pub(super) async fn reclaim() {
+/// After the wait: the row `attempting` again, just before the retry. False when this task
+/// did not take the row back: then it must not send. While the row was `pending`, another
+/// instance may have claimed it (this one's lease ran out during the wait) and be sending it,
+/// or have delivered or abandoned it; and a claim that could not be written is no claim (the
+/// row stays owed, `pending`, and goes out as new once its owner is gone).
+pub(super) async fn reclaim() -> bool {
     let Some((store, id)) = unsent() else {
-        return;
+        return true;
     };
-    if let Err(e) = store.mark_attempting(&id).await {
-        // The send goes ahead: `delivered` is recorded whatever the row's state.
-        tracing::warn!(obligation_id = %id, error = %e, "cannot claim a reply again after its wait");
+    match store.mark_attempting(&id).await {
+        Ok(true) => true,
+        Ok(false) => {
+            tracing::warn!(obligation_id = %id,
+                "a reply was taken over, delivered or abandoned elsewhere during its wait; not sending it here");
+            false
+        }
+        Err(e) => {
+            tracing::warn!(obligation_id = %id, error = %e,
+                "cannot claim a reply again after its wait; leaving it owed instead of sending unclaimed");
+            false
+        }
     }
 }

@@ -118,17 +118,23 @@ pub(super) async fn apply(
             Ok(Outcome::Changed(changed(done)))
         }
         // Flow control outlasted the deadline: back to `pending`, the claim uncounted (see
-        // `gateway_commands::mark_deferred`).
-        W::MarkDeferred { id, error } => {
-            let done = sqlx::query(
-                "UPDATE delivery_obligations \
+        // `gateway_commands::mark_deferred`). Only this instance's send (same lease token), or
+        // one whose instance is gone: another live instance may be sending it right now.
+        W::MarkDeferred { id, error, .. } => {
+            let done = sqlx::query(concat!(
+                "UPDATE delivery_obligations o \
                  SET state = 'pending', attempts = GREATEST(attempts - 1, 0), updated_at = $1, \
                      last_error = $2 \
-                 WHERE obligation_id = $3 AND state = 'attempting'",
-            )
+                 WHERE obligation_id = $3 AND state = 'attempting' \
+                   AND ((owner_instance = $4 AND owner_token = $5) OR NOT ",
+                pg_owner_alive!(),
+                ")"
+            ))
             .bind(now_epoch())
             .bind(clip_error(&error))
             .bind(id)
+            .bind(&instance.instance)
+            .bind(instance.token)
             .execute(&mut **tx)
             .await
             .db()?;

@@ -50,6 +50,32 @@ async fn deliver_update(rig: &ClusterRig, url: &str, update_id: i64, user: i64, 
     }
 }
 
+/// A chat completion through the balancer, as a client behind a load balancer makes it: a
+/// 502 (the balancer's, or the daemon's "the session moved to another instance; please
+/// retry" when a stall cost the turn its session lease) is tried again, counted in
+/// `retries`, within a bounded wait. Returns the answer.
+async fn api_request(
+    rig: &ClusterRig,
+    api: &RoundRobin,
+    conversation: &str,
+    text: &str,
+    retries: &mut u32,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (status, answer) = rig.api_chat_at(&api.url(), conversation, text).await;
+        if status == 200 {
+            return answer;
+        }
+        assert!(
+            status == 502 && tokio::time::Instant::now() < deadline,
+            "API request {conversation} answered {status}: {answer}"
+        );
+        eprintln!("API request {conversation} answered 502 ({answer}); trying again");
+        *retries += 1;
+    }
+}
+
 /// Whether `text` carries `token` as a whole word.
 fn mentions(text: &str, token: &str) -> bool {
     text.match_indices(token).any(|(at, _)| {
@@ -141,6 +167,7 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
     let (mut telegram, mut discord, mut slack) = (Vec::new(), Vec::new(), Vec::new());
     let mut down: Option<(usize, usize)> = None;
     let mut api_answers = 0;
+    let mut api_retries = 0;
     for i in 0..ROUNDS {
         // Letters and digits only: MarkdownV2 escapes punctuation in the reply.
         let token = format!("t{i}q{seed}");
@@ -167,10 +194,8 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
 
         if i % API_EVERY == API_EVERY - 1 {
             let text = format!("api {i}q{seed}");
-            let (status, answer) = rig
-                .api_chat_at(&api.url(), &format!("api-{i}"), &text)
-                .await;
-            assert_eq!(status, 200, "{answer}");
+            let answer =
+                api_request(&rig, &api, &format!("api-{i}"), &text, &mut api_retries).await;
             assert_eq!(
                 answer["choices"][0]["message"]["content"],
                 format!("echo: {text}"),
@@ -183,6 +208,17 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
             // while turns (or their replies' sends) are under way.
             let live: Vec<usize> = (0..3).filter(|n| rig.is_running(*n)).collect();
             let victim = live[rng.random_range(0..live.len())];
+            // One more Slack message, handed to the victim's socket just before the kill:
+            // it dies before its ack, and Slack retries it on another instance's socket.
+            let more = rig.more.as_ref().expect("all platforms");
+            let socket = rig.instances[victim].slack_socket.expect("a Slack socket");
+            let token = format!("k{i}q{seed}");
+            let (user, dm) = SLACK_USERS[rng.random_range(0..SLACK_USERS.len())];
+            let ts = more.slack.next_ts();
+            more.slack.send_next_on(socket);
+            more.slack
+                .push_event(events::dm(dm, user, &format!("note {token}"), &ts));
+            slack.push(token);
             eprintln!(
                 "kill -9 of instance {victim} after round {i} ({:?})",
                 started.elapsed()
@@ -255,6 +291,18 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
         marked += counts.values().map(|(_, m)| m).sum::<u32>();
     }
     assert_eq!(api_answers, ROUNDS / API_EVERY);
+    // The load really crossed instances: Slack's envelopes were acked on several sockets.
+    let records = more.slack.records();
+    let sockets: std::collections::BTreeSet<u64> =
+        records.acks.iter().map(|a| a.connection).collect();
+    assert!(sockets.len() >= 2, "acks on {sockets:?} only");
+    // Each envelope handed to a socket about to die was retried on another.
+    assert!(
+        records.auto_retries.len() >= KILL_AFTER.len(),
+        "{:?}",
+        records.auto_retries
+    );
+    let identifies = more.discord.frames_with_op(2).len();
     // The journal agrees: every event answered, none left running.
     assert_eq!(
         rig.count("SELECT count(*) FROM hermesd_inbound_events WHERE state <> 'answered'")
@@ -262,8 +310,14 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
         0
     );
     eprintln!(
-        "seed {seed}: {ROUNDS} messages on each of Telegram, Discord and Slack answered once each \
-         ({marked} recovered-marked resends), {api_answers} API answers, in {:?}",
+        "seed {seed}: {ROUNDS} messages on each of Telegram and Discord, {} on Slack, answered once each \
+         ({marked} recovered-marked resends), {api_answers} API answers ({api_retries} retried \
+         502s), Slack acks on {} sockets and {} envelopes retried after a missed ack, \
+         {identifies} Discord IDENTIFYs for {} shards, in {:?}",
+        slack.len(),
+        sockets.len(),
+        records.auto_retries.len(),
+        cluster_support::SHARDS,
         started.elapsed()
     );
     rig.stop().await;

@@ -50,6 +50,8 @@ pub struct Instance {
     pub home: tempfile::TempDir,
     pub daemon: Option<Daemon>,
     pub webhook: String,
+    /// The fake Slack's id of this instance's Socket Mode connection (all platforms only).
+    pub slack_socket: Option<u64>,
     vars: Vec<(String, String)>,
 }
 
@@ -201,13 +203,14 @@ impl ClusterRig {
                 .map(|(k, v)| (k.to_owned(), v)),
             );
         }
-        let daemon = launch(home.path(), &vars).await;
+        let (daemon, slack_socket) = self.launch(home.path(), &vars).await;
         let webhook = webhook_of(&daemon);
         Instance {
             name: name.to_owned(),
             home,
             daemon: Some(daemon),
             webhook,
+            slack_socket,
             vars,
         }
     }
@@ -219,9 +222,32 @@ impl ClusterRig {
             self.instances[n].daemon.is_none(),
             "instance {n} still runs"
         );
-        let daemon = launch(self.instances[n].home.path(), &self.instances[n].vars).await;
+        let (daemon, slack_socket) = self
+            .launch(self.instances[n].home.path(), &self.instances[n].vars)
+            .await;
         self.instances[n].webhook = webhook_of(&daemon);
         self.instances[n].daemon = Some(daemon);
+        self.instances[n].slack_socket = slack_socket;
+    }
+
+    /// Starts an instance; with all platforms, also waits for its Slack socket's hello
+    /// and returns that connection's id.
+    async fn launch(
+        &self,
+        home: &std::path::Path,
+        vars: &[(String, String)],
+    ) -> (Daemon, Option<u64>) {
+        let Some(more) = &self.more else {
+            return (launch(home, vars).await, None);
+        };
+        let before = more.slack.records().hellos();
+        let daemon = launch(home, vars).await;
+        more.slack
+            .wait_within(WAIT, "the new instance's Slack socket", |r| {
+                (r.hellos() > before).then_some(())
+            })
+            .await;
+        (daemon, more.slack.newest_connection())
     }
 
     /// Whether instance `n` runs.

@@ -243,6 +243,8 @@ pub(crate) struct Inner {
     pub written_on: HashMap<String, u64>,
     /// Turns envelopes over the open connections (see [`Inner::flush_queue`]).
     rotation: usize,
+    /// The connection the next envelope goes to, if ready (a test's pick of Slack's choice).
+    pub next_on: Option<u64>,
     counter: u64,
     ts_counter: u64,
 }
@@ -321,7 +323,13 @@ impl Inner {
                 .collect();
             let preferred: Vec<&(u64, _)> =
                 ready.iter().filter(|(id, _)| Some(*id) != avoid).collect();
-            let choices = if preferred.is_empty() {
+            let picked: Vec<&(u64, _)> = match self.next_on.take() {
+                Some(pick) => ready.iter().filter(|(id, _)| *id == pick).collect(),
+                None => Vec::new(),
+            };
+            let choices = if !picked.is_empty() {
+                picked
+            } else if preferred.is_empty() {
                 ready.iter().collect()
             } else {
                 preferred
@@ -580,6 +588,7 @@ impl Shared {
                 acked_origins: HashSet::new(),
                 written_on: HashMap::new(),
                 rotation: 0,
+                next_on: None,
                 counter: 0,
                 ts_counter: 0,
             }),

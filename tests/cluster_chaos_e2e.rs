@@ -15,7 +15,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use cluster_support::{ClusterRig, SLACK_USERS, USERS, WAIT};
+use cluster_support::{ClusterRig, SLACK_USERS, USERS, WAIT, post_update};
 use fake_slack::events;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -35,10 +35,10 @@ const CREATE_MESSAGE: &str = "POST /channels/{id}/messages";
 /// Delivers a Telegram update through the balancer as Telegram does: a delivery that fails
 /// or is not answered 2xx is tried again (https://core.telegram.org/bots/api#setwebhook),
 /// here after a short pause, within a bounded wait.
-async fn deliver_update(rig: &ClusterRig, url: &str, update_id: i64, user: i64, text: &str) {
+async fn deliver_update(http: &reqwest::Client, url: &str, update_id: i64, user: i64, text: &str) {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let status = rig.post_update_to(url, update_id, user, text).await;
+        let status = post_update(http, url, update_id, user, text).await;
         if matches!(status, Ok(s) if (200..300).contains(&s)) {
             return;
         }
@@ -74,6 +74,16 @@ async fn api_request(
         eprintln!("API request {conversation} answered 502 ({answer}); trying again");
         *retries += 1;
     }
+}
+
+/// How many IDENTIFYs for `shard` the fake Discord received.
+fn identifies_of(state: &fake_discord::State, shard: u64) -> usize {
+    let pair = serde_json::json!([shard, cluster_support::SHARDS]);
+    state
+        .frames
+        .iter()
+        .filter(|frame| frame.op == 2 && frame.d["shard"] == pair)
+        .count()
 }
 
 /// Whether `text` carries `token` as a whole word.
@@ -164,6 +174,7 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
     let hook = format!("{}{}", webhooks.url(), cluster_support::WEBHOOK_PATH);
     eprintln!("three instances up after {:?}", started.elapsed());
 
+    let http = reqwest::Client::new();
     let (mut telegram, mut discord, mut slack) = (Vec::new(), Vec::new(), Vec::new());
     let mut down: Option<(usize, usize)> = None;
     let mut api_answers = 0;
@@ -172,7 +183,7 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
         // Letters and digits only: MarkdownV2 escapes punctuation in the reply.
         let token = format!("t{i}q{seed}");
         let user = USERS[rng.random_range(0..USERS.len())];
-        deliver_update(&rig, &hook, i as i64 + 1, user, &format!("note {token}")).await;
+        deliver_update(&http, &hook, i as i64 + 1, user, &format!("note {token}")).await;
         telegram.push(token);
 
         let more = rig.more.as_ref().expect("all platforms");
@@ -219,11 +230,51 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
             more.slack
                 .push_event(events::dm(dm, user, &format!("note {token}"), &ts));
             slack.push(token);
+            // And one more Telegram update on its way through the balancer as the kill
+            // lands: if the victim takes it and dies, Telegram's retry reaches another.
+            let token = format!("u{i}q{seed}");
+            let user = USERS[rng.random_range(0..USERS.len())];
+            let update_id = (ROUNDS + i) as i64 + 1;
+            let in_flight = {
+                let (http, hook, text) = (http.clone(), hook.clone(), format!("note {token}"));
+                tokio::spawn(async move {
+                    deliver_update(&http, &hook, update_id, user, &text).await;
+                })
+            };
+            telegram.push(token);
             eprintln!(
                 "kill -9 of instance {victim} after round {i} ({:?})",
                 started.elapsed()
             );
+            let held = rig.instances[victim].daemon().discord_shards();
+            let identifies_before: Vec<usize> = held
+                .iter()
+                .map(|shard| more.discord.read(|s| identifies_of(s, *shard)))
+                .collect();
             rig.kill9(victim);
+            in_flight.await.expect("the update is delivered");
+            // The victim's Discord shards: a message in each arrives while no one runs the
+            // shard (Discord keeps it in the channel's history only), then a survivor takes
+            // the shard over once its lease expires and its backfill finds the message.
+            let more = rig.more.as_ref().expect("all platforms");
+            for (shard, before) in held.iter().zip(identifies_before) {
+                let token = format!("x{i}s{shard}q{seed}");
+                more.discord.push_message(fake_discord::Incoming::new(
+                    &more.channels[*shard as usize],
+                    &more.owner,
+                    &format!("note {token}"),
+                ));
+                discord.push(token);
+                more.discord
+                    .wait_within(WAIT, &format!("shard {shard} taken over"), |s| {
+                        (identifies_of(s, *shard) > before).then_some(())
+                    })
+                    .await;
+                eprintln!(
+                    "shard {shard} of instance {victim} taken over ({:?})",
+                    started.elapsed()
+                );
+            }
             down = Some((victim, i + RESTART_AFTER));
         }
         if let Some((victim, at)) = down
@@ -310,10 +361,12 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
         0
     );
     eprintln!(
-        "seed {seed}: {ROUNDS} messages on each of Telegram and Discord, {} on Slack, answered once each \
+        "seed {seed}: {} Telegram, {} Discord and {} Slack messages answered once each \
          ({marked} recovered-marked resends), {api_answers} API answers ({api_retries} retried \
          502s), Slack acks on {} sockets and {} envelopes retried after a missed ack, \
          {identifies} Discord IDENTIFYs for {} shards, in {:?}",
+        telegram.len(),
+        discord.len(),
         slack.len(),
         sockets.len(),
         records.auto_retries.len(),

@@ -310,15 +310,7 @@ impl ClusterRig {
         user: i64,
         text: &str,
     ) -> Result<u16, reqwest::Error> {
-        Ok(self
-            .http
-            .post(url)
-            .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
-            .json(&update_of(update_id, user, text))
-            .send()
-            .await?
-            .status()
-            .as_u16())
+        post_update(&self.http, url, update_id, user, text).await
     }
 
     /// A chat completion (conversation `conversation`) through `base` (an instance's or a
@@ -434,6 +426,25 @@ async fn launch(home: &std::path::Path, vars: &[(String, String)]) -> Daemon {
 
 /// The path of the Telegram webhook on every instance.
 pub const WEBHOOK_PATH: &str = "/telegram/hook";
+
+/// Posts `text` from `user` as update `update_id` to the webhook at `url`, once: the
+/// status, or the connection error.
+pub async fn post_update(
+    http: &reqwest::Client,
+    url: &str,
+    update_id: i64,
+    user: i64,
+    text: &str,
+) -> Result<u16, reqwest::Error> {
+    Ok(http
+        .post(url)
+        .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
+        .json(&update_of(update_id, user, text))
+        .send()
+        .await?
+        .status()
+        .as_u16())
+}
 
 /// A Telegram update: a DM of `text` from `user`.
 fn update_of(update_id: i64, user: i64, text: &str) -> Value {

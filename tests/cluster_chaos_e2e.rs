@@ -24,6 +24,9 @@ use support::round_robin::RoundRobin;
 const LEASE_SECONDS: f64 = 2.0;
 /// Rounds of load: each sends one Telegram update, one Discord and one Slack message.
 const ROUNDS: usize = 12;
+/// Every fourth round's Slack message is delivered a second time, as Slack does when an ack
+/// reached it late.
+const LATE_ACK_EVERY: usize = 4;
 /// Every third round also makes an HTTP API request.
 const API_EVERY: usize = 3;
 /// Right after these rounds a random live instance is killed; it comes back
@@ -179,6 +182,7 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
     let mut down: Option<(usize, usize)> = None;
     let mut api_answers = 0;
     let mut api_retries = 0;
+    let mut late_acks = 0;
     for i in 0..ROUNDS {
         // Letters and digits only: MarkdownV2 escapes punctuation in the reply.
         let token = format!("t{i}q{seed}");
@@ -199,9 +203,24 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
         let token = format!("s{i}q{seed}");
         let (user, dm) = SLACK_USERS[rng.random_range(0..SLACK_USERS.len())];
         let ts = more.slack.next_ts();
-        more.slack
+        let pushed = more
+            .slack
             .push_event(events::dm(dm, user, &format!("note {token}"), &ts));
         slack.push(token);
+        if i % LATE_ACK_EVERY == 0 {
+            // Slack saw this ack too late and delivers the event again, to another
+            // instance's socket: that instance must find it in the journal and not answer.
+            let id = pushed.envelope_id.clone();
+            more.slack
+                .wait_within(WAIT, &format!("ack of {id}"), |r| {
+                    r.acks.iter().any(|a| a.envelope_id == id).then_some(())
+                })
+                .await;
+            more.slack
+                .redeliver_envelope(&id, "http_timeout")
+                .expect("a known envelope");
+            late_acks += 1;
+        }
 
         if i % API_EVERY == API_EVERY - 1 {
             let text = format!("api {i}q{seed}");
@@ -363,7 +382,8 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
     eprintln!(
         "seed {seed}: {} Telegram, {} Discord and {} Slack messages answered once each \
          ({marked} recovered-marked resends), {api_answers} API answers ({api_retries} retried \
-         502s), Slack acks on {} sockets and {} envelopes retried after a missed ack, \
+         502s), Slack acks on {} sockets, {} envelopes retried after a missed ack and \
+         {late_acks} delivered twice after a late ack, \
          {identifies} Discord IDENTIFYs for {} shards, in {:?}",
         telegram.len(),
         discord.len(),

@@ -424,14 +424,19 @@ impl Inner {
     }
 
     /// Sends a copy of a known envelope again (acked or not) under a new envelope id with
-    /// `retry_attempt` + 1: the duplicate delivery Slack makes when an ack arrived late.
+    /// `retry_attempt` + 1: the duplicate delivery Slack makes when an ack arrived late. It
+    /// goes to another open connection than the first copy when there is one (Slack may
+    /// pick any), so an app with several connections must dedupe across them.
     pub fn redeliver_envelope(&mut self, envelope_id: &str, reason: &str) -> Option<String> {
         let envelope = self.envelopes.get(envelope_id)?.clone();
-        Some(self.send_envelope(
+        let avoid = self.written_on.get(envelope_id).copied();
+        Some(self.send_copy(
             &envelope.kind,
             envelope.payload,
             envelope.retry_attempt + 1,
             reason,
+            None,
+            avoid,
         ))
     }
 

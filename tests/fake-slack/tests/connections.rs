@@ -119,3 +119,23 @@ async fn an_envelope_a_live_connection_never_acks_is_retried_on_another() {
     ack(&mut other, &retry).await;
     fake.wait_until_all_acked().await;
 }
+
+#[tokio::test]
+async fn a_duplicate_after_a_late_ack_goes_to_another_connection() {
+    let fake = FakeSlack::start().await;
+    let (first, mut took, mut other) = one_envelope_over_two_sockets(&fake, "twice").await;
+    ack(&mut took, &first).await;
+    // The next envelope goes to the other socket, so the turn is back at the first one's.
+    push(&fake, "in between");
+    let between = next_frame(&mut other).await;
+    ack(&mut other, &between).await;
+    let id = first["envelope_id"].as_str().unwrap().to_owned();
+    fake.wait_until_all_acked().await;
+    fake.redeliver_envelope(&id, "http_timeout")
+        .expect("a known envelope");
+    let copy = next_frame(&mut other).await;
+    assert_eq!(copy["payload"], first["payload"]);
+    assert_eq!(copy["retry_attempt"], 1);
+    ack(&mut other, &copy).await;
+    fake.wait_until_all_acked().await;
+}

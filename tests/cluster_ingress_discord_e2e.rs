@@ -18,7 +18,6 @@ use support::daemon::Daemon;
 use support::postgres::PgCluster;
 
 const WAIT: Duration = Duration::from_secs(60);
-const SHARD_CLAIMED: &str = "running the shard";
 
 fn identified(rig: &Rig, shard: u64) -> usize {
     rig.fake
@@ -26,27 +25,6 @@ fn identified(rig: &Rig, shard: u64) -> usize {
         .iter()
         .filter(|frame| frame.d["shard"] == json!([shard, 2]))
         .count()
-}
-
-/// The shards a daemon's log (JSON lines) says it runs now: claims minus give-backs and
-/// losses, as shard ids.
-fn shards_of(daemon: &Daemon) -> Vec<u64> {
-    let mut held = Vec::new();
-    for line in daemon.logs() {
-        let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line) else {
-            continue;
-        };
-        let (Some(message), Some(shard)) = (entry["message"].as_str(), entry["shard"].as_u64())
-        else {
-            continue;
-        };
-        if message.contains(SHARD_CLAIMED) {
-            held.push(shard);
-        } else if message.contains("gave the shard back") || message.contains("lost the shard") {
-            held.retain(|s| *s != shard);
-        }
-    }
-    held
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,7 +68,10 @@ async fn two_instances_share_two_shards_and_a_killed_ones_shard_is_taken_over() 
 
     let start = Instant::now();
     loop {
-        let (held_a, held_b) = (shards_of(rig.daemon.as_ref().unwrap()), shards_of(&b));
+        let (held_a, held_b) = (
+            rig.daemon.as_ref().unwrap().discord_shards(),
+            b.discord_shards(),
+        );
         if held_a.len() == 1 && held_b.len() == 1 && held_a != held_b {
             break;
         }
@@ -123,7 +104,7 @@ async fn two_instances_share_two_shards_and_a_killed_ones_shard_is_taken_over() 
     }
 
     // Kill -9 the instance running shard 1; the other takes it over.
-    let shard_of_a = shards_of(rig.daemon.as_ref().unwrap())[0];
+    let shard_of_a = rig.daemon.as_ref().unwrap().discord_shards()[0];
     let before = identified(&rig, 1);
     let killed = Instant::now();
     let survivor = if shard_of_a == 1 {
@@ -135,7 +116,7 @@ async fn two_instances_share_two_shards_and_a_killed_ones_shard_is_taken_over() 
         rig.daemon.take().unwrap()
     };
     wait_until("the survivor identifies shard 1", WAIT, || {
-        identified(&rig, 1) > before && shards_of(&survivor).len() == 2
+        identified(&rig, 1) > before && survivor.discord_shards().len() == 2
     })
     .await;
     println!(

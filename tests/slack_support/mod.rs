@@ -144,6 +144,18 @@ impl SlackRun {
             .await;
     }
 
+    /// Waits until the delivery `pushed` began is acked: its envelope, or Slack's own
+    /// retry of it (an envelope written to a socket the daemon was closing is never read
+    /// there; Slack retries it, on another connection when one is open).
+    pub async fn wait_for_delivery_ack(&self, pushed: &Pushed) {
+        let id = pushed.envelope_id.clone();
+        self.slack
+            .wait_within(WAIT, &format!("ack of the delivery of {id}"), |r| {
+                r.delivery_acked(&id).then_some(())
+            })
+            .await;
+    }
+
     /// Waits until the daemon has called `method` (a Web API method, or `file.download`).
     pub async fn wait_for_call(&self, method: &str) {
         self.slack

@@ -1,12 +1,16 @@
 //! Several real `hermesd run` instances sharing one private PostgreSQL cluster, each in its
 //! own home, all serving one fake Telegram bot in webhook mode (the test posts each update
-//! to the instance it picks, as a round-robin load balancer would) and answering through
-//! one fake model. Included with `#[path]` by `tests/cluster_*.rs` (it needs the
-//! `fake_telegram` crate, which the shared `support` module does not).
+//! to the instance it picks, or through `support::round_robin`) and answering through one
+//! fake model; with [`ClusterRig::start_all_platforms`] also one fake Discord bot with two
+//! shards and one fake Slack app (a Socket Mode connection per instance). Included with
+//! `#[path]` by `tests/cluster_*.rs` (it needs the platform fake crates, which the shared
+//! `support` module does not).
 #![allow(dead_code)]
 
 use std::time::Duration;
 
+use fake_discord::{FakeDiscord, FakeUser};
+use fake_slack::FakeSlack;
 use fake_telegram::{FakeTelegram, SentMessage, TOKEN};
 use serde_json::{Value, json};
 
@@ -23,12 +27,31 @@ pub const USER: i64 = 9001;
 /// Every authorised user, [`USER`] first: one DM session each.
 pub const USERS: [i64; 4] = [USER, 9002, 9003, 9004];
 
+/// The Discord bot token every instance uses.
+pub const DISCORD_TOKEN: &str = "cluster-discord-bot-token-7c1d";
+/// The Discord shard count every instance is configured with.
+pub const SHARDS: u64 = 2;
+/// The authorised Slack users, each writing in a DM channel of their own.
+pub const SLACK_USERS: [(&str, &str); 2] = [("U0OWNER", "D0OWNER"), ("U0FRIEND", "D0FRIEND")];
+
+/// Discord and Slack next to Telegram ([`ClusterRig::start_all_platforms`]).
+pub struct MorePlatforms {
+    pub discord: FakeDiscord,
+    /// The authorised Discord user.
+    pub owner: FakeUser,
+    /// A text channel in a guild of each shard: `channels[n]` is served by shard `n`.
+    pub channels: Vec<String>,
+    pub slack: FakeSlack,
+}
+
 /// One instance: its home, its process, its webhook endpoint.
 pub struct Instance {
     pub name: String,
     pub home: tempfile::TempDir,
     pub daemon: Option<Daemon>,
     pub webhook: String,
+    /// The fake Slack's id of this instance's Socket Mode connection (all platforms only).
+    pub slack_socket: Option<u64>,
     vars: Vec<(String, String)>,
 }
 
@@ -43,6 +66,7 @@ pub struct ClusterRig {
     pub pg: PgCluster,
     pub telegram: FakeTelegram,
     pub model: FakeModel,
+    pub more: Option<MorePlatforms>,
     pub instances: Vec<Instance>,
     http: reqwest::Client,
 }
@@ -55,6 +79,49 @@ impl ClusterRig {
 
     /// As [`ClusterRig::start`], with `tail` appended to each instance's config.yaml.
     pub async fn start_with(count: usize, lease_seconds: f64, tail: &str) -> Self {
+        Self::start_on(count, lease_seconds, tail, None).await
+    }
+
+    /// As [`ClusterRig::start_with`], every instance also serving a fake Discord bot
+    /// (`discord.extra.shard_count: 2`, free response in two guilds, one per shard) and a
+    /// fake Slack app. Returns once every shard is identified and every instance's Slack
+    /// socket said hello.
+    pub async fn start_all_platforms(count: usize, lease_seconds: f64, tail: &str) -> Self {
+        let discord = FakeDiscord::start(DISCORD_TOKEN, Duration::from_secs(30)).await;
+        let owner = discord.new_user("ada", false, &[]);
+        let channels = (0..SHARDS)
+            .map(|shard| {
+                let guild = discord.add_guild_in_shard(&format!("guild{shard}"), shard, SHARDS);
+                discord.add_text_channel_in(&guild, "general")
+            })
+            .collect();
+        let more = MorePlatforms {
+            discord,
+            owner,
+            channels,
+            slack: FakeSlack::start().await,
+        };
+        let rig = Self::start_on(count, lease_seconds, tail, Some(more)).await;
+        let more = rig.more.as_ref().expect("more platforms");
+        more.slack
+            .wait_within(WAIT, "a Slack socket per instance", |r| {
+                (r.hellos() >= count).then_some(())
+            })
+            .await;
+        more.discord
+            .wait_for("every shard identified", |s| {
+                (s.shard_sessions.len() as u64 == SHARDS).then_some(())
+            })
+            .await;
+        rig
+    }
+
+    async fn start_on(
+        count: usize,
+        lease_seconds: f64,
+        tail: &str,
+        more: Option<MorePlatforms>,
+    ) -> Self {
         let pg = tokio::task::spawn_blocking(PgCluster::start)
             .await
             .expect("start PostgreSQL");
@@ -64,6 +131,7 @@ impl ClusterRig {
             pg,
             telegram,
             model,
+            more,
             instances: Vec::new(),
             http: reqwest::Client::new(),
         };
@@ -78,11 +146,21 @@ impl ClusterRig {
 
     async fn start_instance(&self, name: &str, lease_seconds: f64, tail: &str) -> Instance {
         let home = tempfile::tempdir().expect("temp home");
-        let config = format!(
+        let mut config = format!(
             "telegram:\n  enabled: true\n  extra:\n    base_url: \"{}\"\n\
              state:\n  backend: postgres\n  lease_seconds: {lease_seconds}\n  instance_id: {name}\n{tail}",
             self.telegram.url()
         );
+        if let Some(more) = &self.more {
+            config.push_str(&format!(
+                "discord:\n  enabled: true\n  extra:\n    api_base_url: {}\n    gateway_url: {}\n    \
+                 shard_count: {SHARDS}\n    require_mention: false\n    auto_thread: false\n\
+                 slack:\n  enabled: true\n  extra:\n    api_base_url: {}\n",
+                more.discord.api_base_url(),
+                more.discord.gateway_url(),
+                more.slack.api_base_url()
+            ));
+        }
         std::fs::write(home.path().join("config.yaml"), config).expect("write config.yaml");
         let mut vars = base_env(home.path());
         vars.extend(
@@ -109,13 +187,30 @@ impl ClusterRig {
             ]
             .map(|(k, v)| (k.to_owned(), v)),
         );
-        let daemon = launch(home.path(), &vars).await;
+        if let Some(more) = &self.more {
+            let tokens = more.slack.tokens();
+            vars.extend(
+                [
+                    ("DISCORD_BOT_TOKEN", DISCORD_TOKEN.to_owned()),
+                    ("DISCORD_ALLOWED_USERS", more.owner.id.clone()),
+                    ("SLACK_BOT_TOKEN", tokens.bot),
+                    ("SLACK_APP_TOKEN", tokens.app),
+                    (
+                        "SLACK_ALLOWED_USERS",
+                        SLACK_USERS.map(|(user, _)| user).join(","),
+                    ),
+                ]
+                .map(|(k, v)| (k.to_owned(), v)),
+            );
+        }
+        let (daemon, slack_socket) = self.launch(home.path(), &vars).await;
         let webhook = webhook_of(&daemon);
         Instance {
             name: name.to_owned(),
             home,
             daemon: Some(daemon),
             webhook,
+            slack_socket,
             vars,
         }
     }
@@ -127,9 +222,32 @@ impl ClusterRig {
             self.instances[n].daemon.is_none(),
             "instance {n} still runs"
         );
-        let daemon = launch(self.instances[n].home.path(), &self.instances[n].vars).await;
+        let (daemon, slack_socket) = self
+            .launch(self.instances[n].home.path(), &self.instances[n].vars)
+            .await;
         self.instances[n].webhook = webhook_of(&daemon);
         self.instances[n].daemon = Some(daemon);
+        self.instances[n].slack_socket = slack_socket;
+    }
+
+    /// Starts an instance; with all platforms, also waits for its Slack socket's hello
+    /// and returns that connection's id.
+    async fn launch(
+        &self,
+        home: &std::path::Path,
+        vars: &[(String, String)],
+    ) -> (Daemon, Option<u64>) {
+        let Some(more) = &self.more else {
+            return (launch(home, vars).await, None);
+        };
+        let before = more.slack.records().hellos();
+        let daemon = launch(home, vars).await;
+        more.slack
+            .wait_within(WAIT, "the new instance's Slack socket", |r| {
+                (r.hellos() > before).then_some(())
+            })
+            .await;
+        (daemon, more.slack.newest_connection())
     }
 
     /// Whether instance `n` runs.
@@ -146,20 +264,8 @@ impl ClusterRig {
         user: i64,
         text: &str,
     ) -> Result<u16, reqwest::Error> {
-        let update = json!({"update_id": update_id, "message": {
-            "message_id": 1000 + update_id, "date": 1_700_000_000,
-            "chat": {"id": user, "type": "private", "first_name": "Ada"},
-            "from": {"id": user, "is_bot": false, "first_name": "Ada"},
-            "text": text}});
-        Ok(self
-            .http
-            .post(&self.instances[n].webhook)
-            .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
-            .json(&update)
-            .send()
-            .await?
-            .status()
-            .as_u16())
+        self.post_update_to(&self.instances[n].webhook, update_id, user, text)
+            .await
     }
 
     /// Posts `text` as Telegram update `update_id` from the user to instance `n`'s webhook;
@@ -185,22 +291,43 @@ impl ClusterRig {
 
     /// A chat completion through instance `n`'s HTTP API (conversation `conversation`).
     pub async fn api_chat(&self, n: usize, conversation: &str, text: &str) -> Value {
-        let url = format!(
-            "{}/v1/chat/completions",
-            self.instances[n].daemon().api_url()
-        );
-        self.http
-            .post(url)
+        let base = self.instances[n].daemon().api_url();
+        self.api_chat_at(&base, conversation, text).await.1
+    }
+
+    /// The webhook endpoint's base URL (scheme, host, port) of instance `n`.
+    pub fn webhook_base(&self, n: usize) -> String {
+        let url = &self.instances[n].webhook;
+        url.strip_suffix(WEBHOOK_PATH).unwrap_or(url).to_owned()
+    }
+
+    /// Posts `text` from `user` as update `update_id` to `url` (a balancer in front of
+    /// the webhooks), once: the status, or the connection error.
+    pub async fn post_update_to(
+        &self,
+        url: &str,
+        update_id: i64,
+        user: i64,
+        text: &str,
+    ) -> Result<u16, reqwest::Error> {
+        post_update(&self.http, url, update_id, user, text).await
+    }
+
+    /// A chat completion (conversation `conversation`) through `base` (an instance's or a
+    /// balancer's API address); the HTTP status and the JSON answer.
+    pub async fn api_chat_at(&self, base: &str, conversation: &str, text: &str) -> (u16, Value) {
+        let response = self
+            .http
+            .post(format!("{base}/v1/chat/completions"))
             .bearer_auth(API_KEY)
             .header("X-Hermes-Session-Id", conversation)
             .json(&json!({"model": "hermes-agent",
                 "messages": [{"role": "user", "content": text}]}))
             .send()
             .await
-            .expect("POST a chat completion")
-            .json()
-            .await
-            .expect("a JSON answer")
+            .expect("POST a chat completion");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
     }
 
     /// The bot's messages to every chat, in order.
@@ -297,6 +424,37 @@ async fn launch(home: &std::path::Path, vars: &[(String, String)]) -> Daemon {
         .expect("start an instance")
 }
 
+/// The path of the Telegram webhook on every instance.
+pub const WEBHOOK_PATH: &str = "/telegram/hook";
+
+/// Posts `text` from `user` as update `update_id` to the webhook at `url`, once: the
+/// status, or the connection error.
+pub async fn post_update(
+    http: &reqwest::Client,
+    url: &str,
+    update_id: i64,
+    user: i64,
+    text: &str,
+) -> Result<u16, reqwest::Error> {
+    Ok(http
+        .post(url)
+        .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
+        .json(&update_of(update_id, user, text))
+        .send()
+        .await?
+        .status()
+        .as_u16())
+}
+
+/// A Telegram update: a DM of `text` from `user`.
+fn update_of(update_id: i64, user: i64, text: &str) -> Value {
+    json!({"update_id": update_id, "message": {
+        "message_id": 1000 + update_id, "date": 1_700_000_000,
+        "chat": {"id": user, "type": "private", "first_name": "Ada"},
+        "from": {"id": user, "is_bot": false, "first_name": "Ada"},
+        "text": text}})
+}
+
 /// The webhook URL a started instance serves, from its start-up log.
 fn webhook_of(daemon: &Daemon) -> String {
     let line = daemon
@@ -311,5 +469,5 @@ fn webhook_of(daemon: &Daemon) -> String {
         .chars()
         .take_while(char::is_ascii_digit)
         .collect();
-    format!("http://127.0.0.1:{port}/telegram/hook")
+    format!("http://127.0.0.1:{port}{WEBHOOK_PATH}")
 }

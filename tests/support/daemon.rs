@@ -190,6 +190,28 @@ impl Daemon {
         self.log.lines.lock().unwrap().clone()
     }
 
+    /// The Discord shards this daemon's log (JSON lines) says it runs now: claims minus
+    /// give-backs and losses, as shard ids.
+    pub fn discord_shards(&self) -> Vec<u64> {
+        let mut held = Vec::new();
+        for line in self.logs() {
+            let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            let (Some(message), Some(shard)) = (entry["message"].as_str(), entry["shard"].as_u64())
+            else {
+                continue;
+            };
+            if message.contains("running the shard") {
+                held.push(shard);
+            } else if message.contains("gave the shard back") || message.contains("lost the shard")
+            {
+                held.retain(|s| *s != shard);
+            }
+        }
+        held
+    }
+
     pub fn api_url(&self) -> String {
         format!("http://{}", self.api.as_deref().expect("API address"))
     }

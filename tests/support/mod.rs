@@ -10,6 +10,7 @@ pub mod owners;
 pub mod postgres;
 pub mod providers;
 pub mod python;
+pub mod round_robin;
 pub mod scripted_adapter;
 pub mod store_backends;
 pub mod test_platform;

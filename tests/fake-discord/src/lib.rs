@@ -516,7 +516,18 @@ impl FakeDiscord {
 
     /// Waits until `probe` returns `Some`, re-checking after every state change; panics
     /// with `what` after [`WAIT`].
-    pub async fn wait_for<T>(&self, what: &str, mut probe: impl FnMut(&State) -> Option<T>) -> T {
+    pub async fn wait_for<T>(&self, what: &str, probe: impl FnMut(&State) -> Option<T>) -> T {
+        self.wait_within(WAIT, what, probe).await
+    }
+
+    /// As [`FakeDiscord::wait_for`] with another bound (a cluster test through several
+    /// instances and kills waits longer).
+    pub async fn wait_within<T>(
+        &self,
+        bound: Duration,
+        what: &str,
+        mut probe: impl FnMut(&State) -> Option<T>,
+    ) -> T {
         let mut version = self.shared.version.subscribe();
         let wait = async {
             loop {
@@ -528,7 +539,7 @@ impl FakeDiscord {
                 }
             }
         };
-        match tokio::time::timeout(WAIT, wait).await {
+        match tokio::time::timeout(bound, wait).await {
             Ok(found) => found,
             Err(_) => panic!("fake discord: timed out waiting for {what}"),
         }

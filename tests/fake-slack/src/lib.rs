@@ -242,6 +242,25 @@ impl FakeSlack {
         }
     }
 
+    /// Makes the next envelope go to `connection` (if it is open and said hello). Slack
+    /// picks one of the open connections for each envelope and documents no order
+    /// (<https://api.slack.com/apis/connections/socket-implement#connections>), so any pick
+    /// is one Slack may make; a test uses it to reach the connection it is about to cut.
+    pub fn send_next_on(&self, connection: u64) {
+        self.shared.lock().next_on = Some(connection);
+    }
+
+    /// The newest open connection that said hello, if any.
+    pub fn newest_connection(&self) -> Option<u64> {
+        self.shared
+            .peek()
+            .live
+            .iter()
+            .rev()
+            .find(|c| c.hello_sent)
+            .map(|c| c.id)
+    }
+
     /// Fault injection: sends an envelope of `kind` with `payload` as given, however
     /// malformed (the envelope shape is
     /// <https://api.slack.com/apis/socket-mode#events>). Returns the envelope id.

@@ -136,6 +136,22 @@ impl Records {
         self.timeline.iter().position(|e| e == event)
     }
 
+    /// Whether the delivery `envelope_id` carried is acked: that envelope, or one of the
+    /// retries Slack made of it on its own after a missed ack (which may go to another
+    /// connection when several are open).
+    pub fn delivery_acked(&self, envelope_id: &str) -> bool {
+        let mut id = envelope_id;
+        loop {
+            if self.acks.iter().any(|a| a.envelope_id == id) {
+                return true;
+            }
+            match self.auto_retries.iter().find(|(missed, _)| missed == id) {
+                Some((_, retry)) => id = retry,
+                None => return false,
+            }
+        }
+    }
+
     /// How long the first ack of `envelope_id` took after the envelope was written to a
     /// socket; `None` when it is not acked (or was never sent).
     pub fn ack_latency(&self, envelope_id: &str) -> Option<Duration> {
@@ -180,6 +196,10 @@ pub(crate) struct SentEnvelope {
     pub origin: String,
     /// Slack already retried this copy (it is not retried twice).
     pub retried: bool,
+    /// For a retry: the connection the missed copy was written to. The retry goes to
+    /// another open connection when there is one (that connection may be the reason the
+    /// ack never came).
+    pub avoid: Option<u64>,
 }
 
 /// How long Slack waits for an envelope's ack before it retries the delivery
@@ -219,6 +239,12 @@ pub(crate) struct Inner {
     pub awaiting_ack: VecDeque<String>,
     /// Deliveries (by their first envelope id) that some copy's ack completed.
     pub acked_origins: HashSet<String>,
+    /// The connection each envelope was written to.
+    pub written_on: HashMap<String, u64>,
+    /// Turns envelopes over the open connections (see [`Inner::flush_queue`]).
+    rotation: usize,
+    /// The connection the next envelope goes to, if ready (a test's pick of Slack's choice).
+    pub next_on: Option<u64>,
     counter: u64,
     ts_counter: u64,
 }
@@ -243,7 +269,7 @@ impl Inner {
         retry_attempt: u64,
         retry_reason: &str,
     ) -> String {
-        self.send_copy(kind, payload, retry_attempt, retry_reason, None)
+        self.send_copy(kind, payload, retry_attempt, retry_reason, None, None)
     }
 
     /// As [`Self::send_envelope`], as a retry of the delivery that began with `origin`.
@@ -254,6 +280,7 @@ impl Inner {
         retry_attempt: u64,
         retry_reason: &str,
         origin: Option<String>,
+        avoid: Option<u64>,
     ) -> String {
         let envelope_id = format!("env-{:08}", self.next_id());
         let frame = json!({
@@ -270,6 +297,7 @@ impl Inner {
                 acked: false,
                 origin: origin.unwrap_or_else(|| envelope_id.clone()),
                 retried: false,
+                avoid,
             },
         );
         self.envelope_order.push(envelope_id.clone());
@@ -279,22 +307,53 @@ impl Inner {
         envelope_id
     }
 
-    /// Sends queued frames on the newest socket that said hello.
+    /// Sends queued frames over the sockets that said hello, each to the next one in turn:
+    /// with several connections open, Slack hands each envelope to one of them, not to all
+    /// (<https://api.slack.com/apis/connections/socket-implement#connections>: up to 10
+    /// connections, events spread among them). A retry skips the connection its missed copy
+    /// went to when another is open. Frames stay queued while no socket is ready.
     pub fn flush_queue(&mut self) {
-        let Some(conn) = self.live.iter().rev().find(|c| c.hello_sent) else {
-            return;
-        };
-        let (id, commands) = (conn.id, conn.commands.clone());
         while let Some((envelope_id, frame)) = self.queued.pop_front() {
+            let avoid = self.envelopes.get(&envelope_id).and_then(|e| e.avoid);
+            let ready: Vec<(u64, mpsc::UnboundedSender<ConnCommand>)> = self
+                .live
+                .iter()
+                .filter(|c| c.hello_sent)
+                .map(|c| (c.id, c.commands.clone()))
+                .collect();
+            let preferred: Vec<&(u64, _)> =
+                ready.iter().filter(|(id, _)| Some(*id) != avoid).collect();
+            let picked: Vec<&(u64, _)> = match self.next_on.take() {
+                Some(pick) => ready.iter().filter(|(id, _)| *id == pick).collect(),
+                None => Vec::new(),
+            };
+            let choices = if !picked.is_empty() {
+                picked
+            } else if preferred.is_empty() {
+                ready.iter().collect()
+            } else {
+                preferred
+            };
+            let Some((id, commands)) = choices.get(self.rotation % choices.len().max(1)).copied()
+            else {
+                self.queued.push_front((envelope_id, frame));
+                return;
+            };
+            self.rotation = self.rotation.wrapping_add(1);
             // Stamped before the socket task can possibly write it.
             let sent_at = Instant::now();
-            if commands.send(ConnCommand::Send(frame)).is_err() {
-                return;
+            if commands.send(ConnCommand::Send(frame.clone())).is_err() {
+                // The socket task just ended: keep the frame for the next ready socket.
+                let id = *id;
+                self.live.retain(|c| c.id != id);
+                self.queued.push_front((envelope_id, frame));
+                continue;
             }
             self.records.sent_at.insert(envelope_id.clone(), sent_at);
+            self.written_on.insert(envelope_id.clone(), *id);
             self.awaiting_ack.push_back(envelope_id.clone());
             self.records.timeline.push(SocketEvent::EnvelopeSent {
-                connection: id,
+                connection: *id,
                 envelope_id,
             });
         }
@@ -365,14 +424,19 @@ impl Inner {
     }
 
     /// Sends a copy of a known envelope again (acked or not) under a new envelope id with
-    /// `retry_attempt` + 1: the duplicate delivery Slack makes when an ack arrived late.
+    /// `retry_attempt` + 1: the duplicate delivery Slack makes when an ack arrived late. It
+    /// goes to another open connection than the first copy when there is one (Slack may
+    /// pick any), so an app with several connections must dedupe across them.
     pub fn redeliver_envelope(&mut self, envelope_id: &str, reason: &str) -> Option<String> {
         let envelope = self.envelopes.get(envelope_id)?.clone();
-        Some(self.send_envelope(
+        let avoid = self.written_on.get(envelope_id).copied();
+        Some(self.send_copy(
             &envelope.kind,
             envelope.payload,
             envelope.retry_attempt + 1,
             reason,
+            None,
+            avoid,
         ))
     }
 
@@ -421,12 +485,14 @@ impl Inner {
             };
             envelope.retried = true;
             let envelope = envelope.clone();
+            let avoid = self.written_on.get(id).copied();
             let retry = self.send_copy(
                 &envelope.kind,
                 envelope.payload,
                 envelope.retry_attempt + 1,
                 TIMEOUT_REASON,
                 Some(envelope.origin),
+                avoid,
             );
             self.records.auto_retries.push((id.clone(), retry));
         }
@@ -525,6 +591,9 @@ impl Shared {
                 queued: VecDeque::new(),
                 awaiting_ack: VecDeque::new(),
                 acked_origins: HashSet::new(),
+                written_on: HashMap::new(),
+                rotation: 0,
+                next_on: None,
                 counter: 0,
                 ts_counter: 0,
             }),

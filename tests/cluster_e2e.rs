@@ -275,3 +275,56 @@ async fn a_message_through_another_instance_acts_on_the_holders_running_turn() {
     );
     rig.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_turn_that_lost_its_lease_is_finished_once_when_the_lease_is_back() {
+    let rig = ClusterRig::start(1, LEASE_SECONDS).await;
+    let (held, gate) = Step::gated("refused: written under a lost lease");
+    rig.model.push(held);
+    let api = rig.instances[0].daemon().api_url();
+    let request = rig.api_chat_at(&api, "api-lease", "what is owed?");
+    let thief = async {
+        rig.model.wait_for_requests(1, WAIT).await;
+        // Mid-turn, the session's lease goes to someone else (as when this instance stalls
+        // past it and another takes it) for one lease time.
+        let pool = sqlx::postgres::PgPool::connect(&rig.pg.url())
+            .await
+            .expect("connect");
+        let taken = sqlx::query(
+            "UPDATE hermesd_leases SET holder = 'thief', \
+                 token = nextval('hermesd_lease_tokens'), acquired_at = now(), \
+                 expires_at = now() + interval '2 seconds' \
+             WHERE scope = 'session'",
+        )
+        .execute(&pool)
+        .await
+        .expect("take the lease");
+        assert_eq!(taken.rows_affected(), 1);
+        pool.close().await;
+        gate.add_permits(1);
+    };
+    let ((status, answer), ()) = tokio::join!(request, thief);
+    // The client gets one answer, from the turn taken up again once the lease came back:
+    // it continued from the stored user message (the model saw it once) instead of failing.
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["choices"][0]["message"]["content"],
+        "echo: what is owed?"
+    );
+    let requests = rig.model.requests();
+    assert_eq!(requests.len(), 2);
+    let resumed = requests[1].body["messages"].to_string();
+    assert_eq!(resumed.matches("what is owed?").count(), 1, "{resumed}");
+    assert_eq!(
+        rig.count("SELECT count(*) FROM messages WHERE role = 'user'")
+            .await,
+        1
+    );
+    assert_eq!(
+        rig.count("SELECT count(*) FROM messages WHERE content LIKE '%lost lease%'")
+            .await,
+        0,
+        "nothing was written under the lost lease"
+    );
+    rig.stop().await;
+}

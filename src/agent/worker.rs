@@ -64,6 +64,8 @@ pub struct Agent {
     steer: Option<SteerInbox>,
     /// Images for the next turn's user message ([`Agent::attach_images`]).
     pending_images: Vec<ImagePart>,
+    /// The current [`Agent::run_turn`]'s user message is stored ([`Agent::turn_recorded`]).
+    turn_recorded: bool,
     /// An HTTP API request's own `system` text, added after the stored prompt for this
     /// request's calls only (never stored).
     request_system: Option<String>,
@@ -145,6 +147,7 @@ impl Agent {
             depth: 0,
             steer: None,
             pending_images: Vec::new(),
+            turn_recorded: false,
             request_system: None,
             client: None,
         })
@@ -175,6 +178,7 @@ impl Agent {
             depth: 0,
             steer: None,
             pending_images: Vec::new(),
+            turn_recorded: false,
             request_system: None,
             client: None,
         })
@@ -203,6 +207,7 @@ impl Agent {
             depth,
             steer: None,
             pending_images: Vec::new(),
+            turn_recorded: false,
             request_system: None,
             client: None,
         }
@@ -308,8 +313,43 @@ impl Agent {
         self.deps.memory.reset_consolidation_failures();
         let mut message = ChatMessage::user(user_text);
         message.images = std::mem::take(&mut self.pending_images);
+        self.turn_recorded = false;
         self.push(message, None).await?;
+        self.turn_recorded = true;
         self.continue_then_forget_images(events, cancel).await
+    }
+
+    /// Whether the last [`Agent::run_turn`] stored its user message (a turn cut short after
+    /// that is finished with [`Agent::resume_turn`], not run again).
+    pub fn turn_recorded(&self) -> bool {
+        self.turn_recorded
+    }
+
+    /// Finishes a turn whose user message is already stored (the session's last user
+    /// message): a stored final answer is returned as is, otherwise the loop continues from
+    /// the stored history.
+    pub async fn resume_turn(
+        &mut self,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        if let Some(outcome) = self.stored_answer() {
+            return Ok(outcome);
+        }
+        self.continue_then_forget_images(events, cancel).await
+    }
+
+    /// The stored final answer ending the history, if the turn got that far.
+    fn stored_answer(&self) -> Option<TurnOutcome> {
+        let last = self.history.last()?;
+        (last.role == super::message::Role::Assistant && last.tool_calls.is_empty()).then(|| {
+            TurnOutcome {
+                reply: last.content.clone().unwrap_or_default(),
+                interrupted: false,
+                iterations: 0,
+                session_id: self.session_id.clone(),
+            }
+        })
     }
 
     /// Runs a gateway turn for an inbound event: the user's message is stored and the event
@@ -348,17 +388,9 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
-        if let Some(last) = self.history.last()
-            && last.role == super::message::Role::Assistant
-            && last.tool_calls.is_empty()
-        {
+        if let Some(outcome) = self.stored_answer() {
             self.forget_turn_images(inbound).await;
-            return Ok(TurnOutcome {
-                reply: last.content.clone().unwrap_or_default(),
-                interrupted: false,
-                iterations: 0,
-                session_id: self.session_id.clone(),
-            });
+            return Ok(outcome);
         }
         let home = self.deps.home.clone();
         let owned = (inbound.0.to_owned(), inbound.1.to_owned());

@@ -145,6 +145,7 @@ impl Router {
             {
                 let mut state = slot.lock();
                 state.held = true;
+                state.lease_lost = false;
                 // Another instance may have run turns since this one last held the session:
                 // the agent is loaded again from the stored history.
                 state.agent = None;
@@ -160,7 +161,7 @@ impl Router {
                 state.held = false;
                 std::mem::take(&mut state.seen)
             };
-            let lost = held.is_lost();
+            let lost = held.is_lost() || slot.lock().lease_lost;
             cluster.release(held).await;
             if !lost {
                 self.announce_leftovers(&cluster, &slot.key, &seen).await;
@@ -177,7 +178,7 @@ impl Router {
     /// the order they were received, until none is left or the lease is lost.
     async fn run_held(&self, slot: &Arc<Slot>, held: &Held) {
         loop {
-            if held.is_lost() {
+            if held.is_lost() || slot.lock().lease_lost {
                 return;
             }
             // A stopping gateway finishes what it has and takes up nothing new.
@@ -313,14 +314,41 @@ impl Router {
         })
     }
 
-    /// A turn whose session lease another instance took over (this one stalled past it):
-    /// its writes were refused, and it sends nothing; the new holder answers the event.
-    pub(super) fn lease_lost(&self, job: &Job, error: &crate::state::StoreError) {
-        tracing::warn!(platform = %job.event.source.platform, event_id = %job.event.event_id, error = %error,
-            "session lease lost mid-turn; another instance answers this event");
-        if let Some(api) = &job.api {
+    /// A turn whose session lease was lost (this instance stalled past it, and another may
+    /// have taken it): its writes were refused and it sends nothing, and nothing more starts
+    /// under this hold. A chat event is journaled, so the lease's next holder answers it. An
+    /// HTTP request is not: its client waits on this instance, so the request goes back to
+    /// the front of the queue and is run again once the lease is back here (continuing from
+    /// its stored user message when `recorded`), or answered 502 when that cannot be done.
+    pub(super) fn lease_lost(
+        &self,
+        slot: &Arc<Slot>,
+        job: &Job,
+        error: &crate::state::StoreError,
+        recorded: bool,
+    ) {
+        slot.lock().lease_lost = true;
+        let Some(api) = &job.api else {
+            tracing::warn!(platform = %job.event.source.platform, event_id = %job.event.event_id, error = %error,
+                "session lease lost mid-turn; another instance answers this event");
+            return;
+        };
+        if !api.take_up_again() {
+            tracing::warn!(session_key = %slot.key, error = %error, "session lease lost mid-turn; the HTTP request is answered 502");
             Self::answer_api_error(api, "the session moved to another instance; please retry");
+            return;
         }
+        tracing::warn!(session_key = %slot.key, error = %error, "session lease lost mid-turn; the HTTP request runs again once the lease is back");
+        let again = Job {
+            event: job.event.clone(),
+            resumed: job.resumed || recorded,
+            api: Some(api.clone()),
+        };
+        let mut state = slot.lock();
+        state.queue.push_front(again);
+        self.metrics
+            .router_queue_depth
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The background work of an instance on PostgreSQL: session-work notifications, and

@@ -17,6 +17,9 @@ use crate::tools::approval::ApprovalDecision;
 /// The most messages waiting behind a running turn (Hermes `_BUSY_QUEUE_MAX_PENDING`).
 pub const QUEUE_CAP: usize = 32;
 
+/// How often an HTTP API request's turn is taken up again after losing its session lease.
+pub const LEASE_RETRIES: u8 = 3;
+
 /// Where an HTTP API request waits for its turn's answer.
 #[derive(Debug)]
 pub struct ApiResponder {
@@ -25,6 +28,9 @@ pub struct ApiResponder {
     pub deltas: Option<EventSink>,
     /// The request's `system` messages, layered onto the session's prompt for this turn.
     pub system: Option<String>,
+    /// PostgreSQL: how often this request's turn was taken up again after its session lease
+    /// was lost mid-turn ([`ApiResponder::take_up_again`]).
+    lease_retries: std::sync::atomic::AtomicU8,
 }
 
 impl ApiResponder {
@@ -36,7 +42,19 @@ impl ApiResponder {
             reply: Mutex::new(Some(reply)),
             deltas,
             system: None,
+            lease_retries: std::sync::atomic::AtomicU8::new(0),
         }
+    }
+
+    /// Whether a turn for this request that lost its session lease mid-turn is run again
+    /// once the lease is back: not when deltas were already streamed (the client would get
+    /// two answers run together), and at most [`LEASE_RETRIES`] times.
+    pub fn take_up_again(&self) -> bool {
+        self.deltas.is_none()
+            && self
+                .lease_retries
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                < LEASE_RETRIES
     }
 
     pub fn with_system(mut self, system: Option<String>) -> Self {
@@ -109,6 +127,9 @@ pub struct SlotState {
     /// (`journal_pull.rs`); `pull_again` asks it for one more look when it is done.
     pub pulling: bool,
     pub pull_again: bool,
+    /// PostgreSQL: a write under the current hold was refused, so the lease is gone whatever
+    /// its renewals have seen yet; nothing more is started under it.
+    pub lease_lost: bool,
 }
 
 impl SlotState {

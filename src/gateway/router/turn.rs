@@ -111,7 +111,7 @@ impl Router {
         {
             Ok(prepared) => prepared,
             Err(AgentError::Store(e)) if e.is_lease_lost() => {
-                self.lease_lost(&job, &e);
+                self.lease_lost(slot, &job, &e, false);
                 return;
             }
             Err(e) => {
@@ -170,7 +170,10 @@ impl Router {
         GatewayMetrics::incr(&self.metrics.turns_started);
         let text = start.text;
         let inbound = (event.source.platform.as_str(), event.event_id.as_str());
-        let result = if job.api.is_some() {
+        let result = if job.api.is_some() && job.resumed {
+            // Taken up again after a lost lease, its user message already stored.
+            agent.resume_turn(&events, &cancel).await
+        } else if job.api.is_some() {
             agent.run_turn(&text, &events, &cancel).await
         } else if job.resumed {
             agent.resume_journaled_turn(inbound, &events, &cancel).await
@@ -282,7 +285,7 @@ impl Router {
                     // Another instance took the session over (this one stalled past its
                     // lease): that instance answers the event; this one stays silent.
                     AgentError::Store(e) if e.is_lease_lost() => {
-                        self.lease_lost(&job, &e);
+                        self.lease_lost(slot, &job, &e, agent.turn_recorded());
                         return;
                     }
                     // Our own failure: details to the log, an incident id to the user.

@@ -54,9 +54,10 @@ async fn deliver_update(http: &reqwest::Client, url: &str, update_id: i64, user:
 }
 
 /// A chat completion through the balancer, as a client behind a load balancer makes it: a
-/// 502 (the balancer's, or the daemon's "the session moved to another instance; please
-/// retry" when a stall cost the turn its session lease) is tried again, counted in
-/// `retries`, within a bounded wait. Returns the answer.
+/// 502 (the balancer's when the instance holding the request died, or the daemon's "the
+/// session moved to another instance; please retry" when stalls cost the turn its session
+/// lease three times) is tried again, counted in `retries`, within a bounded wait. Returns
+/// the answer.
 async fn api_request(
     rig: &ClusterRig,
     api: &RoundRobin,

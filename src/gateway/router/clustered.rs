@@ -20,6 +20,7 @@ use std::time::Duration;
 use hermes_adapter::MessageEvent;
 
 use super::Router;
+use super::journal_pull::untaken;
 use super::slot::{Job, Slot};
 use crate::gateway::cluster::{Cluster, Held};
 use crate::state::postgres::{notify, with_fence};
@@ -221,16 +222,8 @@ impl Router {
         // Decode the events not yet taken up (outside the slot's lock: it may write).
         let untaken: Vec<&InboundEvent> = {
             let state = slot.lock();
-            let queued: HashSet<String> = state
-                .queue
-                .iter()
-                .map(|job| seen_key(&job.event.source.platform, &job.event.event_id))
-                .collect();
             ours.iter()
-                .filter(|e| {
-                    let name = seen_key(&e.platform, &e.event_id);
-                    !state.seen.contains(&name) && !queued.contains(&name)
-                })
+                .filter(|e| untaken(&state, &seen_key(&e.platform, &e.event_id)))
                 .collect()
         };
         let mut fresh = HashMap::new();
@@ -344,11 +337,8 @@ impl Router {
             resumed: job.resumed || recorded,
             api: Some(api.clone()),
         };
-        let mut state = slot.lock();
-        state.queue.push_front(again);
-        self.metrics
-            .router_queue_depth
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        slot.lock()
+            .enqueue_front(again, &self.metrics.router_queue_depth);
     }
 
     /// The background work of an instance on PostgreSQL: session-work notifications, and

@@ -76,7 +76,7 @@ impl Router {
 }
 
 /// Whether the event named `name` is neither taken up under this hold nor queued.
-fn untaken(state: &SlotState, name: &str) -> bool {
+pub(super) fn untaken(state: &SlotState, name: &str) -> bool {
     !state.seen.contains(name)
         && !state
             .queue

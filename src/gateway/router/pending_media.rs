@@ -13,27 +13,17 @@ use super::turn::TYPING_INTERVAL;
 use crate::gateway::typing::TypingLoop;
 
 impl Router {
-    /// `job` with its pending attachments fetched, before its turn takes a turn permit: a
-    /// download slowed by the platform's rate limits holds no permit other chats need. (A
-    /// resumed turn has its stored user message already; `run_turn` skips it as well.)
+    /// `job` with its pending attachments fetched, before its turn takes a turn permit (the
+    /// workers call this; every turn comes through them): a download slowed by the
+    /// platform's rate limits holds no permit other chats need. Typing shows during the
+    /// download; the adapter's own transfer timeouts bound it. A resumed turn has its user
+    /// message stored already, and an API request carries no attachments.
     pub(super) async fn with_media_fetched(&self, mut job: Job) -> Job {
-        if !job.resumed
-            && job.api.is_none()
-            && let Some(fetched) = self.fetch_pending_media(&job.event).await
-        {
-            job.event = fetched;
+        if job.resumed || job.api.is_some() || job.event.pending_media.is_empty() {
+            return job;
         }
-        job
-    }
-
-    /// The event with its pending attachments fetched, or `None` when it had none. Typing
-    /// shows during the download; the adapter's own transfer timeouts bound it.
-    pub(super) async fn fetch_pending_media(&self, event: &MessageEvent) -> Option<MessageEvent> {
-        if event.pending_media.is_empty() {
-            return None;
-        }
-        let mut fetched = event.clone();
-        if let Some(link) = self.link(&event.source.platform) {
+        if let Some(link) = self.link(&job.event.source.platform) {
+            let event = &job.event;
             let _typing = link.typing.then(|| {
                 TypingLoop::start(
                     link.adapter.clone(),
@@ -42,10 +32,10 @@ impl Router {
                     TYPING_INTERVAL,
                 )
             });
-            link.adapter.fetch_pending_media(&mut fetched).await;
+            link.adapter.fetch_pending_media(&mut job.event).await;
         }
-        note_unfetched(&mut fetched);
-        Some(fetched)
+        note_unfetched(&mut job.event);
+        job
     }
 }
 

@@ -139,6 +139,12 @@ impl SlotState {
         depth.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Puts `job` first in line (a request taken up again), counting it.
+    pub fn enqueue_front(&mut self, job: Job, depth: &std::sync::atomic::AtomicU64) {
+        self.queue.push_front(job);
+        depth.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Takes the next job, uncounting it.
     pub fn dequeue(&mut self, depth: &std::sync::atomic::AtomicU64) -> Option<Job> {
         let job = self.queue.pop_front()?;

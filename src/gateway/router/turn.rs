@@ -69,7 +69,7 @@ pub fn turn_text(event: &MessageEvent) -> String {
 }
 
 impl Router {
-    pub(super) async fn run_turn(&self, slot: &Arc<Slot>, mut job: Job) {
+    pub(super) async fn run_turn(&self, slot: &Arc<Slot>, job: Job) {
         let deps = match &self.live().agent {
             Ok(deps) => deps.clone(),
             Err(reason) => {
@@ -77,13 +77,6 @@ impl Router {
                 return;
             }
         };
-        // Attachments the adapter acked before downloading are fetched first, so a photo or
-        // voice note fetched after the ack goes through the same media preparation.
-        if !job.resumed
-            && let Some(fetched) = self.fetch_pending_media(&job.event).await
-        {
-            job.event = fetched;
-        }
         let event = &job.event;
         // The chat's `/model` choice (a `--once` choice first, used up by this turn), which
         // also decides whether a photo can be shown.

@@ -408,7 +408,7 @@ async fn restart(rig: &mut ClusterRig, webhooks: &RoundRobin, api: &RoundRobin, 
 /// The balancer itself: turns over the backends, skips one that refuses the connection,
 /// follows a backend to its new address, and answers 502 when every backend is down.
 #[tokio::test]
-async fn the_balancer_turns_skips_a_refused_backend_and_answers_502_when_all_are_down() {
+async fn the_balancer_takes_turns_and_skips_a_refused_backend_and_answers_502_when_all_are_down() {
     async fn backend(name: &'static str) -> (String, tokio::task::JoinHandle<()>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());

@@ -28,6 +28,7 @@ pub mod paths;
 pub mod process_registry;
 pub mod process_tool;
 pub mod registry;
+pub mod sensitive;
 pub mod session_search;
 pub mod skills;
 pub mod terminal;

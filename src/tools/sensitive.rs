@@ -26,7 +26,11 @@ pub struct Places {
 
 /// Inside the user's home directory: written, any of these runs code or grants a login.
 const USER_WRITE: &[(&str, bool, Guarded)] = &[
-    (".ssh", true, g("ssh", "the SSH directory (keys and authorized logins)")),
+    (
+        ".ssh",
+        true,
+        g("ssh", "the SSH directory (keys and authorized logins)"),
+    ),
     (".gnupg", true, g("gnupg", "the GnuPG keyring")),
     (".bashrc", false, STARTUP),
     (".bash_profile", false, STARTUP),
@@ -53,7 +57,14 @@ const USER_WRITE: &[(&str, bool, Guarded)] = &[
     (".docker/config.json", false, CREDENTIAL),
     (".npmrc", false, CREDENTIAL),
     (".pypirc", false, CREDENTIAL),
-    (".gitconfig", false, g("gitconfig", "git's configuration (it can name programs git runs)")),
+    (
+        ".gitconfig",
+        false,
+        g(
+            "gitconfig",
+            "git's configuration (it can name programs git runs)",
+        ),
+    ),
 ];
 
 /// Inside the user's home directory: read, any of these hands over a secret.
@@ -77,17 +88,49 @@ const USER_READ: &[(&str, bool, Guarded)] = &[
 /// runs unattended, or its own rules.
 const HOME_WRITE: &[(&str, bool, Guarded)] = &[
     (".env", false, HOME_SECRETS),
-    ("config.yaml", false, g("hermes-config", "the Hermes configuration (it sets the agent's own safety rules)")),
+    (
+        "config.yaml",
+        false,
+        g(
+            "hermes-config",
+            "the Hermes configuration (it sets the agent's own safety rules)",
+        ),
+    ),
     ("auth.json", false, HOME_SECRETS),
     ("auth.lock", false, HOME_SECRETS),
     (".anthropic_oauth.json", false, HOME_SECRETS),
     ("webhook_subscriptions.json", false, HOME_SECRETS),
     ("auth", true, HOME_SECRETS),
     ("mcp-tokens", true, HOME_SECRETS),
-    ("platforms/pairing", true, g("pairing", "the pairing store (it decides who may talk to the agent)")),
-    ("scripts", true, g("hermes-scripts", "the scripts directory (cron runs what is there)")),
-    ("cron", true, g("hermes-cron", "the cron store (jobs run unattended)")),
-    ("hooks", true, g("hermes-hooks", "the hooks directory (hooks run with the operator's rights)")),
+    (
+        "platforms/pairing",
+        true,
+        g(
+            "pairing",
+            "the pairing store (it decides who may talk to the agent)",
+        ),
+    ),
+    (
+        "scripts",
+        true,
+        g(
+            "hermes-scripts",
+            "the scripts directory (cron runs what is there)",
+        ),
+    ),
+    (
+        "cron",
+        true,
+        g("hermes-cron", "the cron store (jobs run unattended)"),
+    ),
+    (
+        "hooks",
+        true,
+        g(
+            "hermes-hooks",
+            "the hooks directory (hooks run with the operator's rights)",
+        ),
+    ),
     ("state.db", false, STATE_DB),
     ("state.db-wal", false, STATE_DB),
     ("state.db-shm", false, STATE_DB),
@@ -128,8 +171,14 @@ const SYSTEM_READ: &[(&str, Guarded)] = &[
 const fn g(key: &'static str, what: &'static str) -> Guarded {
     Guarded { key, what }
 }
-const STARTUP: Guarded = g("shell-startup", "a shell start-up file (it runs at every login)");
-const AUTOSTART: Guarded = g("autostart", "an autostart or cron location (it runs programs unattended)");
+const STARTUP: Guarded = g(
+    "shell-startup",
+    "a shell start-up file (it runs at every login)",
+);
+const AUTOSTART: Guarded = g(
+    "autostart",
+    "an autostart or cron location (it runs programs unattended)",
+);
 const CREDENTIAL: Guarded = g("credentials", "a credential store");
 const PRIVATE_KEY: Guarded = g("ssh-private-key", "an SSH private key");
 const HOME_SECRETS: Guarded = g("hermes-secrets", "where the Hermes home keeps its secrets");
@@ -140,9 +189,7 @@ impl Places {
     /// `user_home` is the tools' `HOME` (absent or empty: no user-home rules apply).
     /// `hermes_home` is compared both as given and with symlinks resolved.
     pub fn new(user_home: Option<&Path>, hermes_home: &Path) -> Self {
-        let user_home = user_home
-            .filter(|h| !h.as_os_str().is_empty())
-            .map(fold);
+        let user_home = user_home.filter(|h| !h.as_os_str().is_empty()).map(fold);
         let mut hermes_homes = vec![fold(hermes_home)];
         if let Ok(real) = std::fs::canonicalize(hermes_home)
             && !hermes_homes.contains(&real)
@@ -255,7 +302,11 @@ mod tests {
         ] {
             assert!(p.guard_write(Path::new(path)).is_some(), "{path}");
         }
-        for path in ["/home/ann/project/.bashrc.example", "/home/ann/notes.txt", "/tmp/x"] {
+        for path in [
+            "/home/ann/project/.bashrc.example",
+            "/home/ann/notes.txt",
+            "/tmp/x",
+        ] {
             assert_eq!(p.guard_write(Path::new(path)), None, "{path}");
         }
     }
@@ -264,8 +315,14 @@ mod tests {
     fn the_hermes_home_guards_what_decides_access_and_what_runs_unattended() {
         let p = places();
         let key = |path: &str| p.guard_write(Path::new(path)).map(|g| g.key);
-        assert_eq!(key("/home/ann/.hermes/platforms/pairing/telegram-approved.json"), Some("pairing"));
-        assert_eq!(key("/home/ann/.hermes/scripts/x.sh"), Some("hermes-scripts"));
+        assert_eq!(
+            key("/home/ann/.hermes/platforms/pairing/telegram-approved.json"),
+            Some("pairing")
+        );
+        assert_eq!(
+            key("/home/ann/.hermes/scripts/x.sh"),
+            Some("hermes-scripts")
+        );
         assert_eq!(key("/home/ann/.hermes/.env"), Some("hermes-secrets"));
         assert_eq!(key("/home/ann/.hermes/config.yaml"), Some("hermes-config"));
         assert_eq!(key("/home/ann/.hermes/state.db-wal"), Some("state-db"));
@@ -278,7 +335,10 @@ mod tests {
         let p = places();
         let key = |path: &str| p.guard_read(Path::new(path)).map(|g| g.key);
         assert_eq!(key("/home/ann/.hermes/.env"), Some("hermes-secrets"));
-        assert_eq!(key("/home/ann/.hermes/mcp-tokens/github.json"), Some("hermes-secrets"));
+        assert_eq!(
+            key("/home/ann/.hermes/mcp-tokens/github.json"),
+            Some("hermes-secrets")
+        );
         assert_eq!(key("/home/ann/.ssh/id_ed25519"), Some("ssh-private-key"));
         assert_eq!(key("/etc/shadow"), Some("shadow"));
         assert_eq!(key("/home/ann/.ssh/id_ed25519.pub"), None);

@@ -383,7 +383,54 @@ async fn finished_inbound_events_are_pruned_and_unfinished_kept(t: &TestStore) {
     store.close().await;
 }
 
+/// Issue 28, defect 2: the ledger cap once deleted owed rows (pending ones sorted last, but
+/// deleted all the same) on every reply, so an outage with more than 500 owed replies lost
+/// some. Owed rows are now never pruned; only finished rows are capped, and only when the
+/// janitor prunes, never as a side effect of recording a reply.
+async fn owed_replies_are_never_pruned_and_only_finished_rows_are_capped(t: &TestStore) {
+    let store = gateway(t).await;
+    let owed = usize::try_from(hermesd::state::OBLIGATION_MAX_ROWS).unwrap() + 12;
+    let mut ids = Vec::with_capacity(owed);
+    for n in 0..owed {
+        let id = store
+            .create_obligation(reply(&format!("e{n}"), &format!("reply {n}")))
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    assert_eq!(store.owed_replies().await.unwrap(), owed as u64);
+    assert!(
+        store.get_obligation(&ids[0]).await.unwrap().is_some(),
+        "the oldest owed reply was deleted by the cap"
+    );
+    assert_eq!(
+        store.prune_ledger().await.unwrap(),
+        0,
+        "owed rows are never pruned"
+    );
+    assert_eq!(store.owed_replies().await.unwrap(), owed as u64);
+
+    for id in &ids {
+        assert!(store.mark_delivered(id).await.unwrap());
+    }
+    assert_eq!(store.owed_replies().await.unwrap(), 0);
+    assert_eq!(
+        store.prune_ledger().await.unwrap(),
+        12,
+        "finished rows past the cap go"
+    );
+    assert!(
+        store
+            .get_obligation(&ids[owed - 1])
+            .await
+            .unwrap()
+            .is_some()
+    );
+    store.close().await;
+}
+
 on_both_backends!(
+    owed_replies_are_never_pruned_and_only_finished_rows_are_capped,
     duplicate_inbound_events_are_refused_even_after_reopen,
     answering_records_the_reply_and_the_answer_together,
     replies_left_by_a_dead_owner_are_returned_and_ambiguous_ones_flagged,

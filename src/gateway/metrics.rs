@@ -26,6 +26,8 @@ pub struct GatewayMetrics {
     pub dead_letters: AtomicU64,
     pub router_queue_depth: AtomicU64,
     pub delivery_queue_depth: AtomicU64,
+    /// Replies owed (pending or being sent) in the ledger, as the janitor last counted.
+    pub owed_replies: AtomicU64,
 }
 
 impl GatewayMetrics {
@@ -108,6 +110,12 @@ impl GatewayMetrics {
             "gauge",
             "Replies waiting for delivery.",
             load(&self.delivery_queue_depth),
+        );
+        out.single(
+            "owed_replies",
+            "gauge",
+            "Replies recorded but not yet delivered, counted each minute.",
+            load(&self.owed_replies),
         );
 
         let snapshot = adapters.snapshot();

@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use hermes_adapter::Adapter;
@@ -21,7 +22,7 @@ use super::supervisor::{Backoff, supervise};
 use crate::agent::provider::ModelClient;
 use crate::config::{Config, LoadedConfig, PlatformConfig};
 use crate::home::HermesHome;
-use crate::state::Store;
+use crate::state::{OWED_REPLIES_WARN, Store};
 
 /// How often idle conversations are evicted from memory.
 const JANITOR_INTERVAL: Duration = Duration::from_secs(60);
@@ -249,7 +250,7 @@ impl GatewayRunner {
                 None
             }
         };
-        let janitor = tokio::spawn(janitor(router.clone(), ingress.clone()));
+        let janitor = tokio::spawn(janitor(router.clone(), metrics.clone(), ingress.clone()));
         tasks.push(tokio::spawn(crate::heap_stats::log_every(
             HEAP_STATS_INTERVAL,
             ingress.clone(),
@@ -346,9 +347,10 @@ async fn wait_idle(router: &Router, limit: Duration) -> bool {
     }
 }
 
-async fn janitor(router: Arc<Router>, stop: CancellationToken) {
+async fn janitor(router: Arc<Router>, metrics: Arc<GatewayMetrics>, stop: CancellationToken) {
     let mut ticks = tokio::time::interval(JANITOR_INTERVAL);
     let mut rounds = 0u64;
+    let mut owed_over = false;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -361,5 +363,35 @@ async fn janitor(router: Arc<Router>, stop: CancellationToken) {
         {
             tracing::warn!(error = %e, "cannot prune the inbound journal");
         }
+        owed_over = tend_ledger(router.store(), &metrics, owed_over).await;
     }
+}
+
+/// Prunes the ledger's finished rows and counts the owed ones into the `owed_replies` gauge,
+/// warning once when they pass [`OWED_REPLIES_WARN`] (an outage piling replies up) and once
+/// when they fall back. Owed rows are never deleted here. Returns whether the count is over.
+async fn tend_ledger(store: &Store, metrics: &GatewayMetrics, was_over: bool) -> bool {
+    if let Err(e) = store.prune_ledger().await {
+        tracing::warn!(error = %e, "cannot prune the delivery ledger");
+    }
+    let owed = match store.owed_replies().await {
+        Ok(owed) => owed,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot count owed replies");
+            return was_over;
+        }
+    };
+    metrics.owed_replies.store(owed, Ordering::Relaxed);
+    let over = owed > OWED_REPLIES_WARN;
+    if over && !was_over {
+        tracing::warn!(
+            owed,
+            threshold = OWED_REPLIES_WARN,
+            "replies are piling up undelivered (a platform outage?); they are kept and go out \
+             when the platform answers again"
+        );
+    } else if was_over && !over {
+        tracing::info!(owed, "owed replies are back under the warning threshold");
+    }
+    over
 }

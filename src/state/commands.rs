@@ -96,6 +96,11 @@ pub enum WriteCommand {
     PruneInbound {
         before: f64,
     },
+    /// Prunes the delivery ledger's finished rows (never an owed one); see
+    /// `gateway_commands::prune_ledger`.
+    PruneLedger {
+        now: f64,
+    },
     /// Atomically records a turn's reply obligations and marks its event answered.
     AnswerInbound {
         platform: String,
@@ -240,6 +245,7 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
         | WriteCommand::RecordInbound { .. }
         | WriteCommand::MarkInbound { .. }
         | WriteCommand::PruneInbound { .. }
+        | WriteCommand::PruneLedger { .. }
         | WriteCommand::RecordDeadLetter { .. }
         | WriteCommand::ClaimCronRun { .. }
         | WriteCommand::FinishCronRun { .. }
@@ -276,6 +282,7 @@ fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outco
             state,
         } => gateway::mark_inbound(conn, platform, event_id, state.as_str()),
         WriteCommand::PruneInbound { before } => gateway::prune_inbound(conn, *before),
+        WriteCommand::PruneLedger { now } => gateway::prune_ledger(conn, *now),
         WriteCommand::RecordDeadLetter {
             platform,
             item_id,

@@ -204,6 +204,24 @@ impl Store {
         ))
     }
 
+    /// Prunes finished ledger rows (past retention, then past the cap); owed rows stay.
+    /// Returns how many rows went.
+    pub async fn prune_ledger(&self) -> StoreResult<usize> {
+        let now = now_epoch();
+        Ok(self
+            .write(WriteCommand::PruneLedger { now })
+            .await?
+            .changed())
+    }
+
+    /// How many replies are owed (pending or being sent), on every instance.
+    pub async fn owed_replies(&self) -> StoreResult<u64> {
+        if let Some(pg) = self.postgres() {
+            return pg.owed_replies().await;
+        }
+        self.read(|c, _| gateway_read::owed_replies(c)).await
+    }
+
     /// Abandons undelivered rows of dead owners past the attempt cap or the stale cutoff.
     pub async fn abandon_stale(&self, now: f64) -> StoreResult<usize> {
         Ok(self

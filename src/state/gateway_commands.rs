@@ -82,7 +82,6 @@ pub fn answer_inbound(
     for reply in replies {
         insert_obligation(conn, reply, owner)?;
     }
-    prune_obligations(conn, now_epoch())?;
     Ok(Outcome::Changed(replies.len()))
 }
 
@@ -112,7 +111,6 @@ pub fn create_obligation(
     owner: OwnerStamp,
 ) -> StoreResult<Outcome> {
     let inserted = insert_obligation(conn, obligation, owner)?;
-    prune_obligations(conn, now_epoch())?;
     Ok(Outcome::Changed(inserted))
 }
 
@@ -240,27 +238,28 @@ pub fn abandon_stale(conn: &Connection, now: f64) -> StoreResult<Outcome> {
     Ok(Outcome::Changed(abandoned))
 }
 
-/// Python's `_prune`: drop finished rows past retention, then cap the table at 500 rows,
-/// removing delivered, then abandoned, then the rest, oldest first.
-fn prune_obligations(conn: &Connection, now: f64) -> StoreResult<()> {
-    conn.execute(
+/// Drops finished (delivered, abandoned) rows past retention, then keeps at most
+/// [`OBLIGATION_MAX_ROWS`] finished rows, oldest going first. Owed rows (pending, attempting)
+/// are never touched: unlike Hermes's cap, a long outage cannot delete replies still owed.
+/// Run by the janitor, off the reply path, so no reply's commit waits on it.
+pub fn prune_ledger(conn: &Connection, now: f64) -> StoreResult<Outcome> {
+    let mut removed = conn.execute(
         "DELETE FROM delivery_obligations
          WHERE state IN ('delivered', 'abandoned') AND updated_at < ?1",
         [now - OBLIGATION_RETENTION_SECONDS],
     )?;
-    let total: i64 = conn
-        .query_row("SELECT COUNT(*) FROM delivery_obligations", [], |r| {
-            r.get(0)
-        })
-        .optional()?
-        .unwrap_or(0);
-    let excess = (total - OBLIGATION_MAX_ROWS).max(0);
+    let finished: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM delivery_obligations WHERE state IN ('delivered', 'abandoned')",
+        [],
+        |r| r.get(0),
+    )?;
+    let excess = (finished - OBLIGATION_MAX_ROWS).max(0);
     if excess > 0 {
-        conn.execute(
+        removed += conn.execute(
             "DELETE FROM delivery_obligations WHERE obligation_id IN (
                  SELECT obligation_id FROM delivery_obligations
-                 ORDER BY CASE state WHEN 'delivered' THEN 0 WHEN 'abandoned' THEN 1 ELSE 2 END,
-                          updated_at ASC
+                 WHERE state IN ('delivered', 'abandoned')
+                 ORDER BY updated_at ASC
                  LIMIT ?1)",
             [excess],
         )?;
@@ -270,7 +269,7 @@ fn prune_obligations(conn: &Connection, now: f64) -> StoreResult<()> {
              (SELECT obligation_id FROM delivery_obligations)",
         [],
     )?;
-    Ok(())
+    Ok(Outcome::Changed(removed))
 }
 
 /// Upserts one routing entry; an empty key is ignored (as Python).

@@ -77,6 +77,16 @@ pub fn unfinished_inbound(conn: &Connection) -> StoreResult<Vec<InboundEvent>> {
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Ledger rows still owed: `pending` or `attempting`.
+pub fn owed_replies(conn: &Connection) -> StoreResult<u64> {
+    let count: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM delivery_obligations WHERE state IN ('pending', 'attempting')",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(u64::try_from(count).unwrap_or(0))
+}
+
 pub fn get_inbound(
     conn: &Connection,
     platform: &str,

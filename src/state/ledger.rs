@@ -15,8 +15,13 @@ pub const OBLIGATION_MAX_ATTEMPTS: i64 = 3;
 pub const OBLIGATION_STALE_AFTER_SECONDS: f64 = 86_400.0;
 /// How long delivered/abandoned obligations are kept.
 pub const OBLIGATION_RETENTION_SECONDS: f64 = 7.0 * 86_400.0;
-/// The most obligation rows kept; the oldest finished rows go first.
+/// The most finished (delivered or abandoned) obligation rows kept; the oldest go first.
+/// Owed rows (pending, attempting) are never pruned, however many there are: they are
+/// replies someone is still owed.
 pub const OBLIGATION_MAX_ROWS: i64 = 500;
+/// Owed replies past this count are reported (a warning and the `owed_replies` gauge), as a
+/// long platform outage would pile them up; they are never deleted for it.
+pub const OWED_REPLIES_WARN: u64 = 500;
 /// Longest `last_error` stored (Python keeps `error[:500]`).
 pub const MAX_ERROR_CHARS: usize = 500;
 

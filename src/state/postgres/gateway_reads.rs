@@ -123,6 +123,17 @@ impl PgStore {
             .db()
     }
 
+    /// Ledger rows still owed (`pending` or `attempting`), on every instance.
+    pub(crate) async fn owed_replies(&self) -> StoreResult<u64> {
+        let (count,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM delivery_obligations WHERE state IN ('pending', 'attempting')",
+        )
+        .fetch_one(self.pool())
+        .await
+        .db()?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
     pub(crate) async fn get_obligation(&self, id: &str) -> StoreResult<Option<Obligation>> {
         let sql = format!(
             "SELECT {OBLIGATION_COLUMNS} FROM delivery_obligations WHERE obligation_id = $1"

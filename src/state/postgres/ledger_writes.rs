@@ -83,12 +83,12 @@ pub(super) async fn apply(
         }
         W::CreateObligation { obligation, owner } => {
             let inserted = insert_obligation(tx, &obligation, Owner::new(owner, instance)).await?;
-            prune_obligations(tx, now_epoch()).await?;
             Ok(Outcome::Changed(inserted))
         }
         W::MarkAttempting { id, owner } => {
             mark_attempting(tx, &id, Owner::new(owner, instance)).await
         }
+        W::PruneLedger { now } => prune_ledger(tx, now).await,
         W::MarkDelivered { id } => {
             let done = sqlx::query(
                 "UPDATE delivery_obligations \
@@ -200,7 +200,6 @@ async fn answer_inbound(
     for reply in replies {
         insert_obligation(tx, reply, owner).await?;
     }
-    prune_obligations(tx, now_epoch()).await?;
     Ok(Outcome::Changed(replies.len()))
 }
 
@@ -292,34 +291,38 @@ async fn mark_attempting(tx: &mut PgTx, id: &str, owner: Owner<'_>) -> StoreResu
     Ok(Outcome::Changed(changed(done)))
 }
 
-/// Hermes's `_prune`, as on SQLite: finished rows past retention go, then the table is
-/// capped at [`OBLIGATION_MAX_ROWS`] (delivered, then abandoned, then the rest, oldest first).
-async fn prune_obligations(tx: &mut PgTx, now: f64) -> StoreResult<()> {
-    sqlx::query(
+/// As on SQLite (`gateway_commands::prune_ledger`): finished rows past retention go, then at
+/// most [`OBLIGATION_MAX_ROWS`] finished rows are kept; owed rows are never deleted.
+pub(super) async fn prune_ledger(tx: &mut PgTx, now: f64) -> StoreResult<Outcome> {
+    let mut removed = sqlx::query(
         "DELETE FROM delivery_obligations \
          WHERE state IN ('delivered', 'abandoned') AND updated_at < $1",
     )
     .bind(now - OBLIGATION_RETENTION_SECONDS)
     .execute(&mut **tx)
     .await
+    .db()?
+    .rows_affected();
+    let (finished,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM delivery_obligations WHERE state IN ('delivered', 'abandoned')",
+    )
+    .fetch_one(&mut **tx)
+    .await
     .db()?;
-    let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM delivery_obligations")
-        .fetch_one(&mut **tx)
-        .await
-        .db()?;
-    let excess = (total - OBLIGATION_MAX_ROWS).max(0);
+    let excess = (finished - OBLIGATION_MAX_ROWS).max(0);
     if excess > 0 {
-        sqlx::query(
+        removed += sqlx::query(
             "DELETE FROM delivery_obligations WHERE obligation_id IN ( \
                  SELECT obligation_id FROM delivery_obligations \
-                 ORDER BY CASE state WHEN 'delivered' THEN 0 WHEN 'abandoned' THEN 1 ELSE 2 END, \
-                          updated_at ASC \
+                 WHERE state IN ('delivered', 'abandoned') \
+                 ORDER BY updated_at ASC \
                  LIMIT $1)",
         )
         .bind(excess)
         .execute(&mut **tx)
         .await
-        .db()?;
+        .db()?
+        .rows_affected();
     }
     sqlx::query(
         "DELETE FROM hermesd_reply_edits WHERE obligation_id NOT IN \
@@ -328,5 +331,7 @@ async fn prune_obligations(tx: &mut PgTx, now: f64) -> StoreResult<()> {
     .execute(&mut **tx)
     .await
     .db()?;
-    Ok(())
+    Ok(Outcome::Changed(
+        usize::try_from(removed).unwrap_or(usize::MAX),
+    ))
 }

@@ -142,6 +142,7 @@ fn is_gateway_command(command: &WriteCommand) -> bool {
         | W::FinishCronRun { .. }
         | W::MarkCronRunRecorded { .. }
         | W::PruneInbound { .. }
+        | W::PruneLedger { .. }
         | W::AnswerInbound { .. }
         | W::CreateObligation { .. }
         | W::AnswerInboundByEdit { .. }

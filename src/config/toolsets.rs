@@ -67,6 +67,24 @@ pub fn toolsets(
     config
 }
 
+/// Warns about each name in `gateway.guest_tools` that is no toolset, tool or MCP server:
+/// it selects nothing, so the guest gets less than the operator meant.
+pub fn check_guest_tools(
+    issues: &mut Issues,
+    names: &[String],
+    mcp_servers: &BTreeMap<String, McpServerConfig>,
+) {
+    let servers: BTreeSet<String> = mcp_servers.keys().cloned().collect();
+    for (index, name) in names.iter().enumerate() {
+        if !crate::tools::toolsets::guest::is_known_entry(name, &servers) {
+            issues.warn(format!(
+                "gateway.guest_tools[{index}]: '{name}' is not a toolset, a tool or a \
+                 configured MCP server; it gives guests nothing"
+            ));
+        }
+    }
+}
+
 fn check_names(
     issues: &mut Issues,
     key: &str,

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use futures_util::FutureExt;
 use hermes_adapter::MessageEvent;
 
+use super::authority::{check_answer, log_refusal};
 use super::commands::{self, Command};
 use super::slot::{Job, QUEUE_CAP, Slot, SlotState};
 use super::{API_PLATFORM, Router, steer};
@@ -59,20 +60,47 @@ impl Router {
         }
         // A pending approval or clarify question takes plain answers even mid-turn.
         if command.is_none() && !is_api {
-            if state.approval.is_some()
+            if let Some(pending) = &state.approval
                 && let Some(decision) = approval_word(&job.event.text)
             {
+                let allowed = check_answer(
+                    pending.asker.as_deref(),
+                    &job.event.source,
+                    job.authority,
+                    Some(decision),
+                );
+                if let Err(refusal) = allowed {
+                    drop(state);
+                    log_refusal(&job.event.source, "approval answer", "not the asker");
+                    self.spawn_answer(job, refusal.text("approval"));
+                    return;
+                }
                 let answer = state.approval.take();
                 drop(state);
-                if let Some(tx) = answer {
-                    let _ = tx.send(decision);
+                if let Some(pending) = answer {
+                    let _ = pending.answer.send(decision);
                 }
                 self.spawn_answer(job, decision_text(decision).to_owned());
                 return;
             }
-            if let Some(tx) = state.clarify.take() {
+            if let Some(pending) = &state.clarify {
+                let allowed = check_answer(
+                    pending.asker.as_deref(),
+                    &job.event.source,
+                    job.authority,
+                    None,
+                );
+                if let Err(refusal) = allowed {
+                    drop(state);
+                    log_refusal(&job.event.source, "clarify answer", "not the asker");
+                    self.spawn_answer(job, refusal.text("question"));
+                    return;
+                }
+                let answer = state.clarify.take();
                 drop(state);
-                let _ = tx.send(job.event.text.clone());
+                if let Some(pending) = answer {
+                    let _ = pending.answer.send(job.event.text.clone());
+                }
                 self.spawn_ignore(job);
                 return;
             }
@@ -213,6 +241,7 @@ impl Router {
     pub(super) async fn run_job(&self, slot: &Arc<Slot>, job: Job) {
         let event = job.event.clone();
         let api = job.api.clone();
+        let authority = job.authority;
         let outcome = AssertUnwindSafe(self.run_job_inner(slot, job))
             .catch_unwind()
             .await;
@@ -221,6 +250,7 @@ impl Router {
                 event,
                 resumed: false,
                 api,
+                authority,
             };
             self.turn_panicked(slot, &job, panic).await;
         }

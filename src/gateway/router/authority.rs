@@ -1,7 +1,7 @@
 //! Who may do what in a chat, person by person (SECURITY.md's threat model): a guest —
 //! admitted only because their group is allowed — may chat, but the commands that change
-//! the daemon for everyone need an allowed user, `/stop` and `/steer` act only on the
-//! guest's own turn, and an approval or clarify question is answered only by the person
+//! the daemon for everyone need an allowed user, `/stop`, `/steer` and `/new` act only on
+//! the guest's own turn (nor does a guest's plain message steer or interrupt another's), and an approval or clarify question is answered only by the person
 //! whose turn asked or by an allowed user acting as admin.
 
 use hermes_adapter::SessionSource;
@@ -59,7 +59,8 @@ pub(super) fn gate(command: &Command) -> Gate {
             "it switches this chat into another session, whose history may be someone else's",
         ),
         "sessions" => Gate::AllowedUsersOnly("it lists the sessions of other chats"),
-        "stop" | "steer" => Gate::OwnTurn,
+        // `/new` interrupts the running turn before it clears the session.
+        "stop" | "steer" | "new" => Gate::OwnTurn,
         _ => Gate::Open,
     }
 }
@@ -74,11 +75,11 @@ pub(super) fn allowed_users_only_text(name: &str, why: &str, platform: &str) -> 
     )
 }
 
-/// The refusal a guest gets for `/stop` or `/steer` on someone else's turn.
+/// The refusal a guest gets for `/stop`, `/steer` or `/new` on someone else's turn.
 pub(super) fn not_your_turn_text(name: &str) -> String {
     format!(
         "🔒 `/{name}` is refused: the running turn was started by someone else, and a guest \
-         may only stop or steer their own. The person who started it, or an allowed user of \
+         may only stop, steer or restart their own. The person who started it, or an allowed user of \
          this bot, can."
     )
 }
@@ -88,7 +89,7 @@ pub(super) fn not_your_turn_text(name: &str) -> String {
 pub(super) enum AnswerRefusal {
     /// Neither the asker nor an allowed user.
     NotTheAsker,
-    /// A guest asked for a permanent approval.
+    /// A guest (asker or not) chose a permanent approval.
     PermanentByGuest,
 }
 
@@ -103,14 +104,14 @@ pub(super) fn check_answer(
     if authority.is_trusted() {
         return Ok(());
     }
+    if decision == Some(ApprovalDecision::Always) {
+        return Err(AnswerRefusal::PermanentByGuest);
+    }
     let own = asker
         .filter(|id| !id.is_empty())
         .is_some_and(|id| answerer.user_id.as_deref() == Some(id));
     if !own {
         return Err(AnswerRefusal::NotTheAsker);
-    }
-    if decision == Some(ApprovalDecision::Always) {
-        return Err(AnswerRefusal::PermanentByGuest);
     }
     Ok(())
 }
@@ -129,6 +130,52 @@ impl AnswerRefusal {
                  with /approve session; the approval is still waiting."
                 .to_owned(),
         }
+    }
+}
+
+impl super::Router {
+    /// The refusal for a guest's `/approve` or `/deny` (typed, or a button's data) that may
+    /// not answer the approval pending in its session, decided before the event is
+    /// recorded: the adapter then treats the click as refused, so the prompt keeps its
+    /// buttons for the person who may answer it.
+    pub(super) fn refused_approval_answer(
+        &self,
+        event: &hermes_adapter::MessageEvent,
+        authority: Authority,
+    ) -> Option<String> {
+        if authority.is_trusted() {
+            return None;
+        }
+        let command = super::commands::parse(event)?;
+        let decision = match (command.name.as_str(), command.args.trim()) {
+            ("deny", _) => ApprovalDecision::Deny,
+            ("approve", "always" | "all") => ApprovalDecision::Always,
+            ("approve", "session") => ApprovalDecision::Session,
+            ("approve", _) => ApprovalDecision::Once,
+            _ => return None,
+        };
+        let slot = self
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&self.session_key(event))
+            .cloned()?;
+        let state = slot.lock();
+        let pending = state.approval.as_ref()?;
+        let refusal = check_answer(
+            pending.asker.as_deref(),
+            &event.source,
+            authority,
+            Some(decision),
+        )
+        .err()?;
+        drop(state);
+        log_refusal(
+            &event.source,
+            "approval answer",
+            "may not answer this approval",
+        );
+        Some(refusal.text("approval"))
     }
 }
 
@@ -174,7 +221,6 @@ mod tests {
             );
         }
         for (name, args) in [
-            ("new", ""),
             ("help", ""),
             ("status", ""),
             ("usage", ""),
@@ -190,6 +236,7 @@ mod tests {
         }
         assert_eq!(gate(&command("stop", "")), Gate::OwnTurn);
         assert_eq!(gate(&command("steer", "go left")), Gate::OwnTurn);
+        assert_eq!(gate(&command("new", "")), Gate::OwnTurn);
     }
 
     #[test]
@@ -209,10 +256,12 @@ mod tests {
             check_answer(Some("333"), &member("333"), Authority::Guest, once),
             Ok(())
         );
-        assert_eq!(
-            check_answer(Some("333"), &member("333"), Authority::Guest, always),
-            Err(AnswerRefusal::PermanentByGuest)
-        );
+        for asker in [Some("333"), Some("111")] {
+            assert_eq!(
+                check_answer(asker, &member("333"), Authority::Guest, always),
+                Err(AnswerRefusal::PermanentByGuest)
+            );
+        }
         assert_eq!(
             check_answer(Some("333"), &member("111"), Authority::AllowedUser, always),
             Ok(())

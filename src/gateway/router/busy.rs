@@ -16,6 +16,7 @@ use super::slot::{Job, QUEUE_CAP, Slot, SlotState};
 use super::{API_PLATFORM, Router, steer};
 use crate::config::BusyInputMode;
 use crate::tools::approval::ApprovalDecision;
+use crate::tools::context::Authority;
 
 /// At most one busy acknowledgement per session in this window (`_BUSY_ACK_COOLDOWN`).
 pub const BUSY_ACK_COOLDOWN: Duration = Duration::from_secs(30);
@@ -130,7 +131,14 @@ impl Router {
             self.spawn_answer(job, steer::full_text());
             return;
         }
-        let mode = if is_api {
+        // A guest's message never steers or interrupts someone else's turn: steering would
+        // hand the guest's words to a turn holding the other person's tools.
+        let foreign_guest = job.authority == Authority::Guest
+            && state.running.as_ref().is_some_and(|running| {
+                job.event.source.user_id.is_none()
+                    || running.source.user_id != job.event.source.user_id
+            });
+        let mode = if is_api || foreign_guest {
             BusyInputMode::Queue
         } else {
             self.live().config.display.busy_input_mode

@@ -288,6 +288,10 @@ impl Router {
             self.deny(&event).await;
             return RecordOutcome::Refused;
         };
+        if let Some(refusal) = self.refused_approval_answer(&event, authority) {
+            self.send_direct(&event.source, &refusal).await;
+            return RecordOutcome::Refused;
+        }
         let source = &event.source;
         let key = self.session_key(&event);
         let payload = serde_json::to_value(&event).unwrap_or_default();

@@ -5,7 +5,7 @@
 //! change nothing (`.env` as it was, the owner still answered, the daemon exits cleanly
 //! later); in the shared group session their `/approve`, "yes" and button click on the
 //! owner's pending `rm -rf` are refused and the directory stays, while the owner's own
-//! `/approve` runs it.
+//! `/approve` runs it; their answer to the owner's clarify question is refused too.
 
 mod support;
 #[path = "telegram_support/mod.rs"]
@@ -229,6 +229,38 @@ async fn a_group_guest_chats_without_tools_or_control_and_cannot_answer_the_owne
         .push_message(MessageSpec::text(Chat::group(GROUP), owner(), "/approve"));
     wait_group_text(&rig, "deleted it").await;
     assert!(!target.exists(), "the owner's approval ran the command");
+
+    // A clarify question of the owner's turn: the guest's answer is refused, the owner's
+    // reaches the model.
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "clarify",
+        json!({"question": "Which colour?", "choices": ["red", "blue"]}),
+    )));
+    rig.model.push(Step::text("going with it"));
+    rig.telegram.push_message(MessageSpec::text(
+        Chat::group(GROUP),
+        owner(),
+        "pick a colour",
+    ));
+    wait_group_text(&rig, "Which colour?").await;
+    assert_refused(
+        &say_expecting(&rig, guest(), "blue", "refused").await,
+        asked,
+    );
+    rig.telegram
+        .push_message(MessageSpec::text(Chat::group(GROUP), owner(), "red"));
+    wait_group_text(&rig, "going with it").await;
+    let answered = rig.model.requests().last().unwrap().body["messages"].clone();
+    let tool_answer = answered
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+        .unwrap_or_default();
+    assert_eq!(tool_answer["user_response"], "red", "{tool_answer}");
 
     let logs = rig.daemon().logs().join("\n");
     assert!(

@@ -134,11 +134,13 @@ impl AnswerRefusal {
 }
 
 impl super::Router {
-    /// The refusal for a guest's `/approve` or `/deny` (typed, or a button's data) that may
-    /// not answer the approval pending in its session, decided before the event is
-    /// recorded: the adapter then treats the click as refused, so the prompt keeps its
-    /// buttons for the person who may answer it.
-    pub(super) fn refused_approval_answer(
+    /// The refusal for a guest's answer to a question pending in its session that they may
+    /// not answer — `/approve` or `/deny` (typed, or a button's data), a plain approval
+    /// word, or a clarify answer (typed or a choice button) — decided before the event is
+    /// recorded: the adapter then treats a click as refused, so the prompt keeps its buttons
+    /// for the person who may answer it. The slot's own checks (`busy.rs`, `commands.rs`)
+    /// cover events taken up from another instance's journal.
+    pub(super) fn refused_answer(
         &self,
         event: &hermes_adapter::MessageEvent,
         authority: Authority,
@@ -146,13 +148,16 @@ impl super::Router {
         if authority.is_trusted() {
             return None;
         }
-        let command = super::commands::parse(event)?;
-        let decision = match (command.name.as_str(), command.args.trim()) {
-            ("deny", _) => ApprovalDecision::Deny,
-            ("approve", "always" | "all") => ApprovalDecision::Always,
-            ("approve", "session") => ApprovalDecision::Session,
-            ("approve", _) => ApprovalDecision::Once,
-            _ => return None,
+        let command = super::commands::parse(event);
+        let approval_answer = match &command {
+            Some(command) => match (command.name.as_str(), command.args.trim()) {
+                ("deny", _) => Some(ApprovalDecision::Deny),
+                ("approve", "always" | "all") => Some(ApprovalDecision::Always),
+                ("approve", "session") => Some(ApprovalDecision::Session),
+                ("approve", _) => Some(ApprovalDecision::Once),
+                _ => return None,
+            },
+            None => super::busy::approval_word(&event.text),
         };
         let slot = self
             .slots
@@ -161,21 +166,17 @@ impl super::Router {
             .get(&self.session_key(event))
             .cloned()?;
         let state = slot.lock();
-        let pending = state.approval.as_ref()?;
-        let refusal = check_answer(
-            pending.asker.as_deref(),
-            &event.source,
-            authority,
-            Some(decision),
-        )
-        .err()?;
+        let (asker, decision, what) = match (&state.approval, &state.clarify, approval_answer) {
+            (Some(pending), _, Some(decision)) => {
+                (pending.asker.clone(), Some(decision), "approval")
+            }
+            (_, Some(pending), _) if command.is_none() => (pending.asker.clone(), None, "question"),
+            _ => return None,
+        };
         drop(state);
-        log_refusal(
-            &event.source,
-            "approval answer",
-            "may not answer this approval",
-        );
-        Some(refusal.text("approval"))
+        let refusal = check_answer(asker.as_deref(), &event.source, authority, decision).err()?;
+        log_refusal(&event.source, what, "may not answer this question");
+        Some(refusal.text(what))
     }
 }
 

@@ -288,7 +288,7 @@ impl Router {
             self.deny(&event).await;
             return RecordOutcome::Refused;
         };
-        if let Some(refusal) = self.refused_approval_answer(&event, authority) {
+        if let Some(refusal) = self.refused_answer(&event, authority) {
             self.send_direct(&event.source, &refusal).await;
             return RecordOutcome::Refused;
         }

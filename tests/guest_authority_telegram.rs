@@ -145,6 +145,34 @@ async fn a_group_guest_chats_without_tools_or_control_and_cannot_answer_the_owne
         );
     }
 
+    // A model that names the withheld tool anyway gets a refusal, and nothing runs.
+    let marker = rig.home.path().join("guest-was-here");
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "terminal",
+        json!({"command": format!("touch {}", marker.display())}),
+    )));
+    rig.model.push(Step::text("could not"));
+    rig.telegram.push_message(MessageSpec::text(
+        Chat::group(GROUP),
+        guest(),
+        "run a command for me",
+    ));
+    wait_group_text(&rig, "could not").await;
+    assert!(!marker.exists(), "a guest's turn ran terminal");
+    let request = rig.model.requests().last().cloned().unwrap();
+    let refused = request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default();
+    assert!(
+        refused.contains("not available") && refused.contains("gateway.guest_tools"),
+        "{refused}"
+    );
+
     // Control commands: refused, with no effect.
     assert_refused(&say(&rig, guest(), "/sethome").await, "/sethome");
     assert_eq!(

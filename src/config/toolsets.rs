@@ -166,4 +166,23 @@ mod tests {
         let (_, issues) = validate(json!(["telegram"]), Value::Null);
         assert!(issues.errors[0].to_string().contains("platform_toolsets"));
     }
+
+    #[test]
+    fn unknown_guest_tools_are_warned_about_by_index() {
+        let mut issues = Issues::default();
+        let mut sub = Issues::default();
+        let servers =
+            super::super::mcp::mcp_servers(&mut sub, Some(&json!({"gh": {"command": "gh-mcp"}})));
+        let names: Vec<String> = ["clarify", "terminal", "read_file", "gh", "shell"]
+            .map(str::to_owned)
+            .to_vec();
+        check_guest_tools(&mut issues, &names, &servers);
+        assert_eq!(issues.warnings.len(), 1, "{:?}", issues.warnings);
+        assert!(
+            issues.warnings[0].contains("gateway.guest_tools[4]")
+                && issues.warnings[0].contains("'shell'"),
+            "{:?}",
+            issues.warnings
+        );
+    }
 }

@@ -16,6 +16,7 @@ use crate::home::HermesHome;
 use crate::state::Store;
 use crate::tools::approval::{ApprovalGate, ApprovalPrompt, ApprovalSettings};
 use crate::tools::clarify::ClarifyCallback;
+use crate::tools::context::{Authority, Caller};
 use crate::tools::delegate::DelegationLimits;
 use crate::tools::memory::MemoryStore;
 use crate::tools::process_registry::ProcessRegistry;
@@ -55,6 +56,8 @@ pub struct AgentSettings {
     pub skills: SkillsConfig,
     /// Which guidance blocks and platform note the system prompt carries.
     pub prompt: crate::config::PromptConfig,
+    /// `gateway.guest_tools`: what a guest's turn may use.
+    pub guest_tools: Vec<String>,
 }
 
 impl AgentSettings {
@@ -85,6 +88,7 @@ impl AgentSettings {
             context_file_max_chars: config.context_file_max_chars,
             skills: config.skills.clone(),
             prompt: config.prompt.clone(),
+            guest_tools: config.gateway.guest_tools.clone(),
         }
     }
 }
@@ -351,6 +355,51 @@ impl AgentDeps {
         definitions
     }
 
+    /// [`AgentDeps::tool_definitions`] for a turn acting for `caller`: a guest's turn is
+    /// offered only what `gateway.guest_tools` selects, so the model never sees the rest.
+    pub fn tool_definitions_for(
+        &self,
+        session_id: &str,
+        depth: u32,
+        platform: &str,
+        caller: &Caller,
+    ) -> Vec<Value> {
+        let mut definitions = self.tool_definitions(session_id, depth, platform);
+        if caller.authority == Authority::Guest {
+            definitions.retain(|d| {
+                d["function"]["name"]
+                    .as_str()
+                    .is_some_and(|name| self.guest_may_use(name))
+            });
+        }
+        definitions
+    }
+
+    /// Whether `gateway.guest_tools` gives guests the tool `name`.
+    fn guest_may_use(&self, name: &str) -> bool {
+        let toolset = self.registry.entry(name).map(|entry| entry.toolset);
+        crate::tools::toolsets::guest::allows(&self.settings.guest_tools, name, toolset.as_deref())
+    }
+
+    /// Refuses a tool call that `caller` may not make, saying what would allow it.
+    pub fn check_caller_may_use(&self, caller: &Caller, name: &str) -> Result<(), String> {
+        if caller.authority != Authority::Guest || self.guest_may_use(name) {
+            return Ok(());
+        }
+        tracing::warn!(
+            tool = name,
+            platform = %caller.platform,
+            chat_id = %caller.chat_id,
+            "a guest's turn called a tool withheld from guests; refused"
+        );
+        Err(format!(
+            "The tool {name} is not available in this conversation: the person asking is a \
+             guest of an allowed group, not an allowed user, and gateway.guest_tools does not \
+             include it. Answer without it; the bot's owner can add it to gateway.guest_tools \
+             or make the person an allowed user."
+        ))
+    }
+
     pub fn tool_ctx(&self, session_id: &str, cancel: CancellationToken) -> ToolCtx {
         ToolCtx {
             home: self.home.clone(),
@@ -366,6 +415,7 @@ impl AgentDeps {
             limits: self.limits,
             skills: Arc::new(self.settings.skills.clone()),
             platform: None,
+            caller: crate::tools::context::Caller::operator(),
         }
     }
 

@@ -102,10 +102,16 @@ async fn execute(
 ) -> String {
     let deps = agent.deps();
     let session_id = agent.session_id();
+    // A tool withheld from this turn's requester is refused even when the model names it
+    // without having been offered it.
+    if let Err(refusal) = deps.check_caller_may_use(agent.caller(), &call.name) {
+        return tool_error(refusal);
+    }
     let agent_level = ["todo", "memory", "session_search", "delegate_task"];
     if !agent_level.contains(&call.name.as_str()) {
         let mut ctx = deps.tool_ctx(session_id, cancel.child_token());
         ctx.platform = Some(agent.platform().to_owned());
+        ctx.caller = agent.caller().clone();
         return deps
             .registry
             .dispatch(&call.name, &call.arguments, ctx)
@@ -168,6 +174,8 @@ fn delegate<'a>(
                     agent.depth() + 1,
                     agent.tool_platform(),
                 );
+                // The child acts for the same person, with the same tools withheld.
+                child.set_caller(agent.caller().clone());
                 emit(
                     events,
                     AgentEvent::Status(format!("delegating: {}", task.goal)),

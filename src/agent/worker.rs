@@ -76,6 +76,9 @@ pub struct Agent {
     /// Whose `platform_toolsets` pick the tools: the session's platform, or for a
     /// sub-agent its parent's.
     tool_platform: String,
+    /// Whom the current turn acts for (a guest's turn is offered fewer tools); the
+    /// operator unless the gateway says otherwise before each turn.
+    caller: crate::tools::context::Caller,
 }
 
 /// Where `/steer` texts wait for the next tool round of a running turn.
@@ -150,6 +153,7 @@ impl Agent {
             turn_recorded: false,
             request_system: None,
             client: None,
+            caller: crate::tools::context::Caller::operator(),
         })
     }
 
@@ -181,6 +185,7 @@ impl Agent {
             turn_recorded: false,
             request_system: None,
             client: None,
+            caller: crate::tools::context::Caller::operator(),
         })
     }
 
@@ -210,6 +215,7 @@ impl Agent {
             turn_recorded: false,
             request_system: None,
             client: None,
+            caller: crate::tools::context::Caller::operator(),
         }
     }
 
@@ -285,6 +291,15 @@ impl Agent {
     /// The platform whose toolsets this agent is offered.
     pub fn tool_platform(&self) -> &str {
         &self.tool_platform
+    }
+
+    /// Whom the next turns act for (the gateway sets it before every chat turn).
+    pub fn set_caller(&mut self, caller: crate::tools::context::Caller) {
+        self.caller = caller;
+    }
+
+    pub fn caller(&self) -> &crate::tools::context::Caller {
+        &self.caller
     }
 
     pub fn history(&self) -> &[ChatMessage] {
@@ -490,8 +505,12 @@ impl Agent {
     /// The request for the current history; `with_tools` false for the final summary call.
     fn request(&self, with_tools: bool) -> ModelRequest {
         let tools = if with_tools {
-            self.deps
-                .tool_definitions(&self.session_id, self.depth, &self.tool_platform)
+            self.deps.tool_definitions_for(
+                &self.session_id,
+                self.depth,
+                &self.tool_platform,
+                &self.caller,
+            )
         } else {
             Vec::new()
         };

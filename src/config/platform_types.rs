@@ -10,11 +10,25 @@ use serde_json::Value;
 use super::choice::ReplyToMode;
 use super::secret::{REDACTED, Secret, looks_secret};
 
-/// Gateway-wide allowlist (`GATEWAY_ALLOWED_USERS`, `GATEWAY_ALLOW_ALL_USERS`).
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+/// Gateway-wide allowlist (`GATEWAY_ALLOWED_USERS`, `GATEWAY_ALLOW_ALL_USERS`) and what a
+/// guest's turn may use.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GatewayAccess {
     pub allowed_users: Vec<String>,
     pub allow_all_users: bool,
+    /// `gateway.guest_tools`: the toolsets and tools of a guest's turn (someone admitted only
+    /// because their group is allowed), a hermesd key.
+    pub guest_tools: Vec<String>,
+}
+
+impl Default for GatewayAccess {
+    fn default() -> Self {
+        Self {
+            allowed_users: Vec::new(),
+            allow_all_users: false,
+            guest_tools: crate::tools::toolsets::guest::default_guest_tools(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]

@@ -275,5 +275,11 @@ pub fn gateway_access(
                 .or_else(|| at("gateway.allow_all_users", gateway.allow_all_users.as_ref())),
             false,
         ),
+        guest_tools: issues
+            .list(
+                at("gateway.guest_tools", gateway.guest_tools.as_ref()),
+                true,
+            )
+            .unwrap_or_else(crate::tools::toolsets::guest::default_guest_tools),
     }
 }

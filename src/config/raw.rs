@@ -314,6 +314,7 @@ pub struct RawGateway {
     pub streaming: Option<Section<RawStreaming>>,
     pub allowed_users: Option<Value>,
     pub allow_all_users: Option<Value>,
+    pub guest_tools: Option<Value>,
     pub stt: Option<Value>,
     pub stt_echo_transcripts: Option<Value>,
     #[serde(flatten)]

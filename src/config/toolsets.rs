@@ -67,6 +67,24 @@ pub fn toolsets(
     config
 }
 
+/// Warns about each name in `gateway.guest_tools` that is no toolset, tool or MCP server:
+/// it selects nothing, so the guest gets less than the operator meant.
+pub fn check_guest_tools(
+    issues: &mut Issues,
+    names: &[String],
+    mcp_servers: &BTreeMap<String, McpServerConfig>,
+) {
+    let servers: BTreeSet<String> = mcp_servers.keys().cloned().collect();
+    for (index, name) in names.iter().enumerate() {
+        if !crate::tools::toolsets::guest::is_known_entry(name, &servers) {
+            issues.warn(format!(
+                "gateway.guest_tools[{index}]: '{name}' is not a toolset, a tool or a \
+                 configured MCP server; it gives guests nothing"
+            ));
+        }
+    }
+}
+
 fn check_names(
     issues: &mut Issues,
     key: &str,
@@ -147,5 +165,24 @@ mod tests {
         );
         let (_, issues) = validate(json!(["telegram"]), Value::Null);
         assert!(issues.errors[0].to_string().contains("platform_toolsets"));
+    }
+
+    #[test]
+    fn unknown_guest_tools_are_warned_about_by_index() {
+        let mut issues = Issues::default();
+        let mut sub = Issues::default();
+        let servers =
+            super::super::mcp::mcp_servers(&mut sub, Some(&json!({"gh": {"command": "gh-mcp"}})));
+        let names: Vec<String> = ["clarify", "terminal", "read_file", "gh", "shell"]
+            .map(str::to_owned)
+            .to_vec();
+        check_guest_tools(&mut issues, &names, &servers);
+        assert_eq!(issues.warnings.len(), 1, "{:?}", issues.warnings);
+        assert!(
+            issues.warnings[0].contains("gateway.guest_tools[4]")
+                && issues.warnings[0].contains("'shell'"),
+            "{:?}",
+            issues.warnings
+        );
     }
 }

@@ -192,6 +192,11 @@ pub fn validate(
         disabled_toolsets,
         &config.mcp_servers,
     );
+    super::toolsets::check_guest_tools(
+        &mut issues,
+        &config.gateway.guest_tools,
+        &config.mcp_servers,
+    );
     listeners::check_ports(&mut issues, &config.api_server, &config.admin);
     issues.errors.extend(durations::check_env(env));
 

@@ -3,6 +3,8 @@
 //! event this denies must never reach an agent or create a session; the router drops it
 //! and, for a DM on a pairing platform, sends [`unauthorized_reply`]'s text instead.
 
+#[cfg(test)]
+mod authority_tests;
 mod policy;
 #[cfg(test)]
 mod tests;
@@ -12,6 +14,7 @@ use std::sync::Once;
 
 use hermes_adapter::{ChatType, SessionSource};
 
+pub use crate::tools::context::Authority;
 pub use policy::{AuthPolicy, PlatformAccess};
 
 use super::pairing::{PairingCode, PairingError, PairingRequest, PairingStore};
@@ -46,31 +49,78 @@ fn lists(value: &str, list: &[String]) -> bool {
     list.iter().any(|entry| entry == value)
 }
 
-/// Whether `source` may use the bot. The numbered comments are the rules of the reference
-/// (spec §A.3); the first that decides wins, and nothing configured means deny.
+/// Whether `source` may use the bot: [`authority`] admits them at all.
 pub fn is_authorized(source: &SessionSource, policy: &AuthPolicy, pairing: &PairingStore) -> bool {
+    authority(source, policy, pairing).is_some()
+}
+
+/// How far `source` is trusted, or `None` when they may not use the bot. The numbered
+/// comments are the rules of the reference (spec §A.3); which of them admits the sender
+/// decides the authority: a rule that names the person (an allowlist, a pairing, a role,
+/// allow-all, the operator's own channels) makes an [`Authority::AllowedUser`]; one that
+/// only admits the chat (an allowed group) or a bot makes an [`Authority::Guest`]. A person
+/// both rules admit is an allowed user. Nothing configured means deny.
+pub fn authority(
+    source: &SessionSource,
+    policy: &AuthPolicy,
+    pairing: &PairingStore,
+) -> Option<Authority> {
+    if person_is_allowed(source, policy, pairing) {
+        return Some(Authority::AllowedUser);
+    }
+    chat_admits_guest(source, policy).then_some(Authority::Guest)
+}
+
+/// The rules that admit a chat or a bot rather than a person (3, 4 and 10).
+fn chat_admits_guest(source: &SessionSource, policy: &AuthPolicy) -> bool {
     let platform = source.platform.as_str();
-    // 1. System-generated / signature-authenticated platforms.
+    let access = policy.access(platform);
+    let chat_id = source.chat_id.as_str();
+    let group_chats = &access.group_allowed_chats;
+    // 3. A whole group/forum/channel allowed by chat id; works without a user id. (Rule 10
+    // admits the same chats for group and forum types.)
+    if matches!(
+        source.chat_type,
+        ChatType::Group | ChatType::Forum | ChatType::Channel
+    ) && !chat_id.is_empty()
+        && (lists("*", group_chats) || lists(chat_id, group_chats))
+    {
+        return true;
+    }
+    // 4. Bots admitted by `{PLATFORM}_ALLOW_BOTS=mentions|all`.
+    if source.is_bot && access.allow_bots {
+        return true;
+    }
+    // 10 (legacy). Chat ids (leading '-') in TELEGRAM_GROUP_ALLOWED_USERS allow the chat; it
+    // needs a user id, as the reference's rule order puts it after rule 5.
+    let has_user = source.user_id.as_deref().is_some_and(|id| !id.is_empty());
+    if has_user && platform == "telegram" && is_group_like(source.chat_type) && !chat_id.is_empty()
+    {
+        let legacy: Vec<&String> = access
+            .group_allowed_users
+            .iter()
+            .filter(|v| v.starts_with('-'))
+            .collect();
+        if !legacy.is_empty() {
+            warn_legacy_group_users(&legacy);
+            if legacy.iter().any(|v| *v == chat_id) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The rules that admit the person themself (1, 2, 6, 7, 8, 9's allow-all, 11 and 12).
+fn person_is_allowed(source: &SessionSource, policy: &AuthPolicy, pairing: &PairingStore) -> bool {
+    let platform = source.platform.as_str();
+    // 1. System-generated / signature-authenticated platforms: the operator's own channels.
     if SELF_AUTHENTICATED_PLATFORMS.contains(&platform) {
         return true;
     }
     let access = policy.access(platform);
     // 2. The adapter authenticated the caller upstream (the API server's bearer key).
     if access.authorization_is_upstream {
-        return true;
-    }
-    let chat_id = source.chat_id.as_str();
-    // 3. A whole group/forum/channel allowed by chat id; works without a user id.
-    if matches!(
-        source.chat_type,
-        ChatType::Group | ChatType::Forum | ChatType::Channel
-    ) && !chat_id.is_empty()
-        && (lists("*", &access.group_allowed_chats) || lists(chat_id, &access.group_allowed_chats))
-    {
-        return true;
-    }
-    // 4. Bots admitted by `{PLATFORM}_ALLOW_BOTS=mentions|all`.
-    if source.is_bot && access.allow_bots {
         return true;
     }
     // 5. Everything below needs a user.
@@ -108,21 +158,6 @@ pub fn is_authorized(source: &SessionSource, policy: &AuthPolicy, pairing: &Pair
         && policy.gateway_allowed_users.is_empty()
     {
         return policy.gateway_allow_all_users;
-    }
-    // 10. Group chat ids; legacy chat ids (leading '-') in TELEGRAM_GROUP_ALLOWED_USERS.
-    if group && !chat_id.is_empty() {
-        if lists("*", group_chats) || lists(chat_id, group_chats) {
-            return true;
-        }
-        if platform == "telegram" {
-            let legacy: Vec<&String> = group_users.iter().filter(|v| v.starts_with('-')).collect();
-            if !legacy.is_empty() {
-                warn_legacy_group_users(&legacy);
-                if legacy.iter().any(|v| *v == chat_id) {
-                    return true;
-                }
-            }
-        }
     }
     let allowed: BTreeSet<&str> = access
         .allowed_users

@@ -194,6 +194,19 @@ impl RoutingIndex {
         Ok(moving.len())
     }
 
+    /// Moves the entry under `old` to `new` (same session, new key); false when `old` has
+    /// none.
+    pub async fn rename(&self, store: &Store, old: &str, new: &str) -> StoreResult<bool> {
+        let Some(mut entry) = self.get(old) else {
+            return Ok(false);
+        };
+        entry.session_key = new.to_owned();
+        self.save(store, entry).await?;
+        store.delete_routing_entry(&self.scope, old).await?;
+        self.lock().remove(old);
+        Ok(true)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RouteEntry>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }

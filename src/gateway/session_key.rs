@@ -1,5 +1,10 @@
-//! Session keys, exactly as Hermes builds them: `agent:main:<platform>:dm:<chat>[:<thread>]`
-//! for DMs, `agent:main:<platform>:<chat_type>[:<chat>][:<thread>][:<participant>]` otherwise.
+//! Session keys, as Hermes builds them: `agent:main:<platform>:dm:<chat>[:<thread>]` for
+//! DMs, `agent:main:<platform>:<chat_type>[:<chat>][:<thread>][:<participant>]` otherwise —
+//! except that the participant is always the platform's stable user id. Hermes prefers the
+//! alternative id, which on Telegram is the username: a username can be given up and taken
+//! by someone else, who would then inherit the group session. Rows stored under such a key
+//! stay reachable: [`legacy_session_key`] names the old key, and the router moves its entry
+//! to the new key when the entry's recorded user id is the sender's ([`same_person`]).
 
 use hermes_adapter::{ChatType, SessionSource};
 
@@ -30,8 +35,43 @@ pub fn build_session_key(
     policy: KeyPolicy,
     profile: Option<&str>,
 ) -> String {
+    key_with(source, policy, profile, non_empty(&source.user_id))
+}
+
+/// The key Hermes (and hermesd before) gave `source`, with the alternative id (the Telegram
+/// username) as participant; `None` when it is the same as [`build_session_key`]'s.
+pub fn legacy_session_key(
+    source: &SessionSource,
+    policy: KeyPolicy,
+    profile: Option<&str>,
+) -> Option<String> {
+    let alt = non_empty(&source.user_id_alt)?;
+    let legacy = key_with(source, policy, profile, Some(alt));
+    (legacy != build_session_key(source, policy, profile)).then_some(legacy)
+}
+
+/// Whether a routing entry's stored `origin` was recorded for the same person as `source`
+/// (same stable user id): only then may a session under a legacy key be taken over.
+pub fn same_person(origin: Option<&serde_json::Value>, source: &SessionSource) -> bool {
+    let recorded = origin
+        .and_then(|o| o.get("user_id"))
+        .and_then(|v| match v {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+        .filter(|id| !id.is_empty());
+    recorded.is_some() && recorded.as_deref() == non_empty(&source.user_id)
+}
+
+fn key_with(
+    source: &SessionSource,
+    policy: KeyPolicy,
+    profile: Option<&str>,
+    participant: Option<&str>,
+) -> String {
     let namespace = format!("agent:{}", profile.unwrap_or("main"));
-    let participant = non_empty(&source.user_id_alt).or(non_empty(&source.user_id));
+    let participant = participant.or(non_empty(&source.user_id));
     let thread = non_empty(&source.thread_id);
     let mut parts = vec![namespace, source.platform.clone()];
     if source.chat_type == ChatType::Dm {
@@ -148,5 +188,43 @@ mod tests {
             build_session_key(&api, default, None),
             "agent:main:api_server:dm"
         );
+    }
+
+    #[test]
+    fn the_participant_is_the_stable_id_never_the_username() {
+        let mut member = source("telegram", ChatType::Group, "-1001", None);
+        member.user_id = Some("333".into());
+        member.user_id_alt = Some("alice".into());
+        let default = KeyPolicy::default();
+        assert_eq!(
+            build_session_key(&member, default, None),
+            "agent:main:telegram:group:-1001:333"
+        );
+        assert_eq!(
+            legacy_session_key(&member, default, None).as_deref(),
+            Some("agent:main:telegram:group:-1001:alice")
+        );
+        member.user_id_alt = None;
+        assert_eq!(legacy_session_key(&member, default, None), None);
+        // DMs are keyed by the chat: nothing changed, nothing to move.
+        let mut dm = source("telegram", ChatType::Dm, "42", None);
+        dm.user_id_alt = Some("alice".into());
+        assert_eq!(legacy_session_key(&dm, default, None), None);
+    }
+
+    #[test]
+    fn only_the_same_stable_id_takes_over_a_legacy_row() {
+        let mut newcomer = source("telegram", ChatType::Group, "-1001", None);
+        newcomer.user_id = Some("999".into());
+        newcomer.user_id_alt = Some("alice".into());
+        let origin = serde_json::json!({"user_id": "333", "user_id_alt": "alice"});
+        assert!(
+            !same_person(Some(&origin), &newcomer),
+            "a recycled username"
+        );
+        newcomer.user_id = Some("333".into());
+        assert!(same_person(Some(&origin), &newcomer));
+        assert!(!same_person(None, &newcomer));
+        assert!(!same_person(Some(&serde_json::json!({})), &newcomer));
     }
 }

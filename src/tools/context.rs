@@ -45,6 +45,43 @@ impl Default for ToolLimits {
     }
 }
 
+/// How much a turn's requester is trusted (see SECURITY.md's threat model): the operator
+/// (the CLI, cron, the host's files), a person the configuration names (an allowlist, an
+/// approved pairing, an allowed role, the HTTP API's key), or a guest admitted only because
+/// the chat they wrote in is allowed (or as an allowed bot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Authority {
+    #[default]
+    Operator,
+    AllowedUser,
+    Guest,
+}
+
+impl Authority {
+    /// Whether this requester may change what the daemon does for everyone (control
+    /// commands, permanent approvals, other chats' cron jobs).
+    pub fn is_trusted(self) -> bool {
+        !matches!(self, Authority::Guest)
+    }
+}
+
+/// Who a turn's tool calls act for: their authority and the chat the turn came from.
+/// Chat fields are empty for the operator's own turns (CLI, cron).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    pub authority: Authority,
+    pub platform: String,
+    pub chat_id: String,
+    pub user_id: Option<String>,
+}
+
+impl Caller {
+    /// The operator (the CLI's `chat`, scheduled jobs).
+    pub fn operator() -> Self {
+        Self::default()
+    }
+}
+
 /// The dependencies of one tool call.
 #[derive(Clone)]
 pub struct ToolCtx {
@@ -69,6 +106,8 @@ pub struct ToolCtx {
     /// The platform the session talks on (`telegram`, `cli`, ...): skills disabled there
     /// are hidden from the skills tools too. `None`: only the global list applies.
     pub platform: Option<String>,
+    /// Whom the call acts for; the operator unless a chat turn says otherwise.
+    pub caller: Caller,
 }
 
 impl std::fmt::Debug for ToolCtx {
@@ -80,6 +119,7 @@ impl std::fmt::Debug for ToolCtx {
             .field("session_id", &self.session_id)
             .field("has_store", &self.store.is_some())
             .field("has_clarify", &self.clarify.is_some())
+            .field("caller", &self.caller)
             .finish_non_exhaustive()
     }
 }
@@ -128,6 +168,7 @@ impl ToolCtx {
             limits: ToolLimits::default(),
             skills: Arc::default(),
             platform: None,
+            caller: Caller::operator(),
         }
     }
 }

@@ -1,12 +1,14 @@
 //! The `cronjob` tool: the agent schedules, lists and manages jobs in `cron/jobs.json` for
 //! the person it is talking to. A job made in a chat delivers back to that chat by default
 //! (its `origin`, read from the session's routing entry); a scheduled run cannot schedule
-//! more jobs. Every answer is a JSON object; refusals say what to change.
+//! more jobs. A guest (someone admitted only because their group chat is allowed) sees and
+//! manages only the jobs created from their own chat; allowed users and the operator manage
+//! every job. Every answer is a JSON object; refusals say what to change.
 
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::context::ToolCtx;
+use super::context::{Caller, ToolCtx};
 use super::error::ToolError;
 use super::registry::{ToolEntry, check_fn, handler};
 use crate::cron::ops::{JobEdit, Jobs, summary};
@@ -101,6 +103,47 @@ fn zone(ctx: &ToolCtx) -> Zone {
         .unwrap_or(Zone::Host)
 }
 
+/// Whether `job` was created from the caller's chat (its stored origin names the caller's
+/// platform and chat id).
+fn created_in_callers_chat(job: &JobRecord, caller: &Caller) -> bool {
+    job.origin().is_some_and(|origin| {
+        origin.get("platform").and_then(Value::as_str) == Some(caller.platform.as_str())
+            && match origin.get("chat_id") {
+                Some(Value::String(id)) => *id == caller.chat_id,
+                Some(Value::Number(id)) => id.to_string() == caller.chat_id,
+                _ => false,
+            }
+    })
+}
+
+/// Whether the caller may see and manage `job`: allowed users and the operator may manage
+/// every job, a guest only those created from their own chat.
+fn may_manage(job: &JobRecord, caller: &Caller) -> bool {
+    caller.authority.is_trusted() || created_in_callers_chat(job, caller)
+}
+
+/// The id of the job `reference` names, when the caller may manage it; otherwise the
+/// refusal to give the model.
+fn managed_job_id(jobs: &Jobs, reference: &str, caller: &Caller) -> Result<String, String> {
+    let all = jobs.list()?;
+    let index = crate::cron::find_job(&all, reference)?
+        .ok_or_else(|| format!("no scheduled job has the id or name {reference:?}"))?;
+    let job = &all[index];
+    if !may_manage(job, caller) {
+        tracing::warn!(
+            platform = %caller.platform,
+            chat_id = %caller.chat_id,
+            job_id = job.id(),
+            "a guest's turn tried to manage a scheduled job created elsewhere; refused"
+        );
+        return Err(format!(
+            "job {reference:?} was not created from this chat: a guest may only manage the \
+             jobs made here; an allowed user of this bot can manage every job"
+        ));
+    }
+    Ok(job.id().to_owned())
+}
+
 async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
     let action = text(&args, "action").unwrap_or_default().to_lowercase();
     let jobs = Jobs::new(JobsStore::new(ctx.home.cron_dir()), zone(&ctx));
@@ -130,7 +173,8 @@ async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
     let outcome: Result<Value, String> = match action.as_str() {
         "create" if is_cron_run => Err("a scheduled run cannot schedule further jobs".into()),
         "create" => {
-            let (Some(schedule), Some(prompt)) = (text(&args, "schedule"), text(&args, "prompt")) else {
+            let (Some(schedule), Some(prompt)) = (text(&args, "schedule"), text(&args, "prompt"))
+            else {
                 return refuse("create needs both schedule and prompt");
             };
             let new = NewJob {
@@ -151,11 +195,21 @@ async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
                 .and_then(|r| r)
                 .map(|job| json!({"success": true, "job": job_json(&job)}))
         }
-        "list" => tokio::task::spawn_blocking(move || jobs.list())
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r)
-            .map(|all| json!({"success": true, "jobs": all.iter().map(job_json).collect::<Vec<_>>()})),
+        "list" => {
+            let caller = ctx.caller.clone();
+            tokio::task::spawn_blocking(move || jobs.list())
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|r| r)
+                .map(|all| {
+                    let visible: Vec<Value> = all
+                        .iter()
+                        .filter(|job| may_manage(job, &caller))
+                        .map(job_json)
+                        .collect();
+                    json!({"success": true, "jobs": visible})
+                })
+        }
         "update" | "pause" | "resume" | "remove" | "run" => {
             let reference = match needs_job() {
                 Ok(reference) => reference,
@@ -172,12 +226,16 @@ async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
                 provider,
             };
             let action = action.clone();
-            tokio::task::spawn_blocking(move || match action.as_str() {
-                "update" => jobs.edit(&reference, edit, now),
-                "pause" => jobs.pause(&reference, None, now),
-                "resume" => jobs.resume(&reference, now),
-                "remove" => jobs.remove(&reference, now),
-                _ => jobs.trigger(&reference, now),
+            let caller = ctx.caller.clone();
+            tokio::task::spawn_blocking(move || {
+                let id = managed_job_id(&jobs, &reference, &caller)?;
+                match action.as_str() {
+                    "update" => jobs.edit(&id, edit, now),
+                    "pause" => jobs.pause(&id, None, now),
+                    "resume" => jobs.resume(&id, now),
+                    "remove" => jobs.remove(&id, now),
+                    _ => jobs.trigger(&id, now),
+                }
             })
             .await
             .map_err(|e| e.to_string())
@@ -272,5 +330,95 @@ mod tests {
                 .unwrap(),
         );
         assert_eq!(removed["success"], true);
+    }
+
+    fn guest_in(chat_id: &str) -> Caller {
+        Caller {
+            authority: crate::tools::context::Authority::Guest,
+            platform: "telegram".into(),
+            chat_id: chat_id.into(),
+            user_id: Some("333".into()),
+        }
+    }
+
+    fn job_made_in(ctx: &ToolCtx, chat_id: &str, name: &str) -> String {
+        let jobs = Jobs::new(JobsStore::new(ctx.home.cron_dir()), Zone::Host);
+        let new = NewJob {
+            prompt: "report".into(),
+            schedule: "every 2h".into(),
+            name: Some(name.into()),
+            repeat: None,
+            deliver: None,
+            origin: Some(json!({"platform": "telegram", "chat_id": chat_id})),
+            skills: Vec::new(),
+            model: None,
+            provider: None,
+            workdir: None,
+        };
+        jobs.create(new, Utc::now()).unwrap().id().to_owned()
+    }
+
+    #[tokio::test]
+    async fn a_guest_manages_only_the_jobs_of_their_own_chat() {
+        let dir = tempfile::tempdir().unwrap();
+        let operator = ToolCtx::for_tests(dir.path());
+        let owners = job_made_in(&operator, "111", "owner-digest");
+        let groups = job_made_in(&operator, "-1001", "group-digest");
+        let mut guest = operator.clone();
+        guest.caller = guest_in("-1001");
+
+        let listed = parse(
+            &call(guest.clone(), json!({"action": "list"}))
+                .await
+                .unwrap(),
+        );
+        let ids: Vec<&str> = listed["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["job_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [groups.as_str()], "the owner's job is not even listed");
+        for action in ["update", "pause", "resume", "remove", "run"] {
+            for reference in [owners.as_str(), "owner-digest"] {
+                let refused = parse(
+                    &call(
+                        guest.clone(),
+                        json!({"action": action, "job_id": reference, "prompt": "x"}),
+                    )
+                    .await
+                    .unwrap(),
+                );
+                assert_eq!(refused["success"], false, "{action}: {refused}");
+                let error = refused["error"].as_str().unwrap();
+                assert!(
+                    error.contains("not created from this chat") && error.contains("allowed user"),
+                    "{error}"
+                );
+            }
+        }
+        let paused = parse(
+            &call(guest, json!({"action": "pause", "job_id": groups}))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(paused["success"], true, "{paused}");
+
+        // The operator (and any allowed user) still manages every job.
+        let all = parse(
+            &call(operator.clone(), json!({"action": "list"}))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(all["jobs"].as_array().unwrap().len(), 2);
+        let mut allowed = operator.clone();
+        allowed.caller = guest_in("-1001");
+        allowed.caller.authority = crate::tools::context::Authority::AllowedUser;
+        let removed = parse(
+            &call(allowed, json!({"action": "remove", "job_id": owners}))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(removed["success"], true, "{removed}");
     }
 }

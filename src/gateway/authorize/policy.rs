@@ -69,8 +69,12 @@ struct PlatformNames {
     allow_bots_from_config: bool,
     /// Whether the reference bridges `allow_from` into `{PLATFORM}_ALLOWED_USERS`.
     allow_from_from_config: bool,
-    /// Telegram's group lists.
-    group_lists: bool,
+    /// Telegram's list of users allowed in groups (`TELEGRAM_GROUP_ALLOWED_USERS`).
+    group_users: bool,
+    /// The env var listing whole group chats (channels) allowed by id; their members who are
+    /// not allowed users chat as guests. Telegram's is the reference's; Discord's and
+    /// Slack's are hermesd's (the reference has no chat allowlist there), read like it.
+    group_chats_env: &'static str,
 }
 
 const CHAT_PLATFORMS: [PlatformNames; 3] = [
@@ -81,7 +85,8 @@ const CHAT_PLATFORMS: [PlatformNames; 3] = [
         allow_bots: "TELEGRAM_ALLOW_BOTS",
         allow_bots_from_config: true,
         allow_from_from_config: true,
-        group_lists: true,
+        group_users: true,
+        group_chats_env: "TELEGRAM_GROUP_ALLOWED_CHATS",
     },
     PlatformNames {
         name: "discord",
@@ -90,7 +95,8 @@ const CHAT_PLATFORMS: [PlatformNames; 3] = [
         allow_bots: "DISCORD_ALLOW_BOTS",
         allow_bots_from_config: false,
         allow_from_from_config: true,
-        group_lists: false,
+        group_users: false,
+        group_chats_env: "DISCORD_GROUP_ALLOWED_CHATS",
     },
     PlatformNames {
         name: "slack",
@@ -99,7 +105,8 @@ const CHAT_PLATFORMS: [PlatformNames; 3] = [
         allow_bots: "SLACK_ALLOW_BOTS",
         allow_bots_from_config: true,
         allow_from_from_config: false,
-        group_lists: false,
+        group_users: false,
+        group_chats_env: "SLACK_GROUP_ALLOWED_CHATS",
     },
 ];
 
@@ -183,24 +190,17 @@ fn platform_access(
         })
         .map(|v| matches!(v.trim().to_lowercase().as_str(), "mentions" | "all"))
         .unwrap_or(false);
-    let (group_allowed_users, group_allowed_chats) = if names.group_lists {
-        (
-            list_from(
-                env,
-                "TELEGRAM_GROUP_ALLOWED_USERS",
-                extra,
-                "group_allow_from",
-            ),
-            list_from(
-                env,
-                "TELEGRAM_GROUP_ALLOWED_CHATS",
-                extra,
-                "group_allowed_chats",
-            ),
+    let group_allowed_users = if names.group_users {
+        list_from(
+            env,
+            "TELEGRAM_GROUP_ALLOWED_USERS",
+            extra,
+            "group_allow_from",
         )
     } else {
-        (Vec::new(), Vec::new())
+        Vec::new()
     };
+    let group_allowed_chats = list_from(env, names.group_chats_env, extra, "group_allowed_chats");
     PlatformAccess {
         allowed_users,
         allow_all_users: env_value(env, names.allow_all_users)

@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 use futures_util::FutureExt;
 use hermes_adapter::MessageEvent;
 
+use super::authority::{check_answer, log_refusal};
 use super::commands::{self, Command};
 use super::slot::{Job, QUEUE_CAP, Slot, SlotState};
 use super::{API_PLATFORM, Router, steer};
 use crate::config::BusyInputMode;
 use crate::tools::approval::ApprovalDecision;
+use crate::tools::context::Authority;
 
 /// At most one busy acknowledgement per session in this window (`_BUSY_ACK_COOLDOWN`).
 pub const BUSY_ACK_COOLDOWN: Duration = Duration::from_secs(30);
@@ -59,20 +61,47 @@ impl Router {
         }
         // A pending approval or clarify question takes plain answers even mid-turn.
         if command.is_none() && !is_api {
-            if state.approval.is_some()
+            if let Some(pending) = &state.approval
                 && let Some(decision) = approval_word(&job.event.text)
             {
+                let allowed = check_answer(
+                    pending.asker.as_deref(),
+                    &job.event.source,
+                    job.authority,
+                    Some(decision),
+                );
+                if let Err(refusal) = allowed {
+                    drop(state);
+                    log_refusal(&job.event.source, "approval answer", "not the asker");
+                    self.spawn_answer(job, refusal.text("approval"));
+                    return;
+                }
                 let answer = state.approval.take();
                 drop(state);
-                if let Some(tx) = answer {
-                    let _ = tx.send(decision);
+                if let Some(pending) = answer {
+                    let _ = pending.answer.send(decision);
                 }
                 self.spawn_answer(job, decision_text(decision).to_owned());
                 return;
             }
-            if let Some(tx) = state.clarify.take() {
+            if let Some(pending) = &state.clarify {
+                let allowed = check_answer(
+                    pending.asker.as_deref(),
+                    &job.event.source,
+                    job.authority,
+                    None,
+                );
+                if let Err(refusal) = allowed {
+                    drop(state);
+                    log_refusal(&job.event.source, "clarify answer", "not the asker");
+                    self.spawn_answer(job, refusal.text("question"));
+                    return;
+                }
+                let answer = state.clarify.take();
                 drop(state);
-                let _ = tx.send(job.event.text.clone());
+                if let Some(pending) = answer {
+                    let _ = pending.answer.send(job.event.text.clone());
+                }
                 self.spawn_ignore(job);
                 return;
             }
@@ -102,7 +131,14 @@ impl Router {
             self.spawn_answer(job, steer::full_text());
             return;
         }
-        let mode = if is_api {
+        // A guest's message never steers or interrupts someone else's turn: steering would
+        // hand the guest's words to a turn holding the other person's tools.
+        let foreign_guest = job.authority == Authority::Guest
+            && state.running.as_ref().is_some_and(|running| {
+                job.event.source.user_id.is_none()
+                    || running.source.user_id != job.event.source.user_id
+            });
+        let mode = if is_api || foreign_guest {
             BusyInputMode::Queue
         } else {
             self.live().config.display.busy_input_mode
@@ -213,6 +249,7 @@ impl Router {
     pub(super) async fn run_job(&self, slot: &Arc<Slot>, job: Job) {
         let event = job.event.clone();
         let api = job.api.clone();
+        let authority = job.authority;
         let outcome = AssertUnwindSafe(self.run_job_inner(slot, job))
             .catch_unwind()
             .await;
@@ -221,6 +258,7 @@ impl Router {
                 event,
                 resumed: false,
                 api,
+                authority,
             };
             self.turn_panicked(slot, &job, panic).await;
         }

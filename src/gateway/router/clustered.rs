@@ -300,10 +300,18 @@ impl Router {
                 return None;
             }
         };
+        // Authorized when it was journaled (perhaps by another instance); its authority is
+        // decided again here, and an event the current configuration no longer admits
+        // keeps only a guest's.
+        let authority = self
+            .authority_of(&event.source)
+            .await
+            .unwrap_or(crate::tools::context::Authority::Guest);
         Some(Job {
             event,
             resumed: journaled.state == InboundState::Processing,
             api: None,
+            authority,
         })
     }
 
@@ -336,6 +344,7 @@ impl Router {
             event: job.event.clone(),
             resumed: job.resumed || recorded,
             api: Some(api.clone()),
+            authority: job.authority,
         };
         slot.lock()
             .enqueue_front(again, &self.metrics.router_queue_depth);

@@ -7,9 +7,13 @@ use std::sync::Arc;
 use hermes_adapter::MessageEvent;
 
 use super::Router;
+use super::authority::{
+    Gate, allowed_users_only_text, check_answer, gate, log_refusal, not_your_turn_text,
+};
 use super::busy::approval_reply;
 use super::slot::{Job, Slot};
 use crate::tools::approval::ApprovalDecision;
+use crate::tools::context::Authority;
 
 /// A parsed command: canonical name (aliases resolved) and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,6 +136,12 @@ impl Router {
             self.respond(&job, &text).await;
             return;
         }
+        if job.authority == Authority::Guest
+            && let Some(refusal) = self.guest_refusal(slot, &job, &command)
+        {
+            self.respond(&job, &refusal).await;
+            return;
+        }
         let reply = match name {
             "help" => Some(help_text()),
             "commands" => Some(self.commands_text(&job.event, &command.args)),
@@ -141,7 +151,7 @@ impl Router {
             )),
             "whoami" => Some(whoami_text(&job.event)),
             "stop" => Some(self.stop(slot)),
-            "approve" | "deny" => Some(self.resolve_approval(slot, name, &command.args)),
+            "approve" | "deny" => Some(self.resolve_approval(slot, &job, name, &command.args)),
             "queue" => self.queue_command(slot, &job, &command.args),
             "steer" => self.steer_command(slot, &job, &command.args),
             "status" => Some(self.status_text(slot, &job.event).await),
@@ -183,6 +193,7 @@ impl Router {
             event,
             resumed: false,
             api: job.api,
+            authority: job.authority,
         };
         self.run_turn(slot, job).await;
     }
@@ -280,7 +291,32 @@ impl Router {
         "⚡ Stopped. You can continue this session.".to_owned()
     }
 
-    fn resolve_approval(&self, slot: &Arc<Slot>, name: &str, args: &str) -> String {
+    /// Why a guest may not run `command` here, if they may not (`authority.rs`); the
+    /// refusal is logged for the operator.
+    fn guest_refusal(&self, slot: &Arc<Slot>, job: &Job, command: &Command) -> Option<String> {
+        let source = &job.event.source;
+        let name = command.name.as_str();
+        match gate(command) {
+            Gate::Open => None,
+            Gate::AllowedUsersOnly(why) => {
+                log_refusal(source, name, "only allowed users may run this command");
+                Some(allowed_users_only_text(name, why, &source.platform))
+            }
+            Gate::OwnTurn => {
+                let state = slot.lock();
+                let running = state.running.as_ref()?;
+                let own = source.user_id.is_some() && running.source.user_id == source.user_id;
+                if own {
+                    return None;
+                }
+                drop(state);
+                log_refusal(source, name, "the running turn is someone else's");
+                Some(not_your_turn_text(name))
+            }
+        }
+    }
+
+    fn resolve_approval(&self, slot: &Arc<Slot>, job: &Job, name: &str, args: &str) -> String {
         let decision = if name == "deny" {
             ApprovalDecision::Deny
         } else {
@@ -290,14 +326,30 @@ impl Router {
                 _ => ApprovalDecision::Once,
             }
         };
-        let Some(tx) = slot.lock().approval.take() else {
+        let mut state = slot.lock();
+        let Some(pending) = state.approval.as_ref() else {
             return if name == "deny" {
                 "No pending command to deny.".to_owned()
             } else {
                 "No pending command to approve.".to_owned()
             };
         };
-        let _ = tx.send(decision);
+        let allowed = check_answer(
+            pending.asker.as_deref(),
+            &job.event.source,
+            job.authority,
+            Some(decision),
+        );
+        if let Err(refusal) = allowed {
+            drop(state);
+            log_refusal(&job.event.source, name, "may not answer this approval");
+            return refusal.text("approval");
+        }
+        let Some(pending) = state.approval.take() else {
+            return "No pending command to approve.".to_owned();
+        };
+        drop(state);
+        let _ = pending.answer.send(decision);
         match decision {
             ApprovalDecision::Once => "✅ Command approved. The agent is resuming...".to_owned(),
             ApprovalDecision::Session => {
@@ -329,6 +381,7 @@ impl Router {
                 event,
                 resumed: false,
                 api: None,
+                authority: job.authority,
             },
             &self.metrics.router_queue_depth,
         );

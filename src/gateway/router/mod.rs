@@ -4,6 +4,7 @@
 //! messages become agent turns, one at a time per session. Replies are recorded as
 //! delivery obligations before they are sent.
 
+mod authority;
 mod busy;
 mod clustered;
 pub mod commands;
@@ -41,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::AgentDeps;
 use crate::config::LoadedConfig;
-use crate::gateway::authorize::{AuthPolicy, is_authorized, unauthorized_reply};
+use crate::gateway::authorize::{AuthPolicy, Authority, authority, unauthorized_reply};
 use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::pairing::PairingStore;
 use crate::gateway::routing::RoutingIndex;
@@ -283,18 +284,15 @@ impl Router {
     pub async fn handle_inbound(&self, event: MessageEvent) -> RecordOutcome {
         GatewayMetrics::incr(&self.metrics.events_in);
         // The pairing files are read on tokio's blocking pool, not on a runtime thread.
-        let router = self.arc();
-        let asker = event.source.clone();
-        let authorized = tokio::task::spawn_blocking(move || {
-            is_authorized(&asker, &router.live().auth, &router.pairing)
-        })
-        .await
-        .unwrap_or(false);
-        let source = &event.source;
-        if !authorized {
+        let Some(authority) = self.authority_of(&event.source).await else {
             self.deny(&event).await;
             return RecordOutcome::Refused;
+        };
+        if let Some(refusal) = self.refused_answer(&event, authority) {
+            self.send_direct(&event.source, &refusal).await;
+            return RecordOutcome::Refused;
         }
+        let source = &event.source;
         let key = self.session_key(&event);
         let payload = serde_json::to_value(&event).unwrap_or_default();
         let recorded = self
@@ -317,6 +315,7 @@ impl Router {
             event,
             resumed: false,
             api: None,
+            authority,
         };
         match &self.cluster {
             Some(cluster) => self.offer_clustered(cluster, key, job),
@@ -343,11 +342,26 @@ impl Router {
                 api: Some(Arc::new(
                     ApiResponder::new(reply, deltas).with_system(system),
                 )),
+                // The API server checked the operator's key before the request got here.
+                authority: Authority::AllowedUser,
             },
         );
         answer
             .await
             .unwrap_or_else(|_| Err("the gateway is shutting down".to_owned()))
+    }
+
+    /// How far the sender of `source` is trusted; `None` when they may not use the bot.
+    /// The pairing files are read on tokio's blocking pool, not on a runtime thread.
+    pub(crate) async fn authority_of(
+        &self,
+        source: &hermes_adapter::SessionSource,
+    ) -> Option<Authority> {
+        let router = self.arc();
+        let asker = source.clone();
+        tokio::task::spawn_blocking(move || authority(&asker, &router.live().auth, &router.pairing))
+            .await
+            .unwrap_or(None)
     }
 
     /// An unauthorized sender: a pairing code for a DM where the platform pairs, else nothing.

@@ -1,7 +1,8 @@
 //! Approval and clarify prompts from a running turn to the chat it serves. The agent's
 //! tools ask through process-wide callbacks carrying the session id; the router finds the
 //! slot running that session, sends the prompt (buttons where the platform has them) and
-//! waits for `/approve`, `/deny`, a button, a plain word, or the clarify answer.
+//! waits for `/approve`, `/deny`, a button, a plain word, or the clarify answer — from the
+//! person whose turn asked, or an allowed user (`authority.rs`).
 
 use std::sync::{Arc, Weak};
 
@@ -10,6 +11,7 @@ use hermes_adapter::{Button, SessionSource};
 use tokio::sync::oneshot;
 
 use super::Router;
+use super::authority::Pending;
 use super::slot::Slot;
 use crate::agent::UserPrompts;
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
@@ -103,7 +105,7 @@ impl Router {
             return ApprovalDecision::Deny;
         };
         let (tx, rx) = oneshot::channel();
-        slot.lock().approval = Some(tx);
+        slot.lock().approval = Some(Pending::new(tx, source.user_id.clone()));
         let text = approval_text(&request);
         self.send_prompt(&source, &text, approval_buttons(request.allow_permanent))
             .await;
@@ -115,7 +117,7 @@ impl Router {
             return Err("no chat is waiting for this question".to_owned());
         };
         let (tx, rx) = oneshot::channel();
-        slot.lock().clarify = Some(tx);
+        slot.lock().clarify = Some(Pending::new(tx, source.user_id.clone()));
         let choices = request.choices.clone().unwrap_or_default();
         let mut text = format!("❓ {}", request.question);
         for (i, choice) in choices.iter().enumerate() {

@@ -11,6 +11,7 @@ use super::{API_PLATFORM, Router};
 use crate::agent::{Agent, AgentDeps, AgentError, new_session_id};
 use crate::gateway::reset::{ResetReason, policy_for, reset_notice, should_reset};
 use crate::gateway::routing::RouteEntry;
+use crate::gateway::session_key::{legacy_session_key, same_person};
 use crate::state::{StoreError, StoreResult, now_epoch};
 
 /// An agent ready for a turn, and the notice owed to the user first (an automatic reset).
@@ -50,6 +51,9 @@ impl Router {
         allow_reset: bool,
     ) -> StoreResult<(RouteEntry, Option<ResetReason>)> {
         let now = now_epoch();
+        if self.routing.get(key).is_none() {
+            self.adopt_legacy_route(key, source).await?;
+        }
         if let Some(mut entry) = self.routing.get(key) {
             let live = self.live();
             let policy = policy_for(&live.config, &source.platform, source.chat_type.as_str());
@@ -79,6 +83,28 @@ impl Router {
         let entry = RouteEntry::new(key, &new_session_id(), now, origin_json(source));
         self.routing.save(&self.store, entry.clone()).await?;
         Ok((entry, None))
+    }
+
+    /// A conversation stored under the key Hermes built from a username
+    /// (`session_key::legacy_session_key`) continues under the stable-id key — only when the
+    /// stored entry was recorded for this same user id, so whoever takes over a recycled
+    /// username starts afresh instead.
+    async fn adopt_legacy_route(&self, key: &str, source: &SessionSource) -> StoreResult<()> {
+        let Some(legacy) = legacy_session_key(source, self.key_policy, None) else {
+            return Ok(());
+        };
+        let Some(entry) = self.routing.get(&legacy) else {
+            return Ok(());
+        };
+        if !same_person(entry.fields.get("origin"), source) {
+            tracing::info!(platform = %source.platform, chat_id = %source.chat_id,
+                "a session stored under this username belongs to another user id; not taken over");
+            return Ok(());
+        }
+        if self.routing.rename(&self.store, &legacy, key).await? {
+            tracing::info!(session_id = %entry.session_id, "session moved from its username key to its user-id key");
+        }
+        Ok(())
     }
 
     /// Points `key` at `session_id` (a `/new`, `/resume` or compression continuation).

@@ -13,6 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, EventSink, SteerInbox};
 use crate::tools::approval::ApprovalDecision;
+use crate::tools::context::Authority;
+
+use super::authority::Pending;
 
 /// The most messages waiting behind a running turn (Hermes `_BUSY_QUEUE_MAX_PENDING`).
 pub const QUEUE_CAP: usize = 32;
@@ -86,6 +89,8 @@ pub struct Job {
     pub resumed: bool,
     /// Shared so a panicking turn's request can still be answered.
     pub api: Option<std::sync::Arc<ApiResponder>>,
+    /// How far the event's sender is trusted, decided when the event was authorized.
+    pub authority: Authority,
 }
 
 /// The turn in progress.
@@ -112,8 +117,8 @@ pub struct SlotState {
     /// A worker task is draining the queue.
     pub worker: bool,
     pub last_ack: Option<Instant>,
-    pub approval: Option<oneshot::Sender<ApprovalDecision>>,
-    pub clarify: Option<oneshot::Sender<String>>,
+    pub approval: Option<Pending<ApprovalDecision>>,
+    pub clarify: Option<Pending<String>>,
     pub agent: Option<Agent>,
     pub last_active: Option<Instant>,
     /// `/model --once`: the model for the next turn only (kept in memory, as Hermes does).

@@ -75,6 +75,7 @@ impl Router {
             event,
             resumed: false,
             api: None,
+            authority: job.authority,
         });
         self.metrics
             .router_queue_depth

@@ -120,6 +120,14 @@ impl Router {
         let mut agent = prepared.agent;
         agent.attach_images(start.images);
         agent.set_request_system(job.api.as_ref().and_then(|api| api.system.clone()));
+        // The cached agent may have served someone else's turn in this session: whom this
+        // turn acts for decides the tools it is offered (a guest's are fewer).
+        agent.set_caller(crate::tools::context::Caller {
+            authority: job.authority,
+            platform: event.source.platform.clone(),
+            chat_id: event.source.chat_id.clone(),
+            user_id: event.source.user_id.clone(),
+        });
         // A choice whose provider no endpoint has any more (or a record written by another
         // Hermes naming providers differently) still picks its model from any provider.
         let any_provider = chosen

@@ -4,6 +4,7 @@
 //! Every Python toolset name is known, so configs written for the Python Hermes validate;
 //! toolsets whose tools hermesd does not have (web, browser, tts, ...) resolve to nothing.
 
+pub mod guest;
 mod platform;
 mod table;
 
@@ -13,6 +14,9 @@ pub use platform::{
     ALL_MCP, NO_MCP, default_toolset, is_known, platform_toolsets, preset_name, with_mcp_servers,
 };
 pub use table::{HERMES_CORE_TOOLS, LEGACY_TOOLSETS, TOOLSETS, Toolset};
+
+/// The prefix of an MCP server's toolset (`mcp-<server>`).
+pub(crate) const MCP_TOOLSET_PREFIX_NAME: &str = crate::tools::registry::MCP_TOOLSET_PREFIX;
 
 pub fn get_toolset(name: &str) -> Option<&'static Toolset> {
     TOOLSETS.iter().find(|t| t.name == name)

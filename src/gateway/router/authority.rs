@@ -1,0 +1,275 @@
+//! Who may do what in a chat, person by person (SECURITY.md's threat model): a guest —
+//! admitted only because their group is allowed — may chat, but the commands that change
+//! the daemon for everyone need an allowed user, `/stop`, `/steer` and `/new` act only on
+//! the guest's own turn (nor does a guest's plain message steer or interrupt another's), and an approval or clarify question is answered only by the person
+//! whose turn asked or by an allowed user acting as admin.
+
+use hermes_adapter::SessionSource;
+use tokio::sync::oneshot;
+
+use super::commands::Command;
+use crate::tools::approval::ApprovalDecision;
+use crate::tools::context::Authority;
+
+/// A question a running turn waits on, with the person whose turn asked it.
+#[derive(Debug)]
+pub struct Pending<T> {
+    pub answer: oneshot::Sender<T>,
+    /// The user id of the turn's requester (`None`: the platform gave none).
+    pub asker: Option<String>,
+}
+
+impl<T> Pending<T> {
+    pub fn new(answer: oneshot::Sender<T>, asker: Option<String>) -> Self {
+        Self { answer, asker }
+    }
+}
+
+/// What a guest may do with a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Gate {
+    /// Anyone admitted may run it.
+    Open,
+    /// A guest may run it only on a turn they started themself.
+    OwnTurn,
+    /// Only an allowed user may run it; the text says what it would do.
+    AllowedUsersOnly(&'static str),
+}
+
+/// The gate of `command`. Commands that change the daemon for every chat, write the
+/// configuration for good, or show other people's conversations need an allowed user.
+pub(super) fn gate(command: &Command) -> Gate {
+    let args = command.args.trim().to_lowercase();
+    let first = args.split_whitespace().next().unwrap_or("");
+    match command.name.as_str() {
+        "restart" => Gate::AllowedUsersOnly("it restarts the gateway for every chat"),
+        "sethome" => Gate::AllowedUsersOnly(
+            "it decides where scheduled jobs and cross-platform messages are delivered",
+        ),
+        "platform" if !matches!(first, "" | "list") => {
+            Gate::AllowedUsersOnly("it pauses or resumes a whole platform for everyone")
+        }
+        "model" if args.split_whitespace().any(|w| w == "--global") => {
+            Gate::AllowedUsersOnly("it changes the default model of every chat")
+        }
+        "approve" if matches!(first, "always" | "all") => Gate::AllowedUsersOnly(
+            "it approves the command's pattern permanently (written to command_allowlist)",
+        ),
+        "resume" => Gate::AllowedUsersOnly(
+            "it switches this chat into another session, whose history may be someone else's",
+        ),
+        "sessions" => Gate::AllowedUsersOnly("it lists the sessions of other chats"),
+        // `/new` interrupts the running turn before it clears the session.
+        "stop" | "steer" | "new" => Gate::OwnTurn,
+        _ => Gate::Open,
+    }
+}
+
+/// The refusal a guest gets for a command only allowed users may run.
+pub(super) fn allowed_users_only_text(name: &str, why: &str, platform: &str) -> String {
+    format!(
+        "🔒 `/{name}` is refused: only allowed users of this bot may use it ({why}). You are \
+         chatting here as a guest of this group. The bot's owner can make you an allowed user \
+         by adding your user id to {}_ALLOWED_USERS (or by approving a pairing).",
+        platform.to_uppercase()
+    )
+}
+
+/// The refusal a guest gets for `/stop`, `/steer` or `/new` on someone else's turn.
+pub(super) fn not_your_turn_text(name: &str) -> String {
+    format!(
+        "🔒 `/{name}` is refused: the running turn was started by someone else, and a guest \
+         may only stop, steer or restart their own. The person who started it, or an allowed user of \
+         this bot, can."
+    )
+}
+
+/// Why the answerer may not answer a pending question, if they may not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AnswerRefusal {
+    /// Neither the asker nor an allowed user.
+    NotTheAsker,
+    /// A guest (asker or not) chose a permanent approval.
+    PermanentByGuest,
+}
+
+/// Whether `answerer` (trusted as far as `authority`) may answer a question `asker`'s turn
+/// asked, with `decision` when it is an approval.
+pub(super) fn check_answer(
+    asker: Option<&str>,
+    answerer: &SessionSource,
+    authority: Authority,
+    decision: Option<ApprovalDecision>,
+) -> Result<(), AnswerRefusal> {
+    if authority.is_trusted() {
+        return Ok(());
+    }
+    if decision == Some(ApprovalDecision::Always) {
+        return Err(AnswerRefusal::PermanentByGuest);
+    }
+    let own = asker
+        .filter(|id| !id.is_empty())
+        .is_some_and(|id| answerer.user_id.as_deref() == Some(id));
+    if !own {
+        return Err(AnswerRefusal::NotTheAsker);
+    }
+    Ok(())
+}
+
+impl AnswerRefusal {
+    /// The text the refused answerer gets; the question stays pending.
+    pub(super) fn text(self, what: &str) -> String {
+        match self {
+            AnswerRefusal::NotTheAsker => format!(
+                "🔒 Your answer is refused: only the person whose request asked for this {what}, \
+                 or an allowed user of this bot, may answer it. It is still waiting for them."
+            ),
+            AnswerRefusal::PermanentByGuest => "🔒 `/approve always` is refused: only allowed \
+                 users of this bot may approve a command permanently (it is written to \
+                 command_allowlist). You may approve it once with /approve, or for this session \
+                 with /approve session; the approval is still waiting."
+                .to_owned(),
+        }
+    }
+}
+
+impl super::Router {
+    /// The refusal for a guest's answer to a question pending in its session that they may
+    /// not answer — `/approve` or `/deny` (typed, or a button's data), a plain approval
+    /// word, or a clarify answer (typed or a choice button) — decided before the event is
+    /// recorded: the adapter then treats a click as refused, so the prompt keeps its buttons
+    /// for the person who may answer it. The slot's own checks (`busy.rs`, `commands.rs`)
+    /// cover events taken up from another instance's journal.
+    pub(super) fn refused_answer(
+        &self,
+        event: &hermes_adapter::MessageEvent,
+        authority: Authority,
+    ) -> Option<String> {
+        if authority.is_trusted() {
+            return None;
+        }
+        let command = super::commands::parse(event);
+        let approval_answer = match &command {
+            Some(command) => match (command.name.as_str(), command.args.trim()) {
+                ("deny", _) => Some(ApprovalDecision::Deny),
+                ("approve", "always" | "all") => Some(ApprovalDecision::Always),
+                ("approve", "session") => Some(ApprovalDecision::Session),
+                ("approve", _) => Some(ApprovalDecision::Once),
+                _ => return None,
+            },
+            None => super::busy::approval_word(&event.text),
+        };
+        let slot = self
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&self.session_key(event))
+            .cloned()?;
+        let state = slot.lock();
+        let (asker, decision, what) = match (&state.approval, &state.clarify, approval_answer) {
+            (Some(pending), _, Some(decision)) => {
+                (pending.asker.clone(), Some(decision), "approval")
+            }
+            (_, Some(pending), _) if command.is_none() => (pending.asker.clone(), None, "question"),
+            _ => return None,
+        };
+        drop(state);
+        let refusal = check_answer(asker.as_deref(), &event.source, authority, decision).err()?;
+        log_refusal(&event.source, what, "may not answer this question");
+        Some(refusal.text(what))
+    }
+}
+
+/// Logs a refusal for the operator (ids only, never message text).
+pub(super) fn log_refusal(source: &SessionSource, what: &str, reason: &str) {
+    tracing::warn!(
+        platform = %source.platform,
+        chat_id = %source.chat_id,
+        user_id = source.user_id.as_deref().unwrap_or(""),
+        what,
+        reason,
+        "refused: the sender lacks the authority"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(name: &str, args: &str) -> Command {
+        Command {
+            name: name.into(),
+            args: args.into(),
+        }
+    }
+
+    #[test]
+    fn control_commands_need_an_allowed_user_and_chat_commands_stay_open() {
+        for (name, args) in [
+            ("restart", ""),
+            ("sethome", ""),
+            ("platform", "pause telegram"),
+            ("platform", "resume discord"),
+            ("model", "gpt-x --global"),
+            ("approve", "always"),
+            ("approve", "ALL"),
+            ("resume", "my notes"),
+            ("sessions", ""),
+        ] {
+            assert!(
+                matches!(gate(&command(name, args)), Gate::AllowedUsersOnly(_)),
+                "/{name} {args}"
+            );
+        }
+        for (name, args) in [
+            ("help", ""),
+            ("status", ""),
+            ("usage", ""),
+            ("approve", ""),
+            ("approve", "session"),
+            ("deny", ""),
+            ("platform", "list"),
+            ("model", "gpt-x"),
+            ("cron", ""),
+            ("whoami", ""),
+        ] {
+            assert_eq!(gate(&command(name, args)), Gate::Open, "/{name} {args}");
+        }
+        assert_eq!(gate(&command("stop", "")), Gate::OwnTurn);
+        assert_eq!(gate(&command("steer", "go left")), Gate::OwnTurn);
+        assert_eq!(gate(&command("new", "")), Gate::OwnTurn);
+    }
+
+    #[test]
+    fn only_the_asker_or_an_allowed_user_answers_and_guests_never_permanently() {
+        let member = |id: &str| SessionSource::dm("telegram", "-1001", id);
+        let once = Some(ApprovalDecision::Once);
+        let always = Some(ApprovalDecision::Always);
+        assert_eq!(
+            check_answer(Some("111"), &member("333"), Authority::Guest, once),
+            Err(AnswerRefusal::NotTheAsker)
+        );
+        assert_eq!(
+            check_answer(None, &member("333"), Authority::Guest, once),
+            Err(AnswerRefusal::NotTheAsker)
+        );
+        assert_eq!(
+            check_answer(Some("333"), &member("333"), Authority::Guest, once),
+            Ok(())
+        );
+        for asker in [Some("333"), Some("111")] {
+            assert_eq!(
+                check_answer(asker, &member("333"), Authority::Guest, always),
+                Err(AnswerRefusal::PermanentByGuest)
+            );
+        }
+        assert_eq!(
+            check_answer(Some("333"), &member("111"), Authority::AllowedUser, always),
+            Ok(())
+        );
+        assert_eq!(
+            check_answer(Some("333"), &member("444"), Authority::Guest, None),
+            Err(AnswerRefusal::NotTheAsker)
+        );
+    }
+}

@@ -267,10 +267,12 @@ impl Router {
                     // naming each provider tried.
                     AgentError::Provider(e) => {
                         tracing::warn!(session_key = %slot.key, error = %e, "turn failed");
+                        // A provider may echo any credential; none reaches the user.
+                        let shown = crate::logging::mask_secrets(&e.to_string());
                         match &job.api {
-                            Some(api) => Self::answer_api_error(api, &e.to_string()),
+                            Some(api) => Self::answer_api_error(api, &shown),
                             None => {
-                                self.respond(&job, &format!("⚠️ Sorry, that failed: {e}"))
+                                self.respond(&job, &format!("⚠️ Sorry, that failed: {shown}"))
                                     .await
                             }
                         }

@@ -132,6 +132,15 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: CronComma
         CronCommand::Add(args) => {
             let json = args.flags.json;
             let flags = args.flags;
+            // The operator may name any directory, but it must exist (see cron::workdir).
+            if let Some(Err(e)) = args
+                .workdir
+                .as_deref()
+                .map(crate::cron::workdir::existing_dir)
+            {
+                eprintln!("error: {e}");
+                return EXIT_FAILURE;
+            }
             jobs.create(
                 NewJob {
                     prompt: args.prompt,
@@ -144,6 +153,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: CronComma
                     model: flags.model,
                     provider: flags.provider,
                     workdir: args.workdir,
+                    workdir_by_operator: true,
                 },
                 now,
             )

@@ -74,30 +74,17 @@ async fn a_stored_job_with_a_workdir_outside_the_roots_is_not_run_but_reported()
     let mut rig = start("", FAST, &[]).await;
     let home = rig.home.path().to_path_buf();
     rig.stop_daemon().await;
-    // The operator may name any directory; the job records that the operator chose it.
-    let outside = tempfile::tempdir().unwrap();
-    let outside_dir = outside.path().display().to_string();
-    let id = add(
+    add(
         &home,
         &in_seconds(2),
         "list the files here",
-        &[
-            "--deliver",
-            &format!("telegram:{CHAT}"),
-            "--workdir",
-            &outside_dir,
-        ],
+        &["--deliver", &format!("telegram:{CHAT}")],
     );
-    let stored = jobs(&home);
-    assert_eq!(stored[0]["workdir_set_by"], "operator", "{stored:?}");
-    // A job stored by an older version (or by anyone but the operator) carries no mark.
+    // A job stored by an older version, or edited by anyone but the operator's CLI: a
+    // workdir outside every root and no operator mark.
     let path = home.join("cron/jobs.json");
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     doc["jobs"][0]["workdir"] = json!("/");
-    doc["jobs"][0]
-        .as_object_mut()
-        .unwrap()
-        .remove("workdir_set_by");
     std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     rig.start_daemon().await;
 
@@ -112,18 +99,24 @@ async fn a_stored_job_with_a_workdir_outside_the_roots_is_not_run_but_reported()
             .contains("list the files here")),
         "the job never reached the model"
     );
-    let _ = id;
     rig.stop().await;
 }
 
 #[test]
-fn cron_add_refuses_a_workdir_that_is_not_an_existing_directory() {
+fn cron_add_trusts_the_operator_with_any_existing_directory_and_marks_the_job() {
     let home = tempfile::tempdir().unwrap();
-    let out = cron_cli(
+    let missing = cron_cli(
         home.path(),
         &["add", "30m", "x", "--workdir", "/no/such/dir/anywhere"],
     );
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!missing.status.success());
+    let stderr = String::from_utf8_lossy(&missing.stderr);
     assert!(stderr.contains("is not an existing directory"), "{stderr}");
+
+    let outside = tempfile::tempdir().unwrap();
+    let outside_dir = outside.path().display().to_string();
+    add(home.path(), "30m", "x", &["--workdir", &outside_dir]);
+    let stored = jobs(home.path());
+    assert_eq!(stored[0]["workdir"], outside_dir.as_str());
+    assert_eq!(stored[0]["workdir_set_by"], "operator", "{stored:?}");
 }

@@ -40,14 +40,14 @@ fn say(rig: &Rig, text: &str) {
 }
 
 /// Waits for the bot's message to the chat that contains `marker` (tool-progress lines come
-/// first); returns its text as sent (MarkdownV2-escaped).
+/// first); returns its text with the MarkdownV2 escapes taken out, so a secret's `-` or `.`
+/// cannot hide it from the check.
 async fn wait_reply(rig: &Rig, marker: &str) -> String {
-    let escaped_marker = marker.replace('.', "\\.");
     rig.wait_for(&format!("a reply containing {marker:?}"), |rig| {
         rig.sent_to(DM)
             .into_iter()
-            .map(|m| m.text)
-            .find(|t| t.contains(marker) || t.contains(&escaped_marker))
+            .map(|m| m.text.replace('\\', ""))
+            .find(|t| t.contains(marker))
     })
     .await
 }
@@ -97,13 +97,13 @@ async fn env_and_cat_of_secrets_reach_neither_the_model_nor_the_chat_nor_state_d
     assert_eq!(requests.len(), 2, "one tool round, then the reply");
     let tool_result = requests[1].body["messages"].to_string();
     assert!(
-        tool_result.contains("HERMES_HOME=") && tool_result.contains("openai ***"),
-        "env and cat ran and their output reached the model: {tool_result}"
-    );
-    assert!(
         leaked(&tool_result).is_empty(),
         "the model got {:?}: {tool_result}",
         leaked(&tool_result)
+    );
+    assert!(
+        tool_result.contains("HERMES_HOME=") && tool_result.contains("openai ***"),
+        "env and cat ran and their output reached the model: {tool_result}"
     );
 
     rig.stop_daemon().await;

@@ -84,7 +84,9 @@ pub struct JobFlags {
 pub struct AddArgs {
     pub schedule: String,
     pub prompt: String,
-    /// Absolute directory the job's tools work in.
+    /// Absolute, existing directory the job's tools work in. The operator may name any
+    /// directory here (the job records that the operator chose it); a workdir the agent sets
+    /// must lie inside its allowed roots.
     #[arg(long)]
     pub workdir: Option<String>,
     #[command(flatten)]

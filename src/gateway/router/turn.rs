@@ -363,6 +363,7 @@ impl Router {
                             } else {
                                 format!("{emoji} {name}: {args}")
                             };
+                            let line = crate::logging::mask_secrets(&line);
                             router.send_direct(&source, &line).await;
                         }
                     }
@@ -418,7 +419,12 @@ impl StreamPreview {
         };
         let limit = link.adapter.capabilities().message_limit;
         let unit = link.adapter.capabilities().length_unit;
-        let shown = format!("{}{}", self.text, self.cursor);
+        // The final reply is masked by the agent; the preview shows the text so far, masked too.
+        let shown = format!(
+            "{}{}",
+            crate::logging::mask_secrets(&self.text),
+            self.cursor
+        );
         if unit.measure(&shown) > limit {
             // Past one message: stop previewing; the final reply is chunked by delivery.
             self.flood_hits = MAX_FLOOD_HITS;

@@ -106,8 +106,9 @@ impl Redactor {
 
 /// Credential shapes recognised without knowing the value: provider keys (`sk-…`,
 /// `AIza…`), Slack (`xoxb-…`, `xapp-…`), GitHub (`ghp_…`, `github_pat_…`), AWS access key
-/// ids, Telegram bot tokens (`123456:AA…`), and the secret part of `Bearer …`, of a URL's
-/// `user:password@` and of a `password=` pair (libpq key=value DSNs, query strings).
+/// ids, Telegram bot tokens (`123456:AA…`), and the secret part of `Bearer …` and of a URL's
+/// `user:password@`. (`password=` pairs are not a shape: masking them would also rewrite
+/// source code the model reads and edits; the configured DSN's password is a known value.)
 /// Each pattern's first group is kept, the rest becomes [`MASK`].
 static TOKEN_SHAPES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
@@ -121,7 +122,6 @@ static TOKEN_SHAPES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r"()\b\d{6,12}:[A-Za-z0-9_-]{30,}",
         r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}",
         r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)[^\s@/]+(@)",
-        r#"(?i)(\b(?:password|passwd|pwd)\s*=\s*)(?:'[^']*'|"[^"]*"|[^\s&;'"]+)"#,
     ]
     .iter()
     .map(|pattern| Regex::new(pattern).expect("token shape pattern"))
@@ -255,16 +255,17 @@ mod tests {
                 "postgres://hermes:pa55-word@db:5432/x",
                 "postgres://hermes:***@db:5432/x",
             ),
-            (
-                "host=db password='a b c' user=x",
-                "host=db password=*** user=x",
-            ),
             ("gh ghp_0123456789abcdefghijABCDEFGHIJ", "gh ***"),
         ];
         for (text, masked) in cases {
             assert_eq!(mask_token_shapes(text), masked, "{text}");
         }
-        for harmless in ["task-1234 done", "https://example.com/a:b@c", "12:30 today"] {
+        for harmless in [
+            "task-1234 done",
+            "https://example.com/a:b@c",
+            "12:30 today",
+            "db.connect(password=get_password())",
+        ] {
             assert_eq!(mask_token_shapes(harmless), harmless);
         }
     }

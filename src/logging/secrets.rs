@@ -39,12 +39,32 @@ pub fn is_secret_env_name(name: &str) -> bool {
     looks_like_secret_name(name) || SECRET_ENV_NAMES.contains(&name)
 }
 
-/// The password inside a URL's `user:password@`, if it has one.
+/// The password inside a URL's `user:password@`, or a libpq key=value DSN's `password=`
+/// (quoted or not), if it has one.
 pub fn url_password(value: &str) -> Option<String> {
+    if let Some(password) = dsn_password(value) {
+        return Some(password);
+    }
     let parsed = reqwest::Url::parse(value.trim()).ok()?;
     let password = parsed.password()?;
     let decoded = percent_decode(password);
     Some(decoded)
+}
+
+fn dsn_password(value: &str) -> Option<String> {
+    if value.contains("://") {
+        return None;
+    }
+    let start = value.find("password")?;
+    let rest = value[start + "password".len()..]
+        .trim_start()
+        .strip_prefix('=')?;
+    let rest = rest.trim_start();
+    let password = match rest.strip_prefix('\'') {
+        Some(quoted) => quoted.split('\'').next().unwrap_or_default(),
+        None => rest.split_whitespace().next().unwrap_or_default(),
+    };
+    (!password.is_empty()).then(|| password.to_owned())
 }
 
 fn percent_decode(text: &str) -> String {
@@ -250,6 +270,14 @@ mod tests {
             assert!(secrets.iter().any(|s| s == expected), "{expected}");
         }
         assert!(!secrets.iter().any(|s| s == "/home/ann"));
+        assert_eq!(
+            url_password("host=db user=h password='kv pass word' dbname=x").as_deref(),
+            Some("kv pass word")
+        );
+        assert_eq!(
+            url_password("host=db password=kv-pw-123 dbname=x").as_deref(),
+            Some("kv-pw-123")
+        );
     }
 
     #[test]

@@ -81,6 +81,8 @@ async fn run_one(
         _ = cancel.cancelled() => tool_error(INTERRUPTED_RESULT),
         result = execute(agent, call, events, cancel) => result,
     };
+    // The agent-level tools do not pass the registry's masking; mask them here too.
+    let result = crate::logging::mask_secrets(&result);
     let ok = !result.trim_start().starts_with("{\"error\"");
     emit(
         events,

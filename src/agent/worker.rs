@@ -547,7 +547,11 @@ impl Agent {
         };
         emit(events, AgentEvent::Thinking(false));
         let Some(reply) = result else { return Ok(None) };
-        let reply = reply?;
+        let mut reply = reply?;
+        // What the model says is shown, stored and sent on: no known secret in it.
+        reply.content = reply
+            .content
+            .map(|text| crate::logging::mask_secrets(&text));
         self.deps
             .store
             .record_usage(UsageDelta {

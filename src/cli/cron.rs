@@ -84,7 +84,9 @@ pub struct JobFlags {
 pub struct AddArgs {
     pub schedule: String,
     pub prompt: String,
-    /// Absolute directory the job's tools work in.
+    /// Absolute, existing directory the job's tools work in. The operator may name any
+    /// directory here (the job records that the operator chose it); a workdir the agent sets
+    /// must lie inside its allowed roots.
     #[arg(long)]
     pub workdir: Option<String>,
     #[command(flatten)]
@@ -132,6 +134,15 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: CronComma
         CronCommand::Add(args) => {
             let json = args.flags.json;
             let flags = args.flags;
+            // The operator may name any directory, but it must exist (see cron::workdir).
+            if let Some(Err(e)) = args
+                .workdir
+                .as_deref()
+                .map(crate::cron::workdir::existing_dir)
+            {
+                eprintln!("error: {e}");
+                return EXIT_FAILURE;
+            }
             jobs.create(
                 NewJob {
                     prompt: args.prompt,
@@ -144,6 +155,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: CronComma
                     model: flags.model,
                     provider: flags.provider,
                     workdir: args.workdir,
+                    workdir_by_operator: true,
                 },
                 now,
             )

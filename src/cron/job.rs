@@ -28,6 +28,8 @@ pub struct NewJob {
     pub model: Option<String>,
     pub provider: Option<String>,
     pub workdir: Option<String>,
+    /// The operator (the CLI) chose `workdir`: it may lie outside the agent's roots.
+    pub workdir_by_operator: bool,
 }
 
 fn text(value: Option<&Value>) -> Option<&str> {
@@ -342,7 +344,7 @@ pub fn create(new: NewJob, now: DateTime<Utc>, zone: Zone) -> Result<JobRecord, 
             .map_or(Value::Null, |s| json!(s.trim()))
     };
     let display = stored["display"].clone();
-    let fields: Vec<(&str, Value)> = vec![
+    let mut fields: Vec<(&str, Value)> = vec![
         ("id", json!(new_job_id())),
         ("name", json!(name)),
         ("prompt", json!(new.prompt)),
@@ -375,8 +377,13 @@ pub fn create(new: NewJob, now: DateTime<Utc>, zone: Zone) -> Result<JobRecord, 
         ("deliver", json!(deliver)),
         ("origin", new.origin.unwrap_or(Value::Null)),
         ("enabled_toolsets", Value::Null),
-        ("workdir", opt(new.workdir)),
     ];
+    let workdir = opt(new.workdir);
+    let by_operator = new.workdir_by_operator && !workdir.is_null();
+    fields.push(("workdir", workdir));
+    if by_operator {
+        fields.push((super::workdir::SET_BY_KEY, json!(super::workdir::OPERATOR)));
+    }
     Ok(JobRecord(
         fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
     ))

@@ -1,7 +1,7 @@
 //! Scheduled jobs, compatible with Hermes's `cron/`: the jobs file and its lock (`store`),
 //! job records (`job`), schedules and the grace rule (`schedule`), the due scan (`due`),
 //! delivery targets (`target`), run records and the silence rule (`output`), and skills as
-//! run context (`skills`). Running jobs inside the daemon is `gateway::cron`; this module
+//! run context (`skills`), and where a job may work (`workdir`). Running jobs inside the daemon is `gateway::cron`; this module
 //! never touches state.db or a platform.
 
 pub mod due;
@@ -14,6 +14,7 @@ pub mod script;
 pub mod skills;
 pub mod store;
 pub mod target;
+pub mod workdir;
 
 pub use job::{JobRecord, NewJob};
 pub use schedule::Zone;

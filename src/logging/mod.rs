@@ -18,9 +18,10 @@ use tracing_subscriber::{EnvFilter, Registry, reload};
 
 pub use control::{LogControl, LogControlError, parse_filter};
 pub use format::{LogFormat, resolve_format};
-pub use redact::{MASK, MIN_SECRET_CHARS, RedactingMakeWriter, Redactor};
+pub use redact::{MASK, MIN_SECRET_CHARS, RedactingMakeWriter, Redactor, mask_token_shapes};
 pub use secrets::{
-    config_secrets, env_secrets, looks_like_secret_name, reloaded_secrets, secrets_for_home,
+    config_secrets, env_secrets, is_secret_env_name, looks_like_secret_name, reloaded_secrets,
+    secrets_for_home, url_password,
 };
 
 /// What the process keeps after installing logging: the runtime controls.
@@ -49,6 +50,21 @@ pub fn mask(text: &str) -> String {
         Some(logging) => logging.redactor.redact(text),
         None => text.to_owned(),
     }
+}
+
+/// `text` as it may leave the daemon towards the model, a chat or state.db: every secret the
+/// installed logging knows and every credential in a known shape masked (shapes only when
+/// logging is not installed, as in unit tests).
+pub fn mask_secrets(text: &str) -> String {
+    match installed() {
+        Some(logging) => logging.redactor.redact_all(text),
+        None => mask_token_shapes(text).into_owned(),
+    }
+}
+
+/// Whether `value` is exactly one of the secrets the installed logging knows.
+pub fn is_known_secret(value: &str) -> bool {
+    installed().is_some_and(|logging| logging.redactor.knows(value))
 }
 
 /// Installs the global subscriber writing to stderr. `default_filter` applies when

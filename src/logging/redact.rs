@@ -3,8 +3,11 @@
 //! stderr. Types already redact themselves (`Secret`); this catches the value that slipped
 //! out anyway (a URL with a token in it, a home path, a dependency's debug output).
 
+use std::borrow::Cow;
 use std::io::Write;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, LazyLock, RwLock};
+
+use regex::Regex;
 
 use tracing_subscriber::fmt::MakeWriter;
 
@@ -68,6 +71,23 @@ impl Redactor {
         self.len() == 0
     }
 
+    /// Whether `value` (trimmed) is one of the secrets, spelled exactly.
+    pub fn knows(&self, value: &str) -> bool {
+        let value = value.trim();
+        value.chars().count() >= MIN_SECRET_CHARS
+            && self
+                .secrets
+                .read()
+                .map_or(true, |set| set.iter().any(|secret| secret == value))
+    }
+
+    /// [`redact`](Self::redact), then [`mask_token_shapes`]: for text that leaves the daemon
+    /// (tool output, replies, provider errors), where an unknown credential in a known shape
+    /// must not pass either.
+    pub fn redact_all(&self, text: &str) -> String {
+        mask_token_shapes(&self.redact(text)).into_owned()
+    }
+
     /// `text` with every secret replaced by [`MASK`].
     pub fn redact(&self, text: &str) -> String {
         let Ok(set) = self.secrets.read() else {
@@ -82,6 +102,48 @@ impl Redactor {
         }
         out
     }
+}
+
+/// Credential shapes recognised without knowing the value: provider keys (`sk-…`,
+/// `AIza…`), Slack (`xoxb-…`, `xapp-…`), GitHub (`ghp_…`, `github_pat_…`), AWS access key
+/// ids, Telegram bot tokens (`123456:AA…`), and the secret part of `Bearer …` and of a URL's
+/// `user:password@`. (`password=` pairs are not a shape: masking them would also rewrite
+/// source code the model reads and edits; the configured DSN's password is a known value.)
+/// Each pattern's first group is kept, the rest becomes [`MASK`].
+static TOKEN_SHAPES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    [
+        r"()\bsk-[A-Za-z0-9_-]{16,}",
+        r"()\bAIza[0-9A-Za-z_-]{30,}",
+        r"()\bxox[abposre]-[A-Za-z0-9-]{10,}",
+        r"()\bxapp-[A-Za-z0-9-]{10,}",
+        r"()\bgh[pousr]_[0-9A-Za-z]{20,}",
+        r"()\bgithub_pat_\w{20,}",
+        r"()\bAKIA[0-9A-Z]{16}\b",
+        r"()\b\d{6,12}:[A-Za-z0-9_-]{30,}",
+        r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}",
+        r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)[^\s@/]+(@)",
+    ]
+    .iter()
+    .map(|pattern| Regex::new(pattern).expect("token shape pattern"))
+    .collect()
+});
+
+/// `text` with every credential in a known shape (see [`TOKEN_SHAPES`]) masked.
+pub fn mask_token_shapes(text: &str) -> Cow<'_, str> {
+    let mut out = Cow::Borrowed(text);
+    for shape in TOKEN_SHAPES.iter() {
+        if shape.is_match(&out) {
+            let replaced = shape
+                .replace_all(&out, |caps: &regex::Captures<'_>| {
+                    let keep = caps.get(1).map_or("", |m| m.as_str());
+                    let tail = caps.get(2).map_or("", |m| m.as_str());
+                    format!("{keep}{MASK}{tail}")
+                })
+                .into_owned();
+            out = Cow::Owned(replaced);
+        }
+    }
+    out
 }
 
 /// A `MakeWriter` that buffers each log event and writes it, redacted, when the event ends.
@@ -174,6 +236,50 @@ mod tests {
         let line = serde_json::json!({ "message": r#"key pa"ss\word"# }).to_string();
         assert!(!quoted.redact(&line).contains("ss\\\\word"), "{line}");
         assert_eq!(quoted.redact(&line), r#"{"message":"key ***"}"#);
+    }
+
+    #[test]
+    fn token_shapes_are_masked_without_knowing_the_value() {
+        let cases = [
+            ("key sk-proj-abcdefghijklmnop1234 end", "key *** end"),
+            ("slack xoxb-1234-5678-abcdefABCDEF", "slack ***"),
+            (
+                "bot 123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0/getMe",
+                "bot ***/getMe",
+            ),
+            (
+                "Authorization: Bearer abc.def-ghi_jkl",
+                "Authorization: Bearer ***",
+            ),
+            (
+                "postgres://hermes:pa55-word@db:5432/x",
+                "postgres://hermes:***@db:5432/x",
+            ),
+            ("gh ghp_0123456789abcdefghijABCDEFGHIJ", "gh ***"),
+        ];
+        for (text, masked) in cases {
+            assert_eq!(mask_token_shapes(text), masked, "{text}");
+        }
+        for harmless in [
+            "task-1234 done",
+            "https://example.com/a:b@c",
+            "12:30 today",
+            "db.connect(password=get_password())",
+        ] {
+            assert_eq!(mask_token_shapes(harmless), harmless);
+        }
+    }
+
+    #[test]
+    fn known_values_are_recognised_exactly() {
+        let redactor = Redactor::new(["0123456789abcdef".to_owned()]);
+        assert!(redactor.knows(" 0123456789abcdef\n"));
+        assert!(!redactor.knows("0123456789abcde"));
+        assert!(!redactor.knows("short"));
+        assert_eq!(
+            redactor.redact_all("x 0123456789abcdef sk-ABCDEFGHIJKLMNOPQRS"),
+            "x *** ***"
+        );
     }
 
     #[test]

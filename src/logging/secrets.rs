@@ -30,12 +30,85 @@ pub fn looks_like_secret_name(name: &str) -> bool {
         .any(|word| name.contains(word))
 }
 
-/// Values of the secret-named variables in `env`.
+/// Variables that hold a secret although their names do not say so: the state database's
+/// URL, with its password.
+pub const SECRET_ENV_NAMES: &[&str] = &[crate::config::DATABASE_URL_ENV, "DATABASE_URL"];
+
+/// Whether the variable `name` holds something hermesd treats as secret.
+pub fn is_secret_env_name(name: &str) -> bool {
+    looks_like_secret_name(name) || SECRET_ENV_NAMES.contains(&name)
+}
+
+/// The password inside a URL's `user:password@`, or a libpq key=value DSN's `password=`
+/// (quoted or not), if it has one.
+pub fn url_password(value: &str) -> Option<String> {
+    if let Some(password) = dsn_password(value) {
+        return Some(password);
+    }
+    let parsed = reqwest::Url::parse(value.trim()).ok()?;
+    let password = parsed.password()?;
+    let decoded = percent_decode(password);
+    Some(decoded)
+}
+
+fn dsn_password(value: &str) -> Option<String> {
+    if value.contains("://") {
+        return None;
+    }
+    let start = value.find("password")?;
+    let rest = value[start + "password".len()..]
+        .trim_start()
+        .strip_prefix('=')?;
+    let rest = rest.trim_start();
+    let password = match rest.strip_prefix('\'') {
+        Some(quoted) => quoted.split('\'').next().unwrap_or_default(),
+        None => rest.split_whitespace().next().unwrap_or_default(),
+    };
+    (!password.is_empty()).then(|| password.to_owned())
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Values of the secret variables in `env` (see [`is_secret_env_name`]), and the password
+/// of any variable whose value is a URL carrying one (both spellings, as typed and decoded).
 pub fn env_secrets(env: &BTreeMap<String, String>) -> Vec<String> {
-    env.iter()
-        .filter(|(name, _)| looks_like_secret_name(name))
-        .map(|(_, value)| value.clone())
-        .collect()
+    let mut out = Vec::new();
+    for (name, value) in env {
+        if is_secret_env_name(name) {
+            out.push(value.clone());
+        }
+        if let Some(password) = url_password(value) {
+            if let Some(raw) = reqwest::Url::parse(value.trim())
+                .ok()
+                .and_then(|u| u.password().map(str::to_owned))
+            {
+                out.push(raw);
+            }
+            out.push(password);
+        }
+    }
+    out
 }
 
 /// Every credential in a validated configuration.
@@ -62,6 +135,10 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
         }
     }
     values.extend(found.into_iter().map(|s| s.expose().to_owned()));
+    if let Some(url) = &config.state.postgres_url {
+        values.push(url.expose().to_owned());
+        values.extend(url_password(url.expose()));
+    }
     values.extend(mcp_secrets(config));
     values
 }
@@ -168,6 +245,39 @@ mod tests {
         for name in ["HOME", "PATH", "API_SERVER_PORT", "KEYBOARD", "HERMES_HOME"] {
             assert!(!looks_like_secret_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn database_urls_and_their_passwords_are_secrets() {
+        let env: BTreeMap<String, String> = [
+            (
+                "HERMES_DATABASE_URL",
+                "postgres://hermes:pg-pa%24%24word@db/h",
+            ),
+            ("SOME_SERVICE_URL", "https://user:other-password@x.example/"),
+            ("HOME", "/home/ann"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let secrets = env_secrets(&env);
+        for expected in [
+            "postgres://hermes:pg-pa%24%24word@db/h",
+            "pg-pa%24%24word",
+            "pg-pa$$word",
+            "other-password",
+        ] {
+            assert!(secrets.iter().any(|s| s == expected), "{expected}");
+        }
+        assert!(!secrets.iter().any(|s| s == "/home/ann"));
+        assert_eq!(
+            url_password("host=db user=h password='kv pass word' dbname=x").as_deref(),
+            Some("kv pass word")
+        );
+        assert_eq!(
+            url_password("host=db password=kv-pw-123 dbname=x").as_deref(),
+            Some("kv-pw-123")
+        );
     }
 
     #[test]

@@ -177,6 +177,14 @@ async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
             else {
                 return refuse("create needs both schedule and prompt");
             };
+            let workdir = text(&args, "workdir");
+            if let Some(Err(e)) = workdir
+                .as_deref()
+                .map(|dir| crate::cron::workdir::inside_roots(dir, &ctx.allowed_roots))
+            {
+                tracing::warn!(session_id = %ctx.session_id, "cron job refused: workdir outside the roots");
+                return refuse(format!("the job was not created: {e}"));
+            }
             let new = NewJob {
                 prompt,
                 schedule,
@@ -187,7 +195,8 @@ async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
                 skills: skills.unwrap_or_default(),
                 model: model_name,
                 provider,
-                workdir: text(&args, "workdir"),
+                workdir,
+                workdir_by_operator: false,
             };
             tokio::task::spawn_blocking(move || jobs.create(new, now))
                 .await

@@ -1,11 +1,14 @@
 //! The environment a command sees (Python `_make_run_env`): the caller's environment minus
-//! Hermes-managed secrets (provider keys, bot tokens, relay secrets), with a sane `PATH`,
-//! `HERMES_HOME` set and virtualenv markers removed. `_HERMES_FORCE_<NAME>` passes a
-//! blocked variable through on purpose.
+//! every secret hermesd knows — the Hermes-managed names below, any variable whose name says
+//! it holds a credential, the state database's URL, and any variable whose value equals one
+//! of those secrets or one the daemon's redactor knows — with a sane `PATH`, `HERMES_HOME`
+//! set and virtualenv markers removed. `_HERMES_FORCE_<NAME>` passes a blocked variable
+//! through on purpose (the operator's choice, in the daemon's own environment).
 
 use std::collections::BTreeMap;
 
 use crate::home::HermesHome;
+use crate::logging::{MIN_SECRET_CHARS, is_known_secret, is_secret_env_name};
 
 const FORCE_PREFIX: &str = "_HERMES_FORCE_";
 
@@ -115,15 +118,28 @@ pub fn sane_path(existing: &str) -> String {
     entries.join(":")
 }
 
-/// The environment for a terminal command.
+/// Whether the variable `key` is dropped by its name alone.
+fn is_blocked_name(key: &str) -> bool {
+    is_internal_secret(key) || BLOCKLIST.contains(&key) || is_secret_env_name(key)
+}
+
+/// The environment for a terminal command (and a cron script).
 pub fn command_env(base: &BTreeMap<String, String>, home: &HermesHome) -> BTreeMap<String, String> {
+    // The values of the variables dropped by name: a copy under another name goes too.
+    let dropped: Vec<&str> = base
+        .iter()
+        .filter(|(key, _)| !key.starts_with(FORCE_PREFIX) && is_blocked_name(key))
+        .map(|(_, value)| value.trim())
+        .filter(|value| value.chars().count() >= MIN_SECRET_CHARS)
+        .collect();
+    let is_secret_value = |value: &str| dropped.contains(&value.trim()) || is_known_secret(value);
     let mut env = BTreeMap::new();
     for (key, value) in base {
         if let Some(real) = key.strip_prefix(FORCE_PREFIX) {
             if !is_internal_secret(real) {
                 env.insert(real.to_owned(), value.clone());
             }
-        } else if !is_internal_secret(key) && !BLOCKLIST.contains(&key.as_str()) {
+        } else if !is_blocked_name(key) && !is_secret_value(value) {
             env.entry(key.clone()).or_insert_with(|| value.clone());
         }
     }
@@ -174,5 +190,40 @@ mod tests {
         let path = &env["PATH"];
         assert!(path.starts_with("/custom/bin:/usr/bin:"), "{path}");
         assert!(path.ends_with(":/sbin:/bin"));
+    }
+
+    #[test]
+    fn every_secret_the_daemon_knows_is_dropped_also_under_another_name() {
+        let base: BTreeMap<String, String> = [
+            ("HERMES_DATABASE_URL", "postgres://hermes:pg-secret-pw@db/h"),
+            ("TELEGRAM_WEBHOOK_SECRET", "webhook-secret-0123"),
+            ("API_SERVER_KEY", "api-server-key-0123"),
+            ("ELEVENLABS_API_KEY", "tts-key-0123456"),
+            ("MATTERMOST_TOKEN", "platform-token-0123"),
+            ("COPY_OF_THE_URL", "postgres://hermes:pg-secret-pw@db/h"),
+            ("INNOCENT", "webhook-secret-0123"),
+            ("SHORT_SAME", "on"),
+            ("FLAG", "on"),
+            ("LANG", "C.UTF-8"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let env = command_env(&base, &HermesHome::at("/h"));
+        let names: Vec<&str> = env.keys().map(String::as_str).collect();
+        for gone in [
+            "HERMES_DATABASE_URL",
+            "TELEGRAM_WEBHOOK_SECRET",
+            "API_SERVER_KEY",
+            "ELEVENLABS_API_KEY",
+            "MATTERMOST_TOKEN",
+            "COPY_OF_THE_URL",
+            "INNOCENT",
+        ] {
+            assert!(!env.contains_key(gone), "{gone} in {names:?}");
+        }
+        for kept in ["SHORT_SAME", "FLAG", "LANG"] {
+            assert!(env.contains_key(kept), "{kept} missing from {names:?}");
+        }
     }
 }

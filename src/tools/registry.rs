@@ -263,8 +263,14 @@ impl ToolRegistry {
     }
 
     /// Runs a tool from a model tool call. Always returns a JSON string: unknown tools, bad
-    /// arguments, handler errors and panics all become `{"error": ...}`.
+    /// arguments, handler errors and panics all become `{"error": ...}`. Every secret the
+    /// daemon knows and every credential in a known shape is masked in it, whichever tool
+    /// produced it: this is the one door tool output passes on its way to the model.
     pub async fn dispatch(&self, name: &str, raw_args: &str, ctx: ToolCtx) -> String {
+        crate::logging::mask_secrets(&self.dispatch_unmasked(name, raw_args, ctx).await)
+    }
+
+    async fn dispatch_unmasked(&self, name: &str, raw_args: &str, ctx: ToolCtx) -> String {
         let args = match parse_arguments(raw_args) {
             Ok(args) => args,
             Err(invalid) => return invalid,
@@ -391,6 +397,31 @@ mod tests {
         assert_eq!(long.chars().count(), "[TOOL_ERROR] ".len() + 2000);
         assert!(long.ends_with("..."));
         assert_eq!(sanitize_tool_error(""), "[TOOL_ERROR] ");
+    }
+
+    #[tokio::test]
+    async fn credentials_in_any_tool_output_are_masked_before_the_model_sees_them() {
+        let mut registry = ToolRegistry::new();
+        registry.register(ToolEntry::new(
+            "leaky",
+            "test",
+            json!({"description": "prints a token"}),
+            handler(|_ctx, _args| async {
+                Ok(
+                    "DATABASE=postgres://hermes:pg-pass-123@db/h KEY=sk-live-abcdefghijklmnop"
+                        .to_owned(),
+                )
+            }),
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let out = registry
+            .dispatch("leaky", "{}", ToolCtx::for_tests(dir.path()))
+            .await;
+        assert!(
+            !out.contains("pg-pass-123") && !out.contains("abcdefghijklmnop"),
+            "{out}"
+        );
+        assert!(out.contains("postgres://hermes:***@db/h"), "{out}");
     }
 
     #[test]

@@ -122,14 +122,16 @@ fn all_failed_line(attempts: &[Attempt]) -> String {
 /// Longest provider message kept in an error.
 const MAX_MESSAGE_CHARS: usize = 300;
 
-/// A provider's message made safe for an error line: the key (if the provider echoed it) is
-/// replaced by `***`, whitespace runs (newlines included) become one space, and the text is
+/// A provider's message made safe for an error line: the key (if the provider echoed it),
+/// every other secret the daemon knows and every credential in a known shape are replaced
+/// by `***`, whitespace runs (newlines included) become one space, and the text is
 /// cut to a few hundred characters.
 pub fn clean_message(text: &str, key: Option<&Secret>) -> String {
     let mut text = text.to_owned();
     if let Some(key) = key.map(Secret::expose).filter(|key| key.len() >= 4) {
         text = text.replace(key, "***");
     }
+    let text = crate::logging::mask_secrets(&text);
     let mut clean: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if let Some((cut, _)) = clean.char_indices().nth(MAX_MESSAGE_CHARS) {
         clean.truncate(cut);

@@ -99,6 +99,15 @@ impl CronScheduler {
             .get("workdir")
             .and_then(|w| w.as_str())
             .filter(|w| !w.is_empty());
+        if let Some(dir) = workdir
+            && !crate::cron::workdir::set_by_operator(job)
+        {
+            let roots = [deps.settings.cwd.clone(), deps.home.path().to_path_buf()];
+            if let Err(e) = crate::cron::workdir::inside_roots(dir, &roots) {
+                tracing::warn!(job_id = job.id(), error = %e, "scheduled run refused: its workdir");
+                return RunResult::Failed(format!("not run: {e}"));
+            }
+        }
         let toolsets: Option<Vec<String>> = job
             .get("enabled_toolsets")
             .and_then(|v| v.as_array())

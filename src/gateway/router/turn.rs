@@ -275,10 +275,12 @@ impl Router {
                     // naming each provider tried.
                     AgentError::Provider(e) => {
                         tracing::warn!(session_key = %slot.key, error = %e, "turn failed");
+                        // A provider may echo any credential; none reaches the user.
+                        let shown = crate::logging::mask_secrets(&e.to_string());
                         match &job.api {
-                            Some(api) => Self::answer_api_error(api, &e.to_string()),
+                            Some(api) => Self::answer_api_error(api, &shown),
                             None => {
-                                self.respond(&job, &format!("⚠️ Sorry, that failed: {e}"))
+                                self.respond(&job, &format!("⚠️ Sorry, that failed: {shown}"))
                                     .await
                             }
                         }
@@ -369,6 +371,7 @@ impl Router {
                             } else {
                                 format!("{emoji} {name}: {args}")
                             };
+                            let line = crate::logging::mask_secrets(&line);
                             router.send_direct(&source, &line).await;
                         }
                     }
@@ -424,7 +427,12 @@ impl StreamPreview {
         };
         let limit = link.adapter.capabilities().message_limit;
         let unit = link.adapter.capabilities().length_unit;
-        let shown = format!("{}{}", self.text, self.cursor);
+        // The final reply is masked by the agent; the preview shows the text so far, masked too.
+        let shown = format!(
+            "{}{}",
+            crate::logging::mask_secrets(&self.text),
+            self.cursor
+        );
         if unit.measure(&shown) > limit {
             // Past one message: stop previewing; the final reply is chunked by delivery.
             self.flood_hits = MAX_FLOOD_HITS;

@@ -3,6 +3,7 @@
 //! roots by [`crate::tools::paths`]. File I/O runs on the blocking pool.
 
 mod diff;
+mod guard;
 mod read;
 mod search;
 mod text;

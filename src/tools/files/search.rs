@@ -13,7 +13,7 @@ use super::{arg_str, blocking};
 use crate::tools::context::ToolCtx;
 use crate::tools::error::ToolError;
 use crate::tools::fnmatch::Glob;
-use crate::tools::paths::{read_block_error, resolve};
+use crate::tools::paths::{Walls, read_block_error, resolve};
 use crate::tools::tool_error;
 
 const SEARCH_BUDGET: Duration = Duration::from_secs(60);
@@ -102,6 +102,8 @@ struct Params<'a> {
     offset: usize,
     output_mode: &'a str,
     context: usize,
+    /// The read rules, applied to every file whose content is searched.
+    walls: Walls,
 }
 
 fn search_names(root: &Path, p: &Params<'_>) -> Map<String, Value> {
@@ -181,6 +183,7 @@ fn search_contents(root: &Path, p: &Params<'_>) -> Map<String, Value> {
     let mut files_with: Vec<String> = Vec::new();
     let mut counts = Map::new();
     let mut total = 0usize;
+    let mut skipped: Vec<&'static str> = Vec::new();
     for (path, _) in files {
         if Instant::now() > deadline {
             timed_out = true;
@@ -197,6 +200,10 @@ fn search_contents(root: &Path, p: &Params<'_>) -> Map<String, Value> {
         if let (Some(glob), Some(pattern)) = (&glob, p.file_glob)
             && !glob_matches(glob, pattern, &rel, &name)
         {
+            continue;
+        }
+        if let Some(wall) = p.walls.guard_read(&path) {
+            skipped.push(wall.reason());
             continue;
         }
         let Ok(mut file) = open_nofollow(&path) else {
@@ -282,7 +289,22 @@ fn search_contents(root: &Path, p: &Params<'_>) -> Map<String, Value> {
         result.insert("truncated".into(), json!(true));
         result.insert("limit_reason".into(), json!("search_timeout"));
     }
+    if !skipped.is_empty() {
+        result.insert("skipped_protected".into(), skipped_note(&skipped));
+    }
     result
+}
+
+/// How many files the read rules kept out of a content search, and why (never which lines).
+fn skipped_note(reasons: &[&'static str]) -> Value {
+    let mut why: Vec<&str> = reasons.to_vec();
+    why.sort_unstable();
+    why.dedup();
+    json!({
+        "count": reasons.len(),
+        "why": why,
+        "note": "These files are protected (credentials, keys): their contents were not searched. Ask the user if you need something from them.",
+    })
 }
 
 fn search_blocking(ctx: &ToolCtx, args: &Value) -> String {
@@ -329,6 +351,7 @@ fn search_blocking(ctx: &ToolCtx, args: &Value) -> String {
         offset,
         output_mode: arg_str(args, "output_mode").unwrap_or("content"),
         context,
+        walls: Walls::of(ctx),
     };
     let mut result = if target == "files" {
         search_names(&root, &params)

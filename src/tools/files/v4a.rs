@@ -10,10 +10,11 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use super::diff::unified_diff;
+use super::guard::unapproved;
 use super::text::strip_bom;
 use super::write::{read_text, replace_exact, write_preserving};
 use crate::tools::context::ToolCtx;
-use crate::tools::paths::{resolve, write_block_error};
+use crate::tools::paths::resolve;
 use crate::tools::tool_error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,8 +215,20 @@ fn traversal_error(path: &str) -> Option<String> {
         )))
 }
 
-/// Validates, then applies a V4A patch; returns the tool result.
-pub fn apply_v4a(ctx: &ToolCtx, text: &str) -> String {
+/// Every path a V4A patch writes (sources and move targets); none when it does not parse.
+pub fn patch_paths(text: &str) -> Vec<String> {
+    parse_v4a_patch(text)
+        .map(|ops| {
+            ops.into_iter()
+                .flat_map(|op| std::iter::once(op.path).chain(op.new_path))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Validates, then applies a V4A patch; returns the tool result. A protected path must be
+/// among `approved` (see [`super::guard`]).
+pub fn apply_v4a(ctx: &ToolCtx, text: &str, approved: &[PathBuf]) -> String {
     let ops = match parse_v4a_patch(text) {
         Ok(ops) => ops,
         Err(e) => {
@@ -234,7 +247,7 @@ pub fn apply_v4a(ctx: &ToolCtx, text: &str) -> String {
                 Ok(p) => p,
                 Err(e) => return tool_error(e.to_string()),
             };
-            if let Some(message) = write_block_error(ctx, &resolved, raw) {
+            if let Some(message) = unapproved(ctx, &resolved, raw, approved) {
                 return tool_error(message);
             }
             resolved_paths.push((raw.clone(), resolved));

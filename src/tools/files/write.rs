@@ -2,22 +2,23 @@
 //! rename) that preserve a file's CRLF endings and BOM, refuse unparsable JSON/YAML and
 //! read_file's numbered display text, and `patch` replace mode with its uniqueness check.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
 use super::diff::unified_diff;
+use super::guard::{approve_writes, unapproved};
 use super::read::open_nofollow;
 use super::text::{
     BOM, detect_line_ending, extension, is_internal_file_tool_content, normalize_line_endings,
     strip_bom,
 };
-use super::v4a::apply_v4a;
+use super::v4a::{apply_v4a, patch_paths};
 use super::{arg_str, blocking};
 use crate::tools::approval::write_atomically;
 use crate::tools::context::ToolCtx;
 use crate::tools::error::ToolError;
-use crate::tools::paths::{resolve, write_block_error};
+use crate::tools::paths::resolve;
 use crate::tools::tool_error;
 
 /// The current text of a file, `None` when it does not exist or is not UTF-8.
@@ -88,12 +89,12 @@ pub(super) fn write_preserving(
     Ok((written, dirs_created))
 }
 
-fn write_blocking(ctx: &ToolCtx, raw: &str, content: &str) -> String {
+fn write_blocking(ctx: &ToolCtx, raw: &str, content: &str, approved: &[PathBuf]) -> String {
     let resolved = match resolve(ctx, raw) {
         Ok(path) => path,
         Err(e) => return tool_error(e.to_string()),
     };
-    if let Some(message) = write_block_error(ctx, &resolved, raw) {
+    if let Some(message) = unapproved(ctx, &resolved, raw, approved) {
         return tool_error(message);
     }
     if is_internal_file_tool_content(content) {
@@ -152,7 +153,11 @@ pub async fn write_file(ctx: ToolCtx, args: Value) -> Result<String, ToolError> 
             )));
         }
     };
-    blocking(move || write_blocking(&ctx, &raw, &content)).await
+    let approved = match approve_writes(&ctx, std::slice::from_ref(&raw)).await {
+        Ok(approved) => approved,
+        Err(refusal) => return Ok(tool_error(refusal)),
+    };
+    blocking(move || write_blocking(&ctx, &raw, &content, &approved)).await
 }
 
 /// Replaces `old` in `content`: it must occur exactly once unless `replace_all`.
@@ -195,12 +200,13 @@ fn patch_replace_blocking(
     old: &str,
     new: &str,
     replace_all: bool,
+    approved: &[PathBuf],
 ) -> String {
     let resolved = match resolve(ctx, raw) {
         Ok(path) => path,
         Err(e) => return tool_error(e.to_string()),
     };
-    if let Some(message) = write_block_error(ctx, &resolved, raw) {
+    if let Some(message) = unapproved(ctx, &resolved, raw, approved) {
         return tool_error(message);
     }
     let shown = resolved.display().to_string();
@@ -267,7 +273,12 @@ pub async fn patch(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
                 .get("replace_all")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-            blocking(move || patch_replace_blocking(&ctx, &raw, &old, &new, replace_all)).await
+            let approved = match approve_writes(&ctx, std::slice::from_ref(&raw)).await {
+                Ok(approved) => approved,
+                Err(refusal) => return Ok(tool_error(refusal)),
+            };
+            blocking(move || patch_replace_blocking(&ctx, &raw, &old, &new, replace_all, &approved))
+                .await
         }
         "patch" => {
             let Some(text) = arg_str(&args, "patch")
@@ -276,7 +287,11 @@ pub async fn patch(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
             else {
                 return Ok(tool_error("patch content required"));
             };
-            blocking(move || apply_v4a(&ctx, &text)).await
+            let approved = match approve_writes(&ctx, &patch_paths(&text)).await {
+                Ok(approved) => approved,
+                Err(refusal) => return Ok(tool_error(refusal)),
+            };
+            blocking(move || apply_v4a(&ctx, &text, &approved)).await
         }
         other => Ok(tool_error(format!("Unknown mode: {other}"))),
     }

@@ -5,6 +5,7 @@
 //! persistence as chat messages; the answer is the HTTP response, so nothing is journaled
 //! for later delivery (a client whose connection drops retries).
 
+mod admission;
 mod chat;
 mod errors;
 mod layers;
@@ -69,6 +70,9 @@ pub(crate) struct ApiState {
     router: Arc<Router>,
     key: Arc<str>,
     model_name: Arc<str>,
+    /// Chat completions in flight, taken only after a request passed admission.
+    runs: layers::RunLimit,
+    limits: admission::RequestLimits,
 }
 
 /// Validates the configuration and binds the listener; serving starts with [`serve`].
@@ -99,6 +103,8 @@ pub fn serve(
                 .clone()
                 .unwrap_or_else(|| DEFAULT_MODEL_NAME.to_owned()),
         ),
+        runs: layers::RunLimit::new(config.max_concurrent_runs),
+        limits: admission::RequestLimits::from_config(config),
     };
     let app = routes(state, config);
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
@@ -112,19 +118,12 @@ pub fn serve(
 }
 
 fn routes(state: ApiState, config: &ApiServerConfig) -> HttpRouter {
-    let runs = layers::RunLimit::new(config.max_concurrent_runs);
     let app = HttpRouter::new()
         .route("/health", get(chat::health))
         .route("/v1/health", get(chat::health))
         .route("/v1/models", get(chat::models))
         .route("/v1/skills", get(skills::list))
-        .route(
-            "/v1/chat/completions",
-            post(chat::completions).route_layer(axum::middleware::from_fn_with_state(
-                runs,
-                layers::shed_load,
-            )),
-        )
+        .route("/v1/chat/completions", post(chat::completions))
         .fallback(errors::not_found)
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(state);

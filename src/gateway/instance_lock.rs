@@ -3,7 +3,7 @@
 //! sees the other. `--replace` takes over from a running gateway the way Python does: write
 //! `.gateway-takeover.json`, SIGTERM the holder, wait for the lock.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -14,6 +14,7 @@ use super::lock_record::{
     LockError, ProcessRecord, io_error, read_json, utc_now_iso, write_json_atomic,
 };
 use super::process_info;
+use crate::home::private;
 
 pub const LOCK_FILE: &str = "gateway.lock";
 pub const PID_FILE: &str = "gateway.pid";
@@ -45,10 +46,10 @@ struct TakeoverMarker<'a> {
 impl InstanceLock {
     /// Becomes the gateway for `home`, or says who already is.
     pub fn acquire(home: &Path, argv: &[String], replace: bool) -> Result<Self, LockError> {
-        std::fs::create_dir_all(home).map_err(io_error(home))?;
+        private::create_dir_all(home).map_err(io_error(home))?;
         let lock_path = home.join(LOCK_FILE);
         let pid_path = home.join(PID_FILE);
-        let lock_file = OpenOptions::new()
+        let lock_file = private::open_options()
             .read(true)
             .write(true)
             .create(true)
@@ -190,7 +191,10 @@ fn write_lock_record(mut file: &File, record: &ProcessRecord) -> std::io::Result
 
 /// `O_CREAT|O_EXCL`, as Python's `write_pid_file`: of two racing writers exactly one wins.
 fn write_pid_file(path: &Path, record: &ProcessRecord) -> std::io::Result<()> {
-    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    let mut file = private::open_options()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
     let result = serde_json::to_writer(&mut file, record)
         .map_err(std::io::Error::other)
         .and_then(|()| file.sync_all());

@@ -128,7 +128,11 @@ pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> std::io::Result
     let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = path.with_file_name(format!(".{file_name}.{}.tmp", process_info::current_pid()));
     let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
+        let mut file = crate::home::private::open_options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
         file.write_all(&body)?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)

@@ -151,7 +151,7 @@ pub fn utc_now_iso() -> String {
     iso_from_unix(since_epoch)
 }
 
-fn iso_from_unix(since_epoch: Duration) -> String {
+pub(crate) fn iso_from_unix(since_epoch: Duration) -> String {
     let secs = since_epoch.as_secs() as i64;
     let (year, month, day) = crate::clock::civil_from_days(secs.div_euclid(86_400));
     let in_day = secs.rem_euclid(86_400);

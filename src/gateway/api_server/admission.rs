@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use futures_util::StreamExt;
 
@@ -88,6 +88,21 @@ impl Refusal {
     }
 }
 
+/// Refuses at once a body whose announced `Content-Length` is over the limit: there is no
+/// point waiting for it.
+pub fn check_declared_length(headers: &HeaderMap, limits: &RequestLimits) -> Result<(), Refusal> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match declared {
+        Some(length) if length > limits.max_body_bytes as u64 => Err(Refusal::BodyTooLarge {
+            limit: limits.max_body_bytes,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Reads the whole body, refusing one that is too slow or too large. The size is checked
 /// as the bytes come, so an oversized body is refused without being held in memory.
 pub async fn read_body(body: Body, limits: &RequestLimits) -> Result<Bytes, Refusal> {
@@ -136,6 +151,18 @@ mod tests {
             max_messages: 10,
             max_chars: 100,
         }
+    }
+
+    #[test]
+    fn an_announced_length_over_the_limit_is_refused_before_reading() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_LENGTH, "6".parse().unwrap());
+        assert_eq!(
+            check_declared_length(&headers, &limits(5)),
+            Err(Refusal::BodyTooLarge { limit: 5 })
+        );
+        headers.insert(header::CONTENT_LENGTH, "5".parse().unwrap());
+        assert_eq!(check_declared_length(&headers, &limits(5)), Ok(()));
     }
 
     #[tokio::test]

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::ApiState;
 use super::admission::RequestLimits;
-use super::admission::{Refusal, log_refusal, read_body};
+use super::admission::{Refusal, check_declared_length, log_refusal, read_body};
 use super::errors::{bad_request, check_auth, openai_error};
 use super::layers::hold_permit_while_streaming;
 use crate::gateway::router::API_PLATFORM;
@@ -208,6 +208,9 @@ pub async fn completions(
 ) -> Response {
     if let Err(denied) = check_auth(&headers, &state.key) {
         return *denied;
+    }
+    if let Err(refusal) = check_declared_length(&headers, &state.limits) {
+        return *refuse(refusal);
     }
     let body = match read_body(body, &state.limits).await {
         Ok(body) => body,

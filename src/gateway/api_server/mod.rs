@@ -4,6 +4,11 @@
 //! `X-Hermes-Session-Id`. Requests go through the same router, sessions, agent and
 //! persistence as chat messages; the answer is the HTTP response, so nothing is journaled
 //! for later delivery (a client whose connection drops retries).
+//!
+//! A chat completion is admitted in a fixed order (`chat::completions`): the key, then the
+//! body within `body_timeout_seconds` and the byte limit, then `max_messages` and
+//! `max_request_chars` (`admission.rs`), and only then one of the `max_concurrent_runs`
+//! slots (`layers::RunLimit`). A refused request never holds a slot.
 
 mod admission;
 mod chat;

@@ -5,6 +5,8 @@
 //! root is the explicit/env home if given, else the platform default. Everything that spawns a
 //! child process must pass the resolved home explicitly (see [`HermesHome::child_env`]).
 
+pub mod private;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -120,18 +122,30 @@ impl HermesHome {
         self.path.join(".env")
     }
 
-    /// Creates the home directory (mode 0700 on Unix) if it does not exist.
+    /// `sessions/`: the routing scope's directory (its path names the scope in state.db).
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.path.join("sessions")
+    }
+
+    /// Creates the home directory 0700 if it does not exist (an existing home keeps its
+    /// mode, see [`private`]), and its `sessions/` directory 0700, so the router, which
+    /// creates that directory too, finds it already private.
     pub fn ensure_exists(&self) -> std::io::Result<()> {
-        if self.path.is_dir() {
-            return Ok(());
-        }
-        std::fs::create_dir_all(&self.path)?;
-        #[cfg(unix)]
-        {
+        if !self.path.is_dir() {
+            private::create_dir_all(&self.path)?;
+            // Set outright: a umask that takes the owner's own bits would leave it unusable.
             use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o700))?;
+            std::fs::set_permissions(
+                &self.path,
+                std::fs::Permissions::from_mode(private::DIR_MODE),
+            )?;
         }
-        Ok(())
+        private::create_dir_all(&self.sessions_dir())
+    }
+
+    /// Warns once in the log when the home is open to group or others (left as it is).
+    pub fn warn_if_shared(&self) {
+        private::warn_if_home_is_shared(&self.path);
     }
 
     /// The variables a child process must receive so it uses this same home.

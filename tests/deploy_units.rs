@@ -373,7 +373,7 @@ fn health(home: &Path, args: &[&str]) -> Output {
 #[test]
 fn health_answers_for_the_real_admin_api() {
     use hermesd::gateway::adapter_health::AdapterHealth;
-    use hermesd::gateway::admin::{AdminState, serve_admin};
+    use hermesd::gateway::admin::{AdminCredentials, AdminState, serve_admin};
     use hermesd::gateway::metrics::GatewayMetrics;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -388,6 +388,7 @@ fn health_answers_for_the_real_admin_api() {
         store: None,
         log: None,
         router: None,
+        credentials: AdminCredentials::none(),
     };
     let (addr, server) = runtime
         .block_on(serve_admin(

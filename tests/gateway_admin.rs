@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hermesd::config::AdminConfig;
 use hermesd::gateway::adapter_health::{AdapterHealth, AdapterState};
-use hermesd::gateway::admin::{AdminError, AdminState, admin_addr, serve_admin};
+use hermesd::gateway::admin::{AdminCredentials, AdminError, AdminState, admin_addr, serve_admin};
 use hermesd::gateway::metrics::GatewayMetrics;
 use tokio_util::sync::CancellationToken;
 
@@ -68,6 +68,7 @@ async fn health_ready_and_metrics_over_http() {
         store: Some(store.clone()),
         log: None,
         router: None,
+        credentials: AdminCredentials::none(),
     };
     let shutdown = CancellationToken::new();
     let (addr, server) = serve_admin(
@@ -145,6 +146,7 @@ async fn refuses_non_loopback_addresses() {
         store: None,
         log: None,
         router: None,
+        credentials: AdminCredentials::none(),
     };
     let err = serve_admin("0.0.0.0:0".parse().expect("addr"), state, shutdown)
         .await
@@ -153,6 +155,7 @@ async fn refuses_non_loopback_addresses() {
     let config = |host: &str| AdminConfig {
         host: host.to_owned(),
         port: 8643,
+        ..Default::default()
     };
     assert_eq!(
         admin_addr(&config("localhost")).expect("ok").to_string(),

@@ -359,6 +359,7 @@ async fn the_admin_endpoint_serves_health_readiness_metrics_and_the_log_level() 
     };
     let set = |directives: &'static str| {
         http.put(format!("{admin}/log-level"))
+            .bearer_auth(API_KEY)
             .body(directives)
             .send()
     };

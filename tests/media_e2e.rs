@@ -96,6 +96,30 @@ fn request_text(body: &Value) -> String {
     body.to_string()
 }
 
+/// The downloaded media under `home/cache` is the owner's only (issue 27: private on disk),
+/// whatever the umask the test runs under (typically 022).
+fn assert_cache_is_private(home: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut pending = vec![home.join("cache")];
+    let mut files = 0;
+    while let Some(path) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let mode = meta.permissions().mode() & 0o777;
+        assert_eq!(mode & 0o077, 0, "{} is mode {mode:04o}", path.display());
+        if meta.is_dir() {
+            pending.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.path()),
+            );
+        } else {
+            files += 1;
+        }
+    }
+    assert!(files > 0, "no media was cached under {}", home.display());
+}
+
 async fn photo_reaches_the_model_as_an_image(mode: &str) {
     let rig = start(
         "",
@@ -119,6 +143,7 @@ async fn photo_reaches_the_model_as_an_image(mode: &str) {
         "{mode}: the photo, unchanged, as the mode's image part"
     );
     assert!(request_text(&requests[0].body).contains("what is this?"));
+    assert_cache_is_private(rig.home.path());
 
     // The next turn carries no image: the photo was for its own turn only.
     rig.model.push(Step::text("You're welcome."));

@@ -40,7 +40,7 @@ pub fn save(home: &HermesHome, inbound: (&str, &str), images: &[ImagePart]) -> s
         return Ok(());
     }
     let dir = dir(home);
-    std::fs::create_dir_all(&dir)?;
+    crate::home::private::create_dir_all(&dir)?;
     let stem = stem(inbound);
     for (index, image) in images.iter().enumerate() {
         let Some((_, ext)) = FORMATS.iter().find(|(mime, _)| *mime == image.media_type()) else {
@@ -51,7 +51,7 @@ pub fn save(home: &HermesHome, inbound: (&str, &str), images: &[ImagePart]) -> s
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         let path = dir.join(format!("{stem}.{index}.{ext}"));
         let partial = dir.join(format!("{stem}.{index}.partial"));
-        std::fs::write(&partial, bytes)?;
+        crate::home::private::write(&partial, &bytes)?;
         std::fs::rename(&partial, &path)?;
     }
     Ok(())

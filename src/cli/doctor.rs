@@ -7,6 +7,7 @@ mod cron;
 mod local;
 mod mcp;
 mod network;
+mod private_files;
 mod probes;
 mod tokens;
 
@@ -40,6 +41,10 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &DoctorArgs)
     let mut checks = config_checks(&loaded);
     checks.push(local::home_directory(home));
     checks.extend(local::secret_permissions(home));
+    checks.extend(private_files::private_files(
+        home,
+        &local::secret_files(home.path()),
+    ));
     checks.push(local::state_db(home));
     checks.extend(cron::jobs_file(home));
     checks.push(local::free_disk(home));

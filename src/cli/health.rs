@@ -110,6 +110,7 @@ mod tests {
         let admin = |host: &str| config::AdminConfig {
             host: host.to_owned(),
             port: 8643,
+            ..Default::default()
         };
         assert_eq!(admin_target(&admin("127.0.0.1")), "127.0.0.1:8643");
         assert_eq!(admin_target(&admin("localhost")), "127.0.0.1:8643");

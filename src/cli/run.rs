@@ -80,6 +80,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) ->
         );
         return EXIT_FAILURE;
     }
+    home.warn_if_shared();
     let argv: Vec<String> = std::env::args().collect();
     let instance = match InstanceLock::acquire(home.path(), &argv, args.replace) {
         Ok(lock) => lock,

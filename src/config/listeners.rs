@@ -131,10 +131,36 @@ pub fn api_server(
             ),
         )
         .unwrap_or(defaults.max_concurrent_runs),
+        body_timeout_seconds: issues.uint(
+            pick(&layers, "body_timeout_seconds", |b| {
+                b.body_timeout_seconds.as_ref()
+            }),
+            defaults.body_timeout_seconds,
+            1,
+            3600,
+        ),
+        max_messages: usize::try_from(issues.uint(
+            pick(&layers, "max_messages", |b| b.max_messages.as_ref()),
+            defaults.max_messages as u64,
+            1,
+            1_000_000,
+        ))
+        .unwrap_or(defaults.max_messages),
+        max_request_chars: usize::try_from(issues.uint(
+            pick(&layers, "max_request_chars", |b| {
+                b.max_request_chars.as_ref()
+            }),
+            defaults.max_request_chars as u64,
+            1,
+            // A body holds at most 10,000,000 bytes, so more characters could never arrive.
+            10_000_000,
+        ))
+        .unwrap_or(defaults.max_request_chars),
     }
 }
 
-/// hermesd's admin endpoint has no authentication, so it may only listen on loopback.
+/// hermesd's admin endpoint serves its reads without authentication, so it may only listen
+/// on loopback; requests that change state need `admin.token` or the API key.
 pub fn admin(issues: &mut Issues, section: Option<&Section<RawAdmin>>) -> AdminConfig {
     let defaults = AdminConfig::default();
     let raw = issues.section("admin", section).unwrap_or_default();
@@ -162,6 +188,7 @@ pub fn admin(issues: &mut Issues, section: Option<&Section<RawAdmin>>) -> AdminC
     AdminConfig {
         host,
         port: u16::try_from(port).unwrap_or(defaults.port),
+        token: issues.secret(at("admin.token", raw.token.as_ref())),
     }
 }
 

@@ -140,6 +140,12 @@ pub struct ApiServerConfig {
     /// Chat completions served at once; more are refused with 429 + `Retry-After`
     /// (Hermes' `max_concurrent_runs`, default 10). 0 removes the cap.
     pub max_concurrent_runs: u32,
+    /// A chat completion's body must arrive whole within this many seconds (else 408).
+    pub body_timeout_seconds: u64,
+    /// The most entries a request's `messages` may hold (else 413).
+    pub max_messages: usize,
+    /// The most characters of message content in one request, all roles (else 413).
+    pub max_request_chars: usize,
 }
 
 impl Default for ApiServerConfig {
@@ -152,6 +158,9 @@ impl Default for ApiServerConfig {
             cors_origins: Vec::new(),
             model_name: None,
             max_concurrent_runs: 10,
+            body_timeout_seconds: 30,
+            max_messages: 1_000,
+            max_request_chars: 2_000_000,
         }
     }
 }
@@ -162,6 +171,9 @@ pub struct AdminConfig {
     pub host: String,
     /// 0 asks the OS for a free port (tests).
     pub port: u16,
+    /// A Bearer token of the admin endpoint's own for requests that change state (besides
+    /// `API_SERVER_KEY`, which is also accepted).
+    pub token: Option<Secret>,
 }
 
 impl Default for AdminConfig {
@@ -169,6 +181,7 @@ impl Default for AdminConfig {
         Self {
             host: "127.0.0.1".to_owned(),
             port: 8643,
+            token: None,
         }
     }
 }

@@ -235,6 +235,7 @@ pub struct RawCompression {
 pub struct RawAdmin {
     pub host: Option<Value>,
     pub port: Option<Value>,
+    pub token: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -279,6 +280,9 @@ pub struct RawApiServer {
     pub cors_origins: Option<Value>,
     pub model_name: Option<Value>,
     pub max_concurrent_runs: Option<Value>,
+    pub body_timeout_seconds: Option<Value>,
+    pub max_messages: Option<Value>,
+    pub max_request_chars: Option<Value>,
     pub extra: Option<Section<Unknown>>,
     #[serde(flatten)]
     pub unknown: Unknown,

@@ -98,7 +98,8 @@ pub fn save(output_root: &Path, record: &RunRecord<'_>, keep: i64) -> Result<Pat
         path: dir.clone(),
         source,
     };
-    fs::create_dir_all(&dir).map_err(io)?;
+    // Every level it creates (`cron/`, `output/`, the job's) is private, not only the last.
+    crate::home::private::create_dir_all(&dir).map_err(io)?;
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).map_err(io)?;
     let file = dir.join(format!("{}.md", record.ran_at.format("%Y-%m-%d_%H-%M-%S")));
     write_atomic(&file, record.render().as_bytes())?;

@@ -128,7 +128,7 @@ pub async fn run(
     timeout: Duration,
 ) -> Result<String, String> {
     let scripts_dir = home.path().join("scripts");
-    std::fs::create_dir_all(&scripts_dir)
+    crate::home::private::create_dir_all(&scripts_dir)
         .map_err(|e| format!("cannot create {}: {e}", scripts_dir.display()))?;
     let user_home = env.get("HOME").map(PathBuf::from);
     let path = resolve(&scripts_dir, script, user_home.as_deref())?;

@@ -86,7 +86,7 @@ impl JobsStore {
     /// Creates `cron/` and `cron/output/` (0700).
     pub fn ensure_dirs(&self) -> Result<(), StoreError> {
         for dir in [self.dir.clone(), self.output_dir()] {
-            fs::create_dir_all(&dir).map_err(io(&dir))?;
+            crate::home::private::create_dir_all(&dir).map_err(io(&dir))?;
             fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).map_err(io(&dir))?;
         }
         Ok(())

@@ -1,5 +1,10 @@
-//! The admin HTTP endpoint (loopback only, no authentication): `/health` says the process
-//! can still answer (see `Router::liveness_problems`), `/ready` that every enabled adapter is live, `/metrics` exposes the counters.
+//! The admin HTTP endpoint (loopback only): `/health` says the process can still answer
+//! (see `Router::liveness_problems`), `/ready` that every enabled adapter is live,
+//! `/metrics` exposes the counters, `/log-level` reads and sets the log filter.
+//!
+//! Two walls, both in `admin_guard.rs`: every request must name the listener in `Host`
+//! (a loopback name with its port), so a web page cannot reach it through DNS rebinding;
+//! and a request that changes state needs the admin token or the API key as a Bearer token.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -14,6 +19,8 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::adapter_health::{AdapterHealth, AdapterStatus};
+pub use super::admin_guard::AdminCredentials;
+use super::admin_guard::{self, AdminGuard};
 use super::metrics::GatewayMetrics;
 use crate::config::AdminConfig;
 use crate::state::Store;
@@ -29,11 +36,16 @@ pub struct AdminState {
     pub log: Option<crate::logging::LogControl>,
     /// Asked by `/health` for the problems that stop the daemon answering, once it runs.
     pub router: Option<Arc<super::router::Router>>,
+    /// The Bearer tokens that may change state (`admin.token`, `API_SERVER_KEY`).
+    pub credentials: AdminCredentials,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
-    #[error("admin.host: '{host}' is not a loopback address; the admin API has no authentication")]
+    #[error(
+        "admin.host: '{host}' is not a loopback address; the admin API answers reads without \
+         authentication"
+    )]
     NotLoopback { host: String },
     #[error("cannot listen on {addr} for the admin API: {source}")]
     Bind {
@@ -59,13 +71,19 @@ pub fn admin_addr(config: &AdminConfig) -> Result<SocketAddr, AdminError> {
     Ok(SocketAddr::new(ip, config.port))
 }
 
-pub fn router(state: AdminState) -> Router {
+/// The routes for a listener on `port`, behind the Host and write guards.
+pub fn router(state: AdminState, port: u16) -> Router {
+    let guard = AdminGuard::new(port, state.credentials.clone());
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(metrics))
         .route("/log-level", get(log_level).put(set_log_level))
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            guard,
+            admin_guard::guard,
+        ))
 }
 
 /// Binds `addr` (which must be loopback) and serves until `shutdown` is cancelled. Returns
@@ -90,7 +108,7 @@ pub async fn serve_admin(
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    let server = axum::serve(listener, router(state))
+    let server = axum::serve(listener, router(state, bound.port()))
         .with_graceful_shutdown(async move { shutdown.cancelled().await });
     Ok((bound, tokio::spawn(async move { server.await })))
 }

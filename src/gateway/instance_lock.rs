@@ -3,7 +3,7 @@
 //! sees the other. `--replace` takes over from a running gateway the way Python does: write
 //! `.gateway-takeover.json`, SIGTERM the holder, wait for the lock.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -14,6 +14,7 @@ use super::lock_record::{
     LockError, ProcessRecord, io_error, read_json, utc_now_iso, write_json_atomic,
 };
 use super::process_info;
+use crate::home::private;
 
 pub const LOCK_FILE: &str = "gateway.lock";
 pub const PID_FILE: &str = "gateway.pid";
@@ -45,10 +46,10 @@ struct TakeoverMarker<'a> {
 impl InstanceLock {
     /// Becomes the gateway for `home`, or says who already is.
     pub fn acquire(home: &Path, argv: &[String], replace: bool) -> Result<Self, LockError> {
-        std::fs::create_dir_all(home).map_err(io_error(home))?;
+        private::create_dir_all(home).map_err(io_error(home))?;
         let lock_path = home.join(LOCK_FILE);
         let pid_path = home.join(PID_FILE);
-        let lock_file = OpenOptions::new()
+        let lock_file = private::open_options()
             .read(true)
             .write(true)
             .create(true)
@@ -135,6 +136,49 @@ impl Drop for InstanceLock {
     }
 }
 
+/// The gateway holding a home, as `state migrate` names it when it refuses to write under it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HomeHolder {
+    pub pid: Option<u32>,
+    /// When it took the lock (the lock file's last write), UTC ISO 8601.
+    pub since: Option<String>,
+}
+
+/// Who holds `home` right now: the OS lock on `gateway.lock` (tested by taking it for an
+/// instant, never kept), or else a live gateway named by `gateway.pid` (a Python gateway
+/// that takes no OS lock). `None` when no gateway runs on this home.
+pub fn current_holder(home: &Path) -> Option<HomeHolder> {
+    let lock_path = home.join(LOCK_FILE);
+    let pid_path = home.join(PID_FILE);
+    let since = |path: &Path| {
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+        let since_epoch = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+        Some(super::lock_record::iso_from_unix(since_epoch))
+    };
+    if let Ok(file) = File::open(&lock_path) {
+        match file.try_lock() {
+            Err(TryLockError::WouldBlock) => {
+                let record = read_json::<ProcessRecord>(&lock_path)
+                    .or_else(|| read_json::<ProcessRecord>(&pid_path));
+                return Some(HomeHolder {
+                    pid: record.map(|r| r.pid),
+                    since: since(&lock_path),
+                });
+            }
+            Ok(()) => {
+                let _ = file.unlock();
+            }
+            Err(TryLockError::Error(_)) => {}
+        }
+    }
+    read_json::<ProcessRecord>(&pid_path)
+        .filter(ProcessRecord::is_live_gateway)
+        .map(|record| HomeHolder {
+            pid: Some(record.pid),
+            since: since(&pid_path),
+        })
+}
+
 fn try_lock(file: &File, path: &Path) -> Result<bool, LockError> {
     match file.try_lock() {
         Ok(()) => Ok(true),
@@ -190,7 +234,10 @@ fn write_lock_record(mut file: &File, record: &ProcessRecord) -> std::io::Result
 
 /// `O_CREAT|O_EXCL`, as Python's `write_pid_file`: of two racing writers exactly one wins.
 fn write_pid_file(path: &Path, record: &ProcessRecord) -> std::io::Result<()> {
-    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    let mut file = private::open_options()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
     let result = serde_json::to_writer(&mut file, record)
         .map_err(std::io::Error::other)
         .and_then(|()| file.sync_all());
@@ -230,6 +277,18 @@ mod tests {
             "pid file removed on drop"
         );
         InstanceLock::acquire(home.path(), &argv(), false).expect("free again after drop");
+    }
+
+    #[test]
+    fn the_holder_of_a_home_is_named_while_it_holds_it() {
+        let home = tempfile::tempdir().expect("tempdir");
+        assert_eq!(current_holder(home.path()), None);
+        let lock = InstanceLock::acquire(home.path(), &argv(), false).expect("lock");
+        let holder = current_holder(home.path()).expect("held");
+        assert_eq!(holder.pid, Some(process_info::current_pid()));
+        assert!(holder.since.is_some_and(|s| s.ends_with("+00:00")));
+        drop(lock);
+        assert_eq!(current_holder(home.path()), None);
     }
 
     #[test]

@@ -128,7 +128,11 @@ pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> std::io::Result
     let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = path.with_file_name(format!(".{file_name}.{}.tmp", process_info::current_pid()));
     let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
+        let mut file = crate::home::private::open_options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
         file.write_all(&body)?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -147,7 +151,7 @@ pub fn utc_now_iso() -> String {
     iso_from_unix(since_epoch)
 }
 
-fn iso_from_unix(since_epoch: Duration) -> String {
+pub(crate) fn iso_from_unix(since_epoch: Duration) -> String {
     let secs = since_epoch.as_secs() as i64;
     let (year, month, day) = crate::clock::civil_from_days(secs.div_euclid(86_400));
     let in_day = secs.rem_euclid(86_400);

@@ -2,6 +2,7 @@
 
 pub mod adapter_health;
 pub mod admin;
+mod admin_guard;
 pub mod api_server;
 pub mod authorize;
 pub mod chunk;

@@ -233,6 +233,10 @@ impl GatewayRunner {
                     store: Some(store.clone()),
                     log: crate::logging::installed().map(|l| l.control.clone()),
                     router: Some(router.clone()),
+                    credentials: super::admin::AdminCredentials::new(
+                        config.admin.token.as_ref(),
+                        config.api_server.key.as_ref(),
+                    ),
                 };
                 match serve_admin(addr, state, admin_stop.clone()).await {
                     Ok((bound, server)) => {

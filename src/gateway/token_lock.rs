@@ -7,7 +7,7 @@
 //! printed: only its truncated hash names the file.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
@@ -72,7 +72,7 @@ impl ScopedLock {
     ) -> Result<Self, LockError> {
         let path = lock_path(scope, identity, env).ok_or(LockError::NoLockDir)?;
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+            crate::home::private::create_dir_all(dir).map_err(io_error(dir))?;
         }
         let argv: Vec<String> = std::env::args().collect();
         let record = ScopedLockRecord {
@@ -88,7 +88,7 @@ impl ScopedLock {
         if path.exists() {
             clear_if_stale(&path, scope)?;
         }
-        let file = match OpenOptions::new()
+        let file = match crate::home::private::open_options()
             .read(true)
             .write(true)
             .create_new(true)

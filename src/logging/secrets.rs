@@ -123,6 +123,7 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
             .filter_map(|f| f.api_key.as_ref()),
     );
     found.extend(config.api_server.key.as_ref());
+    found.extend(config.admin.token.as_ref());
     found.extend(config.media.vision.api_key.as_ref());
     found.extend(config.media.stt.openai.api_key.as_ref());
     let platforms = &config.platforms;

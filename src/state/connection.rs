@@ -77,7 +77,13 @@ fn apply_common_pragmas(conn: &mut Connection) -> StoreResult<()> {
 
 /// Opens the read-write connection: WAL (rollback journal where the filesystem refuses WAL),
 /// `synchronous=FULL` so a commit acknowledged to a caller survives power loss too.
+///
+/// A new database file is created 0600 before SQLite opens it: SQLite gives the WAL,
+/// shared-memory and journal files the database file's mode, so they are private too.
 pub fn open_writer(path: &Path, cache: PageCache) -> StoreResult<Connection> {
+    if path != Path::new(":memory:") && !path.as_os_str().is_empty() {
+        crate::home::private::create_empty_if_missing(path)?;
+    }
     let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE

@@ -9,7 +9,7 @@
 //! killed process, and the order of service is the order of arrival. Other programs (the
 //! Python Hermes) do not take part; SQLite's own lock still arbitrates with them.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -37,7 +37,7 @@ impl Drop for Turn<'_> {
 }
 
 fn open(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
+    crate::home::private::open_options()
         .create(true)
         .truncate(false)
         .read(true)
@@ -51,7 +51,7 @@ impl FifoGate {
         let mut name = db_path.file_name().unwrap_or_default().to_os_string();
         name.push("-writer");
         let dir: PathBuf = db_path.with_file_name(name);
-        std::fs::create_dir_all(&dir)?;
+        crate::home::private::create_dir_all(&dir)?;
         let counter = open(&dir.join("ticket"))?;
         let slots = (0..SLOTS)
             .map(|i| open(&dir.join(format!("slot{i}"))))

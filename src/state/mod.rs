@@ -147,7 +147,7 @@ impl Store {
     pub fn open_with(path: &Path, options: StoreOptions) -> StoreResult<Self> {
         guard::check(path, &options.env)?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
+            crate::home::private::create_dir_all(parent)?;
         }
         let mut conn = connection::open_writer(path, options.page_cache)?;
         let info = with_lock_retries(|| schema::initialise(&mut conn))?;

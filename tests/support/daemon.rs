@@ -119,8 +119,28 @@ impl Daemon {
     /// Starts `hermesd run` without waiting (for runs expected to exit).
     pub fn spawn(home: &Path, env: &[(String, String)], wait: bool) -> Daemon {
         let mut command = Command::new(daemon_binary());
+        command.arg("run");
+        Self::spawn_command(command, home, env, wait)
+    }
+
+    /// Starts `hermesd run` with the process umask set to `umask` (an octal string such as
+    /// "022") by a shell that then execs the daemon, so the pid is the daemon's.
+    pub fn start_under_umask(home: &Path, env: &[(String, String)], umask: &str) -> Daemon {
+        let mut command = Command::new("/bin/sh");
         command
-            .arg("run")
+            .arg("-c")
+            .arg(format!("umask {umask} && exec \"$0\" run"))
+            .arg(daemon_binary());
+        Self::spawn_command(command, home, env, true)
+    }
+
+    fn spawn_command(
+        mut command: Command,
+        home: &Path,
+        env: &[(String, String)],
+        wait: bool,
+    ) -> Daemon {
+        command
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())

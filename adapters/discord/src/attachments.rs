@@ -66,11 +66,27 @@ pub async fn cache(
         attachment.id,
         sanitise(&attachment.filename)
     ));
-    if let Err(error) = tokio::fs::create_dir_all(&settings.cache_dir).await {
+    // The cache lives in the operator's home: owner-only, whatever the process umask.
+    let created = tokio::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&settings.cache_dir)
+        .await;
+    if let Err(error) = created {
         tracing::warn!(platform = "discord", %error, "cannot create the attachment cache");
         return None;
     }
-    if let Err(error) = tokio::fs::write(&path, &bytes).await {
+    let written = async {
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .await?;
+        tokio::io::AsyncWriteExt::write_all(&mut file, &bytes).await
+    };
+    if let Err(error) = written.await {
         tracing::warn!(platform = "discord", %error, "cannot write a cached attachment");
         return None;
     }

@@ -197,11 +197,25 @@ pub async fn download(
             return Err(format!("file {id} is over the {max_bytes}-byte limit"));
         }
     }
-    tokio::fs::create_dir_all(cache_dir)
+    // The cache lives in the operator's home: owner-only, whatever the process umask.
+    tokio::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(cache_dir)
         .await
         .map_err(|e| format!("creating {}: {e}", cache_dir.display()))?;
     let path: PathBuf = cache_dir.join(format!("{}_{}", safe_name(id), safe_name(name)));
-    tokio::fs::write(&path, &bytes)
+    let written = async {
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .await?;
+        tokio::io::AsyncWriteExt::write_all(&mut file, &bytes).await
+    };
+    written
         .await
         .map_err(|e| format!("writing {}: {e}", path.display()))?;
     let mime_type = file

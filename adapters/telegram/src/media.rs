@@ -113,7 +113,10 @@ pub async fn download(
         .file_path
         .ok_or_else(|| malformed("getFile gave no file_path".into()))?;
     let dir = settings.cache_dir.join(attachment.subdir);
-    tokio::fs::create_dir_all(&dir)
+    tokio::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
         .await
         .map_err(|e| MediaError::Cache(dir.clone(), e))?;
     let dest = dir.join(format!(

@@ -50,7 +50,7 @@ pub fn home_directory(home: &HermesHome) -> Check {
 
 /// Files that hold secrets: `.env`, `auth.json` (provider credentials, as in Hermes) and the
 /// pairing store's JSON files (current `platforms/pairing/` and legacy `pairing/`).
-fn secret_files(home: &Path) -> Vec<PathBuf> {
+pub(super) fn secret_files(home: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = [".env", "auth.json"]
         .iter()
         .map(|name| home.join(name))

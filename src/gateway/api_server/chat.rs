@@ -2,9 +2,8 @@
 //! streaming lives in `sse.rs`).
 
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use hermes_adapter::{ChatType, MessageEvent, SessionSource};
@@ -12,12 +11,20 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::ApiState;
+use super::admission::RequestLimits;
+use super::admission::{Refusal, check_declared_length, log_refusal, read_body};
 use super::errors::{bad_request, check_auth, openai_error};
+use super::layers::hold_permit_while_streaming;
 use crate::gateway::router::API_PLATFORM;
 use crate::state::{NewMessage, NewSession, now_epoch};
 
 fn bad(message: &str, param: Option<&str>) -> Box<Response> {
     Box::new(bad_request(message, param))
+}
+
+fn refuse(refusal: Refusal) -> Box<Response> {
+    log_refusal(&refusal);
+    Box::new(refusal.response())
 }
 
 pub const SESSION_HEADER: &str = "X-Hermes-Session-Id";
@@ -83,7 +90,9 @@ fn content_text(content: &Value, param: &str) -> Result<String, Box<Response>> {
     }
 }
 
-pub fn parse_request(body: &[u8]) -> Result<ChatRequest, Box<Response>> {
+/// Parses and validates a request body; refuses one beyond `limits` (413) before anything
+/// of it is stored.
+pub fn parse_request(body: &[u8], limits: &RequestLimits) -> Result<ChatRequest, Box<Response>> {
     let body: Value =
         serde_json::from_slice(body).map_err(|_| bad("Invalid JSON in request body", None))?;
     let Some(messages) = body
@@ -93,8 +102,15 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, Box<Response>> {
     else {
         return Err(bad("Missing or invalid 'messages' field", Some("messages")));
     };
+    if messages.len() > limits.max_messages {
+        return Err(refuse(Refusal::TooManyMessages {
+            count: messages.len(),
+            limit: limits.max_messages,
+        }));
+    }
     let mut system: Option<String> = None;
     let mut conversation = Vec::new();
+    let mut total_chars = 0usize;
     for (i, message) in messages.iter().enumerate() {
         let param = format!("messages[{i}]");
         let role = message
@@ -105,6 +121,19 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, Box<Response>> {
             message.get("content").unwrap_or(&Value::Null),
             &format!("{param}.content"),
         )?;
+        total_chars += content.chars().count();
+        if total_chars > limits.max_chars {
+            let rest: usize = messages[i + 1..]
+                .iter()
+                .filter_map(|m| m.get("content"))
+                .filter_map(|c| content_text(c, "").ok())
+                .map(|text| text.chars().count())
+                .sum();
+            return Err(refuse(Refusal::TooManyChars {
+                count: total_chars + rest,
+                limit: limits.max_chars,
+            }));
+        }
         match role {
             "system" | "developer" => {
                 system = Some(match system {
@@ -169,32 +198,39 @@ fn session_from_header(headers: &HeaderMap) -> Result<Option<String>, Box<Respon
     Ok(Some(id.to_owned()))
 }
 
+/// `POST /v1/chat/completions`. The order is the point: the key is checked first, then the
+/// body is read within its deadline and checked against the limits, and only then is a run
+/// slot taken, so no one who is refused ever holds one.
 pub async fn completions(
     State(state): State<ApiState>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     if let Err(denied) = check_auth(&headers, &state.key) {
         return *denied;
     }
-    let body = match body {
+    if let Err(refusal) = check_declared_length(&headers, &state.limits) {
+        return *refuse(refusal);
+    }
+    let body = match read_body(body, &state.limits).await {
         Ok(body) => body,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return openai_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "Request body too large.",
-                "invalid_request_error",
-                None,
-                Some("body_too_large"),
-            );
-        }
-        Err(rejection) => return bad_request(&rejection.body_text(), None),
+        Err(refusal) => return *refuse(refusal),
     };
-    let request = match parse_request(&body) {
+    let request = match parse_request(&body, &state.limits) {
         Ok(request) => request,
         Err(response) => return *response,
     };
-    let session_id = match session_from_header(&headers) {
+    drop(body);
+    let permit = match state.runs.admit() {
+        Ok(permit) => permit,
+        Err(busy) => return *busy,
+    };
+    let response = run_completion(&state, &headers, request).await;
+    hold_permit_while_streaming(response, permit)
+}
+
+async fn run_completion(state: &ApiState, headers: &HeaderMap, request: ChatRequest) -> Response {
+    let session_id = match session_from_header(headers) {
         Ok(Some(id)) => id,
         Ok(None) => {
             let first_user = request
@@ -204,7 +240,7 @@ pub async fn completions(
                 .map(|(_, text)| text.as_str())
                 .unwrap_or(&request.user_text);
             let id = derive_session_id(request.system.as_deref(), first_user);
-            if let Err(e) = seed_history(&state, &id, &request.history).await {
+            if let Err(e) = seed_history(state, &id, &request.history).await {
                 return openai_error(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     &format!("cannot store the conversation: {e}"),
@@ -223,7 +259,7 @@ pub async fn completions(
         .unwrap_or_else(|| state.model_name.to_string());
     let event = api_event(&session_id, &request.user_text);
     if request.stream {
-        return super::sse::stream(state, event, session_id, model, request.system).await;
+        return super::sse::stream(state.clone(), event, session_id, model, request.system).await;
     }
     match state.router.submit_api(event, None, request.system).await {
         Ok(reply) => {
@@ -313,6 +349,38 @@ mod tests {
         assert!(id.starts_with("api-") && id.len() == 20, "{id}");
         assert_eq!(id, derive_session_id(Some(""), "hello"));
         assert_ne!(id, derive_session_id(Some("sys"), "hello"));
+    }
+
+    fn limits() -> RequestLimits {
+        RequestLimits {
+            body_timeout: std::time::Duration::from_secs(30),
+            max_body_bytes: 1 << 20,
+            max_messages: 4,
+            max_chars: 10,
+        }
+    }
+
+    fn parse_request(body: &[u8]) -> Result<ChatRequest, Box<Response>> {
+        super::parse_request(body, &limits())
+    }
+
+    #[test]
+    fn requests_beyond_the_limits_are_refused_with_413() {
+        let five =
+            br#"{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "a"},
+            {"role": "user", "content": "a"}, {"role": "user", "content": "a"},
+            {"role": "user", "content": "a"}]}"#;
+        let refused = parse_request(five).err().expect("five messages refused");
+        assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let long = br#"{"messages": [{"role": "system", "content": "123456"},
+            {"role": "user", "content": "12345"}]}"#;
+        let refused = parse_request(long)
+            .err()
+            .expect("eleven characters refused");
+        assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let fits = br#"{"messages": [{"role": "system", "content": "12345"},
+            {"role": "user", "content": "12345"}]}"#;
+        assert!(parse_request(fits).is_ok());
     }
 
     #[test]

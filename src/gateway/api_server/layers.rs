@@ -1,11 +1,10 @@
 //! The HTTP API's middleware, on tower-http where it has the piece: a request id on every
 //! request (`x-request-id`, kept when the client sends one, echoed back) and a tracing span
 //! carrying it, so every log line of the request names it; Hermes's origin rule and CORS
-//! for the configured origins; a per-request timeout; and load shedding for chat
+//! for the configured origins; a per-request timeout; and the run limit for chat
 //! completions (429 with `Retry-After` once `max_concurrent_runs` are in flight, never a
-//! queue). The body limit is axum's `DefaultBodyLimit` in `mod.rs` (http-body's `Limited`,
-//! the same piece tower-http's limit layer wraps), so an oversized body still gets the
-//! OpenAI error envelope from the handler.
+//! queue). The limit is not a layer: the handler takes a slot only after the key, the body
+//! and its size checked out (`admission.rs`), so a refused client never holds one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +16,7 @@ use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
@@ -76,29 +75,45 @@ impl RunLimit {
     }
 }
 
-/// Admits a chat completion while fewer than the cap are in flight, else answers 429 at
-/// once. A streamed reply keeps its run going after the response head, so its permit
-/// travels with the body and is returned when the stream ends or the client goes away.
-pub async fn shed_load(State(limit): State<RunLimit>, request: Request, next: Next) -> Response {
-    let Some(permits) = &limit.permits else {
-        return next.run(request).await;
-    };
-    let Ok(permit) = permits.clone().try_acquire_owned() else {
-        limit.note_refusal();
-        let mut response = openai_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            &format!("Too many concurrent runs (max {})", limit.max),
-            "rate_limit_error",
-            None,
-            Some("rate_limit_exceeded"),
-        );
-        response.headers_mut().insert(
-            header::RETRY_AFTER,
-            HeaderValue::from_static(RETRY_AFTER_SECS),
-        );
+impl RunLimit {
+    /// A run slot while fewer than the cap are in flight (`None` inside `Ok` when there is
+    /// no cap), else Hermes's 429 with `Retry-After`. Called only for a request already
+    /// authenticated, read and validated, so a slot is never held by a refused client.
+    pub fn admit(&self) -> Result<Option<OwnedSemaphorePermit>, Box<Response>> {
+        let Some(permits) = &self.permits else {
+            return Ok(None);
+        };
+        match permits.clone().try_acquire_owned() {
+            Ok(permit) => Ok(Some(permit)),
+            Err(_) => {
+                self.note_refusal();
+                let mut response = openai_error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &format!("Too many concurrent runs (max {})", self.max),
+                    "rate_limit_error",
+                    None,
+                    Some("rate_limit_exceeded"),
+                );
+                response.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from_static(RETRY_AFTER_SECS),
+                );
+                Err(Box::new(response))
+            }
+        }
+    }
+}
+
+/// A streamed reply keeps its run going after the response head, so its slot travels with
+/// the body and is returned when the stream ends or the client goes away; any other
+/// response returns it when dropped here.
+pub fn hold_permit_while_streaming(
+    response: Response,
+    permit: Option<OwnedSemaphorePermit>,
+) -> Response {
+    let Some(permit) = permit else {
         return response;
     };
-    let response = next.run(request).await;
     let streamed = response
         .headers()
         .get(header::CONTENT_TYPE)

@@ -4,7 +4,13 @@
 //! `X-Hermes-Session-Id`. Requests go through the same router, sessions, agent and
 //! persistence as chat messages; the answer is the HTTP response, so nothing is journaled
 //! for later delivery (a client whose connection drops retries).
+//!
+//! A chat completion is admitted in a fixed order (`chat::completions`): the key, then the
+//! body within `body_timeout_seconds` and the byte limit, then `max_messages` and
+//! `max_request_chars` (`admission.rs`), and only then one of the `max_concurrent_runs`
+//! slots (`layers::RunLimit`). A refused request never holds a slot.
 
+mod admission;
 mod chat;
 mod errors;
 mod layers;
@@ -69,6 +75,9 @@ pub(crate) struct ApiState {
     router: Arc<Router>,
     key: Arc<str>,
     model_name: Arc<str>,
+    /// Chat completions in flight, taken only after a request passed admission.
+    runs: layers::RunLimit,
+    limits: admission::RequestLimits,
 }
 
 /// Validates the configuration and binds the listener; serving starts with [`serve`].
@@ -99,6 +108,8 @@ pub fn serve(
                 .clone()
                 .unwrap_or_else(|| DEFAULT_MODEL_NAME.to_owned()),
         ),
+        runs: layers::RunLimit::new(config.max_concurrent_runs),
+        limits: admission::RequestLimits::from_config(config),
     };
     let app = routes(state, config);
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
@@ -112,19 +123,12 @@ pub fn serve(
 }
 
 fn routes(state: ApiState, config: &ApiServerConfig) -> HttpRouter {
-    let runs = layers::RunLimit::new(config.max_concurrent_runs);
     let app = HttpRouter::new()
         .route("/health", get(chat::health))
         .route("/v1/health", get(chat::health))
         .route("/v1/models", get(chat::models))
         .route("/v1/skills", get(skills::list))
-        .route(
-            "/v1/chat/completions",
-            post(chat::completions).route_layer(axum::middleware::from_fn_with_state(
-                runs,
-                layers::shed_load,
-            )),
-        )
+        .route("/v1/chat/completions", post(chat::completions))
         .fallback(errors::not_found)
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(state);

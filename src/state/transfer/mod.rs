@@ -6,6 +6,7 @@
 //! is only continued when it is a partial copy of the same source, and otherwise refused
 //! unless `force` empties it first.
 
+pub mod dsn;
 mod pg_side;
 mod plan;
 mod side;
@@ -34,12 +35,15 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// A `postgres://` or `postgresql://` URL, or else a state.db path.
-    pub fn parse(arg: &str) -> Self {
+    /// A `postgres://` or `postgresql://` URL, a libpq `key=value` connection string
+    /// (turned into the URL it stands for), or else a state.db path.
+    pub fn parse(arg: &str) -> Result<Self, dsn::DsnError> {
         if arg.starts_with("postgres://") || arg.starts_with("postgresql://") {
-            Self::Postgres(arg.to_owned())
+            Ok(Self::Postgres(arg.to_owned()))
+        } else if dsn::is_key_value(arg) {
+            dsn::key_value_to_url(arg).map(Self::Postgres)
         } else {
-            Self::Sqlite(PathBuf::from(arg))
+            Ok(Self::Sqlite(PathBuf::from(arg)))
         }
     }
 
@@ -323,6 +327,9 @@ pub async fn migrate(
     let ends = Ends::open(from, to, true, &mut notes).await?;
     notes.into_iter().for_each(&mut *say);
     let outcome = async {
+        if ends.sqlite_is_source {
+            refuse_if_in_use(&ends.pg).await?;
+        }
         ends.prepare_target(options.force, say).await?;
         Ok(match ends.copy(options, say).await? {
             Some(batches) => MigrateOutcome::Paused { batches },
@@ -332,6 +339,27 @@ pub async fn migrate(
     .await;
     ends.close().await;
     outcome
+}
+
+/// A PostgreSQL target that a running hermesd uses (a live `instance` lease) is not
+/// written: emptying or filling it under the instance would corrupt what it serves.
+async fn refuse_if_in_use(pg: &PgSide) -> Result<(), TransferError> {
+    let live = pg.live_instances().await?;
+    if live.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<String> = live
+        .iter()
+        .map(|(holder, since, until)| {
+            format!("instance {holder} (running since {since}, lease current until {until})")
+        })
+        .collect();
+    Err(TransferError::Refused(format!(
+        "the target database is in use by a running hermesd: {} (an instance id hermesd \
+         makes up reads host-pid-random). Stop every instance that uses it and wait until \
+         its lease expires (state.lease_seconds), then run the migration again",
+        shown.join("; ")
+    )))
 }
 
 /// Compares `from` and `to` table by table (row counts and checksums) without writing.

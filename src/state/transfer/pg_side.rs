@@ -31,6 +31,28 @@ impl PgSide {
         })
     }
 
+    /// The instances holding a live `instance` lease (a running hermesd on this database):
+    /// `(holder, acquired_at, expires_at)` by the database's clock, oldest first.
+    pub async fn live_instances(&self) -> Result<Vec<(String, String, String)>, TransferError> {
+        let exists: bool = sqlx::query_scalar("SELECT to_regclass('hermesd_leases') IS NOT NULL")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(PgError::from)?;
+        if !exists {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(
+            "SELECT holder, to_char(acquired_at AT TIME ZONE 'UTC',              'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS since,              to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS until              FROM hermesd_leases WHERE scope = 'instance' AND expires_at > now()              ORDER BY acquired_at",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(PgError::from)?;
+        Ok(rows
+            .iter()
+            .map(|row| (row.get("holder"), row.get("since"), row.get("until")))
+            .collect())
+    }
+
     pub fn identity(&self) -> String {
         format!("postgres:{}", postgres::redact_url(&self.url))
     }

@@ -48,7 +48,7 @@ impl SqliteSide {
     pub fn open_target(path: &Path) -> Result<Self, TransferError> {
         guarded(path)?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(crate::state::StoreError::from)?;
+            crate::home::private::create_dir_all(parent).map_err(crate::state::StoreError::from)?;
         }
         let mut conn = open_writer(path, PageCache::default())?;
         crate::state::schema::initialise(&mut conn)?;

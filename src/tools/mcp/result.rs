@@ -105,9 +105,9 @@ fn save_media(data: &str, mime: &str, dir: &Path) -> Result<PathBuf, String> {
         _ => "bin",
     };
     let name = format!("{}.{ext}", hex::encode(Sha256::digest(&bytes)));
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    crate::home::private::create_dir_all(dir).map_err(|e| e.to_string())?;
     let path = dir.join(name);
-    std::fs::write(&path, &bytes).map_err(|e| e.to_string())?;
+    crate::home::private::write(&path, &bytes).map_err(|e| e.to_string())?;
     Ok(path)
 }
 

@@ -69,7 +69,7 @@ impl Backing {
         match self {
             Backing::Files => {
                 if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)?;
+                    crate::home::private::create_dir_all(dir)?;
                 }
                 crate::tools::approval::write_atomically(path, bytes, Some(0o600))
             }
@@ -99,10 +99,10 @@ impl Backing {
 
 fn lock_file(path: &Path) -> Option<std::fs::File> {
     if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::home::private::create_dir_all(dir);
     }
     let lock_path = PathBuf::from(format!("{}.lock", path.display()));
-    let file = std::fs::OpenOptions::new()
+    let file = crate::home::private::open_options()
         .create(true)
         .append(true)
         .open(lock_path)

@@ -152,7 +152,7 @@ impl MemoryStore {
     /// pattern are replaced by a `[BLOCKED: ...]` placeholder in the snapshot only.
     pub fn load_from_disk(&self) -> std::io::Result<()> {
         if matches!(self.backing, Backing::Files) {
-            std::fs::create_dir_all(&self.dir)?;
+            crate::home::private::create_dir_all(&self.dir)?;
         }
         let memory = dedup(self.read_entries(Target::Memory));
         let user = dedup(self.read_entries(Target::User));

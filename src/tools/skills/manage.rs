@@ -183,8 +183,17 @@ fn write(ctx: &ToolCtx, dir: &Path, path: &Path, content: &str) -> Result<(), St
     if ctx.skills.guard_agent_created {
         super::guard::check(dir, (path, content))?;
     }
-    write_atomically(path, content.as_bytes(), Some(0o644))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    // Skills live in the home: new directories 0700 and files 0600, like all it holds.
+    if let Some(parent) = path.parent() {
+        crate::home::private::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    write_atomically(
+        path,
+        content.as_bytes(),
+        Some(crate::home::private::FILE_MODE),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 fn create(ctx: &ToolCtx, name: &str, content: &str, category: Option<&str>) -> Outcome {

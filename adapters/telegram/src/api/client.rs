@@ -163,7 +163,15 @@ impl BotApi {
         }
         let io_error =
             |e: std::io::Error| ApiError::NoAnswer(format!("writing {}: {e}", dest.display()));
-        let mut file = tokio::fs::File::create(dest).await.map_err(io_error)?;
+        // Downloads land in the operator's home: owner-only, whatever the process umask.
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(dest)
+            .await
+            .map_err(io_error)?;
         let mut written = 0u64;
         let mut body = response.bytes_stream();
         while let Some(chunk) = body.next().await {

@@ -264,9 +264,13 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
     if !background && let Some(guidance) = foreground_background_guidance(&command) {
         return Ok(blocked(guidance, "error"));
     }
+    let start_dir = match args.get("workdir").and_then(Value::as_str) {
+        Some(w) if !w.is_empty() => ctx.shell_cwd().join(w),
+        _ => ctx.shell_cwd(),
+    };
     let outcome = ctx
         .approvals
-        .check_cancellable(&ctx.session_id, &command, &ctx.cancel)
+        .check_in_dir(&ctx.session_id, &command, Some(&start_dir), &ctx.cancel)
         .await;
     let approval_note = match outcome {
         ApprovalOutcome::Allowed => None,

@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -15,10 +15,7 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::allowlist::{AllowlistChange, append_to_command_allowlist};
-use super::detect::{
-    SUDO_STDIN_DESCRIPTION, command_detection_variants, detect_dangerous_command_in,
-    detect_hardline_command, detect_sudo_stdin,
-};
+use super::detect::{Assessment, DangerMatch, SUDO_STDIN_DESCRIPTION, assess, detect_sudo_stdin};
 use super::normalize::DetectionEnv;
 use super::patterns::{DANGEROUS, REMOVED_PATTERN_KEY_ALIASES, legacy_pattern_key};
 use crate::config::ApprovalMode;
@@ -112,7 +109,7 @@ impl ApprovalSettings {
             mode: config.approvals.mode,
             timeout: Duration::from_secs(config.approvals.timeout_secs),
             command_allowlist: config.command_allowlist.clone(),
-            deny: Vec::new(),
+            deny: config.approvals.deny.clone(),
             config_path: home.config_yaml(),
             detection: DetectionEnv::new(user_home, Some(home.path()), &temp_dir),
             sudo_password_configured: env.get("SUDO_PASSWORD").is_some_and(|p| !p.is_empty()),
@@ -274,7 +271,7 @@ impl ApprovalGate {
         })
     }
 
-    fn deny_rule(&self, command: &str) -> Option<&str> {
+    fn deny_rule(&self, assessment: &Assessment) -> Option<&str> {
         let globs: Vec<&str> = self
             .settings
             .deny
@@ -285,8 +282,7 @@ impl ApprovalGate {
         if globs.is_empty() {
             return None;
         }
-        let candidates = command_detection_variants(command, &self.settings.detection);
-        candidates.iter().find_map(|candidate| {
+        assessment.variants.iter().find_map(|candidate| {
             let candidate = candidate.to_lowercase();
             let candidate = candidate.trim();
             globs
@@ -310,28 +306,43 @@ impl ApprovalGate {
         command: &str,
         cancel: &CancellationToken,
     ) -> ApprovalOutcome {
-        let detection = &self.settings.detection;
-        if let Some(description) = detect_hardline_command(command, detection) {
+        self.check_in_dir(session_id, command, None, cancel).await
+    }
+
+    /// [`check_cancellable`](Self::check_cancellable) for a command that starts in `cwd`,
+    /// so relative paths (`echo x >> .bashrc` run in the home) are judged where they land.
+    pub async fn check_in_dir(
+        &self,
+        session_id: &str,
+        command: &str,
+        cwd: Option<&Path>,
+        cancel: &CancellationToken,
+    ) -> ApprovalOutcome {
+        let assessment = assess(command, &self.settings.detection, cwd);
+        if let Some(description) = &assessment.hardline {
             tracing::warn!(session_id, %description, "hardline block");
-            return ApprovalOutcome::Denied(hardline_message(&description));
+            return ApprovalOutcome::Denied(hardline_message(description));
         }
-        if !self.settings.sudo_password_configured && detect_sudo_stdin(command, detection) {
+        if !self.settings.sudo_password_configured && detect_sudo_stdin(&assessment) {
             tracing::warn!(session_id, "sudo stdin guard block");
             return ApprovalOutcome::Denied(sudo_stdin_message());
         }
-        if let Some(rule) = self.deny_rule(command) {
+        if let Some(rule) = self.deny_rule(&assessment) {
             tracing::warn!(session_id, rule, "user deny rule block");
             return ApprovalOutcome::Denied(deny_rule_message(rule));
         }
         if self.settings.mode == ApprovalMode::Off || self.command_allowlisted(command) {
             return ApprovalOutcome::Allowed;
         }
-        let Some(danger) = detect_dangerous_command_in(command, detection) else {
+        let dangers = assessment.dangers;
+        let Some(danger) = dangers.first().cloned() else {
             return ApprovalOutcome::Allowed;
         };
-        if self.is_approved(session_id, &danger.key) {
+        let keys: Vec<String> = dangers.iter().map(|d| d.key.clone()).collect();
+        if keys.iter().all(|key| self.is_approved(session_id, key)) {
             return ApprovalOutcome::Allowed;
         }
+        tracing::info!(session_id, keys = ?keys, "command needs approval");
         let Some(prompt) = &self.prompt else {
             tracing::warn!(session_id, key = %danger.key, "no approval prompt; blocking");
             return ApprovalOutcome::Blocked(NOTIFY_FAILED_MESSAGE.to_owned());
@@ -339,9 +350,9 @@ impl ApprovalGate {
         let request = ApprovalRequest {
             session_id: session_id.to_owned(),
             command: command.to_owned(),
-            description: danger.description.clone(),
+            description: describe(&dangers),
             pattern_key: danger.key.clone(),
-            pattern_keys: vec![danger.key.clone()],
+            pattern_keys: keys.clone(),
             allow_permanent: true,
         };
         let asked = AssertUnwindSafe(prompt(request)).catch_unwind();
@@ -363,15 +374,21 @@ impl ApprovalGate {
         match decision {
             ApprovalDecision::Deny => return ApprovalOutcome::Denied(DENIED_MESSAGE.to_owned()),
             ApprovalDecision::Once => {}
-            ApprovalDecision::Session => self.approve_session(session_id, &danger.key),
+            ApprovalDecision::Session => {
+                for key in &keys {
+                    self.approve_session(session_id, key);
+                }
+            }
             ApprovalDecision::Always => {
-                self.approve_session(session_id, &danger.key);
-                lock(&self.permanent).insert(danger.key.clone());
-                self.persist_always(&danger.key).await;
+                for key in &keys {
+                    self.approve_session(session_id, key);
+                    lock(&self.permanent).insert(key.clone());
+                    self.persist_always(key).await;
+                }
             }
         }
         ApprovalOutcome::Approved {
-            description: danger.description,
+            description: describe(&dangers),
         }
     }
 
@@ -388,6 +405,13 @@ impl ApprovalGate {
             Err(e) => tracing::warn!(error = %e, "allowlist writer task failed"),
         }
     }
+}
+
+/// What the user is shown: every reason, the first (a Hermes pattern where one applies)
+/// leading.
+fn describe(dangers: &[DangerMatch]) -> String {
+    let all: Vec<&str> = dangers.iter().map(|d| d.description.as_str()).collect();
+    all.join("; ")
 }
 
 /// Compound commands (`;`, `&&`, pipes, redirections, substitutions) never use the

@@ -65,6 +65,7 @@ fn recursive_delete_in_any_flag_spelling() {
     }
     assert_runs("rm build.log");
     assert_runs("rm -f build.log");
+    assert_runs("[ -f build.log ] && echo yes");
 }
 
 #[test]

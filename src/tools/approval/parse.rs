@@ -682,7 +682,11 @@ fn literal_word(text: &str) -> Word {
 
 /// Unquoted `*`, `?`, `[` or a `{a,b}` brace list: the shell may rewrite the word.
 fn is_pattern(text: &str) -> bool {
-    text.contains(['*', '?', '['])
+    let bracket = text
+        .find('[')
+        .is_some_and(|open| text[open + 1..].contains(']'));
+    text.contains(['*', '?'])
+        || bracket
         || (text.contains('{') && text.contains('}') && (text.contains(',') || text.contains("..")))
 }
 

@@ -189,10 +189,21 @@ pub fn assess(command: &str, env: &DetectionEnv, cwd: Option<&Path>) -> Assessme
             judge_script(&script, &ctx, &initial_scope, &mut findings);
             variants.extend(renderings(&script).iter().map(|r| fold_homes(r, env)));
         }
-        Err(e) => findings.push(Finding {
-            key: KEY_UNREADABLE.to_owned(),
-            description: format!("{KEY_UNREADABLE}: {e}"),
-        }),
+        Err(e) => {
+            findings.push(Finding {
+                key: KEY_UNREADABLE.to_owned(),
+                description: format!("{KEY_UNREADABLE}: {e}"),
+            });
+            // With no tree to go by, every operator may start a command: the pattern table
+            // sees each piece on a line of its own, so the hardline floor still applies.
+            // Quotes and backslashes are dropped: they can only hide a word here.
+            let pieces: String = cleaned
+                .chars()
+                .filter(|c| !"\"'\\".contains(*c))
+                .map(|c| if ";&|(){}`".contains(c) { '\n' } else { c })
+                .collect();
+            variants.push(fold_homes(&pieces, env));
+        }
     }
     // Text handed to `eval`, `sh -c` and shells' here-documents was judged above; its
     // simple commands go through the pattern table too.

@@ -30,7 +30,8 @@ pub const KEY_PIPED_PROGRAM: &str = "program piped into an interpreter";
 pub const KEY_PROTECTED_WRITE: &str = "write to a protected place";
 pub const KEY_SECRET_READ: &str = "read a secret file";
 pub const KEY_UNREADABLE: &str = "command the shell parser cannot read";
-pub const KEY_PROGRAM_OPTION: &str = "arbitrary program execution via a read-only tool's option";
+pub const KEY_PROGRAM_OPTION: &str = "arbitrary program execution via";
+pub const KEY_INTERPRETER_HEREDOC: &str = "script execution via heredoc";
 
 /// One reason a command needs approval. `key` is what approvals are stored under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -632,6 +633,9 @@ fn judge_interpreter(
         ProgramSource::Other => {}
         ProgramSource::Stdin => {
             judge_fed_program(inv, name, None, out);
+            if inv.redirects.iter().any(|r| r.operator == "<<") {
+                push(out, Finding::new(KEY_INTERPRETER_HEREDOC, name.to_owned()));
+            }
             if inv.stdin_is_text || inv.redirects.iter().any(|r| r.kind == RedirectKind::Read) {
                 push(
                     out,
@@ -671,17 +675,17 @@ fn judge_program_options(name: &str, values: &[Option<&str>], out: &mut Vec<Find
                     || next.contains(".textconv")
                     || next.starts_with("alias."))
             {
-                push(
-                    out,
-                    Finding::new(KEY_PROGRAM_OPTION, format!("git -c {next}")),
-                );
+                let key = format!("{KEY_PROGRAM_OPTION} git -c");
+                push(out, Finding::new(&key, next));
             }
             continue;
         }
-        if options.iter().any(|o| {
-            v == o || v.starts_with(&format!("{o}=")) || (o.len() == 2 && v.starts_with(o))
+        if let Some(option) = options.iter().find(|o| {
+            v == *o || v.starts_with(&format!("{o}=")) || (o.len() == 2 && v.starts_with(**o))
         }) {
-            push(out, Finding::new(KEY_PROGRAM_OPTION, format!("{name} {v}")));
+            // Hermes names the tool and the option in the key.
+            let key = format!("{KEY_PROGRAM_OPTION} {name} {option}");
+            push(out, Finding::new(&key, ""));
         }
     }
 }

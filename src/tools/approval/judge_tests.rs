@@ -331,7 +331,12 @@ fn the_hermes_floor_still_holds() {
         ("bash <<EOF\necho hi\nEOF", "shell execution via heredoc"),
         (
             "rg --pre ./decode.sh foo",
-            "arbitrary program execution via a read-only tool's option",
+            "arbitrary program execution via rg --pre",
+        ),
+        ("man -Pcat ls", "arbitrary program execution via man -P"),
+        (
+            "python3 <<EOF\nprint(1)\nEOF",
+            "script execution via heredoc",
         ),
         (
             "g\\it reset --hard",

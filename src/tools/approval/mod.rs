@@ -7,6 +7,7 @@
 mod allowlist;
 mod detect;
 mod gate;
+mod interpreters;
 mod judge;
 #[cfg(test)]
 mod judge_tests;

@@ -439,6 +439,88 @@ mod tests {
         );
     }
 
+    fn gate_in(
+        dir: &std::path::Path,
+        configure: impl FnOnce(&mut ApprovalSettings),
+    ) -> ApprovalGate {
+        let home = dir.join("home");
+        let hermes = dir.join("hermes");
+        std::fs::create_dir_all(&hermes).unwrap();
+        let mut settings = ApprovalSettings::new(hermes.join("config.yaml"));
+        settings.detection = DetectionEnv::new(Some(&home), Some(&hermes), dir);
+        configure(&mut settings);
+        let prompt: ApprovalPrompt =
+            Arc::new(|_request| Box::pin(async { ApprovalDecision::Always }));
+        ApprovalGate::new(settings, Some(prompt))
+    }
+
+    #[tokio::test]
+    async fn hermes_allowlist_keys_cover_the_parsed_spellings() {
+        let dir = tempfile::tempdir().unwrap();
+        // An entry written by Hermes's `/approve always` for `rm -rf`.
+        let gate = gate_in(dir.path(), |s| {
+            s.command_allowlist = vec!["recursive delete".to_owned()];
+            s.mode = ApprovalMode::Manual;
+        });
+        let no_prompt = ApprovalGate::new(gate.settings().clone(), None);
+        for command in [
+            "rm -f -r build",
+            "rm -v -R build",
+            "bash -c 'rm -r -f build'",
+        ] {
+            assert_eq!(
+                no_prompt.check("s", command).await,
+                ApprovalOutcome::Allowed,
+                "{command}"
+            );
+        }
+        // Not covered: a second reason the allowlist does not name.
+        assert!(
+            !no_prompt
+                .check("s", "rm -rf build; chmod 0777 x")
+                .await
+                .is_allowed()
+        );
+        // "always" stores every key the command raised, in Hermes's spelling where Hermes has one.
+        let outcome = gate
+            .check("s", "chmod 0777 x && cat $HERMES_HOME/.env")
+            .await;
+        assert!(outcome.is_allowed(), "{outcome:?}");
+        let saved = std::fs::read_to_string(&gate.settings().config_path).unwrap();
+        assert!(
+            saved.contains("world/other-writable permissions"),
+            "{saved}"
+        );
+        assert!(saved.contains("read a secret file"), "{saved}");
+    }
+
+    #[tokio::test]
+    async fn deny_globs_block_every_spelling_whatever_the_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = gate_in(dir.path(), |s| {
+            s.deny = vec!["git push *".to_owned(), "RM -RF *".to_owned()];
+            s.mode = ApprovalMode::Off;
+        });
+        for command in [
+            "git push origin main",
+            r"g\it push origin main",
+            "cd x && git push -f",
+            "bash -c 'git push origin'",
+            "rm -rf build",
+        ] {
+            match gate.check("s", command).await {
+                ApprovalOutcome::Denied(message) => {
+                    assert!(message.contains("approvals.deny"), "{message}");
+                }
+                other => panic!("{command:?}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            gate.check("s", "git status").await,
+            ApprovalOutcome::Allowed
+        );
+    }
+
     #[test]
     fn compound_commands_skip_the_allowlist() {
         assert!(has_shell_operator("podman ps; rm -rf x"));

@@ -104,6 +104,29 @@ pub struct Script {
     pub invocations: Vec<Invocation>,
     /// Ranges of `invocations` that form one pipeline of two or more stages.
     pub pipelines: Vec<std::ops::Range<usize>>,
+    /// Some command is started in the background (`cmd &`).
+    pub background: bool,
+}
+
+impl Script {
+    /// The command names (basenames of literal command words) in order.
+    pub fn command_names(&self) -> impl Iterator<Item = &str> {
+        self.invocations
+            .iter()
+            .filter_map(|inv| inv.words.first()?.value.as_deref())
+            .map(basename)
+    }
+
+    /// The last simple command typed at the prompt: the one whose exit code the shell returns.
+    pub fn last_top_level(&self) -> Option<&Invocation> {
+        self.invocations.iter().rev().find(|inv| inv.depth == 0)
+    }
+}
+
+/// Parses `text` with nothing known about the machine (no home, no directory): for callers
+/// that only need the command structure, not paths.
+pub fn outline(text: &str) -> Result<Script, ParseFailure> {
+    read_script(text, &mut Scope::new(None, None, None))
 }
 
 /// What the reader knows while walking: variables with literal values and the directory.
@@ -182,7 +205,10 @@ impl Reader<'_> {
         depth: usize,
         stdin_from: &[Producer],
     ) -> Result<(), ParseFailure> {
-        for ast::CompoundListItem(and_or, _) in &list.0 {
+        for ast::CompoundListItem(and_or, separator) in &list.0 {
+            if matches!(separator, ast::SeparatorOperator::Async) {
+                self.script.background = true;
+            }
             self.pipeline(&and_or.first, depth, stdin_from)?;
             for next in &and_or.additional {
                 let (ast::AndOr::And(p) | ast::AndOr::Or(p)) = next;

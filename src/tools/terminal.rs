@@ -393,6 +393,10 @@ mod tests {
         assert!(foreground_background_guidance("git commit -m 'use setsid & nohup'").is_none());
         assert!(foreground_background_guidance("uvicorn --help").is_none());
         assert!(foreground_background_guidance("ls -la").is_none());
+        // The parser sees a glued `&`, and knows quoted ones are text.
+        assert!(foreground_background_guidance("sleep 300 &echo hi").is_some());
+        assert!(foreground_background_guidance("echo 'a & b' \"nohup\"").is_none());
+        assert!(foreground_background_guidance("x=$(nohup true)").is_some());
     }
 
     #[test]

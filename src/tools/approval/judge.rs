@@ -113,20 +113,17 @@ pub fn strip_wrappers(words: &[Word]) -> &[Word] {
                 "nice" => matches!(v, "-n" | "--adjustment"),
                 "ionice" => matches!(v, "-c" | "-n" | "-p"),
                 "timeout" => matches!(v, "-s" | "--signal" | "-k" | "--kill-after"),
-                "chrt" | "taskset" => false,
                 _ => false,
             };
+            // Operands of the wrapper itself: `env X=1`, `timeout 10`, `chrt 5`,
+            // `taskset MASK`, `flock FILE`.
+            let own_operand = (name == "env" && v.contains('='))
+                || (matches!(name, "timeout" | "chrt")
+                    && v.chars().next().is_some_and(|c| c.is_ascii_digit()))
+                || (matches!(name, "taskset" | "flock") && i == 1);
             if v.starts_with('-') && v != "-" {
                 i += if takes_value { 2 } else { 1 };
-            } else if name == "env" && v.contains('=') {
-                i += 1;
-            } else if (name == "timeout" || name == "chrt")
-                && v.chars().next().is_some_and(|c| c.is_ascii_digit())
-            {
-                i += 1;
-            } else if name == "taskset" && i == 1 {
-                i += 1;
-            } else if name == "flock" && i == 1 {
+            } else if own_operand {
                 i += 1;
             } else {
                 break;
@@ -143,7 +140,8 @@ fn judge_invocation(inv: &Invocation, ctx: &Context<'_>, scope: &Scope, out: &mu
     }
     let words = strip_wrappers(&inv.words);
     let Some(first) = words.first() else {
-        if inv.words.len() > 1 || inv.words.first().is_some_and(|w| w.value.is_none()) {
+        // Only wrappers and their options: `sudo -l` runs nothing else, `sudo $X` might.
+        if inv.words.iter().any(|w| w.value.is_none()) {
             push(
                 out,
                 Finding::new(
@@ -435,7 +433,7 @@ pub fn path_candidates(word: &Word, cwd: Option<&Path>, ctx: &Context<'_>) -> Ve
             .collect::<Vec<_>>()
     };
     match word.value.as_deref() {
-        Some(v) if v.is_empty() => Vec::new(),
+        Some("") => Vec::new(),
         Some(v) => {
             let v = expand_tilde(v, ctx.home);
             if v.starts_with('/') {

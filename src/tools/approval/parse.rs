@@ -104,7 +104,8 @@ pub struct Script {
     pub invocations: Vec<Invocation>,
     /// Ranges of `invocations` that form one pipeline of two or more stages.
     pub pipelines: Vec<std::ops::Range<usize>>,
-    /// Some command is started in the background (`cmd &`).
+    /// A command of the command line itself (not one inside a group, function or
+    /// substitution) is started in the background (`cmd &`).
     pub background: bool,
 }
 
@@ -194,6 +195,14 @@ impl Reader<'_> {
             .parse_program()
             .map_err(|e| ParseFailure::Syntax(e.to_string()))?;
         for complete in &program.complete_commands {
+            if depth == 0
+                && complete
+                    .0
+                    .iter()
+                    .any(|item| matches!(item.1, ast::SeparatorOperator::Async))
+            {
+                self.script.background = true;
+            }
             self.compound_list(complete, depth, stdin_from)?;
         }
         Ok(())
@@ -205,10 +214,7 @@ impl Reader<'_> {
         depth: usize,
         stdin_from: &[Producer],
     ) -> Result<(), ParseFailure> {
-        for ast::CompoundListItem(and_or, separator) in &list.0 {
-            if matches!(separator, ast::SeparatorOperator::Async) {
-                self.script.background = true;
-            }
+        for ast::CompoundListItem(and_or, _) in &list.0 {
             self.pipeline(&and_or.first, depth, stdin_from)?;
             for next in &and_or.additional {
                 let (ast::AndOr::And(p) | ast::AndOr::Or(p)) = next;

@@ -138,6 +138,12 @@ fn judge_invocation(inv: &Invocation, ctx: &Context<'_>, scope: &Scope, out: &mu
     for access in accesses(inv, ctx) {
         judge_access(&access, ctx, out);
     }
+    // Text this command runs (`eval`, `sh -c`, `find -exec`) starts where it runs.
+    let here = Scope {
+        cwd: inv.cwd.clone(),
+        ..scope.clone()
+    };
+    let scope = &here;
     let words = strip_wrappers(&inv.words);
     let Some(first) = words.first() else {
         // Only wrappers and their options: `sudo -l` runs nothing else, `sudo $X` might.

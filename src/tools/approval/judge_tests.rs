@@ -266,6 +266,8 @@ fn writes_to_protected_places_by_any_means() {
         "chmod 600 ~/.ssh/authorized_keys",
         "chown root ~/.bashrc",
         "cd ~ && echo x >> .bashrc",
+        "cd ~ && bash -c 'echo x >> .bashrc'",
+        "cd ~/.ssh; eval 'cp k authorized_keys'",
         "cd \"$SOMEWHERE\" && echo x >> .bashrc",
         "echo U=1 >> $HERMES_HOME/.env",
         "cp a.json ~/.hermes/platforms/pairing/telegram-approved.json",

@@ -1,12 +1,11 @@
-//! The dangerous-command detector agrees with the real Python Hermes 0.19.0
-//! (`tools.approval.detect_dangerous_command` / `detect_hardline_command`) on a corpus of
-//! commands for every pattern and on random compositions of shell fragments.
+//! The dangerous-command detector keeps the real Python Hermes 0.19.0 as its floor
+//! (`tools.approval.detect_dangerous_command` / `detect_hardline_command`): on a corpus of
+//! commands for every pattern and on random compositions of shell fragments, whatever Hermes
+//! refuses hermesd refuses, and whatever Hermes asks about hermesd asks about under the same key.
 
 mod support;
 
-use hermesd::tools::approval::{
-    DetectionEnv, detect_dangerous_command_in, detect_hardline_command,
-};
+use hermesd::tools::approval::{DetectionEnv, assess};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -408,15 +407,49 @@ fn detection_matches_python_hermes() {
     let python = support::python::run(PY_DETECT, &[], home.path(), &input);
     let expected = python.as_array().expect("a list");
     assert_eq!(expected.len(), commands.len());
+    // hermesd judges the parsed command, so it asks about more than Hermes does (split flags,
+    // names built at run time, downloads into any interpreter, ...). What must hold: every
+    // command Hermes refuses, hermesd refuses; every command Hermes asks about, hermesd asks
+    // about or refuses, under the same approval key, so a `command_allowlist` entry written by
+    // either side covers the same commands. One Hermes rule is replaced rather than kept:
+    // `bash -c PAYLOAD` is no longer asked about as such; the payload is parsed and judged.
+    // Hermes's own lexer also refuses what it cannot take apart; hermesd's parser reads
+    // those commands (and asks, where it cannot).
+    const REPLACED: &[&str] = &[
+        "shell command via -c/-lc flag",
+        "command parser limit or malformed executable payload",
+    ];
     let mut mismatches = Vec::new();
+    let mut stricter = 0;
     for (command, want) in commands.iter().zip(expected) {
-        let dangerous = detect_dangerous_command_in(command, &env).map(|m| m.key);
-        let hardline = detect_hardline_command(command, &env);
-        let got = serde_json::json!([dangerous, hardline]);
-        if &got != want {
-            mismatches.push(format!("{command:?}: rust {got}, python {want}"));
+        let ours = assess(command, &env, None);
+        let keys: Vec<&str> = ours.dangers.iter().map(|d| d.key.as_str()).collect();
+        let python_key = want[0].as_str();
+        let python_hardline = want[1].as_str();
+        if let Some(description) = python_hardline
+            && !REPLACED.contains(&description)
+            && ours.hardline.is_none()
+        {
+            mismatches.push(format!(
+                "{command:?}: Hermes refuses ({description}), hermesd does not"
+            ));
+            continue;
+        }
+        match python_key {
+            Some(key) if REPLACED.contains(&key) => {}
+            Some(key) if ours.hardline.is_none() && !keys.contains(&key) => {
+                mismatches.push(format!(
+                    "{command:?}: Hermes asks under {key:?}, hermesd {keys:?}"
+                ));
+            }
+            None if !keys.is_empty() => stricter += 1,
+            _ => {}
         }
     }
+    println!(
+        "{} commands; hermesd asks about {stricter} that Hermes lets through",
+        commands.len()
+    );
     assert!(
         mismatches.is_empty(),
         "{} of {} commands differ:\n{}",

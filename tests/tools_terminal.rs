@@ -106,9 +106,10 @@ async fn a_timeout_kills_the_whole_process_group() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path());
     let pidfile = dir.path().join("child.pid");
-    // `&` glued to its neighbours: the foreground guard refuses ` & ` backgrounding.
+    // The foreground guard refuses a top-level `&` (glued or not); inside `bash -c` the
+    // background child still belongs to the command's process group.
     let command = format!(
-        "sleep 300 &echo $! > {}; echo started; wait",
+        "bash -c 'sleep 300 & echo $! > {}; echo started; wait'",
         pidfile.display()
     );
     let started = std::time::Instant::now();

@@ -98,7 +98,7 @@ pub const IGNORED_FALLBACK: &[&str] = &[
 
 #[rustfmt::skip]
 pub const IGNORED_APPROVALS: &[&str] = &[
-    "cron_mode", "denial_breaker_threshold", "deny", "destructive_slash_confirm",
+    "cron_mode", "denial_breaker_threshold", "destructive_slash_confirm",
     "mcp_reload_confirm", "single_query_mode", "smart_policy", "unattended_mode",
 ];
 

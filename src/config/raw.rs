@@ -139,6 +139,7 @@ pub struct RawFallbackProvider {
 pub struct RawApprovals {
     pub mode: Option<Value>,
     pub timeout: Option<Value>,
+    pub deny: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

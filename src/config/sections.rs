@@ -64,6 +64,9 @@ pub fn approvals(issues: &mut Issues, section: Option<&Section<RawApprovals>>) -
             1,
             U32_MAX,
         ),
+        deny: issues
+            .list(at("approvals.deny", raw.deny.as_ref()), false)
+            .unwrap_or_default(),
     }
 }
 

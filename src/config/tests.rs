@@ -614,3 +614,16 @@ fn prompt_guidance_keys_take_hermes_value_forms() {
         assert!(errors.iter().any(|e| e.contains(key)), "{key}: {errors:?}");
     }
 }
+
+#[test]
+fn approvals_deny_is_read_as_a_list_of_globs() {
+    let loaded = load_ok(
+        "approvals:\n  deny:\n    - 'git push *'\n    - ' rm -rf * '\n",
+        &[],
+    );
+    assert_eq!(
+        loaded.config.approvals.deny,
+        vec!["git push *".to_owned(), "rm -rf *".to_owned()]
+    );
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+}

@@ -166,6 +166,8 @@ pub struct ApprovalsConfig {
     /// Seconds before an unanswered approval prompt fails closed.
     #[serde(rename = "timeout")]
     pub timeout_secs: u64,
+    /// Globs of commands that never run, whatever the mode (`approvals.deny`).
+    pub deny: Vec<String>,
 }
 
 impl Default for ApprovalsConfig {
@@ -173,6 +175,7 @@ impl Default for ApprovalsConfig {
         Self {
             mode: ApprovalMode::Manual,
             timeout_secs: 60,
+            deny: Vec::new(),
         }
     }
 }

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::ansi::strip_ansi;
 use super::approval::ApprovalOutcome;
+use super::approval::parse::{basename, outline};
 use super::context::ToolCtx;
 use super::env::command_env;
 use super::error::ToolError;
@@ -72,18 +73,6 @@ fn validate_workdir(workdir: &str) -> Option<String> {
     ))
 }
 
-static SINGLE_QUOTED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"'[^']*'").expect("regex"));
-static DOUBLE_QUOTED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#""(?:[^"\\]|\\.)*""#).expect("regex"));
-static BACKTICKED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`[^`]*`").expect("regex"));
-static SHELL_LEVEL_BACKGROUND: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?im)(?:^|[;&|]\s*|&&\s*|\|\|\s*|\$\(\s*)(?:nohup|disown|setsid)\b")
-        .expect("regex")
-});
-static INLINE_BACKGROUND_AMP: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\s&\s").expect("regex"));
-static TRAILING_BACKGROUND_AMP: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\s&\s*(?:#.*)?\n?$").expect("regex"));
 static LONG_LIVED: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
         r"(?i)\b(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:dev|start|serve|watch)\b",
@@ -113,25 +102,36 @@ fn looks_like_help_or_version(command: &str) -> bool {
 }
 
 /// Foreground commands that would never return get sent to background mode instead
-/// (Python `_foreground_background_guidance`).
+/// (Python `_foreground_background_guidance`), judged on the parsed command: quoted text is
+/// never mistaken for `nohup` or `&`.
 fn foreground_background_guidance(command: &str) -> Option<&'static str> {
     if looks_like_help_or_version(command) {
         return None;
     }
-    let unquoted = SINGLE_QUOTED.replace_all(command, "''");
-    let unquoted = DOUBLE_QUOTED.replace_all(&unquoted, "\"\"");
-    let unquoted = BACKTICKED.replace_all(&unquoted, "``");
-    if SHELL_LEVEL_BACKGROUND.is_match(&unquoted) {
+    let script = outline(command).ok()?;
+    if script
+        .command_names()
+        .any(|name| matches!(name, "nohup" | "disown" | "setsid"))
+    {
         return Some(
             "Not run: nohup, disown or setsid in a foreground call leaves a process nobody tracks. Start it with terminal(background=true), then check readiness and test in later calls.",
         );
     }
-    if INLINE_BACKGROUND_AMP.is_match(&unquoted) || TRAILING_BACKGROUND_AMP.is_match(&unquoted) {
+    if script.background {
         return Some(
             "Not run: '&' in a foreground call leaves a process nobody tracks. Start it with terminal(background=true), then check readiness and test in later calls.",
         );
     }
-    if LONG_LIVED.iter().any(|re| re.is_match(&unquoted)) {
+    let long_lived = script
+        .invocations
+        .iter()
+        .filter(|inv| inv.depth == 0)
+        .any(|inv| {
+            let words: Vec<&str> = inv.words.iter().map(|w| w.shown()).collect();
+            let text = words.join(" ");
+            LONG_LIVED.iter().any(|re| re.is_match(&text))
+        });
+    if long_lived {
         return Some(
             "Not run: this looks like a server or watcher, which never ends in the foreground. Start it with background=true, confirm it is up (health endpoint or log line), then test in a later call.",
         );
@@ -139,19 +139,16 @@ fn foreground_background_guidance(command: &str) -> Option<&'static str> {
     None
 }
 
-static CHAIN_SPLIT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\s*(?:\|\||&&|[|;])\s*").expect("regex"));
-
-/// A note for non-zero exit codes that are not errors (`grep` 1 = no matches).
+/// A note for non-zero exit codes that are not errors (`grep` 1 = no matches), by the last
+/// command the shell runs.
 pub fn interpret_exit_code(command: &str, exit_code: i32) -> Option<&'static str> {
     if exit_code == 0 {
         return None;
     }
-    let last = CHAIN_SPLIT.split(command).last().unwrap_or(command).trim();
-    let word = last
-        .split_whitespace()
-        .find(|w| !w.contains('=') || w.starts_with('-'))?;
-    let base = word.rsplit('/').next().unwrap_or(word);
+    let script = outline(command).ok()?;
+    let last = script.last_top_level()?;
+    let word = last.words.first()?.value.as_deref()?;
+    let base = basename(word);
     let no_matches = "No matches found (not an error)";
     let differ = "Files differ (expected, not an error)";
     match (base, exit_code) {
@@ -264,9 +261,13 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
     if !background && let Some(guidance) = foreground_background_guidance(&command) {
         return Ok(blocked(guidance, "error"));
     }
+    let start_dir = match args.get("workdir").and_then(Value::as_str) {
+        Some(w) if !w.is_empty() => ctx.shell_cwd().join(w),
+        _ => ctx.shell_cwd(),
+    };
     let outcome = ctx
         .approvals
-        .check_cancellable(&ctx.session_id, &command, &ctx.cancel)
+        .check_in_dir(&ctx.session_id, &command, Some(&start_dir), &ctx.cancel)
         .await;
     let approval_note = match outcome {
         ApprovalOutcome::Allowed => None,
@@ -396,6 +397,12 @@ mod tests {
         assert!(foreground_background_guidance("git commit -m 'use setsid & nohup'").is_none());
         assert!(foreground_background_guidance("uvicorn --help").is_none());
         assert!(foreground_background_guidance("ls -la").is_none());
+        // The parser sees a glued `&`, and knows quoted ones are text.
+        assert!(foreground_background_guidance("sleep 300 &echo hi").is_some());
+        assert!(foreground_background_guidance("echo 'a & b' \"nohup\"").is_none());
+        assert!(foreground_background_guidance("x=$(nohup true)").is_some());
+        // A server name inside a substitution is an argument, not a server being started.
+        assert!(foreground_background_guidance("kill -9 $(pgrep -f vite)").is_none());
     }
 
     #[test]

@@ -1,25 +1,31 @@
 //! Detection: hardline commands (never run), dangerous commands (ask first) and the
-//! `sudo -S` guard, over every spelling variant of a command (Python `detect_*`).
+//! `sudo -S` guard. The command is parsed (`parse.rs`) and every simple command judged
+//! (`judge.rs`); the Hermes pattern table is kept as a floor and run over the command's text
+//! and over a plain rendering of every simple command and pipeline the parser found, so
+//! quoting and escapes cannot hide a command from it and Hermes's approval keys still apply.
 
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::exec_flags::{MALFORMED_EXEC_DESCRIPTION, execution_flag_findings};
-use super::grep_safe::grep_safe_variant;
-use super::normalize::{DetectionEnv, normalize_command_for_detection};
+use super::judge::{Context, Finding, KEY_UNREADABLE, judge_script};
+use super::normalize::{DetectionEnv, clean_command, fold_homes};
+use super::parse::{Invocation, Scope, Script, Word, read_script};
 use super::patterns::{DANGEROUS, HARDLINE, Pattern, is_match};
-use super::shell::{chars, command_word_spans, mark_command_starts, string};
-use super::words::{deobfuscate_word, shlex_split};
+use crate::tools::sensitive::Places;
 
 const MAX_DETECTION_COMMAND_CHARS: usize = 128_000;
 const MAX_SEPARATOR_FREE_COMMAND_CHARS: usize = 4_096;
 const MAX_DETECTION_SEGMENTS: usize = 25_000;
 pub const PARSER_LIMIT_DESCRIPTION: &str = "command parser limit exceeded";
 
-/// A dangerous-pattern match: `key` is what approvals are stored under (the description,
-/// as in current Hermes), `description` is what the user is shown.
+/// Where the Hermes home is assumed to be when the tools were given none.
+const HERMES_HOME_FALLBACK: &str = ".hermes";
+
+/// A reason to ask: `key` is what approvals are stored under (as in Hermes, the pattern's
+/// description where a Hermes pattern applies), `description` is what the user is shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DangerMatch {
     pub key: String,
@@ -33,6 +39,26 @@ impl DangerMatch {
             description: description.to_owned(),
         }
     }
+}
+
+impl From<Finding> for DangerMatch {
+    fn from(f: Finding) -> Self {
+        DangerMatch {
+            key: f.key,
+            description: f.description,
+        }
+    }
+}
+
+/// Everything detection found about one command.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assessment {
+    /// Never runs, whatever the settings.
+    pub hardline: Option<String>,
+    /// Needs approval, for each of these reasons (Hermes pattern keys first).
+    pub dangers: Vec<DangerMatch>,
+    /// The texts the pattern table and `approvals.deny` are matched against.
+    pub variants: Vec<String>,
 }
 
 /// Over-long or separator-heavy input is refused before any parsing (fails closed).
@@ -55,17 +81,21 @@ static VERIFY_ARTIFACT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^hermes-(?:verify|ad-hoc)-[A-Za-z0-9_.-]+$").expect("regex"));
 
 /// `rm -f <tmp>/hermes-verify-*` removing one of Hermes's own temp scripts is not dangerous.
-fn is_verification_artifact_cleanup(command: &str, env: &DetectionEnv) -> bool {
+fn is_verification_artifact_cleanup(script: &Script, env: &DetectionEnv) -> bool {
     let Some(temp_dir) = &env.temp_dir else {
         return false;
     };
-    let Some(argv) = shlex_split(command) else {
+    let [only] = script.invocations.as_slice() else {
         return false;
     };
-    if argv.len() != 3 || argv[0] != "rm" || argv[1] != "-f" {
+    let argv: Option<Vec<&str>> = only.words.iter().map(|w| w.value.as_deref()).collect();
+    let Some(["rm", "-f", operand]) = argv.as_deref() else {
+        return false;
+    };
+    if !only.redirects.is_empty() {
         return false;
     }
-    let operand = Path::new(&argv[2]);
+    let operand = Path::new(operand);
     let Some(name) = operand.file_name().and_then(|n| n.to_str()) else {
         return false;
     };
@@ -76,51 +106,33 @@ fn is_verification_artifact_cleanup(command: &str, env: &DetectionEnv) -> bool {
     target.parent() == Some(temp_dir.as_path()) && VERIFY_ARTIFACT.is_match(name)
 }
 
-/// Every spelling of `command` the patterns must see, in the Python order: the grep-safe
-/// normalised form, payloads of `bash -c`-style options (recursively), the form with command
-/// starts marked, and forms with each command word de-obfuscated.
-pub(super) fn command_detection_variants(command: &str, env: &DetectionEnv) -> Vec<String> {
-    let normalized = normalize_command_for_detection(command, env);
-    let (grep_safe, _) = grep_safe_variant(&normalized);
-    let mut variants = vec![grep_safe.clone()];
-    let push = |variant: String, variants: &mut Vec<String>| -> bool {
-        if variants.contains(&variant) {
-            false
-        } else {
-            variants.push(variant);
-            true
-        }
+/// A simple command as plain text: known values, unknown words as written, redirections.
+fn render(inv: &Invocation) -> String {
+    // `${IFS}` is how a word hides the spaces between a command and its arguments.
+    let shown = |w: &Word| match (&w.value, &w.guess) {
+        (Some(v), _) | (None, Some(v)) => v.clone(),
+        (None, None) => w.raw.replace("${IFS}", " ").replace("$IFS", " "),
     };
-    let mut pending = vec![normalized.clone()];
-    while let Some(variant) = pending.pop() {
-        for (_, payload) in execution_flag_findings(&variant) {
-            let Some(payload) = payload.filter(|p| !p.is_empty()) else {
-                continue;
-            };
-            if push(payload.clone(), &mut variants) {
-                let marked = mark_command_starts(&payload);
-                if marked != payload {
-                    push(marked, &mut variants);
-                }
-                pending.push(payload);
-            }
-        }
+    let mut parts: Vec<String> = inv.words.iter().map(shown).collect();
+    for r in &inv.redirects {
+        parts.push(format!("{} {}", r.operator, r.target.shown()));
     }
-    let marked = mark_command_starts(&grep_safe);
-    if marked != grep_safe {
-        push(marked, &mut variants);
+    parts.join(" ")
+}
+
+/// The renderings of every simple command and every pipeline of `script`.
+fn renderings(script: &Script) -> Vec<String> {
+    let mut out: Vec<String> = script.invocations.iter().map(render).collect();
+    for range in &script.pipelines {
+        let depth = script.invocations[range.start].depth;
+        let stages: Vec<String> = script.invocations[range.clone()]
+            .iter()
+            .filter(|inv| inv.depth == depth)
+            .map(render)
+            .collect();
+        out.push(stages.join(" | "));
     }
-    let c = chars(&normalized);
-    for (start, end) in command_word_spans(&c) {
-        let word = string(&c[start..end]);
-        let deobfuscated = deobfuscate_word(&word);
-        if deobfuscated.is_empty() || deobfuscated == word {
-            continue;
-        }
-        let variant = format!("{}{deobfuscated}{}", string(&c[..start]), string(&c[end..]));
-        push(variant, &mut variants);
-    }
-    variants
+    out
 }
 
 /// Python's `$` also matches before a final newline; dropping one trailing newline gives
@@ -133,50 +145,110 @@ fn for_matching(variant: &str) -> String {
     }
 }
 
-fn first_match<'a>(patterns: &'a [Pattern], variants: &[String]) -> Option<&'a Pattern> {
-    variants.iter().find_map(|variant| {
-        let text = for_matching(variant);
-        patterns.iter().find(|p| is_match(&p.regex, &text))
-    })
+fn matches<'a>(patterns: &'a [Pattern], variants: &[String]) -> Vec<&'a Pattern> {
+    let texts: Vec<String> = variants.iter().map(|v| for_matching(v)).collect();
+    patterns
+        .iter()
+        .filter(|p| texts.iter().any(|t| is_match(&p.regex, t)))
+        .collect()
+}
+
+/// Parses and judges `command` run in `cwd` (unknown: relative paths are judged as if in
+/// either home).
+pub fn assess(command: &str, env: &DetectionEnv, cwd: Option<&Path>) -> Assessment {
+    if parser_limit_exceeded(command) {
+        return Assessment {
+            hardline: Some(PARSER_LIMIT_DESCRIPTION.to_owned()),
+            dangers: vec![DangerMatch::new(PARSER_LIMIT_DESCRIPTION)],
+            variants: vec![command.to_owned()],
+        };
+    }
+    let cleaned = clean_command(command);
+    let home = env.user_home();
+    let fallback_hermes = home.map(|h| format!("{h}/{HERMES_HOME_FALLBACK}"));
+    let hermes_home = env.hermes_home().or(fallback_hermes.as_deref());
+    let places = Places::new(
+        home.map(Path::new),
+        Path::new(hermes_home.unwrap_or("/nonexistent-hermes-home")),
+    );
+    let ctx = Context {
+        places: &places,
+        home,
+        hermes_home,
+        nested: RefCell::new(Vec::new()),
+    };
+    let mut scope = Scope::new(home, hermes_home, cwd);
+    let initial_scope = scope.clone();
+    let mut findings = Vec::new();
+    let mut variants = vec![fold_homes(&cleaned, env)];
+    match read_script(&cleaned, &mut scope) {
+        Ok(script) => {
+            if is_verification_artifact_cleanup(&script, env) {
+                return Assessment::default();
+            }
+            judge_script(&script, &ctx, &initial_scope, &mut findings);
+            variants.extend(renderings(&script).iter().map(|r| fold_homes(r, env)));
+        }
+        Err(e) => {
+            findings.push(Finding {
+                key: KEY_UNREADABLE.to_owned(),
+                description: format!("{KEY_UNREADABLE}: {e}"),
+            });
+            // With no tree to go by, every operator may start a command: the pattern table
+            // sees each piece on a line of its own, so the hardline floor still applies.
+            // Quotes and backslashes are dropped: they can only hide a word here.
+            let pieces: String = cleaned
+                .chars()
+                .filter(|c| !"\"'\\".contains(*c))
+                .map(|c| if ";&|(){}`".contains(c) { '\n' } else { c })
+                .collect();
+            variants.push(fold_homes(&pieces, env));
+        }
+    }
+    // Text handed to `eval`, `sh -c` and shells' here-documents was judged above; its
+    // simple commands go through the pattern table too.
+    for text in ctx.nested.take() {
+        variants.push(fold_homes(&text, env));
+        let mut nested_scope = initial_scope.clone();
+        if let Ok(script) = read_script(&text, &mut nested_scope) {
+            variants.extend(renderings(&script).iter().map(|r| fold_homes(r, env)));
+        }
+    }
+    variants.dedup();
+    let hardline = matches(&HARDLINE, &variants)
+        .first()
+        .map(|p| p.description.to_owned());
+    let mut dangers: Vec<DangerMatch> = matches(&DANGEROUS, &variants)
+        .into_iter()
+        .map(|p| DangerMatch::new(p.description))
+        .collect();
+    for finding in findings {
+        if !dangers.iter().any(|d| d.key == finding.key) {
+            dangers.push(finding.into());
+        }
+    }
+    Assessment {
+        hardline,
+        dangers,
+        variants,
+    }
 }
 
 /// A command that must never run through the agent (root wipe, mkfs, raw disk writes,
 /// fork bomb, kill -1, shutdown), whatever the approval mode. Returns the description.
 pub fn detect_hardline_command(command: &str, env: &DetectionEnv) -> Option<String> {
-    if parser_limit_exceeded(command) {
-        return Some(PARSER_LIMIT_DESCRIPTION.to_owned());
-    }
-    let normalized = normalize_command_for_detection(command, env);
-    if grep_safe_variant(&normalized).1 {
-        return Some(MALFORMED_EXEC_DESCRIPTION.to_owned());
-    }
-    let variants = command_detection_variants(command, env);
-    first_match(&HARDLINE, &variants).map(|p| p.description.to_owned())
+    assess(command, env, None).hardline
 }
 
-/// The first dangerous pattern `command` matches, without folding home directories.
+/// The first reason `command` needs approval, without folding home directories.
 pub fn detect_dangerous_command(command: &str) -> Option<DangerMatch> {
     detect_dangerous_command_in(command, &DetectionEnv::default())
 }
 
-/// The first dangerous pattern `command` matches (then execution-flag findings such as
-/// `python -c`), with absolute home paths folded as `env` describes.
+/// The first reason `command` needs approval (a Hermes pattern where one applies), with
+/// absolute home paths folded as `env` describes.
 pub fn detect_dangerous_command_in(command: &str, env: &DetectionEnv) -> Option<DangerMatch> {
-    if parser_limit_exceeded(command) {
-        return Some(DangerMatch::new(PARSER_LIMIT_DESCRIPTION));
-    }
-    if is_verification_artifact_cleanup(command, env) {
-        return None;
-    }
-    let variants = command_detection_variants(command, env);
-    if let Some(pattern) = first_match(&DANGEROUS, &variants) {
-        return Some(DangerMatch::new(pattern.description));
-    }
-    let normalized = normalize_command_for_detection(command, env);
-    execution_flag_findings(&normalized)
-        .into_iter()
-        .next()
-        .map(|(description, _)| DangerMatch::new(&description))
+    assess(command, env, None).dangers.into_iter().next()
 }
 
 static SUDO_STDIN: LazyLock<Regex> =
@@ -185,8 +257,8 @@ static SUDO_STDIN: LazyLock<Regex> =
 pub const SUDO_STDIN_DESCRIPTION: &str = "sudo password guessing via stdin (sudo -S)";
 
 /// `sudo -S` with no configured `SUDO_PASSWORD` is the model guessing passwords.
-pub fn detect_sudo_stdin(command: &str, env: &DetectionEnv) -> bool {
-    SUDO_STDIN.is_match(&normalize_command_for_detection(command, env).to_lowercase())
+pub fn detect_sudo_stdin(assessment: &Assessment) -> bool {
+    assessment.variants.iter().any(|v| SUDO_STDIN.is_match(v))
 }
 
 #[cfg(test)]
@@ -219,9 +291,11 @@ mod tests {
     #[test]
     fn sudo_stdin_guard() {
         let env = DetectionEnv::default();
-        assert!(detect_sudo_stdin("echo pw | sudo -S apt install x", &env));
-        assert!(detect_sudo_stdin("sudo -S ls", &env));
-        assert!(!detect_sudo_stdin("sudo ls -S", &env));
-        assert!(!detect_sudo_stdin("echo 'visudo -S'", &env));
+        let sudo = |c: &str| detect_sudo_stdin(&assess(c, &env, None));
+        assert!(sudo("echo pw | sudo -S apt install x"));
+        assert!(sudo("sudo -S ls"));
+        assert!(sudo("s\\udo -S ls"));
+        assert!(!sudo("sudo ls -S"));
+        assert!(!sudo("echo 'visudo -S'"));
     }
 }

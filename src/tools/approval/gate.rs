@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -15,10 +15,7 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::allowlist::{AllowlistChange, append_to_command_allowlist};
-use super::detect::{
-    SUDO_STDIN_DESCRIPTION, command_detection_variants, detect_dangerous_command_in,
-    detect_hardline_command, detect_sudo_stdin,
-};
+use super::detect::{Assessment, DangerMatch, SUDO_STDIN_DESCRIPTION, assess, detect_sudo_stdin};
 use super::normalize::DetectionEnv;
 use super::patterns::{DANGEROUS, REMOVED_PATTERN_KEY_ALIASES, legacy_pattern_key};
 use crate::config::ApprovalMode;
@@ -112,7 +109,7 @@ impl ApprovalSettings {
             mode: config.approvals.mode,
             timeout: Duration::from_secs(config.approvals.timeout_secs),
             command_allowlist: config.command_allowlist.clone(),
-            deny: Vec::new(),
+            deny: config.approvals.deny.clone(),
             config_path: home.config_yaml(),
             detection: DetectionEnv::new(user_home, Some(home.path()), &temp_dir),
             sudo_password_configured: env.get("SUDO_PASSWORD").is_some_and(|p| !p.is_empty()),
@@ -274,7 +271,7 @@ impl ApprovalGate {
         })
     }
 
-    fn deny_rule(&self, command: &str) -> Option<&str> {
+    fn deny_rule(&self, assessment: &Assessment) -> Option<&str> {
         let globs: Vec<&str> = self
             .settings
             .deny
@@ -285,8 +282,7 @@ impl ApprovalGate {
         if globs.is_empty() {
             return None;
         }
-        let candidates = command_detection_variants(command, &self.settings.detection);
-        candidates.iter().find_map(|candidate| {
+        assessment.variants.iter().find_map(|candidate| {
             let candidate = candidate.to_lowercase();
             let candidate = candidate.trim();
             globs
@@ -310,28 +306,43 @@ impl ApprovalGate {
         command: &str,
         cancel: &CancellationToken,
     ) -> ApprovalOutcome {
-        let detection = &self.settings.detection;
-        if let Some(description) = detect_hardline_command(command, detection) {
+        self.check_in_dir(session_id, command, None, cancel).await
+    }
+
+    /// [`check_cancellable`](Self::check_cancellable) for a command that starts in `cwd`,
+    /// so relative paths (`echo x >> .bashrc` run in the home) are judged where they land.
+    pub async fn check_in_dir(
+        &self,
+        session_id: &str,
+        command: &str,
+        cwd: Option<&Path>,
+        cancel: &CancellationToken,
+    ) -> ApprovalOutcome {
+        let assessment = assess(command, &self.settings.detection, cwd);
+        if let Some(description) = &assessment.hardline {
             tracing::warn!(session_id, %description, "hardline block");
-            return ApprovalOutcome::Denied(hardline_message(&description));
+            return ApprovalOutcome::Denied(hardline_message(description));
         }
-        if !self.settings.sudo_password_configured && detect_sudo_stdin(command, detection) {
+        if !self.settings.sudo_password_configured && detect_sudo_stdin(&assessment) {
             tracing::warn!(session_id, "sudo stdin guard block");
             return ApprovalOutcome::Denied(sudo_stdin_message());
         }
-        if let Some(rule) = self.deny_rule(command) {
+        if let Some(rule) = self.deny_rule(&assessment) {
             tracing::warn!(session_id, rule, "user deny rule block");
             return ApprovalOutcome::Denied(deny_rule_message(rule));
         }
         if self.settings.mode == ApprovalMode::Off || self.command_allowlisted(command) {
             return ApprovalOutcome::Allowed;
         }
-        let Some(danger) = detect_dangerous_command_in(command, detection) else {
+        let dangers = assessment.dangers;
+        let Some(danger) = dangers.first().cloned() else {
             return ApprovalOutcome::Allowed;
         };
-        if self.is_approved(session_id, &danger.key) {
+        let keys: Vec<String> = dangers.iter().map(|d| d.key.clone()).collect();
+        if keys.iter().all(|key| self.is_approved(session_id, key)) {
             return ApprovalOutcome::Allowed;
         }
+        tracing::info!(session_id, keys = ?keys, "command needs approval");
         let Some(prompt) = &self.prompt else {
             tracing::warn!(session_id, key = %danger.key, "no approval prompt; blocking");
             return ApprovalOutcome::Blocked(NOTIFY_FAILED_MESSAGE.to_owned());
@@ -339,9 +350,9 @@ impl ApprovalGate {
         let request = ApprovalRequest {
             session_id: session_id.to_owned(),
             command: command.to_owned(),
-            description: danger.description.clone(),
+            description: describe(&dangers),
             pattern_key: danger.key.clone(),
-            pattern_keys: vec![danger.key.clone()],
+            pattern_keys: keys.clone(),
             allow_permanent: true,
         };
         let asked = AssertUnwindSafe(prompt(request)).catch_unwind();
@@ -363,15 +374,21 @@ impl ApprovalGate {
         match decision {
             ApprovalDecision::Deny => return ApprovalOutcome::Denied(DENIED_MESSAGE.to_owned()),
             ApprovalDecision::Once => {}
-            ApprovalDecision::Session => self.approve_session(session_id, &danger.key),
+            ApprovalDecision::Session => {
+                for key in &keys {
+                    self.approve_session(session_id, key);
+                }
+            }
             ApprovalDecision::Always => {
-                self.approve_session(session_id, &danger.key);
-                lock(&self.permanent).insert(danger.key.clone());
-                self.persist_always(&danger.key).await;
+                for key in &keys {
+                    self.approve_session(session_id, key);
+                    lock(&self.permanent).insert(key.clone());
+                    self.persist_always(key).await;
+                }
             }
         }
         ApprovalOutcome::Approved {
-            description: danger.description,
+            description: describe(&dangers),
         }
     }
 
@@ -388,6 +405,13 @@ impl ApprovalGate {
             Err(e) => tracing::warn!(error = %e, "allowlist writer task failed"),
         }
     }
+}
+
+/// What the user is shown: every reason, the first (a Hermes pattern where one applies)
+/// leading.
+fn describe(dangers: &[DangerMatch]) -> String {
+    let all: Vec<&str> = dangers.iter().map(|d| d.description.as_str()).collect();
+    all.join("; ")
 }
 
 /// Compound commands (`;`, `&&`, pipes, redirections, substitutions) never use the
@@ -412,6 +436,88 @@ mod tests {
         assert!(
             key_aliases("script execution via -e/-c flag")
                 .contains(&r"(python[23]?|perl|ruby|node)\s+-[ec]\s+".to_owned())
+        );
+    }
+
+    fn gate_in(
+        dir: &std::path::Path,
+        configure: impl FnOnce(&mut ApprovalSettings),
+    ) -> ApprovalGate {
+        let home = dir.join("home");
+        let hermes = dir.join("hermes");
+        std::fs::create_dir_all(&hermes).unwrap();
+        let mut settings = ApprovalSettings::new(hermes.join("config.yaml"));
+        settings.detection = DetectionEnv::new(Some(&home), Some(&hermes), dir);
+        configure(&mut settings);
+        let prompt: ApprovalPrompt =
+            Arc::new(|_request| Box::pin(async { ApprovalDecision::Always }));
+        ApprovalGate::new(settings, Some(prompt))
+    }
+
+    #[tokio::test]
+    async fn hermes_allowlist_keys_cover_the_parsed_spellings() {
+        let dir = tempfile::tempdir().unwrap();
+        // An entry written by Hermes's `/approve always` for `rm -rf`.
+        let gate = gate_in(dir.path(), |s| {
+            s.command_allowlist = vec!["recursive delete".to_owned()];
+            s.mode = ApprovalMode::Manual;
+        });
+        let no_prompt = ApprovalGate::new(gate.settings().clone(), None);
+        for command in [
+            "rm -f -r build",
+            "rm -v -R build",
+            "bash -c 'rm -r -f build'",
+        ] {
+            assert_eq!(
+                no_prompt.check("s", command).await,
+                ApprovalOutcome::Allowed,
+                "{command}"
+            );
+        }
+        // Not covered: a second reason the allowlist does not name.
+        assert!(
+            !no_prompt
+                .check("s", "rm -rf build; chmod 0777 x")
+                .await
+                .is_allowed()
+        );
+        // "always" stores every key the command raised, in Hermes's spelling where Hermes has one.
+        let outcome = gate
+            .check("s", "chmod 0777 x && cat $HERMES_HOME/.env")
+            .await;
+        assert!(outcome.is_allowed(), "{outcome:?}");
+        let saved = std::fs::read_to_string(&gate.settings().config_path).unwrap();
+        assert!(
+            saved.contains("world/other-writable permissions"),
+            "{saved}"
+        );
+        assert!(saved.contains("read a secret file"), "{saved}");
+    }
+
+    #[tokio::test]
+    async fn deny_globs_block_every_spelling_whatever_the_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = gate_in(dir.path(), |s| {
+            s.deny = vec!["git push *".to_owned(), "RM -RF *".to_owned()];
+            s.mode = ApprovalMode::Off;
+        });
+        for command in [
+            "git push origin main",
+            r"g\it push origin main",
+            "cd x && git push -f",
+            "bash -c 'git push origin'",
+            "rm -rf build",
+        ] {
+            match gate.check("s", command).await {
+                ApprovalOutcome::Denied(message) => {
+                    assert!(message.contains("approvals.deny"), "{message}");
+                }
+                other => panic!("{command:?}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            gate.check("s", "git status").await,
+            ApprovalOutcome::Allowed
         );
     }
 

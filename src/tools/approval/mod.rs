@@ -1,25 +1,29 @@
-//! Dangerous-command approval (Python `tools/approval.py`): the `DANGEROUS_PATTERNS` and
-//! hardline tables, detection over normalised and de-obfuscated command variants, and the
-//! [`ApprovalGate`] that asks the user and remembers session and permanent approvals.
+//! Dangerous-command approval (Python `tools/approval.py`): every command is parsed with the
+//! project's one shell parser and each simple command in it judged (`parse`, `judge`,
+//! `paths`), the Hermes `DANGEROUS_PATTERNS` and hardline tables are kept as a floor over the
+//! parsed commands, and the [`ApprovalGate`] asks the user and remembers session and permanent
+//! approvals under Hermes's keys.
 
 mod allowlist;
 mod detect;
-mod exec_flags;
 mod gate;
-mod grep_safe;
+mod interpreters;
+mod judge;
+#[cfg(test)]
+mod judge_tests;
 mod normalize;
+pub mod parse;
+mod paths;
 #[cfg(test)]
 mod pattern_tests;
 mod patterns;
-mod shell;
-mod words;
 
 pub use allowlist::{
     AllowlistChange, AllowlistError, append_to_command_allowlist, write_atomically,
 };
 pub use detect::{
-    DangerMatch, PARSER_LIMIT_DESCRIPTION, detect_dangerous_command, detect_dangerous_command_in,
-    detect_hardline_command,
+    Assessment, DangerMatch, PARSER_LIMIT_DESCRIPTION, assess, detect_dangerous_command,
+    detect_dangerous_command_in, detect_hardline_command,
 };
 pub use gate::{
     ApprovalDecision, ApprovalGate, ApprovalOutcome, ApprovalPrompt, ApprovalRequest,

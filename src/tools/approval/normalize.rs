@@ -1,7 +1,8 @@
-//! Command normalisation before pattern matching (Python `_normalize_command_for_detection`):
-//! ANSI escapes, NUL bytes, Unicode compatibility forms, line continuations, absolute home
-//! paths, backslash escapes, empty quotes and `$IFS` are all undone so obfuscated spellings
-//! of a dangerous command still match.
+//! The machine facts detection depends on, and the light clean-up of a command's text before
+//! the kept Hermes pattern table is run over it: ANSI escapes, NUL bytes, Unicode
+//! compatibility forms and line continuations are undone and absolute home paths are folded
+//! to `~/` and `~/.hermes/`, so the patterns see the spelling they were written for. Quoting,
+//! escapes and expansions are the parser's business (`parse.rs`), not this file's.
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -46,16 +47,20 @@ impl DetectionEnv {
             temp_dir: Some(std::fs::canonicalize(temp_dir).unwrap_or_else(|_| temp_dir.into())),
         }
     }
+
+    /// The user's home as the tools see it (`$HOME`).
+    pub fn user_home(&self) -> Option<&str> {
+        self.user_homes.first().map(String::as_str)
+    }
+
+    /// The Hermes home as the tools see it (`$HERMES_HOME`).
+    pub fn hermes_home(&self) -> Option<&str> {
+        self.hermes_homes.first().map(String::as_str)
+    }
 }
 
 static LINE_CONTINUATION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\\\r?\n").expect("regex"));
-static BACKSLASH_ESCAPE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\\([^\n])").expect("regex"));
-static EMPTY_QUOTES: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"''|"""#).expect("regex"));
-static IFS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\$\{IFS\b[^}]*\}|\$IFS\b").expect("regex"));
-
 /// Shell metacharacters, quotes and whitespace end a path token.
 const PATH_TAIL: &str = r#"(?P<tail>(?:[/\\][^/\\\s'"`;|&<>()]*)+)"#;
 
@@ -91,17 +96,28 @@ fn fold_home_prefixes(command: String, paths: &[String], replacement: &str) -> S
     command
 }
 
-/// Normalises a command for detection.
-pub fn normalize_command_for_detection(command: &str, env: &DetectionEnv) -> String {
+/// The command without terminal escapes, NUL bytes, compatibility characters and line
+/// continuations: what the parser reads.
+pub fn clean_command(command: &str) -> String {
     let command = strip_ansi(command).replace('\0', "");
     let command: String = command.nfkc().collect();
-    let command = LINE_CONTINUATION.replace_all(&command, "").into_owned();
+    LINE_CONTINUATION.replace_all(&command, "").into_owned()
+}
+
+/// `text` with absolute home paths folded to `~/` and `~/.hermes/`.
+pub fn fold_homes(text: &str, env: &DetectionEnv) -> String {
+    // The more specific Hermes home first: it usually lives under the user home.
+    let command = fold_home_prefixes(text.to_owned(), &env.hermes_homes, "~/.hermes");
+    fold_home_prefixes(command, &env.user_homes, "~")
+}
+
+/// The command's text as the pattern table sees it.
+#[cfg(test)]
+fn normalize_command_for_detection(command: &str, env: &DetectionEnv) -> String {
+    let command = clean_command(command);
     // The more specific Hermes home first: it usually lives under the user home.
     let command = fold_home_prefixes(command, &env.hermes_homes, "~/.hermes");
-    let command = fold_home_prefixes(command, &env.user_homes, "~");
-    let command = BACKSLASH_ESCAPE.replace_all(&command, "$1");
-    let command = EMPTY_QUOTES.replace_all(&command, "");
-    IFS.replace_all(&command, " ").into_owned()
+    fold_home_prefixes(command, &env.user_homes, "~")
 }
 
 #[cfg(test)]
@@ -117,12 +133,8 @@ mod tests {
     }
 
     #[test]
-    fn undoes_obfuscation() {
+    fn undoes_terminal_and_unicode_tricks() {
         let cases = [
-            ("r\\m -rf /", "rm -rf /"),
-            ("r''m -rf /", "rm -rf /"),
-            ("rm${IFS}-rf${IFS}/", "rm -rf /"),
-            ("rm$IFS-rf /", "rm -rf /"),
             ("rm -rf \\\n/", "rm -rf /"),
             ("\x1b[31mrm\x1b[0m -rf /", "rm -rf /"),
             ("ｒｍ -rf /", "rm -rf /"),

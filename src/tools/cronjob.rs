@@ -363,6 +363,7 @@ mod tests {
             model: None,
             provider: None,
             workdir: None,
+            workdir_by_operator: false,
         };
         jobs.create(new, Utc::now()).unwrap().id().to_owned()
     }

@@ -188,6 +188,31 @@ async fn a_protected_write_asks_the_user_and_follows_the_answer() {
     );
 }
 
+/// "Approve for this session" covers the next protected write of the same kind: the gate
+/// then lets the write through unasked, which must read as approved, not as "never asked".
+#[tokio::test]
+async fn a_session_approval_covers_the_next_protected_write_without_asking_again() {
+    let mut f = fixture();
+    let asked = with_user(&mut f.ctx, &f.home, ApprovalDecision::Session);
+    for (n, key) in ["ssh-ed25519 AAAA one", "ssh-ed25519 AAAA two"]
+        .iter()
+        .enumerate()
+    {
+        let written = run(
+            &f.ctx,
+            "write_file",
+            json!({"path": "~/.ssh/authorized_keys", "content": key}),
+        )
+        .await;
+        assert!(written["error"].is_null(), "write {n}: {written}");
+    }
+    assert_eq!(asked.lock().unwrap().len(), 1, "asked once for the session");
+    assert_eq!(
+        std::fs::read_to_string(f.home.join(".ssh/authorized_keys")).unwrap(),
+        "ssh-ed25519 AAAA two"
+    );
+}
+
 #[tokio::test]
 async fn search_files_skips_protected_files_and_says_how_many() {
     let f = fixture();

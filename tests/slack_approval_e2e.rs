@@ -192,8 +192,10 @@ async fn approval_buttons_allow_once_deny_and_ignore_strangers() {
         let mut expected = vec![
             format!("💻 terminal: {command}"),
             format!(
-                "⚠️ Command Approval Required\n\n```\n{command}\n```\nReason: recursive delete\n\n\
-                 Reply /approve (once), /approve session, /approve always, or /deny."
+                "⚠️ Command Approval Required\n\n```\n{command}\n```\nReason: recursive delete; \
+                 delete in root path: {}\n\n\
+                 Reply /approve (once), /approve session, /approve always, or /deny.",
+                victim.display()
             ),
             decision.to_owned(),
             answer.to_owned(),

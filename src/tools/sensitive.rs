@@ -69,6 +69,8 @@ const USER_WRITE: &[(&str, bool, Guarded)] = &[
 
 /// Inside the user's home directory: read, any of these hands over a secret.
 const USER_READ: &[(&str, bool, Guarded)] = &[
+    // The directory as a whole (`tar c ~/.ssh`, `cp -r ~/.ssh`): it holds the private keys.
+    (".ssh", false, PRIVATE_KEY),
     (".ssh/id_rsa", false, PRIVATE_KEY),
     (".ssh/id_ecdsa", false, PRIVATE_KEY),
     (".ssh/id_ed25519", false, PRIVATE_KEY),
@@ -340,6 +342,8 @@ mod tests {
             Some("hermes-secrets")
         );
         assert_eq!(key("/home/ann/.ssh/id_ed25519"), Some("ssh-private-key"));
+        assert_eq!(key("/home/ann/.ssh"), Some("ssh-private-key"));
+        assert_eq!(key("/home/ann/.ssh/known_hosts"), None);
         assert_eq!(key("/etc/shadow"), Some("shadow"));
         assert_eq!(key("/home/ann/.ssh/id_ed25519.pub"), None);
         assert_eq!(key("/home/ann/.hermes/config.yaml"), None);

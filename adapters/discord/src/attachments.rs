@@ -84,7 +84,10 @@ pub async fn cache(
             .mode(0o600)
             .open(&path)
             .await?;
-        tokio::io::AsyncWriteExt::write_all(&mut file, &bytes).await
+        tokio::io::AsyncWriteExt::write_all(&mut file, &bytes).await?;
+        // tokio's File writes in the background: flush so the bytes are on disk before
+        // the path is handed on (and a write error is seen here).
+        tokio::io::AsyncWriteExt::flush(&mut file).await
     };
     if let Err(error) = written.await {
         tracing::warn!(platform = "discord", %error, "cannot write a cached attachment");

@@ -213,7 +213,10 @@ pub async fn download(
             .mode(0o600)
             .open(&path)
             .await?;
-        tokio::io::AsyncWriteExt::write_all(&mut file, &bytes).await
+        tokio::io::AsyncWriteExt::write_all(&mut file, &bytes).await?;
+        // tokio's File writes in the background: flush so the bytes are on disk before
+        // the path is handed on (and a write error is seen here).
+        tokio::io::AsyncWriteExt::flush(&mut file).await
     };
     written
         .await

@@ -298,6 +298,8 @@ fn reading_secret_files_needs_approval() {
         "cp ~/.hermes/.env leak.txt",
         "python3 s.py < ~/.hermes/.env",
         "tar czf o.tgz ~/.ssh/id_ed25519",
+        "tar czf o.tgz ~/.ssh",
+        "cp -r ~/.ssh keys-copy",
         "cat ~/.netrc",
         "cat /etc/shadow",
         "cd ~/.hermes && cat .env",

@@ -5,14 +5,14 @@
 //! pairing store, scripts, state database …) first ask the user through the same
 //! [`ApprovalGate`] a terminal command does. The gate judges commands, so this adapter hands
 //! it the command that would make the same write (`tee PATH`); the gate shows that to the
-//! user with its approve/deny choices. Where nobody can be asked (cron, API turns, no prompt),
-//! or the gate lets the command pass without asking, the write is refused with a clear
-//! error: a protected write never happens unapproved.
+//! user with its approve/deny choices, and its session and permanent approvals apply as they
+//! do to the command. Where nobody can be asked (cron, API turns, no prompt) the write is
+//! refused with a clear error: a protected write never happens unapproved.
 
 use std::path::{Path, PathBuf};
 
 use crate::config::ApprovalMode;
-use crate::tools::approval::ApprovalOutcome;
+use crate::tools::approval::{ApprovalOutcome, detect_dangerous_command_in};
 use crate::tools::context::ToolCtx;
 use crate::tools::paths::{resolve, write_guard, write_refusal};
 use crate::tools::sensitive::Guarded;
@@ -86,6 +86,19 @@ async fn ask(ctx: &ToolCtx, guarded: Guarded, resolved: &Path, shown: &str) -> R
         }
         ApprovalOutcome::Denied(reason) => format!("it was refused ({reason})"),
         ApprovalOutcome::Blocked(reason) => format!("none could be given ({reason})"),
+        // The judge always flags a write into a protected place, so the gate lets one
+        // through unasked only when it was approved before (this session, or for good in
+        // `command_allowlist`). If the judge ever stops flagging it, refuse.
+        ApprovalOutcome::Allowed
+            if detect_dangerous_command_in(&command, &gate.settings().detection).is_some() =>
+        {
+            tracing::info!(
+                session_id = session,
+                place = guarded.key,
+                "protected write allowed: approved earlier"
+            );
+            return Ok(());
+        }
         ApprovalOutcome::Allowed => "this conversation had no way to ask for it".to_owned(),
     };
     tracing::warn!(

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use hermes_adapter::MessageType;
+use hermes_adapter::{MessageType, media_cache};
 
 use crate::model::Attachment;
 use crate::rest::RestClient;
@@ -66,31 +66,9 @@ pub async fn cache(
         attachment.id,
         sanitise(&attachment.filename)
     ));
-    // The cache lives in the operator's home: owner-only, whatever the process umask.
-    let created = tokio::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&settings.cache_dir)
-        .await;
-    if let Err(error) = created {
-        tracing::warn!(platform = "discord", %error, "cannot create the attachment cache");
-        return None;
-    }
-    let written = async {
-        let mut file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)
-            .await?;
-        tokio::io::AsyncWriteExt::write_all(&mut file, &bytes).await?;
-        // tokio's File writes in the background: flush so the bytes are on disk before
-        // the path is handed on (and a write error is seen here).
-        tokio::io::AsyncWriteExt::flush(&mut file).await
-    };
+    let written = media_cache::write_private(&settings.cache_dir, &path, &bytes);
     if let Err(error) = written.await {
-        tracing::warn!(platform = "discord", %error, "cannot write a cached attachment");
+        tracing::warn!(platform = "discord", %error, "cannot cache an attachment");
         return None;
     }
     let mime = attachment

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use hermes_adapter::media_cache;
 use reqwest::header::CONTENT_TYPE;
 use serde_json::{Value, json};
 
@@ -197,30 +198,10 @@ pub async fn download(
             return Err(format!("file {id} is over the {max_bytes}-byte limit"));
         }
     }
-    // The cache lives in the operator's home: owner-only, whatever the process umask.
-    tokio::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(cache_dir)
-        .await
-        .map_err(|e| format!("creating {}: {e}", cache_dir.display()))?;
     let path: PathBuf = cache_dir.join(format!("{}_{}", safe_name(id), safe_name(name)));
-    let written = async {
-        let mut file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)
-            .await?;
-        tokio::io::AsyncWriteExt::write_all(&mut file, &bytes).await?;
-        // tokio's File writes in the background: flush so the bytes are on disk before
-        // the path is handed on (and a write error is seen here).
-        tokio::io::AsyncWriteExt::flush(&mut file).await
-    };
-    written
+    media_cache::write_private(cache_dir, &path, &bytes)
         .await
-        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        .map_err(|e| format!("caching {}: {e}", path.display()))?;
     let mime_type = file
         .get("mimetype")
         .and_then(Value::as_str)

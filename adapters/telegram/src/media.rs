@@ -113,10 +113,7 @@ pub async fn download(
         .file_path
         .ok_or_else(|| malformed("getFile gave no file_path".into()))?;
     let dir = settings.cache_dir.join(attachment.subdir);
-    tokio::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
+    hermes_adapter::media_cache::create_private_dir(&dir)
         .await
         .map_err(|e| MediaError::Cache(dir.clone(), e))?;
     let dest = dir.join(format!(

@@ -16,6 +16,8 @@ pub mod net;
 mod outbound;
 mod progress;
 mod secret;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use adapter::{Adapter, AdapterContext, AdapterError, Inbound, RecordOutcome};
 pub use dead_letter::{DeadLetter, DeadLetterInbound};

@@ -210,6 +210,12 @@ impl FakeSlack {
             .insert(format!("{channel}:{ts}"), message);
     }
 
+    /// The message at `channel`/`ts` as the workspace now shows it (after edits), if any.
+    pub fn message(&self, channel: &str, ts: &str) -> Option<Value> {
+        let key = format!("{channel}:{ts}");
+        self.shared.peek().messages.get(&key).cloned()
+    }
+
     /// A fresh message timestamp (`1700000000.000123`), increasing.
     pub fn next_ts(&self) -> String {
         self.shared.lock().next_ts()

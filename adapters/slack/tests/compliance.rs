@@ -83,19 +83,7 @@ impl ComplianceRig for Rig {
 
     /// Acked under its own envelope id or under one of the retries Slack made of it.
     fn acknowledged(&self, delivery: &str) -> Option<bool> {
-        let records = self.fake.records();
-        let mut envelopes = vec![delivery.to_owned()];
-        for (missed, retry) in &records.auto_retries {
-            if envelopes.contains(missed) {
-                envelopes.push(retry.clone());
-            }
-        }
-        Some(
-            records
-                .acks
-                .iter()
-                .any(|a| envelopes.contains(&a.envelope_id)),
-        )
+        Some(self.fake.records().delivery_acked(delivery))
     }
 
     fn rate_limit_next_send(&self, retry_after: Duration) {

@@ -16,6 +16,7 @@
 
 pub mod events;
 mod http;
+mod records;
 mod socket;
 mod state;
 
@@ -26,7 +27,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-pub use state::{Ack, ApiCall, Fault, Posted, Records, SocketEvent};
+pub use records::{Ack, ApiCall, Posted, Records, SocketEvent};
+pub use state::Fault;
 
 use state::{ConnCommand, Shared};
 

@@ -221,3 +221,26 @@ impl ManualCore {
             .expect("the core's channel is open")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SessionSource;
+
+    fn event(id: &str) -> MessageEvent {
+        MessageEvent::text(id, SessionSource::dm("test", "1", "1"), "hi")
+    }
+
+    #[tokio::test]
+    async fn the_test_core_dedupes_like_the_journal_and_follows_its_script() {
+        let mut core = TestCore::with_journal(&[7]);
+        assert_eq!(core.ctx.deliver(event("7")).await, RecordOutcome::Duplicate);
+        core.answer_next(RecordOutcome::Failed, 1);
+        assert_eq!(core.ctx.deliver(event("8")).await, RecordOutcome::Failed);
+        assert_eq!(core.ctx.deliver(event("8")).await, RecordOutcome::Recorded);
+        assert_eq!(core.ctx.deliver(event("8")).await, RecordOutcome::Duplicate);
+        assert_eq!(core.next_recorded().await.event_id, "8");
+        assert_eq!(core.deliveries(), ["7", "8", "8", "8"]);
+        assert_eq!(core.deliveries_of("8"), 3);
+    }
+}

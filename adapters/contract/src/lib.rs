@@ -15,6 +15,9 @@ pub mod media_cache;
 pub mod net;
 mod outbound;
 mod progress;
+mod secret;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use adapter::{Adapter, AdapterContext, AdapterError, Inbound, RecordOutcome};
 pub use dead_letter::{DeadLetter, DeadLetterInbound};
@@ -24,3 +27,4 @@ pub use outbound::{
     Button, Capabilities, LengthUnit, Outbound, OutboundKind, SendErrorKind, SendResult,
 };
 pub use progress::{Liveness, Progress};
+pub use secret::{REDACTED, Secret};

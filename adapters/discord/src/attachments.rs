@@ -1,5 +1,6 @@
 //! Inbound attachments: downloaded into `cache_dir` (Discord CDN URLs expire) under the
-//! per-attachment size cap, named `<attachment id>_<sanitised file name>`.
+//! per-attachment size cap, named `<attachment id>_<safe file name>` (the contract's one
+//! naming rule, `media_cache::safe_file_name`).
 
 use std::path::PathBuf;
 
@@ -16,25 +17,6 @@ pub fn message_type_of(attachment: &Attachment) -> MessageType {
         Some(t) if t.starts_with("video/") => MessageType::Video,
         Some(t) if t.starts_with("audio/") => MessageType::Audio,
         _ => MessageType::Document,
-    }
-}
-
-fn sanitise(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let cleaned = cleaned.trim_start_matches('.');
-    if cleaned.is_empty() {
-        "attachment".into()
-    } else {
-        cleaned.chars().take(100).collect()
     }
 }
 
@@ -64,7 +46,7 @@ pub async fn cache(
     let path: PathBuf = settings.cache_dir.join(format!(
         "{}_{}",
         attachment.id,
-        sanitise(&attachment.filename)
+        media_cache::safe_file_name(&attachment.filename)
     ));
     let written = media_cache::write_private(&settings.cache_dir, &path, &bytes);
     if let Err(error) = written.await {
@@ -76,14 +58,4 @@ pub async fn cache(
         .clone()
         .unwrap_or_else(|| "application/octet-stream".into());
     Some((path.to_string_lossy().into_owned(), mime))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn file_names_cannot_escape_the_cache() {
-        assert_eq!(super::sanitise("../../etc/passwd"), "_.._etc_passwd");
-        assert_eq!(super::sanitise("report 1.pdf"), "report_1.pdf");
-        assert_eq!(super::sanitise(""), "attachment");
-    }
 }

@@ -138,7 +138,7 @@ async fn a_message_the_core_could_not_record_is_offered_again_until_it_is() {
     let general = h.fake.add_text_channel("general");
     let alice = h.fake.new_user("alice", false, &[]);
     // A plain guild-channel message, which no DM/thread backfill would ever find again.
-    h.fail_next.store(2, std::sync::atomic::Ordering::SeqCst);
+    h.core.answer_next(hermes_adapter::RecordOutcome::Failed, 2);
     let lost = h.fake.push_message(
         Incoming::new(&general, &alice, &format!("<@{}> storage was down", bot.id))
             .mentioning(&bot),

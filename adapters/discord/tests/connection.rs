@@ -44,7 +44,7 @@ async fn a_dropped_socket_resumes_and_missed_dispatches_arrive_once() {
         1,
         "the duplicate dispatch was not handed over"
     );
-    let delivered = h.delivered.lock().unwrap().clone();
+    let delivered = h.core.deliveries();
     let unique: std::collections::HashSet<&String> = delivered.iter().collect();
     assert_eq!(
         unique.len(),
@@ -232,7 +232,7 @@ async fn heartbeats_continue_while_the_core_is_slow_and_nothing_is_lost() {
     h.ready(1).await;
     let alice = h.fake.new_user("alice", false, &[]);
     let dm = h.fake.add_dm_channel(&alice);
-    h.paused.send_replace(true);
+    h.core.pause(true);
     // More than the adapter buffers: the gateway reader has to wait for the event loop.
     let ids: Vec<String> = (0..1500)
         .map(|i| {
@@ -246,7 +246,7 @@ async fn heartbeats_continue_while_the_core_is_slow_and_nothing_is_lost() {
             (s.frames.iter().filter(|f| f.op == 1).count() >= before + 3).then_some(())
         })
         .await;
-    h.paused.send_replace(false);
+    h.core.pause(false);
     for id in &ids {
         assert_eq!(&h.next_event().await.event_id, id);
     }

@@ -5,7 +5,7 @@ mod support;
 
 use fake_discord::Incoming;
 use serde_json::json;
-use support::{Harness, WAIT};
+use support::Harness;
 
 #[tokio::test]
 async fn an_undecodable_message_create_becomes_a_dead_letter() {
@@ -19,10 +19,7 @@ async fn an_undecodable_message_create_becomes_a_dead_letter() {
         json!({"id": "777", "channel_id": dm, "content": 7, "type": 0,
             "author": {"id": user.id, "username": user.name}}),
     );
-    let letter = tokio::time::timeout(WAIT, h.dead_letters.recv())
-        .await
-        .expect("a dead letter within 30 s")
-        .expect("channel open");
+    let letter = h.core.next_dead_letter().await;
     assert_eq!(letter.platform, "discord");
     assert_eq!(letter.item_id, "MESSAGE_CREATE:777");
     let source = letter.source.expect("the channel is known");

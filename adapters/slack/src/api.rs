@@ -7,7 +7,7 @@ use hermes_adapter::{SendErrorKind, SendResult};
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use serde_json::Value;
 
-use crate::secret::Secret;
+use hermes_adapter::Secret;
 
 /// Bound on one Web API call: short enough that a hung request is reported (as
 /// ambiguous) rather than stalling a turn. File transfers have their own bound.

@@ -128,26 +128,6 @@ fn inline_text(name: &str, mime_type: &str, bytes: &[u8]) -> Option<String> {
     Some(format!("[Content of {display}]:\n{content}"))
 }
 
-/// Keeps letters, digits, `.`, `-` and `_` so a Slack file name cannot escape the cache.
-fn safe_name(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let cleaned = cleaned.trim_start_matches('.');
-    if cleaned.is_empty() {
-        "file".to_owned()
-    } else {
-        cleaned.chars().take(100).collect()
-    }
-}
-
 /// Downloads one shared file (a Slack file object) into `cache_dir`.
 pub async fn download(
     api: &WebApi,
@@ -198,7 +178,11 @@ pub async fn download(
             return Err(format!("file {id} is over the {max_bytes}-byte limit"));
         }
     }
-    let path: PathBuf = cache_dir.join(format!("{}_{}", safe_name(id), safe_name(name)));
+    let path: PathBuf = cache_dir.join(format!(
+        "{}_{}",
+        media_cache::safe_file_name(id),
+        media_cache::safe_file_name(name)
+    ));
     media_cache::write_private(cache_dir, &path, &bytes)
         .await
         .map_err(|e| format!("caching {}: {e}", path.display()))?;
@@ -306,12 +290,5 @@ mod tests {
             inline_text("x.txt", "text/plain", &vec![b'a'; 100 * 1024 + 1]),
             None
         );
-    }
-
-    #[test]
-    fn file_names_cannot_escape_the_cache() {
-        assert_eq!(safe_name("../../etc/passwd"), "_.._etc_passwd");
-        assert_eq!(safe_name("report 1.pdf"), "report_1.pdf");
-        assert_eq!(safe_name(""), "file");
     }
 }

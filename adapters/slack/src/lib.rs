@@ -25,7 +25,6 @@ pub mod mrkdwn;
 mod outbound;
 mod pending;
 mod rich_text;
-mod secret;
 mod settings;
 mod socket_mode;
 
@@ -33,5 +32,6 @@ pub use adapter::{MESSAGE_LIMIT, SlackAdapter};
 pub use api::slack_error_kind;
 pub use commands::GATEWAY_KNOWN_COMMANDS;
 pub use connection::Tunables;
-pub use secret::Secret;
+/// The contract's one credential wrapper, re-exported for callers that build settings.
+pub use hermes_adapter::Secret;
 pub use settings::{AllowBots, DEFAULT_API_BASE_URL, Settings};

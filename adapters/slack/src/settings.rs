@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::connection::Tunables;
-use crate::secret::Secret;
+use hermes_adapter::Secret;
 
 /// The public Web API.
 pub const DEFAULT_API_BASE_URL: &str = "https://slack.com/api";

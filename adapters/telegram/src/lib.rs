@@ -22,7 +22,6 @@ mod media_limits;
 mod migrations;
 mod outbound;
 mod polling;
-mod secret;
 mod settings;
 mod webhook;
 
@@ -30,9 +29,10 @@ pub use adapter::{MESSAGE_LIMIT, TelegramAdapter};
 pub use commands::{menu as command_menu, sanitize_name as sanitize_command_name};
 pub use endpoints::Endpoints;
 pub use gating::{BotIdentity, GENERAL_TOPIC};
+/// The contract's one credential wrapper, re-exported for callers that build settings.
+pub use hermes_adapter::Secret;
 pub use markdown::{
     escape as escape_markdown_v2, strip as strip_markdown_v2, to_markdown_v2, to_plain,
 };
-pub use secret::Secret;
 pub use settings::{ReplyToMode, Settings, WebhookSettings};
 pub use webhook::SECRET_HEADER;

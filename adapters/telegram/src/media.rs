@@ -118,7 +118,7 @@ pub async fn download(
         .map_err(|e| MediaError::Cache(dir.clone(), e))?;
     let dest = dir.join(format!(
         "tg_{update_id}_{}",
-        safe_name(&attachment.file_name)
+        hermes_adapter::media_cache::safe_file_name(&attachment.file_name)
     ));
     if settings.local_mode && Path::new(&file_path).is_absolute() {
         return copy_local(Path::new(&file_path), &dest, cap).await;
@@ -158,30 +158,6 @@ fn malformed(description: String) -> ApiError {
     }
 }
 
-/// A file name reduced to `[A-Za-z0-9._-]`, never empty, never a path.
-fn safe_name(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let cleaned = cleaned
-        .trim_start_matches('.')
-        .chars()
-        .take(80)
-        .collect::<String>();
-    if cleaned.is_empty() {
-        "file".into()
-    } else {
-        cleaned
-    }
-}
-
 /// The Bot API method and field for sending `path` natively.
 pub fn send_method(path: &Path) -> (&'static str, &'static str) {
     let extension = path
@@ -204,9 +180,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_and_methods() {
-        assert_eq!(safe_name("../../etc/passwd"), "_.._etc_passwd");
-        assert_eq!(safe_name("résumé.pdf"), "r_sum_.pdf");
+    fn send_methods_follow_the_extension() {
         assert_eq!(send_method(Path::new("/a/b.PNG")), ("sendPhoto", "photo"));
         assert_eq!(send_method(Path::new("/a/b.opus")), ("sendVoice", "voice"));
         assert_eq!(

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::endpoints::Endpoints;
-use crate::secret::Secret;
+use hermes_adapter::Secret;
 
 /// getFile's cap (https://core.telegram.org/bots/api#getfile: "up to 20 MB"); it holds for
 /// any server not started with `--local`, whatever `base_url` says.

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::api::types::Update;
 use crate::intake::{Completion, Disposition, IntakeHandle};
-use crate::secret::Secret;
+use hermes_adapter::Secret;
 
 pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 

@@ -15,7 +15,8 @@ use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::state::{ApiCall, Fault, Inner, Posted, Shared};
+use crate::records::{ApiCall, Posted};
+use crate::state::{Fault, Inner, Shared};
 use crate::{BOT_ID, BOT_USER_ID, TEAM_ID};
 
 /// Slack's documented ceiling for `chat.postMessage` text.

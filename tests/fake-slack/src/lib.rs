@@ -16,6 +16,7 @@
 
 pub mod events;
 mod http;
+mod records;
 mod socket;
 mod state;
 
@@ -26,7 +27,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-pub use state::{Ack, ApiCall, Fault, Posted, Records, SocketEvent};
+pub use records::{Ack, ApiCall, Posted, Records, SocketEvent};
+pub use state::Fault;
 
 use state::{ConnCommand, Shared};
 
@@ -208,6 +210,12 @@ impl FakeSlack {
             .lock()
             .messages
             .insert(format!("{channel}:{ts}"), message);
+    }
+
+    /// The message at `channel`/`ts` as the workspace now shows it (after edits), if any.
+    pub fn message(&self, channel: &str, ts: &str) -> Option<Value> {
+        let key = format!("{channel}:{ts}");
+        self.shared.peek().messages.get(&key).cloned()
     }
 
     /// A fresh message timestamp (`1700000000.000123`), increasing.

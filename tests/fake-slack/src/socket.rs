@@ -8,7 +8,8 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::state::{ConnCommand, LiveConnection, Shared, SocketEvent};
+use crate::records::SocketEvent;
+use crate::state::{ConnCommand, LiveConnection, Shared};
 
 pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
     let (commands, mut command_rx) = mpsc::unbounded_channel();

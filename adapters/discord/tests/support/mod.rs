@@ -1,42 +1,35 @@
-//! Test harness: the fake Discord, the adapter running against it, and a recording
-//! AdapterContext built from an mpsc channel that answers like the core (Recorded, or
-//! Duplicate for an event id it has seen). Waits are bounded; nothing sleeps.
+//! Discord's test glue: the fake Discord and the adapter running against it, answered by the
+//! contract's recording core (`hermes_adapter::testing::TestCore`, which dedupes like the
+//! real one). Waits are bounded; nothing sleeps.
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fake_discord::FakeDiscord;
-use hermes_adapter::{
-    Adapter, AdapterContext, AdapterError, Inbound, MessageEvent, Progress, RecordOutcome,
-};
+use hermes_adapter::testing::TestCore;
+use hermes_adapter::{Adapter, AdapterError, MessageEvent, Progress};
 use hermes_discord::{DiscordAdapter, Settings};
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use hermes_adapter::testing::WAIT;
+
 pub const TOKEN: &str = "test-bot-token-7f3a9c";
-pub const WAIT: Duration = Duration::from_secs(30);
 
 pub struct Harness {
     pub fake: FakeDiscord,
     pub adapter: DiscordAdapter,
     /// The adapter's settings, to build a fresh adapter (a process restart).
     pub settings: Settings,
-    pub events: mpsc::UnboundedReceiver<MessageEvent>,
-    /// Dead letters the adapter handed over (each answered `Recorded`).
-    pub dead_letters: mpsc::UnboundedReceiver<hermes_adapter::DeadLetter>,
+    /// The core every run of the adapter hands over to (its journal outlives a restart):
+    /// script failures, pause it, read deliveries and dead letters there.
+    pub core: TestCore,
     pub progress: Progress,
     pub shutdown: CancellationToken,
     pub task: Option<JoinHandle<Result<(), AdapterError>>>,
     pub cache: tempfile::TempDir,
-    /// Answers the next deliveries with `Failed` while > 0.
-    pub fail_next: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    /// While true, the recording context stops answering (a slow core).
-    pub paused: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
-    /// Every event id the adapter delivered, duplicates included, in order.
-    pub delivered: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// Settings pointing at the fake, with test-friendly timings; `extra` and `env` add to them.
@@ -86,76 +79,26 @@ impl Harness {
     /// Runs an adapter with `settings` against `fake`.
     pub fn from_parts(fake: FakeDiscord, settings: Settings, cache: tempfile::TempDir) -> Self {
         let adapter = DiscordAdapter::new(settings.clone());
+        let core = TestCore::new();
+        let progress = core.ctx.progress.clone();
         let mut harness = Self {
             fake,
             adapter,
             settings,
-            events: mpsc::unbounded_channel().1,
-            dead_letters: mpsc::unbounded_channel().1,
-            progress: Progress::new(),
+            core,
+            progress,
             shutdown: CancellationToken::new(),
             task: None,
             cache,
-            fail_next: Default::default(),
-            paused: std::sync::Arc::new(tokio::sync::watch::channel(false).0),
-            delivered: Default::default(),
         };
         harness.run();
         harness
     }
 
-    /// Starts `run` with a fresh recording context (also used to restart).
+    /// Starts `run` on the harness's core (also used to restart).
     pub fn run(&mut self) {
-        let (inbound_tx, mut inbound_rx) = mpsc::channel::<Inbound>(64);
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        self.events = events_rx;
-        self.shutdown = CancellationToken::new();
-        let fail_next = self.fail_next.clone();
-        let delivered = self.delivered.clone();
-        let mut paused = self.paused.subscribe();
-        tokio::spawn(async move {
-            let mut seen = HashSet::new();
-            while let Some(Inbound { event, recorded }) = inbound_rx.recv().await {
-                let _ = paused.wait_for(|p| !*p).await;
-                delivered.lock().unwrap().push(event.event_id.clone());
-                let failing = fail_next
-                    .fetch_update(
-                        std::sync::atomic::Ordering::SeqCst,
-                        std::sync::atomic::Ordering::SeqCst,
-                        |n| n.checked_sub(1),
-                    )
-                    .is_ok();
-                let outcome = if failing {
-                    RecordOutcome::Failed
-                } else if seen.insert(event.event_id.clone()) {
-                    RecordOutcome::Recorded
-                } else {
-                    RecordOutcome::Duplicate
-                };
-                if outcome == RecordOutcome::Recorded {
-                    let _ = events_tx.send(event);
-                }
-                let _ = recorded.send(outcome);
-            }
-        });
-        let (letters_tx, mut letters_rx) = mpsc::channel(16);
-        let (kept_tx, kept_rx) = mpsc::unbounded_channel();
-        self.dead_letters = kept_rx;
-        tokio::spawn(async move {
-            while let Some(hermes_adapter::DeadLetterInbound { letter, recorded }) =
-                letters_rx.recv().await
-            {
-                let _ = kept_tx.send(letter);
-                let _ = recorded.send(RecordOutcome::Recorded);
-            }
-        });
-        let ctx = AdapterContext {
-            inbound: inbound_tx,
-            dead_letters: letters_tx,
-            progress: self.progress.clone(),
-            shutdown: self.shutdown.clone(),
-            ingress: hermes_adapter::Ingress::solo(),
-        };
+        let ctx = self.core.context();
+        self.shutdown = ctx.shutdown.clone();
         let adapter = self.adapter.clone();
         self.task = Some(tokio::spawn(async move { adapter.run(ctx).await }));
     }
@@ -167,22 +110,15 @@ impl Harness {
         self.fake.wait_for_frames(2, identifies).await;
     }
 
+    /// The next event the core newly recorded.
     pub async fn next_event(&mut self) -> MessageEvent {
-        tokio::time::timeout(WAIT, self.events.recv())
-            .await
-            .expect("timed out waiting for an event")
-            .expect("event channel closed")
+        self.core.next_recorded().await
     }
 
     /// How many times the adapter delivered `event_id` (the core would dedupe; the adapter
     /// should not need it to).
     pub fn deliveries_of(&self, event_id: &str) -> usize {
-        self.delivered
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|id| *id == event_id)
-            .count()
+        self.core.deliveries_of(event_id)
     }
 
     /// Stops `run` and returns its result.

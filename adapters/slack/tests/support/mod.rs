@@ -1,11 +1,12 @@
-//! The test harness: a fake Slack, the real adapter running against it, and a test
-//! `AdapterContext` whose inbound channel the test reads and answers like the core would.
+//! Slack's test glue: a fake Slack and the real adapter running against it, handing over to
+//! the contract's `ManualCore`, whose inbound channel the test reads and answers like the
+//! core would.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use fake_slack::{FakeSlack, Pushed, events};
+use hermes_adapter::testing::ManualCore;
 use hermes_adapter::{
     Adapter, AdapterContext, AdapterError, Inbound, MessageEvent, Progress, RecordOutcome,
 };
@@ -15,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub const BOUND: Duration = Duration::from_secs(30);
+pub use hermes_adapter::testing::WAIT as BOUND;
 pub const USER: &str = "U100";
 pub const DM: &str = "D100";
 pub const CHANNEL: &str = "C100";
@@ -60,16 +61,12 @@ pub fn context_with_dead_letters() -> (
     mpsc::Receiver<Inbound>,
     mpsc::Receiver<hermes_adapter::DeadLetterInbound>,
 ) {
-    let (inbound, rx) = mpsc::channel(64);
-    let (dead_letters, letters) = mpsc::channel(16);
-    let ctx = AdapterContext {
+    let ManualCore {
+        ctx,
         inbound,
         dead_letters,
-        progress: Progress::new(),
-        shutdown: CancellationToken::new(),
-        ingress: hermes_adapter::Ingress::solo(),
-    };
-    (ctx, rx, letters)
+    } = ManualCore::new();
+    (ctx, inbound, dead_letters)
 }
 
 impl Harness {

@@ -12,7 +12,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::ApiError;
 use crate::endpoints::{self, Endpoints};
-use crate::secret::Secret;
+use hermes_adapter::Secret;
 
 #[derive(Clone)]
 pub struct BotApi {

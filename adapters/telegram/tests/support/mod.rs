@@ -1,125 +1,19 @@
-//! Test harness: a recording stand-in for the core (an `AdapterContext` built from an mpsc
-//! channel, deduping on event_id like the real core, with scripted record failures), and
-//! helpers to start the adapter against the fake Bot API.
+//! Telegram's test glue: settings and start-up against the fake Bot API, and waits on its
+//! polls. The stand-ins for the core come from the contract (`hermes_adapter::testing`).
 #![allow(dead_code)]
 
-use std::collections::{HashSet, VecDeque};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use fake_telegram::FakeTelegram;
-use hermes_adapter::{
-    Adapter, AdapterContext, AdapterError, DeadLetter, Inbound, MessageEvent, Progress,
-    RecordOutcome,
-};
+use hermes_adapter::{Adapter, AdapterContext, AdapterError};
 use hermes_telegram::{Settings, TelegramAdapter};
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub const WAIT: Duration = Duration::from_secs(30);
-
-/// What the core saw: every event handed over (duplicates included) and its answer.
-pub struct TestCore {
-    pub ctx: AdapterContext,
-    events: mpsc::UnboundedReceiver<(MessageEvent, RecordOutcome)>,
-    /// Dead letters handed over; each is answered `Recorded`.
-    dead_letters: mpsc::UnboundedReceiver<DeadLetter>,
-    script: Arc<Mutex<VecDeque<RecordOutcome>>>,
-}
-
-impl TestCore {
-    pub fn new() -> Self {
-        Self::with_journal(&[])
-    }
-
-    /// A core whose journal already holds `event_ids`, as recorded by an earlier process
-    /// that died before the adapter confirmed them to Telegram.
-    pub fn with_journal(event_ids: &[i64]) -> Self {
-        let journaled: HashSet<String> = event_ids.iter().map(|id| id.to_string()).collect();
-        let (inbound_tx, mut inbound_rx) = mpsc::channel::<Inbound>(64);
-        let (events_tx, events) = mpsc::unbounded_channel();
-        let script: Arc<Mutex<VecDeque<RecordOutcome>>> = Arc::default();
-        let answers = script.clone();
-        tokio::spawn(async move {
-            let mut recorded = journaled;
-            while let Some(inbound) = inbound_rx.recv().await {
-                let scripted = answers.lock().unwrap().pop_front();
-                let outcome = match scripted {
-                    Some(outcome) => outcome,
-                    None if recorded.contains(&inbound.event.event_id) => RecordOutcome::Duplicate,
-                    None => RecordOutcome::Recorded,
-                };
-                if outcome == RecordOutcome::Recorded {
-                    recorded.insert(inbound.event.event_id.clone());
-                }
-                let _ = events_tx.send((inbound.event, outcome));
-                let _ = inbound.recorded.send(outcome);
-            }
-        });
-        let (letters_tx, mut letters_rx) = mpsc::channel(16);
-        let (kept_tx, dead_letters) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            while let Some(hermes_adapter::DeadLetterInbound { letter, recorded }) =
-                letters_rx.recv().await
-            {
-                let _ = kept_tx.send(letter);
-                let _ = recorded.send(RecordOutcome::Recorded);
-            }
-        });
-        let ctx = AdapterContext {
-            inbound: inbound_tx,
-            dead_letters: letters_tx,
-            progress: Progress::new(),
-            shutdown: CancellationToken::new(),
-            ingress: hermes_adapter::Ingress::solo(),
-        };
-        Self {
-            ctx,
-            events,
-            dead_letters,
-            script,
-        }
-    }
-
-    /// The next `n` record answers are `outcome` (then back to record-and-dedupe).
-    pub fn answer_next(&self, outcome: RecordOutcome, n: usize) {
-        self.script
-            .lock()
-            .unwrap()
-            .extend(std::iter::repeat_n(outcome, n));
-    }
-
-    /// The next event handed to the core, with the answer it got.
-    pub async fn next(&mut self) -> (MessageEvent, RecordOutcome) {
-        tokio::time::timeout(WAIT, self.events.recv())
-            .await
-            .expect("an event within 30 s")
-            .expect("core channel open")
-    }
-
-    /// The next dead letter handed to the core (answered `Recorded`).
-    pub async fn next_dead_letter(&mut self) -> DeadLetter {
-        tokio::time::timeout(WAIT, self.dead_letters.recv())
-            .await
-            .expect("a dead letter within 30 s")
-            .expect("core channel open")
-    }
-
-    pub async fn next_event(&mut self) -> MessageEvent {
-        self.next().await.0
-    }
-
-    /// Events already handed over, without waiting.
-    pub fn drain(&mut self) -> Vec<MessageEvent> {
-        let mut out = Vec::new();
-        while let Ok((event, _)) = self.events.try_recv() {
-            out.push(event);
-        }
-        out
-    }
-}
+/// The core stand-ins and the wait bound are the contract's, shared by every adapter.
+#[allow(unused_imports)] // each test file uses its own part of it
+pub use hermes_adapter::testing::{ManualCore, TestCore, WAIT};
 
 /// Settings pointing at `fake`, with short polls, merged with `extra`.
 pub fn settings(fake: &FakeTelegram, extra: Value) -> Settings {
@@ -165,9 +59,7 @@ impl Running {
 /// Starts the adapter with `core`'s channel and its own shutdown token (so a core can
 /// outlive one adapter run and serve the next, as across a restart).
 pub fn start(settings: Settings, core: &TestCore) -> Running {
-    let mut ctx = core.ctx.clone();
-    ctx.shutdown = CancellationToken::new();
-    start_with_ctx(settings, ctx)
+    start_with_ctx(settings, core.context())
 }
 
 /// Waits until the adapter has taken the backlog it found at start (its first poll answered,
@@ -226,33 +118,6 @@ pub async fn send_prompt(
         .expect("message id")
         .parse()
         .expect("numeric id")
-}
-
-/// A core whose answers the test gives by hand, one inbound event at a time.
-pub struct ManualCore {
-    pub ctx: AdapterContext,
-    inbound: mpsc::Receiver<Inbound>,
-}
-
-impl ManualCore {
-    pub fn new() -> Self {
-        let (inbound_tx, inbound) = mpsc::channel::<Inbound>(64);
-        let ctx = AdapterContext {
-            inbound: inbound_tx,
-            dead_letters: mpsc::channel(1).0,
-            progress: Progress::new(),
-            shutdown: CancellationToken::new(),
-            ingress: hermes_adapter::Ingress::solo(),
-        };
-        Self { ctx, inbound }
-    }
-
-    pub async fn next(&mut self) -> Inbound {
-        tokio::time::timeout(WAIT, self.inbound.recv())
-            .await
-            .expect("an event within 30 s")
-            .expect("core channel open")
-    }
 }
 
 pub fn start_with_ctx(settings: Settings, ctx: AdapterContext) -> Running {

@@ -1,11 +1,16 @@
 //! The media cache in the operator's home, kept owner-only whatever the process umask: every
 //! adapter stores downloads through these two calls, so none can leave a file readable by
-//! other users (SECURITY.md, "Private on disk").
+//! other users (SECURITY.md, "Private on disk"), and names every file with
+//! [`safe_file_name`].
 
 use std::io;
 use std::path::Path;
 
 use tokio::io::AsyncWriteExt;
+
+mod file_name;
+
+pub use file_name::{MAX_FILE_NAME_BYTES, safe_file_name};
 
 /// Creates `dir` and its missing parents with mode 0700.
 pub async fn create_private_dir(dir: &Path) -> io::Result<()> {

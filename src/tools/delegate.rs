@@ -137,7 +137,7 @@ impl DelegateArgs {
                     "non-object"
                 };
                 return Err(tool_error(format!(
-                    "Task {i} must be an object, got {kind}."
+                    "Task {i} is not an object ({kind}); give each task as an object with a goal."
                 )));
             };
             let goal = obj

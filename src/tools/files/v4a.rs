@@ -1,7 +1,7 @@
-//! The V4A multi-file patch format (Python `tools/patch_parser.py`): `*** Update File:`,
-//! `*** Add File:`, `*** Delete File:` and `*** Move File: a -> b`, applied in two phases —
-//! everything is validated first and nothing is written if any hunk fails. Hunks match
-//! exactly (Python falls back to fuzzy matching).
+//! Parser and applier for V4A patches, the multi-file edit format coding agents emit: one
+//! patch can change, create, remove and rename files. Every hunk is checked before the disk
+//! is touched, so one hunk that fails leaves every file as it was. A hunk's context has to
+//! match exactly; unlike the Python implementation there is no fuzzy second try.
 
 use std::path::PathBuf;
 use std::sync::LazyLock;

@@ -149,7 +149,7 @@ pub async fn write_file(ctx: ToolCtx, args: Value) -> Result<String, ToolError> 
                 _ => "dict",
             };
             return Ok(tool_error(format!(
-                "write_file: 'content' must be a string, got {kind}."
+                "write_file: 'content' was a {kind}; pass the file's text as a string."
             )));
         }
     };

@@ -109,9 +109,8 @@ pub struct EditArgs {
 enum ZoneError {
     #[error("invalid configuration:\n{0}")]
     Config(#[source] crate::config::ConfigErrors),
-    /// `cron.timezone` names no zone; the text is the parser's explanation.
     #[error("timezone: {0}")]
-    Timezone(String),
+    Timezone(#[source] crate::cron::schedule::UnknownZone),
 }
 
 /// The configured zone, or an error naming the key.

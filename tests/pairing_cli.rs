@@ -96,8 +96,8 @@ fn list_approve_revoke_report_what_happened() {
     assert_eq!(
         stdout(&out),
         format!(
-            "\n  Code '{code}' not found or expired for platform 'telegram'.\n  \
-             Run 'hermesd pairing list' to see pending codes.\n\n"
+            "\n  No pending code '{code}' on 'telegram': it was never issued or has expired.\n  \
+             'hermesd pairing list' shows the codes still waiting.\n\n"
         )
     );
 
@@ -112,7 +112,7 @@ fn list_approve_revoke_report_what_happened() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stdout(&out),
-        "\n  User 42 not found in approved list for telegram.\n\n"
+        "\n  Nothing to revoke: user 42 is not approved on telegram.\n\n"
     );
 }
 
@@ -125,7 +125,7 @@ fn the_fifth_wrong_code_locks_the_platform() {
     for _ in 0..4 {
         let out = hermesd(home, &["pairing", "approve", "discord", "WRONG234"]);
         assert!(
-            stdout(&out).contains("not found or expired"),
+            stdout(&out).contains("never issued or has expired"),
             "{}",
             stdout(&out)
         );

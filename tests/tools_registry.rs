@@ -241,7 +241,7 @@ async fn the_builtin_registry_serves_presets_and_stubs_agent_level_tools() {
         let result = parse(&registry.dispatch(name, "{}", ctx.clone()).await);
         assert_eq!(
             result["error"],
-            format!("{name} must be handled by the agent loop")
+            format!("{name} runs inside the agent loop, not through the tool registry")
         );
     }
     assert!(registry.is_interactive("clarify"));

@@ -153,13 +153,13 @@ async fn long_output_is_capped_with_the_notice() {
     );
     assert!(output.starts_with("1\n2\n3\n"));
     assert!(output.ends_with("19999\n20000"));
-    assert!(output.contains("... [OUTPUT TRUNCATED - "), "{output}");
+    assert!(output.contains("... [output cut: "), "{output}");
     // The total counts everything the shell printed (seq's 108,894 characters plus the
     // working-directory marker the wrapper appends).
     let total: usize = output
-        .split(" chars omitted out of ")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
+        .split(" characters dropped from the middle")
+        .next()
+        .and_then(|before| before.rsplit(' ').next())
         .map(|n| n.replace(',', "").parse().unwrap())
         .unwrap();
     assert!((108_894..109_100).contains(&total), "{total}");
@@ -353,7 +353,7 @@ async fn background_processes_can_be_polled_fed_waited_and_killed() {
         unknown["error"]
             .as_str()
             .unwrap()
-            .starts_with("No process action 'explode'")
+            .starts_with("'explode' is not something the process tool does")
     );
 }
 

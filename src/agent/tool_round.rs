@@ -154,7 +154,7 @@ fn delegate<'a>(
         let deps = agent.deps();
         let parsed = match DelegateArgs::parse(args, &deps.delegation) {
             Ok(parsed) => parsed,
-            Err(error) => return error,
+            Err(error) => return error.tool_result(),
         };
         let runs = parsed
             .tasks

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::EXIT_FAILURE;
 use crate::cron::ops::{JobEdit, Jobs, summary};
-use crate::cron::{JobRecord, JobsStore, NewJob, Zone};
+use crate::cron::{JobError, JobRecord, JobsStore, NewJob, Zone};
 use crate::home::HermesHome;
 
 #[derive(Debug, Subcommand)]
@@ -104,11 +104,19 @@ pub struct EditArgs {
     pub flags: JobFlags,
 }
 
+/// Why the zone schedules are read in could not be settled.
+#[derive(Debug, thiserror::Error)]
+enum ZoneError {
+    #[error("invalid configuration:\n{0}")]
+    Config(#[source] crate::config::ConfigErrors),
+    #[error("timezone: {0}")]
+    Timezone(#[source] crate::cron::schedule::UnknownZone),
+}
+
 /// The configured zone, or an error naming the key.
-fn zone(home: &HermesHome, env: &BTreeMap<String, String>) -> Result<Zone, String> {
-    let loaded =
-        crate::config::load(home, env).map_err(|e| format!("invalid configuration:\n{e}"))?;
-    Zone::parse(&loaded.config.cron.timezone).map_err(|e| format!("timezone: {e}"))
+fn zone(home: &HermesHome, env: &BTreeMap<String, String>) -> Result<Zone, ZoneError> {
+    let loaded = crate::config::load(home, env).map_err(ZoneError::Config)?;
+    Zone::parse(&loaded.config.cron.timezone).map_err(ZoneError::Timezone)
 }
 
 fn print_job(job: &JobRecord, json: bool, verb: &str) {
@@ -207,7 +215,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: CronComma
     }
 }
 
-fn list(jobs: &Jobs, json: bool) -> Result<(), String> {
+fn list(jobs: &Jobs, json: bool) -> Result<(), JobError> {
     let all = jobs.list()?;
     if json {
         let values: Vec<Value> = all.iter().map(JobRecord::to_value).collect();
@@ -246,7 +254,7 @@ fn status(home: &HermesHome, jobs: &Jobs, json: bool) {
             json!({
                 "jobs_file": jobs.store.jobs_path(),
                 "readable": readable.is_ok(),
-                "error": readable.as_ref().err(),
+                "error": readable.as_ref().err().map(ToString::to_string),
                 "jobs": count,
                 "active": active,
                 "next_run_at": next.as_ref().map(|(t, _)| crate::cron::schedule::format_timestamp(*t)),

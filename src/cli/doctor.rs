@@ -265,7 +265,7 @@ fn token_shape(
     probes: &mut Vec<Probe>,
     platform: &PlatformConfig,
     name: &str,
-    shape: impl Fn(&str) -> Result<(), String>,
+    shape: impl Fn(&str) -> Result<(), tokens::ShapeError>,
     probe: ProbeFor,
 ) {
     let key = format!("{name}.token");

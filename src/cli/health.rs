@@ -61,32 +61,50 @@ fn admin_target(admin: &config::AdminConfig) -> String {
     }
 }
 
+/// Why the admin endpoint did not report healthy; each step that can fail has its variant.
+#[derive(Debug, thiserror::Error)]
+enum ProbeError {
+    #[error("bad address: {0}")]
+    Address(#[source] std::io::Error),
+    #[error("the address resolves to nothing")]
+    Unresolved,
+    #[error("cannot connect: {0}")]
+    Connect(#[source] std::io::Error),
+    #[error(transparent)]
+    Timeouts(std::io::Error),
+    #[error("cannot send the request: {0}")]
+    Send(#[source] std::io::Error),
+    #[error("no answer: {0}")]
+    Receive(#[source] std::io::Error),
+    #[error("answered {code}")]
+    Status { code: String },
+    #[error("the answer is not HTTP")]
+    NotHttp,
+}
+
 /// One `GET /health`; Ok only for status 200.
-fn probe(target: &str, timeout: Duration) -> Result<(), String> {
+fn probe(target: &str, timeout: Duration) -> Result<(), ProbeError> {
     let addr: SocketAddr = target
         .to_socket_addrs()
-        .map_err(|e| format!("bad address: {e}"))?
+        .map_err(ProbeError::Address)?
         .next()
-        .ok_or("the address resolves to nothing")?;
-    let mut stream =
-        TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("cannot connect: {e}"))?;
+        .ok_or(ProbeError::Unresolved)?;
+    let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(ProbeError::Connect)?;
     stream
         .set_read_timeout(Some(timeout))
         .and_then(|()| stream.set_write_timeout(Some(timeout)))
-        .map_err(|e| e.to_string())?;
+        .map_err(ProbeError::Timeouts)?;
     let request = format!(
         "GET /health HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\nAccept: */*\r\n\r\n"
     );
     stream
         .write_all(request.as_bytes())
-        .map_err(|e| format!("cannot send the request: {e}"))?;
+        .map_err(ProbeError::Send)?;
     let mut head = Vec::with_capacity(256);
     let mut buf = [0u8; 256];
     // The status line is all we need; stop reading once it is complete.
     while !head.contains(&b'\n') {
-        let n = stream
-            .read(&mut buf)
-            .map_err(|e| format!("no answer: {e}"))?;
+        let n = stream.read(&mut buf).map_err(ProbeError::Receive)?;
         if n == 0 {
             break;
         }
@@ -96,8 +114,10 @@ fn probe(target: &str, timeout: Duration) -> Result<(), String> {
     let status_line = text.lines().next().unwrap_or_default();
     match status_line.split_whitespace().nth(1) {
         Some("200") => Ok(()),
-        Some(code) => Err(format!("answered {code}")),
-        None => Err("the answer is not HTTP".to_owned()),
+        Some(code) => Err(ProbeError::Status {
+            code: code.to_owned(),
+        }),
+        None => Err(ProbeError::NotHttp),
     }
 }
 

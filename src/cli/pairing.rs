@@ -176,8 +176,10 @@ fn approve(
             Ok(EXIT_FAILURE)
         }
         Err(ApproveError::NotFound { .. }) => {
-            println!("\n  Code '{code}' not found or expired for platform '{platform}'.");
-            println!("  Run 'hermesd pairing list' to see pending codes.\n");
+            println!(
+                "\n  No pending code '{code}' on '{platform}': it was never issued or has expired."
+            );
+            println!("  'hermesd pairing list' shows the codes still waiting.\n");
             Ok(EXIT_FAILURE)
         }
         Err(ApproveError::Store(e)) => Err(e),
@@ -190,7 +192,7 @@ fn revoke(store: &PairingStore, platform: &str, user_id: &str) -> Result<i32, Pa
         println!("\n  Revoked access for user {user_id} on {platform}.\n");
         Ok(0)
     } else {
-        println!("\n  User {user_id} not found in approved list for {platform}.\n");
+        println!("\n  Nothing to revoke: user {user_id} is not approved on {platform}.\n");
         Ok(EXIT_FAILURE)
     }
 }

@@ -62,6 +62,58 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: ServiceCo
     }
 }
 
+/// Why installing or removing the unit stopped; printed after `error: ` for the operator.
+#[derive(Debug, thiserror::Error)]
+enum ServiceError {
+    #[error(transparent)]
+    UnitPath(#[from] unit::UnitPathError),
+    #[error("cannot find the user unit directory: neither XDG_CONFIG_HOME nor HOME is set")]
+    NoUserUnitDir,
+    #[error("cannot find the hermesd binary's path: {0}")]
+    NoBinaryPath(#[source] std::io::Error),
+    #[error("this hermesd binary was replaced on disk; run the new one")]
+    BinaryReplaced,
+    #[error(
+        "{} does not exist: create it first (mode 0700, owned by the account the service \
+         runs as)",
+        .0.display()
+    )]
+    NoHome(PathBuf),
+    #[error(
+        "refusing to run the gateway as root: pass --run-as USER (an account that owns the \
+         home), or install a user unit with --user"
+    )]
+    WouldRunAsRoot,
+    #[error("cannot run '{command}': {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("'{command}' failed ({status})")]
+    CommandFailed {
+        command: String,
+        status: std::process::ExitStatus,
+    },
+    /// A file step on `path`; `action` is the verb (create, write, remove, resolve).
+    #[error("cannot {action} {}: {source}", path.display())]
+    File {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn file_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ServiceError {
+    let path = path.to_path_buf();
+    move |source| ServiceError::File {
+        action,
+        path,
+        source,
+    }
+}
+
 /// Where the unit goes and how systemctl is called, for one `--user` choice.
 struct Target {
     user: bool,
@@ -71,7 +123,11 @@ struct Target {
 }
 
 impl Target {
-    fn new(home: &HermesHome, env: &BTreeMap<String, String>, user: bool) -> Result<Self, String> {
+    fn new(
+        home: &HermesHome,
+        env: &BTreeMap<String, String>,
+        user: bool,
+    ) -> Result<Self, ServiceError> {
         let unit_name = match home.profile() {
             Some(profile) => format!("hermesd-{profile}.service"),
             None => "hermesd.service".to_owned(),
@@ -93,7 +149,7 @@ impl Target {
     }
 
     /// Runs `systemctl [--user] ARGS`, inheriting stdio so its messages reach the operator.
-    fn systemctl(&self, args: &[&str]) -> Result<(), String> {
+    fn systemctl(&self, args: &[&str]) -> Result<(), ServiceError> {
         let mut command = Command::new(&self.systemctl);
         if self.user {
             command.arg("--user");
@@ -101,11 +157,17 @@ impl Target {
         let status = command
             .args(args)
             .status()
-            .map_err(|e| format!("cannot run '{}': {e}", self.describe(args)))?;
+            .map_err(|source| ServiceError::Spawn {
+                command: self.describe(args),
+                source,
+            })?;
         if status.success() {
             Ok(())
         } else {
-            Err(format!("'{}' failed ({status})", self.describe(args)))
+            Err(ServiceError::CommandFailed {
+                command: self.describe(args),
+                status,
+            })
         }
     }
 }
@@ -114,7 +176,7 @@ fn non_empty<'a>(env: &'a BTreeMap<String, String>, name: &str) -> Option<&'a st
     env.get(name).map(String::as_str).filter(|v| !v.is_empty())
 }
 
-fn unit_dir(env: &BTreeMap<String, String>, user: bool) -> Result<PathBuf, String> {
+fn unit_dir(env: &BTreeMap<String, String>, user: bool) -> Result<PathBuf, ServiceError> {
     if let Some(dir) = non_empty(env, "HERMESD_UNIT_DIR") {
         return Ok(PathBuf::from(dir));
     }
@@ -124,7 +186,7 @@ fn unit_dir(env: &BTreeMap<String, String>, user: bool) -> Result<PathBuf, Strin
     let config_home = non_empty(env, "XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .or_else(|| non_empty(env, "HOME").map(|home| Path::new(home).join(".config")))
-        .ok_or("cannot find the user unit directory: neither XDG_CONFIG_HOME nor HOME is set")?;
+        .ok_or(ServiceError::NoUserUnitDir)?;
     Ok(config_home.join("systemd").join("user"))
 }
 
@@ -132,21 +194,16 @@ fn install(
     home: &HermesHome,
     env: &BTreeMap<String, String>,
     args: &InstallArgs,
-) -> Result<(), String> {
+) -> Result<(), ServiceError> {
     let target = Target::new(home, env, args.user)?;
-    let binary = std::env::current_exe()
-        .map_err(|e| format!("cannot find the hermesd binary's path: {e}"))?;
+    let binary = std::env::current_exe().map_err(ServiceError::NoBinaryPath)?;
     if binary.to_string_lossy().ends_with(" (deleted)") {
-        return Err("this hermesd binary was replaced on disk; run the new one".to_owned());
+        return Err(ServiceError::BinaryReplaced);
     }
     let home_path = absolute(home.path())?;
     // ReadWritePaths= must name an existing directory, or the unit cannot start.
     if !args.dry_run && !home_path.is_dir() {
-        return Err(format!(
-            "{} does not exist: create it first (mode 0700, owned by the account the service \
-             runs as)",
-            home_path.display()
-        ));
+        return Err(ServiceError::NoHome(home_path));
     }
     let run_as = if args.user {
         None
@@ -200,7 +257,7 @@ fn uninstall(
     home: &HermesHome,
     env: &BTreeMap<String, String>,
     args: &UninstallArgs,
-) -> Result<(), String> {
+) -> Result<(), ServiceError> {
     let target = Target::new(home, env, args.user)?;
     if !target.unit_path.exists() {
         println!(
@@ -220,44 +277,39 @@ fn uninstall(
     // A unit that is already stopped or unknown to a dead manager must still be removable:
     // report a failed disable, finish the removal, and fail at the end.
     let disabled = target.systemctl(&disable);
-    std::fs::remove_file(&target.unit_path)
-        .map_err(|e| format!("cannot remove {}: {e}", target.unit_path.display()))?;
+    std::fs::remove_file(&target.unit_path).map_err(file_error("remove", &target.unit_path))?;
     println!("removed {}", target.unit_path.display());
     target.systemctl(&["daemon-reload"])?;
     disabled
 }
 
-fn absolute(path: &Path) -> Result<PathBuf, String> {
+fn absolute(path: &Path) -> Result<PathBuf, ServiceError> {
     if path.is_absolute() {
         return Ok(path.to_path_buf());
     }
     std::env::current_dir()
         .map(|cwd| cwd.join(path))
-        .map_err(|e| format!("cannot resolve {}: {e}", path.display()))
+        .map_err(file_error("resolve", path))
 }
 
 /// The account a system unit runs as; never root unless asked for by name.
 fn run_as_account(
     explicit: Option<&str>,
     env: &BTreeMap<String, String>,
-) -> Result<String, String> {
+) -> Result<String, ServiceError> {
     if let Some(user) = explicit.filter(|u| !u.is_empty()) {
         return Ok(user.to_owned());
     }
     match non_empty(env, "SUDO_USER").or_else(|| non_empty(env, "USER")) {
-        Some("root") | None => Err(
-            "refusing to run the gateway as root: pass --run-as USER (an account that owns the \
-             home), or install a user unit with --user"
-                .to_owned(),
-        ),
+        Some("root") | None => Err(ServiceError::WouldRunAsRoot),
         Some(user) => Ok(user.to_owned()),
     }
 }
 
 /// Writes the unit atomically (temporary file + rename), mode 0644 as systemd expects.
-fn write_unit(path: &Path, text: &str) -> Result<(), String> {
+fn write_unit(path: &Path, text: &str) -> Result<(), ServiceError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(file_error("create", dir))?;
     let temporary = path.with_extension("service.tmp");
     let write = || -> std::io::Result<()> {
         std::fs::write(&temporary, text)?;
@@ -268,8 +320,12 @@ fn write_unit(path: &Path, text: &str) -> Result<(), String> {
         }
         std::fs::rename(&temporary, path)
     };
-    write().map_err(|e| {
+    write().map_err(|source| {
         let _ = std::fs::remove_file(&temporary);
-        format!("cannot write {}: {e}", path.display())
+        ServiceError::File {
+            action: "write",
+            path: path.to_path_buf(),
+            source,
+        }
     })
 }

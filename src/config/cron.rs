@@ -92,7 +92,7 @@ pub fn cron(
         ),
     };
     if let Err(e) = crate::cron::Zone::parse(&zone) {
-        issues.error(zone_key, e);
+        issues.error(zone_key, e.to_string());
     }
     CronConfig {
         max_parallel_jobs: issues.uint(

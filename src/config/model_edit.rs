@@ -7,14 +7,47 @@
 
 use serde_norway::{Mapping, Value as Yaml};
 
+/// Why `model:` was left as it is; the text is shown to the user who asked for the change.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelEditError {
+    #[error("config.yaml has more than one `model:` key")]
+    DuplicateModelKey,
+    #[error("`model:` is a single name; cannot set other keys in place")]
+    ScalarModel,
+    #[error("the `model:` block is indented with tabs")]
+    TabIndented,
+    /// `key:` with its value on the following lines (a block scalar or nested mapping).
+    #[error("`model.{key}` has no value on its own line")]
+    NoInlineValue { key: String },
+    /// Flow collections, anchors, aliases, tags and block text are left to the user.
+    #[error(
+        "`{key}` is written in a form hermesd does not edit (flow, anchor, alias, tag or \
+         block text)"
+    )]
+    UneditableForm { key: String },
+    #[error("an unterminated quoted value")]
+    UnterminatedQuote,
+    #[error("text after a quoted value")]
+    TextAfterQuote,
+    #[error("config.yaml is not valid YAML: {0}")]
+    InvalidYaml(#[source] serde_norway::Error),
+    #[error("the edit would break config.yaml")]
+    EditBreaksYaml,
+    #[error("config.yaml is not a mapping")]
+    NotAMapping,
+    /// The parsed result differs from the original beyond the keys set.
+    #[error("config.yaml's layout is one hermesd cannot edit safely; set `model.default` by hand")]
+    UnsafeLayout,
+}
+
 /// The new text of `original` with `model.<key>` set to each value (`default` first).
-pub fn set_model_keys(original: &str, values: &[(&str, &str)]) -> Result<String, String> {
+pub fn set_model_keys(original: &str, values: &[(&str, &str)]) -> Result<String, ModelEditError> {
     let edited = edit(original, values)?;
     verify(original, &edited, values)?;
     Ok(edited)
 }
 
-fn edit(original: &str, values: &[(&str, &str)]) -> Result<String, String> {
+fn edit(original: &str, values: &[(&str, &str)]) -> Result<String, ModelEditError> {
     let lines: Vec<&str> = original.split_inclusive('\n').collect();
     let newline = if original.contains("\r\n") {
         "\r\n"
@@ -37,7 +70,7 @@ fn edit(original: &str, values: &[(&str, &str)]) -> Result<String, String> {
             return Ok(out);
         }
         [one] => *one,
-        _ => return Err("config.yaml has more than one `model:` key".into()),
+        _ => return Err(ModelEditError::DuplicateModelKey),
     };
     let (value_at, value, comment) = split_value(lines[header], "model".len() + 1)?;
     let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
@@ -54,7 +87,7 @@ fn edit(original: &str, values: &[(&str, &str)]) -> Result<String, String> {
             return Ok(out.concat());
         };
         if *key != "default" {
-            return Err("`model:` is a single name; cannot set other keys in place".into());
+            return Err(ModelEditError::ScalarModel);
         }
         out[header] = rebuild(lines[header], value_at, new, comment, newline);
         return Ok(out.concat());
@@ -73,7 +106,7 @@ fn edit(original: &str, values: &[(&str, &str)]) -> Result<String, String> {
         .filter_map(|i| key_of(lines[i]).map(|(indent, _)| indent))
         .min();
     if (header + 1..end).any(|i| lines[i].starts_with('\t')) {
-        return Err("the `model:` block is indented with tabs".into());
+        return Err(ModelEditError::TabIndented);
     }
     let indent = indent.unwrap_or(2);
     let mut missing = Vec::new();
@@ -85,7 +118,9 @@ fn edit(original: &str, values: &[(&str, &str)]) -> Result<String, String> {
                 let (value_at, value, comment) = split_value(lines[i], indent + key.len() + 1)?;
                 check_plain_or_quoted(value, &format!("model.{key}"))?;
                 if value.is_empty() {
-                    return Err(format!("`model.{key}` has no value on its own line"));
+                    return Err(ModelEditError::NoInlineValue {
+                        key: (*key).to_owned(),
+                    });
                 }
                 out[i] = rebuild(lines[i], value_at, new, comment, newline);
             }
@@ -122,7 +157,7 @@ fn key_of(line: &str) -> Option<(usize, &str)> {
 
 /// Splits a `key: value  # comment` line at byte `from` (just past the colon) into the
 /// value's start, the value and what follows it (spaces and comment, no line end).
-fn split_value(line: &str, from: usize) -> Result<(usize, &str, &str), String> {
+fn split_value(line: &str, from: usize) -> Result<(usize, &str, &str), ModelEditError> {
     let body = line.trim_end_matches(['\n', '\r']);
     let rest = &body[from..];
     let value_at = from + (rest.len() - rest.trim_start().len());
@@ -131,14 +166,14 @@ fn split_value(line: &str, from: usize) -> Result<(usize, &str, &str), String> {
         return Ok((value_at, "", rest));
     }
     let end = match text.chars().next() {
-        Some('"') => closing(text, '"').ok_or("an unterminated quoted value")? + 1,
-        Some('\'') => closing(text, '\'').ok_or("an unterminated quoted value")? + 1,
+        Some('"') => closing(text, '"').ok_or(ModelEditError::UnterminatedQuote)? + 1,
+        Some('\'') => closing(text, '\'').ok_or(ModelEditError::UnterminatedQuote)? + 1,
         _ => text.find(" #").unwrap_or(text.len()),
     };
     let value = text[..end].trim_end();
     let tail = &body[value_at + value.len()..];
     if !(tail.trim().is_empty() || tail.trim_start().starts_with('#')) {
-        return Err("text after a quoted value".into());
+        return Err(ModelEditError::TextAfterQuote);
     }
     Ok((value_at, value, tail))
 }
@@ -162,12 +197,11 @@ fn closing(text: &str, quote: char) -> Option<usize> {
     None
 }
 
-fn check_plain_or_quoted(value: &str, key: &str) -> Result<(), String> {
+fn check_plain_or_quoted(value: &str, key: &str) -> Result<(), ModelEditError> {
     match value.chars().next() {
-        Some('{' | '[' | '&' | '*' | '|' | '>' | '!') => Err(format!(
-            "`{key}` is written in a form hermesd does not edit (flow, anchor, alias, tag or \
-             block text)"
-        )),
+        Some('{' | '[' | '&' | '*' | '|' | '>' | '!') => Err(ModelEditError::UneditableForm {
+            key: key.to_owned(),
+        }),
         _ => Ok(()),
     }
 }
@@ -198,18 +232,18 @@ fn scalar(value: &str) -> String {
 }
 
 /// The edited text must parse to the original document with only those keys set.
-fn verify(original: &str, edited: &str, values: &[(&str, &str)]) -> Result<(), String> {
-    let parse = |text: &str| -> Result<Yaml, String> {
+fn verify(original: &str, edited: &str, values: &[(&str, &str)]) -> Result<(), ModelEditError> {
+    let parse = |text: &str| -> Result<Yaml, ModelEditError> {
         if text.trim().is_empty() {
             return Ok(Yaml::Mapping(Mapping::new()));
         }
-        serde_norway::from_str(text).map_err(|e| format!("config.yaml is not valid YAML: {e}"))
+        serde_norway::from_str(text).map_err(ModelEditError::InvalidYaml)
     };
     let mut expected = parse(original)?;
-    let got = parse(edited).map_err(|_| "the edit would break config.yaml".to_owned())?;
+    let got = parse(edited).map_err(|_| ModelEditError::EditBreaksYaml)?;
     let root = expected
         .as_mapping_mut()
-        .ok_or("config.yaml is not a mapping")?;
+        .ok_or(ModelEditError::NotAMapping)?;
     let model = Yaml::String("model".into());
     let mut block = match root.get(&model) {
         Some(Yaml::Mapping(map)) => map.clone(),
@@ -234,10 +268,7 @@ fn verify(original: &str, edited: &str, values: &[(&str, &str)]) -> Result<(), S
     if expected == got {
         Ok(())
     } else {
-        Err(
-            "config.yaml's layout is one hermesd cannot edit safely; set `model.default` by hand"
-                .into(),
-        )
+        Err(ModelEditError::UnsafeLayout)
     }
 }
 

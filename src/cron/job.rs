@@ -6,6 +6,7 @@ use chrono::{DateTime, FixedOffset, Utc};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 
+use super::JobError;
 use super::schedule::{self, Schedule, ScheduleError, Zone, format_timestamp, parse_timestamp};
 
 /// A job as stored.
@@ -223,14 +224,11 @@ impl JobRecord {
     }
 
     /// Resumes the job from `now`; a one-shot whose time has passed cannot resume.
-    pub fn resume(&mut self, now: DateTime<Utc>, zone: Zone) -> Result<(), String> {
-        let schedule = self.schedule().map_err(|e| e.0)?;
+    pub fn resume(&mut self, now: DateTime<Utc>, zone: Zone) -> Result<(), JobError> {
+        let schedule = self.schedule()?;
         let next = schedule.next_run(now, None, zone);
         if next.is_none() && schedule.is_once() {
-            return Err(
-                "this one-shot's time has passed (beyond the 120 s grace), so it would never run"
-                    .into(),
-            );
+            return Err(JobError::ResumeTooLate);
         }
         self.set("enabled", Value::Bool(true));
         self.set("state", json!("scheduled"));
@@ -304,15 +302,13 @@ pub fn new_job_id() -> String {
 
 /// Builds a new record with every field the reference writes, in its order. Fails on a bad
 /// schedule or a one-shot already past its grace window.
-pub fn create(new: NewJob, now: DateTime<Utc>, zone: Zone) -> Result<JobRecord, String> {
-    let (stored, schedule) = schedule::parse_schedule(&new.schedule, now, zone).map_err(|e| e.0)?;
+pub fn create(new: NewJob, now: DateTime<Utc>, zone: Zone) -> Result<JobRecord, JobError> {
+    let (stored, schedule) = schedule::parse_schedule(&new.schedule, now, zone)?;
     let next = schedule.next_run(now, None, zone);
     if next.is_none() && schedule.is_once() {
-        return Err(format!(
-            "{} has already passed (a one-shot may start at most {} s late)",
-            stored["run_at"].as_str().unwrap_or("?"),
-            schedule::ONESHOT_GRACE_SECONDS
-        ));
+        return Err(JobError::StartPassed {
+            run_at: stored["run_at"].as_str().unwrap_or("?").to_owned(),
+        });
     }
     let repeat = new
         .repeat

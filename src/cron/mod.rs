@@ -5,6 +5,7 @@
 //! never touches state.db or a platform.
 
 pub mod due;
+pub mod error;
 pub mod job;
 pub mod ops;
 pub mod output;
@@ -16,13 +17,14 @@ pub mod store;
 pub mod target;
 pub mod workdir;
 
+pub use error::JobError;
 pub use job::{JobRecord, NewJob};
 pub use schedule::Zone;
 pub use store::{JobsFile, JobsStore, StoreError};
 
 /// Resolves a job reference the way the reference does: an exact id first, then an exact
 /// name (an error when two jobs share it).
-pub fn find_job(jobs: &[JobRecord], reference: &str) -> Result<Option<usize>, String> {
+pub fn find_job(jobs: &[JobRecord], reference: &str) -> Result<Option<usize>, JobError> {
     let reference = reference.trim();
     if let Some(index) = jobs.iter().position(|j| j.id() == reference) {
         return Ok(Some(index));
@@ -36,13 +38,9 @@ pub fn find_job(jobs: &[JobRecord], reference: &str) -> Result<Option<usize>, St
     match named.as_slice() {
         [] => Ok(None),
         [one] => Ok(Some(*one)),
-        many => Err(format!(
-            "{} jobs are named {reference:?}; use the id instead ({})",
-            many.len(),
-            many.iter()
-                .map(|i| jobs[*i].id())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        many => Err(JobError::AmbiguousName {
+            reference: reference.to_owned(),
+            ids: many.iter().map(|i| jobs[*i].id().to_owned()).collect(),
+        }),
     }
 }

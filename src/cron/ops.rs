@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::job::{self, JobRecord, NewJob, normalize_skills};
 use super::schedule::{Zone, format_timestamp, parse_schedule};
 use super::store::JobsStore;
-use super::{find_job, target};
+use super::{JobError, find_job, target};
 
 /// Changes to an existing job; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
@@ -40,14 +40,14 @@ impl Jobs {
     }
 
     /// Every job, in file order.
-    pub fn list(&self) -> Result<Vec<JobRecord>, String> {
-        self.store.load().map(|f| f.jobs).map_err(|e| e.to_string())
+    pub fn list(&self) -> Result<Vec<JobRecord>, JobError> {
+        Ok(self.store.load()?.jobs)
     }
 
     /// Validates and appends a new job; returns it.
-    pub fn create(&self, new: NewJob, now: DateTime<Utc>) -> Result<JobRecord, String> {
+    pub fn create(&self, new: NewJob, now: DateTime<Utc>) -> Result<JobRecord, JobError> {
         if new.prompt.trim().is_empty() && new.skills.is_empty() {
-            return Err("the job has nothing to run: give it a prompt, or skills to load".into());
+            return Err(JobError::NothingToRun);
         }
         if let Some(deliver) = &new.deliver {
             target::validate(deliver, new.origin.is_some())?;
@@ -55,8 +55,7 @@ impl Jobs {
         let record = job::create(new, now, self.zone)?;
         let added = record.clone();
         self.store
-            .update(&self.stamp(now), move |file| file.jobs.push(added))
-            .map_err(|e| e.to_string())?;
+            .update(&self.stamp(now), move |file| file.jobs.push(added))?;
         Ok(record)
     }
 
@@ -65,18 +64,16 @@ impl Jobs {
         &self,
         reference: &str,
         now: DateTime<Utc>,
-        change: impl FnOnce(&mut JobRecord) -> Result<(), String>,
-    ) -> Result<JobRecord, String> {
+        change: impl FnOnce(&mut JobRecord) -> Result<(), JobError>,
+    ) -> Result<JobRecord, JobError> {
         self.store
-            .update(&self.stamp(now), |file| -> Result<JobRecord, String> {
-                let index = find_job(&file.jobs, reference)?
-                    .ok_or_else(|| format!("no scheduled job has the id or name {reference:?}"))?;
+            .update(&self.stamp(now), |file| -> Result<JobRecord, JobError> {
+                let index = find_job(&file.jobs, reference)?.ok_or_else(|| not_found(reference))?;
                 let mut edited = file.jobs[index].clone();
                 change(&mut edited)?;
                 file.jobs[index] = edited.clone();
                 Ok(edited)
-            })
-            .map_err(|e| e.to_string())?
+            })?
     }
 
     pub fn pause(
@@ -84,7 +81,7 @@ impl Jobs {
         reference: &str,
         reason: Option<&str>,
         now: DateTime<Utc>,
-    ) -> Result<JobRecord, String> {
+    ) -> Result<JobRecord, JobError> {
         let at = self.zone.at(now);
         self.change(reference, now, |job| {
             job.pause(at, reason);
@@ -92,13 +89,13 @@ impl Jobs {
         })
     }
 
-    pub fn resume(&self, reference: &str, now: DateTime<Utc>) -> Result<JobRecord, String> {
+    pub fn resume(&self, reference: &str, now: DateTime<Utc>) -> Result<JobRecord, JobError> {
         let zone = self.zone;
         self.change(reference, now, |job| job.resume(now, zone))
     }
 
     /// Makes the job due now (the daemon notices the change within a second).
-    pub fn trigger(&self, reference: &str, now: DateTime<Utc>) -> Result<JobRecord, String> {
+    pub fn trigger(&self, reference: &str, now: DateTime<Utc>) -> Result<JobRecord, JobError> {
         let at = self.zone.at(now);
         self.change(reference, now, |job| {
             job.trigger(at);
@@ -111,14 +108,16 @@ impl Jobs {
         reference: &str,
         edit: JobEdit,
         now: DateTime<Utc>,
-    ) -> Result<JobRecord, String> {
+    ) -> Result<JobRecord, JobError> {
         let zone = self.zone;
         self.change(reference, now, |job| {
             if let Some(text) = &edit.schedule {
-                let (stored, schedule) = parse_schedule(text, now, zone).map_err(|e| e.0)?;
+                let (stored, schedule) = parse_schedule(text, now, zone)?;
                 let next = schedule.next_run(now, None, zone);
                 if next.is_none() && schedule.is_once() {
-                    return Err(format!("{text:?} has already passed"));
+                    return Err(JobError::RescheduledIntoPast {
+                        schedule: text.clone(),
+                    });
                 }
                 job.set("schedule_display", stored["display"].clone());
                 job.set("schedule", stored);
@@ -162,21 +161,26 @@ impl Jobs {
     }
 
     /// Removes the job and its run records.
-    pub fn remove(&self, reference: &str, now: DateTime<Utc>) -> Result<JobRecord, String> {
-        let removed = self
-            .store
-            .update(&self.stamp(now), |file| -> Result<JobRecord, String> {
-                let index = find_job(&file.jobs, reference)?
-                    .ok_or_else(|| format!("no scheduled job has the id or name {reference:?}"))?;
-                Ok(file.jobs.remove(index))
-            })
-            .map_err(|e| e.to_string())??;
+    pub fn remove(&self, reference: &str, now: DateTime<Utc>) -> Result<JobRecord, JobError> {
+        let removed =
+            self.store
+                .update(&self.stamp(now), |file| -> Result<JobRecord, JobError> {
+                    let index =
+                        find_job(&file.jobs, reference)?.ok_or_else(|| not_found(reference))?;
+                    Ok(file.jobs.remove(index))
+                })??;
         if let Some(dir) = super::output::job_output_dir(&self.store.output_dir(), removed.id())
             && dir.exists()
         {
             let _ = std::fs::remove_dir_all(dir);
         }
         Ok(removed)
+    }
+}
+
+fn not_found(reference: &str) -> JobError {
+    JobError::NotFound {
+        reference: reference.to_owned(),
     }
 }
 

@@ -1,7 +1,7 @@
-//! What a run leaves behind: the Markdown record under `cron/output/<job_id>/`, named by the
-//! run's local time as the reference names them (`%Y-%m-%d_%H-%M-%S.md`), the oldest pruned
-//! past the retention count; and the rule that a reply meaning "nothing to report" is kept
-//! there but not delivered.
+//! The Markdown file each cron run leaves in `cron/output/<job_id>/`: one per run, its name
+//! the local start time down to the second, so sorting names sorts runs and the newest few
+//! survive pruning (Python Hermes lays its runs out identically). Also here: a reply that
+//! says there is nothing to report stays on disk but never reaches a chat.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

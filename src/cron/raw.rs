@@ -12,26 +12,37 @@ use serde_json::value::RawValue;
 
 use super::job::JobRecord;
 
+/// Why the bytes of `jobs.json` are not a list of jobs.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeError {
+    #[error(transparent)]
+    NotUtf8(#[from] std::str::Utf8Error),
+    #[error(transparent)]
+    Syntax(#[from] serde_json::Error),
+    #[error("expected an object whose \"jobs\" is a list of job objects")]
+    NotAJobList,
+}
+
 /// The jobs of one version of the file, each still its JSON text. Accepts what the
 /// reference accepts: `{"jobs": [...]}` or a bare list, a UTF-8 byte-order mark first.
-pub fn split(bytes: &[u8]) -> Result<Vec<&RawValue>, String> {
+pub fn split(bytes: &[u8]) -> Result<Vec<&RawValue>, ShapeError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+    let text = std::str::from_utf8(bytes)?;
     // First for a precise syntax error, then for the shape.
-    serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| e.to_string())?;
+    serde_json::from_str::<serde::de::IgnoredAny>(text)?;
     #[derive(serde::Deserialize)]
     struct Doc<'a> {
         #[serde(borrow, default)]
         jobs: Vec<&'a RawValue>,
     }
-    let shape = || "expected an object whose \"jobs\" is a list of job objects".to_owned();
+    let shape = |_| ShapeError::NotAJobList;
     let jobs = match text.trim_start().as_bytes().first() {
-        Some(b'[') => serde_json::from_str::<Vec<&RawValue>>(text).map_err(|_| shape())?,
-        Some(b'{') => serde_json::from_str::<Doc>(text).map_err(|_| shape())?.jobs,
-        _ => return Err(shape()),
+        Some(b'[') => serde_json::from_str::<Vec<&RawValue>>(text).map_err(shape)?,
+        Some(b'{') => serde_json::from_str::<Doc>(text).map_err(shape)?.jobs,
+        _ => return Err(ShapeError::NotAJobList),
     };
     if jobs.iter().any(|job| !job.get().starts_with('{')) {
-        return Err(shape());
+        return Err(ShapeError::NotAJobList);
     }
     Ok(jobs)
 }

@@ -14,6 +14,13 @@ pub const ONESHOT_GRACE_SECONDS: i64 = 120;
 const MIN_GRACE_SECONDS: i64 = 120;
 const MAX_GRACE_SECONDS: i64 = 7200;
 
+/// A `cron.timezone` value that names no IANA zone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown time zone {name:?} (expected an IANA name such as Europe/Paris)")]
+pub struct UnknownZone {
+    pub name: String,
+}
+
 /// The time zone schedules are read in: a configured IANA zone, or the host's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Zone {
@@ -23,14 +30,16 @@ pub enum Zone {
 
 impl Zone {
     /// An IANA name (`Europe/Paris`); empty means the host's zone.
-    pub fn parse(name: &str) -> Result<Self, String> {
+    pub fn parse(name: &str) -> Result<Self, UnknownZone> {
         let name = name.trim();
         if name.is_empty() {
             return Ok(Self::Host);
         }
-        chrono_tz::Tz::from_str(name).map(Self::Named).map_err(|_| {
-            format!("unknown time zone {name:?} (expected an IANA name such as Europe/Paris)")
-        })
+        chrono_tz::Tz::from_str(name)
+            .map(Self::Named)
+            .map_err(|_| UnknownZone {
+                name: name.to_owned(),
+            })
     }
 
     /// `t` as a wall-clock time with this zone's offset.

@@ -126,7 +126,10 @@ impl JobsStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(JobsFile::default()),
             Err(e) => return Err(io(&path)(e)),
         };
-        parse(&bytes).map_err(|reason| StoreError::Corrupt { path, reason })
+        parse(&bytes).map_err(|shape| StoreError::Corrupt {
+            path,
+            reason: shape.to_string(),
+        })
     }
 
     /// The first job with this id, reading only it in full.
@@ -137,7 +140,10 @@ impl JobsStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io(&path)(e)),
         };
-        let jobs = raw::split(&bytes).map_err(|reason| StoreError::Corrupt { path, reason })?;
+        let jobs = raw::split(&bytes).map_err(|shape| StoreError::Corrupt {
+            path,
+            reason: shape.to_string(),
+        })?;
         Ok(jobs
             .into_iter()
             .find(|job| &*raw::Brief::of_raw(job).id == id)
@@ -206,7 +212,7 @@ impl JobsStore {
 }
 
 /// Reads the file's bytes into records (the shapes `raw::split` accepts).
-fn parse(bytes: &[u8]) -> Result<JobsFile, String> {
+fn parse(bytes: &[u8]) -> Result<JobsFile, raw::ShapeError> {
     Ok(JobsFile {
         jobs: raw::split(bytes)?.into_iter().map(raw::record).collect(),
     })

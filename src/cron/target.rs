@@ -55,8 +55,24 @@ fn from_origin(origin: Option<&Value>) -> Option<Target> {
     })
 }
 
+/// A `deliver` value a user gave that names no place a job can deliver to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error(
+        "deliver \"origin\" needs a chat to deliver back to; this job was not created from one (use local, a platform name, or platform:chat_id)"
+    )]
+    NoOrigin,
+    #[error(
+        "deliver target {part:?}: {platform:?} is not a platform (expected local, origin, all, one of {}, or platform:chat_id[:thread_id])",
+        KNOWN_PLATFORMS.join(", ")
+    )]
+    UnknownPlatform { part: String, platform: String },
+    #[error("deliver target {part:?} has no chat id after the colon")]
+    MissingChatId { part: String },
+}
+
 /// Checks a `deliver` value a user gave; the error names the part that is wrong.
-pub fn validate(deliver: &str, has_origin: bool) -> Result<(), String> {
+pub fn validate(deliver: &str, has_origin: bool) -> Result<(), TargetError> {
     for part in deliver.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let lower = part.to_lowercase();
         if matches!(lower.as_str(), "local" | "all") {
@@ -64,7 +80,7 @@ pub fn validate(deliver: &str, has_origin: bool) -> Result<(), String> {
         }
         if lower == "origin" {
             if !has_origin {
-                return Err("deliver \"origin\" needs a chat to deliver back to; this job was not created from one (use local, a platform name, or platform:chat_id)".into());
+                return Err(TargetError::NoOrigin);
             }
             continue;
         }
@@ -73,10 +89,10 @@ pub fn validate(deliver: &str, has_origin: bool) -> Result<(), String> {
             None => (lower.clone(), None),
         };
         if !KNOWN_PLATFORMS.contains(&platform.as_str()) {
-            return Err(format!(
-                "deliver target {part:?}: {platform:?} is not a platform (expected local, origin, all, one of {}, or platform:chat_id[:thread_id])",
-                KNOWN_PLATFORMS.join(", ")
-            ));
+            return Err(TargetError::UnknownPlatform {
+                part: part.to_owned(),
+                platform,
+            });
         }
         if let Some(rest) = rest
             && rest
@@ -84,9 +100,9 @@ pub fn validate(deliver: &str, has_origin: bool) -> Result<(), String> {
                 .next()
                 .is_none_or(|chat| chat.trim().is_empty())
         {
-            return Err(format!(
-                "deliver target {part:?} has no chat id after the colon"
-            ));
+            return Err(TargetError::MissingChatId {
+                part: part.to_owned(),
+            });
         }
     }
     Ok(())
@@ -215,15 +231,22 @@ mod tests {
     fn bad_targets_are_refused_with_the_reason() {
         assert!(validate("telegram:-100:7", false).is_ok());
         assert!(validate("origin", true).is_ok());
-        assert!(validate("origin", false).unwrap_err().contains("origin"));
+        assert!(
+            validate("origin", false)
+                .unwrap_err()
+                .to_string()
+                .contains("origin")
+        );
         assert!(
             validate("myspace", false)
                 .unwrap_err()
+                .to_string()
                 .contains("\"myspace\" is not a platform")
         );
         assert!(
             validate("telegram:", false)
                 .unwrap_err()
+                .to_string()
                 .contains("no chat id")
         );
     }

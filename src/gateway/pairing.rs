@@ -119,7 +119,7 @@ impl From<files::ReadError> for ApproveError {
 /// Why a code was not approved.
 #[derive(Debug, thiserror::Error)]
 pub enum ApproveError {
-    #[error("code not found or expired for platform '{platform}'")]
+    #[error("no pending code on '{platform}' matches: never issued, or expired")]
     NotFound { platform: String },
     /// Too many failed approvals: nothing is approved until `until` (Unix seconds), even a
     /// valid code.

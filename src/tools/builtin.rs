@@ -20,7 +20,7 @@ fn agent_level(name: &'static str, toolset: &str, schema: Value, emoji: &str) ->
         schema,
         handler(move |_ctx: ToolCtx, _args: Value| async move {
             Ok::<_, ToolError>(
-                json!({"error": format!("{name} must be handled by the agent loop")}).to_string(),
+                json!({"error": format!("{name} runs inside the agent loop, not through the tool registry")}).to_string(),
             )
         }),
     )

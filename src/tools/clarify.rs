@@ -56,15 +56,24 @@ fn flatten_choice(choice: &Value) -> String {
     }
 }
 
-/// Validates the arguments into a request, or returns the Python error result.
-pub fn parse_request(session_id: &str, args: &Value) -> Result<ClarifyRequest, String> {
+/// Arguments that do not make a question; the text is the error the model reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadQuestion {
+    #[error("Question text is required.")]
+    NoQuestion,
+    #[error("choices must be a list of strings.")]
+    ChoicesNotAList,
+}
+
+/// Validates the arguments into a request.
+pub fn parse_request(session_id: &str, args: &Value) -> Result<ClarifyRequest, BadQuestion> {
     let question = args
         .get("question")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .trim();
     if question.is_empty() {
-        return Err(tool_error("Question text is required."));
+        return Err(BadQuestion::NoQuestion);
     }
     let choices = match args.get("choices") {
         None | Some(Value::Null) => None,
@@ -77,7 +86,7 @@ pub fn parse_request(session_id: &str, args: &Value) -> Result<ClarifyRequest, S
             list.truncate(MAX_CHOICES);
             (!list.is_empty()).then_some(list)
         }
-        Some(_) => return Err(tool_error("choices must be a list of strings.")),
+        Some(_) => return Err(BadQuestion::ChoicesNotAList),
     };
     Ok(ClarifyRequest {
         session_id: session_id.to_owned(),
@@ -90,7 +99,7 @@ pub fn parse_request(session_id: &str, args: &Value) -> Result<ClarifyRequest, S
 pub async fn clarify(callback: Option<&ClarifyCallback>, session_id: &str, args: &Value) -> String {
     let request = match parse_request(session_id, args) {
         Ok(request) => request,
-        Err(error) => return error,
+        Err(error) => return tool_error(error.to_string()),
     };
     let Some(callback) = callback else {
         return tool_error("No user can be asked from here, so clarify is unavailable.");

@@ -12,7 +12,7 @@ use super::context::{Caller, ToolCtx};
 use super::error::ToolError;
 use super::registry::{ToolEntry, check_fn, handler};
 use crate::cron::ops::{JobEdit, Jobs, summary};
-use crate::cron::{JobRecord, JobsStore, NewJob, Zone};
+use crate::cron::{JobError, JobRecord, JobsStore, NewJob, Zone};
 
 const DESCRIPTION: &str = "Schedule work for later or on a repeat, and manage scheduled work. \
 action=create needs `schedule` and `prompt`: the prompt runs later in a brand-new session that \
@@ -58,6 +58,27 @@ pub fn entry() -> ToolEntry {
 
 fn text(args: &Value, key: &str) -> Option<String> {
     args.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Why the tool did nothing; the Display text is the `error` the model reads.
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    #[error(transparent)]
+    Job(#[from] JobError),
+    #[error(
+        "job {reference:?} was not created from this chat: a guest may only manage the \
+         jobs made here; an allowed user of this bot can manage every job"
+    )]
+    NotCallersJob { reference: String },
+    #[error("this action needs job_id (see action=list)")]
+    MissingJobId,
+    #[error("a scheduled run cannot schedule further jobs")]
+    NestedCreate,
+    #[error("unknown action {action:?}; use create, list, update, pause, resume, remove or run")]
+    UnknownAction { action: String },
+    /// The blocking task doing the file work panicked or was cancelled.
+    #[error(transparent)]
+    Worker(#[from] tokio::task::JoinError),
 }
 
 fn refuse(message: impl Into<String>) -> Result<String, ToolError> {
@@ -124,10 +145,11 @@ fn may_manage(job: &JobRecord, caller: &Caller) -> bool {
 
 /// The id of the job `reference` names, when the caller may manage it; otherwise the
 /// refusal to give the model.
-fn managed_job_id(jobs: &Jobs, reference: &str, caller: &Caller) -> Result<String, String> {
+fn managed_job_id(jobs: &Jobs, reference: &str, caller: &Caller) -> Result<String, Refusal> {
     let all = jobs.list()?;
-    let index = crate::cron::find_job(&all, reference)?
-        .ok_or_else(|| format!("no scheduled job has the id or name {reference:?}"))?;
+    let index = crate::cron::find_job(&all, reference)?.ok_or_else(|| JobError::NotFound {
+        reference: reference.to_owned(),
+    })?;
     let job = &all[index];
     if !may_manage(job, caller) {
         tracing::warn!(
@@ -136,10 +158,9 @@ fn managed_job_id(jobs: &Jobs, reference: &str, caller: &Caller) -> Result<Strin
             job_id = job.id(),
             "a guest's turn tried to manage a scheduled job created elsewhere; refused"
         );
-        return Err(format!(
-            "job {reference:?} was not created from this chat: a guest may only manage the \
-             jobs made here; an allowed user of this bot can manage every job"
-        ));
+        return Err(Refusal::NotCallersJob {
+            reference: reference.to_owned(),
+        });
     }
     Ok(job.id().to_owned())
 }
@@ -164,14 +185,10 @@ async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
             .collect()
     });
     let job_ref = text(&args, "job_id");
-    let needs_job = || {
-        job_ref
-            .clone()
-            .ok_or("this action needs job_id (see action=list)".to_owned())
-    };
+    let needs_job = || job_ref.clone().ok_or(Refusal::MissingJobId);
     let is_cron_run = ctx.session_id.starts_with("cron_");
-    let outcome: Result<Value, String> = match action.as_str() {
-        "create" if is_cron_run => Err("a scheduled run cannot schedule further jobs".into()),
+    let outcome: Result<Value, Refusal> = match action.as_str() {
+        "create" if is_cron_run => Err(Refusal::NestedCreate),
         "create" => {
             let (Some(schedule), Some(prompt)) = (text(&args, "schedule"), text(&args, "prompt"))
             else {
@@ -200,16 +217,16 @@ async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
             };
             tokio::task::spawn_blocking(move || jobs.create(new, now))
                 .await
-                .map_err(|e| e.to_string())
-                .and_then(|r| r)
+                .map_err(Refusal::from)
+                .and_then(|r| r.map_err(Refusal::from))
                 .map(|job| json!({"success": true, "job": job_json(&job)}))
         }
         "list" => {
             let caller = ctx.caller.clone();
             tokio::task::spawn_blocking(move || jobs.list())
                 .await
-                .map_err(|e| e.to_string())
-                .and_then(|r| r)
+                .map_err(Refusal::from)
+                .and_then(|r| r.map_err(Refusal::from))
                 .map(|all| {
                     let visible: Vec<Value> = all
                         .iter()
@@ -222,7 +239,7 @@ async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
         "update" | "pause" | "resume" | "remove" | "run" => {
             let reference = match needs_job() {
                 Ok(reference) => reference,
-                Err(e) => return refuse(e),
+                Err(e) => return refuse(e.to_string()),
             };
             let edit = JobEdit {
                 schedule: text(&args, "schedule"),
@@ -238,26 +255,26 @@ async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
             let caller = ctx.caller.clone();
             tokio::task::spawn_blocking(move || {
                 let id = managed_job_id(&jobs, &reference, &caller)?;
-                match action.as_str() {
+                Ok(match action.as_str() {
                     "update" => jobs.edit(&id, edit, now),
                     "pause" => jobs.pause(&id, None, now),
                     "resume" => jobs.resume(&id, now),
                     "remove" => jobs.remove(&id, now),
                     _ => jobs.trigger(&id, now),
-                }
+                }?)
             })
             .await
-            .map_err(|e| e.to_string())
+            .map_err(Refusal::from)
             .and_then(|r| r)
             .map(|job| json!({"success": true, "job": job_json(&job)}))
         }
-        other => Err(format!(
-            "unknown action {other:?}; use create, list, update, pause, resume, remove or run"
-        )),
+        other => Err(Refusal::UnknownAction {
+            action: other.to_owned(),
+        }),
     };
     match outcome {
         Ok(value) => Ok(value.to_string()),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e.to_string()),
     }
 }
 

@@ -65,18 +65,45 @@ pub struct DelegateArgs {
     pub tasks: Vec<DelegateTask>,
 }
 
+/// Arguments that name no task to run; the text is the error the model reads.
+#[derive(Debug, thiserror::Error)]
+pub enum BadDelegation {
+    #[error("Give 'goal' for one task or 'tasks' for several.")]
+    NoGoal,
+    /// `kind` is the Python type name of what the JSON string held.
+    #[error("tasks needs a JSON array with one object per task, not a {kind}.")]
+    TasksNotAnArray { kind: &'static str },
+    #[error(
+        "tasks needs a JSON array with one object per task; this string is not valid JSON ({0})."
+    )]
+    TasksNotJson(#[source] serde_json::Error),
+    #[error(
+        "{count} tasks is more than the {limit} allowed at once (delegation.max_concurrent_children in config.yaml). Send fewer, or spread them over several delegate_task calls."
+    )]
+    TooManyTasks { count: usize, limit: usize },
+    #[error("Task {index} is not an object ({kind}); give each task as an object with a goal.")]
+    TaskNotAnObject { index: usize, kind: &'static str },
+    #[error("Task {index} is missing a 'goal'.")]
+    TaskWithoutGoal { index: usize },
+}
+
+impl BadDelegation {
+    /// The tool result the model gets instead of any child running.
+    pub fn tool_result(&self) -> String {
+        tool_error(self.to_string())
+    }
+}
+
 impl DelegateArgs {
-    /// Parses model arguments; the error is the tool result to return (Python texts).
-    /// `tasks` given as a JSON string is accepted, as models sometimes send it that way.
-    pub fn parse(args: &Value, limits: &DelegationLimits) -> Result<Self, String> {
+    /// Parses model arguments. `tasks` given as a JSON string is accepted, as models
+    /// sometimes send it that way.
+    pub fn parse(args: &Value, limits: &DelegationLimits) -> Result<Self, BadDelegation> {
         let top_role = Role::parse(args.get("role"));
         let tasks = match args.get("tasks") {
             Some(Value::String(raw)) => {
                 let raw = raw.trim();
                 if raw.is_empty() {
-                    return Err(tool_error(
-                        "Give 'goal' for one task or 'tasks' for several.",
-                    ));
+                    return Err(BadDelegation::NoGoal);
                 }
                 match serde_json::from_str::<Value>(raw) {
                     Ok(Value::Array(items)) => Some(items),
@@ -88,15 +115,9 @@ impl DelegateArgs {
                             Value::Bool(_) => "bool",
                             _ => "NoneType",
                         };
-                        return Err(tool_error(format!(
-                            "tasks needs a JSON array with one object per task, not a {kind}."
-                        )));
+                        return Err(BadDelegation::TasksNotAnArray { kind });
                     }
-                    Err(e) => {
-                        return Err(tool_error(format!(
-                            "tasks needs a JSON array with one object per task; this string is not valid JSON ({e})."
-                        )));
-                    }
+                    Err(e) => return Err(BadDelegation::TasksNotJson(e)),
                 }
             }
             Some(Value::Array(items)) if !items.is_empty() => Some(items.clone()),
@@ -105,11 +126,10 @@ impl DelegateArgs {
         let raw_tasks: Vec<Value> = match tasks {
             Some(items) => {
                 if items.len() > limits.max_concurrent_children {
-                    return Err(tool_error(format!(
-                        "{} tasks is more than the {} allowed at once (delegation.max_concurrent_children in config.yaml). Send fewer, or spread them over several delegate_task calls.",
-                        items.len(),
-                        limits.max_concurrent_children
-                    )));
+                    return Err(BadDelegation::TooManyTasks {
+                        count: items.len(),
+                        limit: limits.max_concurrent_children,
+                    });
                 }
                 items
             }
@@ -121,11 +141,7 @@ impl DelegateArgs {
                 Some(goal) => vec![
                     json!({"goal": goal, "context": args.get("context"), "role": args.get("role")}),
                 ],
-                None => {
-                    return Err(tool_error(
-                        "Give 'goal' for one task or 'tasks' for several.",
-                    ));
-                }
+                None => return Err(BadDelegation::NoGoal),
             },
         };
         let mut tasks = Vec::with_capacity(raw_tasks.len());
@@ -136,9 +152,7 @@ impl DelegateArgs {
                 } else {
                     "non-object"
                 };
-                return Err(tool_error(format!(
-                    "Task {i} must be an object, got {kind}."
-                )));
+                return Err(BadDelegation::TaskNotAnObject { index: i, kind });
             };
             let goal = obj
                 .get("goal")
@@ -146,7 +160,7 @@ impl DelegateArgs {
                 .unwrap_or_default()
                 .trim();
             if goal.is_empty() {
-                return Err(tool_error(format!("Task {i} is missing a 'goal'.")));
+                return Err(BadDelegation::TaskWithoutGoal { index: i });
             }
             let role = match obj.get("role") {
                 Some(Value::Null) | None => top_role,
@@ -283,7 +297,7 @@ mod tests {
     fn invalid_calls_are_refused_with_a_reason() {
         let limits = DelegationLimits::default();
         let err = |v: Value| -> String {
-            let e = DelegateArgs::parse(&v, &limits).unwrap_err();
+            let e = DelegateArgs::parse(&v, &limits).unwrap_err().tool_result();
             serde_json::from_str::<Value>(&e).unwrap()["error"]
                 .as_str()
                 .unwrap()

@@ -85,7 +85,7 @@ impl BoundedOutput {
             let tail_chars = budget - head_chars;
             let omitted = self.total_chars.saturating_sub(head_chars + tail_chars);
             let updated = format!(
-                "\n\n... [OUTPUT TRUNCATED - {} chars omitted out of {} total] ...\n\n",
+                "\n\n... [output cut: {} of {} characters dropped from the middle] ...\n\n",
                 thousands(omitted),
                 thousands(self.total_chars)
             );
@@ -110,7 +110,7 @@ impl BoundedOutput {
 }
 
 /// Keeps 40 % head and 60 % tail of an over-long string with the terminal tool's notice
-/// (`"... [OUTPUT TRUNCATED - N chars omitted out of M total] ..."`).
+/// (`"... [output cut: N of M characters dropped from the middle] ..."`).
 pub fn truncate_head_tail(output: &str, max_chars: usize) -> String {
     let total = output.chars().count();
     if total <= max_chars {
@@ -122,7 +122,7 @@ pub fn truncate_head_tail(output: &str, max_chars: usize) -> String {
     let head: String = output.chars().take(head_chars).collect();
     let tail: String = output.chars().skip(total - tail_chars).collect();
     format!(
-        "{head}\n\n... [OUTPUT TRUNCATED - {omitted} chars omitted out of {total} total] ...\n\n{tail}"
+        "{head}\n\n... [output cut: {omitted} of {total} characters dropped from the middle] ...\n\n{tail}"
     )
 }
 
@@ -196,8 +196,8 @@ mod tests {
         assert!(rendered.chars().count() <= 200, "{}", rendered.len());
         assert!(rendered.starts_with("0000\n"));
         assert!(rendered.ends_with("0999\n"));
-        assert!(rendered.contains("... [OUTPUT TRUNCATED - "));
-        assert!(rendered.contains("out of 5,000 total] ..."));
+        assert!(rendered.contains("... [output cut: "));
+        assert!(rendered.contains(" of 5,000 characters dropped from the middle] ..."));
         let with_suffix = out.render("\n[Command timed out after 5s]");
         assert!(with_suffix.ends_with("\n[Command timed out after 5s]"));
         assert!(with_suffix.chars().count() <= 200);
@@ -210,7 +210,7 @@ mod tests {
         assert_eq!(
             t,
             format!(
-                "aaaa\n\n... [OUTPUT TRUNCATED - 90 chars omitted out of 100 total] ...\n\naaaaaa"
+                "aaaa\n\n... [output cut: 90 of 100 characters dropped from the middle] ...\n\naaaaaa"
             )
         );
         assert_eq!(thousands(1234567), "1,234,567");

@@ -1,5 +1,6 @@
-//! The `process` tool (Python `_handle_process`): list, poll, log, wait, kill, write, submit
-//! and close for background processes. A session only sees the processes it started.
+//! The `process` tool, the model's handle on jobs it put in the background with the terminal
+//! tool: it can enumerate them, read or await their output, feed them input, stop them and
+//! forget them. Each session is shown its own jobs and no one else's.
 
 use serde_json::{Value, json};
 
@@ -72,7 +73,7 @@ pub async fn process(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
         "poll" | "log" | "wait" | "kill" | "write" | "submit" | "close"
     ) {
         return Ok(tool_error(format!(
-            "No process action '{action}'; the actions are list, poll, log, wait, kill, write, submit and close"
+            "'{action}' is not something the process tool does; pick one of list, poll, log, wait, kill, write, submit, close"
         )));
     }
     if id.is_empty() {

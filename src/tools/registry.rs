@@ -273,7 +273,7 @@ impl ToolRegistry {
     async fn dispatch_unmasked(&self, name: &str, raw_args: &str, ctx: ToolCtx) -> String {
         let args = match parse_arguments(raw_args) {
             Ok(args) => args,
-            Err(invalid) => return invalid,
+            Err(invalid) => return invalid.tool_result(),
         };
         let outer = AssertUnwindSafe(self.dispatch_parsed(name, args, ctx))
             .catch_unwind()
@@ -317,20 +317,32 @@ fn run_check(check: &CheckFn, ctx: &ToolCtx) -> bool {
     })
 }
 
-/// Parses model-emitted arguments: empty means `{}`, anything but a JSON object is refused
-/// with the Python agent's "Invalid tool arguments" result (the `Err` is that result). The
-/// agent loop uses it for the tools it intercepts before [`ToolRegistry::dispatch`].
-pub fn parse_arguments(raw: &str) -> Result<Value, String> {
+/// Tool arguments the model sent that are not a JSON object (malformed JSON included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("The arguments were not a JSON object, so the tool did not run.")]
+pub struct ArgumentsNotAnObject;
+
+impl ArgumentsNotAnObject {
+    /// The tool result the model gets instead of running the tool, in the shape the Python
+    /// agent gives it ("Invalid tool arguments" plus this error's text).
+    pub fn tool_result(&self) -> String {
+        json!({
+            "error": "Invalid tool arguments",
+            "message": self.to_string(),
+        })
+        .to_string()
+    }
+}
+
+/// Parses model-emitted arguments: empty means `{}`, anything but a JSON object is refused.
+/// The agent loop uses it for the tools it intercepts before [`ToolRegistry::dispatch`].
+pub fn parse_arguments(raw: &str) -> Result<Value, ArgumentsNotAnObject> {
     if raw.trim().is_empty() {
         return Ok(Value::Object(serde_json::Map::new()));
     }
     match serde_json::from_str::<Value>(raw) {
         Ok(value @ Value::Object(_)) => Ok(value),
-        _ => Err(json!({
-            "error": "Invalid tool arguments",
-            "message": "The arguments were not a JSON object, so the tool did not run.",
-        })
-        .to_string()),
+        _ => Err(ArgumentsNotAnObject),
     }
 }
 
@@ -430,7 +442,8 @@ mod tests {
         assert_eq!(parse_arguments("  ").unwrap(), json!({}));
         assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap(), json!({"a": 1}));
         for bad in ["[1]", "\"x\"", "{broken", "3"] {
-            let err: Value = serde_json::from_str(&parse_arguments(bad).unwrap_err()).unwrap();
+            let err: Value =
+                serde_json::from_str(&parse_arguments(bad).unwrap_err().tool_result()).unwrap();
             assert_eq!(err["error"], "Invalid tool arguments", "{bad}");
         }
     }

@@ -124,6 +124,16 @@ fn auto_provider(config: &Config) -> Option<(String, String, Option<Secret>)> {
         })
 }
 
+/// Why a fallback or auxiliary provider entry cannot be used (it is then skipped, or its
+/// task reports this to the user).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    #[error("it has no base_url and the provider has no default one")]
+    NoBaseUrl,
+    #[error("it has no api_key and providers.{provider}.api_key is not set")]
+    NoApiKey { provider: String },
+}
+
 /// The endpoint of an auxiliary task's own model (`auxiliary.vision`), resolved as a
 /// fallback entry is: its base URL, else `providers.<name>`, else the provider's own.
 pub fn auxiliary_endpoint(
@@ -132,7 +142,7 @@ pub fn auxiliary_endpoint(
     model: &str,
     base_url: Option<&str>,
     api_key: Option<Secret>,
-) -> Result<Endpoint, String> {
+) -> Result<Endpoint, EntryError> {
     fallback_endpoint(
         config,
         &FallbackProvider {
@@ -145,22 +155,20 @@ pub fn auxiliary_endpoint(
     )
 }
 
-fn fallback_endpoint(config: &Config, fallback: &FallbackProvider) -> Result<Endpoint, String> {
+fn fallback_endpoint(config: &Config, fallback: &FallbackProvider) -> Result<Endpoint, EntryError> {
     let provider = canonical_provider(&fallback.provider);
     let entry = config.providers.get(&provider);
     let known = known_provider(&provider);
     let base_url = non_empty(fallback.base_url.as_deref())
         .or_else(|| entry.and_then(|entry| non_empty(entry.base_url.as_deref())))
         .or_else(|| known.and_then(|known| known.base_url))
-        .ok_or("it has no base_url and the provider has no default one")?;
+        .ok_or(EntryError::NoBaseUrl)?;
     let api_key = fallback
         .api_key
         .clone()
         .or_else(|| entry.and_then(|entry| entry.api_key.clone()));
     if api_key.is_none() && needs_key(&provider, base_url) {
-        return Err(format!(
-            "it has no api_key and providers.{provider}.api_key is not set"
-        ));
+        return Err(EntryError::NoApiKey { provider });
     }
     let mode = resolve_api_mode(fallback.api_mode, &provider, base_url);
     Ok(Endpoint::new(provider, base_url, api_key, fallback.model.clone()).with_mode(mode))

@@ -25,7 +25,7 @@ mod wire;
 
 pub use anthropic_messages::DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS;
 pub use client::{HttpSettings, ModelChoice, ModelClient};
-pub use endpoint::{Endpoint, auxiliary_endpoint};
+pub use endpoint::{Endpoint, EntryError, auxiliary_endpoint};
 pub use error::{Attempt, ProviderError};
 pub use mode::{ApiMode, KnownProvider, canonical_provider, known_provider, resolve_api_mode};
 pub use sse::{SseEvent, SseParser};

@@ -1,28 +1,45 @@
 //! Whether a platform token has the shape its platform issues. A malformed token is never
 //! sent anywhere, and never printed: messages talk about its length and prefix only.
 
+/// How a token differs from its platform's shape; lengths and prefixes only, never the
+/// token itself.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    #[error("expected <bot id>:<secret> (no ':' found)")]
+    NoColon,
+    #[error("expected <bot id>:<secret>, the part before ':' must be digits")]
+    BotIdNotDigits,
+    #[error("expected 30 or more of A-Z a-z 0-9 _ - after ':', got {chars} characters")]
+    BadTelegramSecret { chars: usize },
+    /// `shown` is the token's first five characters in quotes when they look like another
+    /// Slack prefix, else the words "something else".
+    #[error("expected a token starting '{expected}', got one starting {shown}")]
+    WrongPrefix { expected: String, shown: String },
+    #[error("expected '{prefix}' followed by letters, digits and '-', got {chars} characters")]
+    BadSlackBody { prefix: String, chars: usize },
+    #[error("expected three dot-separated base64 parts, got {parts} part(s) of {chars} characters")]
+    BadDiscordParts { parts: usize, chars: usize },
+}
+
 /// Telegram: `<bot id>:<30+ of A-Z a-z 0-9 _ ->`.
-pub fn telegram(token: &str) -> Result<(), String> {
-    let (id, secret) = token
-        .split_once(':')
-        .ok_or("expected <bot id>:<secret> (no ':' found)")?;
+pub fn telegram(token: &str) -> Result<(), ShapeError> {
+    let (id, secret) = token.split_once(':').ok_or(ShapeError::NoColon)?;
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("expected <bot id>:<secret>, the part before ':' must be digits".to_owned());
+        return Err(ShapeError::BotIdNotDigits);
     }
     let secret_ok = secret
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if secret.len() < 30 || !secret_ok {
-        return Err(format!(
-            "expected 30 or more of A-Z a-z 0-9 _ - after ':', got {} characters",
-            secret.chars().count()
-        ));
+        return Err(ShapeError::BadTelegramSecret {
+            chars: secret.chars().count(),
+        });
     }
     Ok(())
 }
 
 /// Slack: a bot token starts `xoxb-`, a Socket Mode app token `xapp-`.
-pub fn slack(token: &str, prefix: &str) -> Result<(), String> {
+pub fn slack(token: &str, prefix: &str) -> Result<(), ShapeError> {
     let rest = token.strip_prefix(prefix).ok_or_else(|| {
         let shown: String = token.chars().take(5).collect();
         let shown = if shown.starts_with("xox") || shown.starts_with("xap") {
@@ -30,20 +47,23 @@ pub fn slack(token: &str, prefix: &str) -> Result<(), String> {
         } else {
             "something else".to_owned()
         };
-        format!("expected a token starting '{prefix}', got one starting {shown}")
+        ShapeError::WrongPrefix {
+            expected: prefix.to_owned(),
+            shown,
+        }
     })?;
     let body_ok = rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
     if rest.len() < 10 || !body_ok {
-        return Err(format!(
-            "expected '{prefix}' followed by letters, digits and '-', got {} characters",
-            token.chars().count()
-        ));
+        return Err(ShapeError::BadSlackBody {
+            prefix: prefix.to_owned(),
+            chars: token.chars().count(),
+        });
     }
     Ok(())
 }
 
 /// Discord: three dot-separated base64url parts (user id, timestamp, HMAC).
-pub fn discord(token: &str) -> Result<(), String> {
+pub fn discord(token: &str) -> Result<(), ShapeError> {
     let parts: Vec<&str> = token.split('.').collect();
     let base64url = |part: &str| {
         !part.is_empty()
@@ -52,11 +72,10 @@ pub fn discord(token: &str) -> Result<(), String> {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
     };
     if parts.len() != 3 || !parts.iter().all(|part| base64url(part)) {
-        return Err(format!(
-            "expected three dot-separated base64 parts, got {} part(s) of {} characters",
-            parts.len(),
-            token.chars().count()
-        ));
+        return Err(ShapeError::BadDiscordParts {
+            parts: parts.len(),
+            chars: token.chars().count(),
+        });
     }
     Ok(())
 }
@@ -76,7 +95,9 @@ mod tests {
         ] {
             assert!(telegram(bad).is_err(), "{bad}");
         }
-        let error = telegram("1:has spaces in it but long enough....").unwrap_err();
+        let error = telegram("1:has spaces in it but long enough....")
+            .unwrap_err()
+            .to_string();
         assert!(!error.contains("spaces"), "{error}");
     }
 
@@ -84,7 +105,9 @@ mod tests {
     fn slack_tokens() {
         assert!(slack("xoxb-1234-5678-abcdefABCDEF", "xoxb-").is_ok());
         assert!(slack("xapp-1-A0123-4567-abcdef0123", "xapp-").is_ok());
-        let error = slack("xoxp-1234-5678-abcdefABCDEF", "xoxb-").unwrap_err();
+        let error = slack("xoxp-1234-5678-abcdefABCDEF", "xoxb-")
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("'xoxp-'") && !error.contains("5678"),
             "{error}"
@@ -93,6 +116,7 @@ mod tests {
         assert!(
             slack("plain-secret-value", "xoxb-")
                 .unwrap_err()
+                .to_string()
                 .contains("something else")
         );
     }

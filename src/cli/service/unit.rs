@@ -2,7 +2,7 @@
 //! `deploy/systemd/`. The templates are compiled in, so `hermesd service install` writes
 //! exactly the unit CI verified, with only the per-install lines replaced.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The system unit template (`deploy/systemd/hermesd.service`).
 pub const SYSTEM_TEMPLATE: &str = include_str!("../../../deploy/systemd/hermesd.service");
@@ -31,7 +31,7 @@ pub struct UnitParams<'a> {
 /// A home under `/home`, `/root` or `/run/user` needs `ProtectHome=read-only` (with the home
 /// itself writable) instead of hiding every home directory. The home is passed as `--home`
 /// too, so a profile's home is used as is.
-pub fn render(params: &UnitParams<'_>) -> Result<String, String> {
+pub fn render(params: &UnitParams<'_>) -> Result<String, UnitPathError> {
     let template = if params.user_unit {
         USER_TEMPLATE
     } else {
@@ -67,23 +67,35 @@ pub fn render(params: &UnitParams<'_>) -> Result<String, String> {
     Ok(out)
 }
 
+/// A path a unit file cannot name as it is.
+#[derive(Debug, thiserror::Error)]
+pub enum UnitPathError {
+    #[error("{} is not valid UTF-8", .0.display())]
+    NotUtf8(PathBuf),
+    #[error("{} is not an absolute path", .0.display())]
+    Relative(PathBuf),
+    #[error(
+        "{} contains whitespace, quotes or backslashes, which a unit file cannot hold \
+         safely; move it to a plain path",
+        .0.display()
+    )]
+    NeedsQuoting(PathBuf),
+}
+
 /// A path as a unit file value, `%` doubled because systemd expands specifiers. Whitespace,
 /// quotes and backslashes would need per-directive quoting rules, so they are refused.
-fn systemd_path(path: &Path) -> Result<String, String> {
+fn systemd_path(path: &Path) -> Result<String, UnitPathError> {
     let text = path
         .to_str()
-        .ok_or_else(|| format!("{} is not valid UTF-8", path.display()))?;
+        .ok_or_else(|| UnitPathError::NotUtf8(path.to_path_buf()))?;
     if !path.is_absolute() {
-        return Err(format!("{text} is not an absolute path"));
+        return Err(UnitPathError::Relative(path.to_path_buf()));
     }
     if text
         .chars()
         .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | '\'' | '\\'))
     {
-        return Err(format!(
-            "{text} contains whitespace, quotes or backslashes, which a unit file cannot hold \
-             safely; move it to a plain path"
-        ));
+        return Err(UnitPathError::NeedsQuoting(path.to_path_buf()));
     }
     Ok(text.replace('%', "%%"))
 }
@@ -136,7 +148,9 @@ mod tests {
 
     #[test]
     fn paths_a_unit_cannot_hold_are_refused() {
-        let error = render(&params(false, Path::new("/srv/my hermes"))).unwrap_err();
+        let error = render(&params(false, Path::new("/srv/my hermes")))
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("/srv/my hermes"), "{error}");
         assert!(render(&params(false, Path::new("relative/home"))).is_err());
     }

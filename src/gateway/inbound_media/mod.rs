@@ -82,7 +82,7 @@ async fn prepare_within(
                 Ok(service) => transcribe::transcribe(config, service, Path::new(path), mime_type)
                     .await
                     .map_err(|e| e.to_string()),
-                Err(reason) => Err(reason.clone()),
+                Err(reason) => Err(reason.to_string()),
             };
             match result {
                 Ok(text) if !text.is_empty() => {

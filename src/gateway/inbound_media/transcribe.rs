@@ -49,12 +49,41 @@ pub enum SttError {
     Service(String),
 }
 
+/// Why no transcription service can be used; each names the setting to change. Cloned
+/// because one answer serves every voice message of a turn.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    #[error("transcription is turned off (stt.enabled)")]
+    Disabled,
+    #[error(
+        "stt.provider is openai but no key is set \
+         (stt.openai.api_key, VOICE_TOOLS_OPENAI_KEY or OPENAI_API_KEY)"
+    )]
+    NoOpenAiKey,
+    /// A hosted provider whose key comes only from the environment.
+    #[error("stt.provider is {provider} but {variable} is not set")]
+    NoKey {
+        provider: &'static str,
+        variable: &'static str,
+    },
+    #[error(
+        "no transcription service is set up (stt.provider is '{provider}'; hermesd can use \
+         openai, groq, mistral or elevenlabs — Hermes's local faster-whisper runs only in \
+         Python, so run a local Whisper server and set it as openai with \
+         stt.openai.base_url)"
+    )]
+    Unsupported { provider: String },
+}
+
 /// The endpoint the config and environment name, or why there is none (a sentence naming
 /// the setting to change).
-pub fn transcriber(config: &Config, env: &BTreeMap<String, String>) -> Result<Transcriber, String> {
+pub fn transcriber(
+    config: &Config,
+    env: &BTreeMap<String, String>,
+) -> Result<Transcriber, SetupError> {
     let stt: &SttConfig = &config.media.stt;
     if !stt.enabled {
-        return Err("transcription is turned off (stt.enabled)".to_owned());
+        return Err(SetupError::Disabled);
     }
     let var = |name: &str| {
         env.get(name)
@@ -77,9 +106,7 @@ pub fn transcriber(config: &Config, env: &BTreeMap<String, String>) -> Result<Tr
                 .or_else(|| var("STT_OPENAI_BASE_URL"))
                 .unwrap_or_else(|| OPENAI_BASE_URL.to_owned());
             if api_key.is_none() && base_url == OPENAI_BASE_URL {
-                return Err("stt.provider is openai but no key is set \
-                    (stt.openai.api_key, VOICE_TOOLS_OPENAI_KEY or OPENAI_API_KEY)"
-                    .to_owned());
+                return Err(SetupError::NoOpenAiKey);
             }
             Ok(Transcriber {
                 provider: "openai",
@@ -93,7 +120,10 @@ pub fn transcriber(config: &Config, env: &BTreeMap<String, String>) -> Result<Tr
         "groq" => {
             let api_key = var("GROQ_API_KEY")
                 .map(Secret::new)
-                .ok_or("stt.provider is groq but GROQ_API_KEY is not set")?;
+                .ok_or(SetupError::NoKey {
+                    provider: "groq",
+                    variable: "GROQ_API_KEY",
+                })?;
             Ok(Transcriber {
                 provider: "groq",
                 base_url: var("GROQ_BASE_URL").unwrap_or_else(|| GROQ_BASE_URL.to_owned()),
@@ -106,7 +136,10 @@ pub fn transcriber(config: &Config, env: &BTreeMap<String, String>) -> Result<Tr
         "mistral" => {
             let api_key = var("MISTRAL_API_KEY")
                 .map(Secret::new)
-                .ok_or("stt.provider is mistral but MISTRAL_API_KEY is not set")?;
+                .ok_or(SetupError::NoKey {
+                    provider: "mistral",
+                    variable: "MISTRAL_API_KEY",
+                })?;
             Ok(Transcriber {
                 provider: "mistral",
                 base_url: MISTRAL_BASE_URL.to_owned(),
@@ -119,7 +152,10 @@ pub fn transcriber(config: &Config, env: &BTreeMap<String, String>) -> Result<Tr
         "elevenlabs" => {
             let api_key = var("ELEVENLABS_API_KEY")
                 .map(Secret::new)
-                .ok_or("stt.provider is elevenlabs but ELEVENLABS_API_KEY is not set")?;
+                .ok_or(SetupError::NoKey {
+                    provider: "elevenlabs",
+                    variable: "ELEVENLABS_API_KEY",
+                })?;
             let options = &stt.elevenlabs;
             let flag = |on: bool| if on { "true" } else { "false" }.to_owned();
             let mut fields = vec![
@@ -142,12 +178,9 @@ pub fn transcriber(config: &Config, env: &BTreeMap<String, String>) -> Result<Tr
                 fields,
             })
         }
-        other => Err(format!(
-            "no transcription service is set up (stt.provider is '{other}'; hermesd can use \
-             openai, groq, mistral or elevenlabs — Hermes's local faster-whisper runs only in \
-             Python, so run a local Whisper server and set it as openai with \
-             stt.openai.base_url)"
-        )),
+        other => Err(SetupError::Unsupported {
+            provider: other.to_owned(),
+        }),
     }
 }
 
@@ -264,7 +297,9 @@ mod tests {
     #[test]
     fn the_provider_decides_endpoint_key_and_model() {
         let mut config = Config::default();
-        let reason = transcriber(&config, &env(("OPENAI_API_KEY", "sk-x"))).unwrap_err();
+        let reason = transcriber(&config, &env(("OPENAI_API_KEY", "sk-x")))
+            .unwrap_err()
+            .to_string();
         assert!(reason.contains("stt.provider is 'local'"), "{reason}");
 
         config.media.stt.provider = "openai".into();

@@ -8,9 +8,11 @@
 use std::time::Duration;
 
 use crate::agent::message::{ChatMessage, ImagePart};
-use crate::agent::provider::{HttpSettings, ModelClient, ModelRequest, auxiliary_endpoint};
+use crate::agent::provider::{
+    EntryError, HttpSettings, ModelClient, ModelRequest, ProviderError, auxiliary_endpoint,
+};
 use crate::config::{Config, ImageInputMode};
-use hermes_adapter::net::Net;
+use hermes_adapter::net::{Net, NetError};
 
 /// How a turn's photos reach the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,17 +88,29 @@ const DESCRIBE_PROMPT: &str = "Describe this image for someone who cannot see it
 everything in it: any text (verbatim), people, objects, charts or code, their layout and \
 colours. Answer with the description only.";
 
+/// Why a photo got no description; the text ends a sentence the user reads.
+#[derive(Debug, thiserror::Error)]
+pub enum DescribeError {
+    #[error("auxiliary.vision.model is not set")]
+    NoModel,
+    #[error("auxiliary.vision cannot be used: {0}")]
+    Unusable(#[source] EntryError),
+    #[error(transparent)]
+    Network(#[from] NetError),
+    #[error(transparent)]
+    Model(#[from] ProviderError),
+    #[error("the vision model gave an empty description")]
+    EmptyReply,
+}
+
 /// Asks the `auxiliary.vision` model to describe `image`.
-pub async fn describe(config: &Config, image: &ImagePart) -> Result<String, String> {
+pub async fn describe(config: &Config, image: &ImagePart) -> Result<String, DescribeError> {
     let vision = &config.media.vision;
     let provider = match vision.provider.as_str() {
         "" | "auto" => "custom",
         named => named,
     };
-    let model = vision
-        .model
-        .as_deref()
-        .ok_or("auxiliary.vision.model is not set")?;
+    let model = vision.model.as_deref().ok_or(DescribeError::NoModel)?;
     // A bare base URL falls back to the OpenAI key, as Hermes does.
     let api_key = vision.api_key.clone().or_else(|| {
         vision
@@ -105,29 +119,25 @@ pub async fn describe(config: &Config, image: &ImagePart) -> Result<String, Stri
             .and_then(|_| config.providers.get("openai")?.api_key.clone())
     });
     let endpoint = auxiliary_endpoint(config, provider, model, vision.base_url.as_deref(), api_key)
-        .map_err(|reason| format!("auxiliary.vision cannot be used: {reason}"))?;
-    let net = Net::new(&config.network).map_err(|e| e.to_string())?;
+        .map_err(DescribeError::Unusable)?;
+    let net = Net::new(&config.network)?;
     let http = HttpSettings {
         request_timeout: Duration::from_secs(vision.timeout_secs),
         ..HttpSettings::default()
     };
-    let client =
-        ModelClient::with_net(&net, endpoint, Vec::new(), http).map_err(|e| e.to_string())?;
+    let client = ModelClient::with_net(&net, endpoint, Vec::new(), http)?;
     let mut message = ChatMessage::user(DESCRIBE_PROMPT);
     message.images = vec![image.clone()];
     let request = ModelRequest {
         messages: vec![message],
         ..ModelRequest::default()
     };
-    let reply = client
-        .complete(&request, &mut |_| {})
-        .await
-        .map_err(|e| e.to_string())?;
+    let reply = client.complete(&request, &mut |_| {}).await?;
     reply
         .content
         .map(|text| text.trim().to_owned())
         .filter(|text| !text.is_empty())
-        .ok_or_else(|| "the vision model gave an empty description".to_owned())
+        .ok_or(DescribeError::EmptyReply)
 }
 
 #[cfg(test)]

@@ -231,7 +231,8 @@ fn save_global(
         values.push(("provider", endpoint.provider.as_str()));
         values.push(("base_url", endpoint.base_url.as_str()));
     }
-    let out = crate::config::model_edit::set_model_keys(&text, &values)?;
+    let out =
+        crate::config::model_edit::set_model_keys(&text, &values).map_err(|e| e.to_string())?;
     let mode = file_mode(path);
     crate::tools::approval::write_atomically(path, out.as_bytes(), mode)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))

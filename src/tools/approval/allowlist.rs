@@ -23,10 +23,36 @@ pub enum AllowlistError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} is not valid YAML, leaving it untouched: {message}")]
-    Invalid { path: PathBuf, message: String },
+    #[error("{path} is not valid YAML, leaving it untouched: {source}")]
+    Invalid {
+        path: PathBuf,
+        source: serde_norway::Error,
+    },
     #[error("{path}: command_allowlist has a shape this editor does not change: {reason}")]
-    Unsupported { path: PathBuf, reason: String },
+    Unsupported {
+        path: PathBuf,
+        #[source]
+        reason: ShapeProblem,
+    },
+}
+
+/// What about the file or the list keeps the editor from appending in place.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeProblem {
+    #[error("the document is not a mapping")]
+    NotAMapping,
+    #[error("it is not a list")]
+    NotAList,
+    #[error("a flow sequence spanning several lines")]
+    MultiLineFlow,
+    #[error("an unexpected value {0:?}")]
+    UnexpectedValue(String),
+    #[error(transparent)]
+    Quoting(#[from] serde_json::Error),
+    #[error("the edit did not parse: {0}")]
+    EditUnparsable(#[source] serde_norway::Error),
+    #[error("the edit changed more than the list")]
+    ChangedMore,
 }
 
 /// What the append did.
@@ -36,14 +62,14 @@ pub enum AllowlistChange {
     AlreadyPresent,
 }
 
-fn parse(text: &str) -> Result<Value, String> {
+fn parse(text: &str) -> Result<Value, serde_norway::Error> {
     if text.trim().is_empty() {
         return Ok(Value::Null);
     }
-    serde_norway::from_str::<Value>(text).map_err(|e| e.to_string())
+    serde_norway::from_str::<Value>(text)
 }
 
-fn current_list(doc: &Value) -> Result<Vec<String>, String> {
+fn current_list(doc: &Value) -> Result<Vec<String>, ShapeProblem> {
     match doc.get(KEY) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Sequence(items)) => Ok(items
@@ -56,7 +82,7 @@ fn current_list(doc: &Value) -> Result<Vec<String>, String> {
                     .to_owned(),
             })
             .collect()),
-        Some(_) => Err("it is not a list".to_owned()),
+        Some(_) => Err(ShapeProblem::NotAList),
     }
 }
 
@@ -75,29 +101,27 @@ pub fn append_to_command_allowlist(
             });
         }
     };
-    let invalid = |message: String| AllowlistError::Invalid {
+    let invalid = |source| AllowlistError::Invalid {
         path: path.to_owned(),
-        message,
+        source,
     };
-    let unsupported = |reason: String| AllowlistError::Unsupported {
+    let unsupported = |reason| AllowlistError::Unsupported {
         path: path.to_owned(),
         reason,
     };
     let before = parse(&text).map_err(invalid)?;
     if !matches!(before, Value::Null | Value::Mapping(_)) {
-        return Err(unsupported("the document is not a mapping".to_owned()));
+        return Err(unsupported(ShapeProblem::NotAMapping));
     }
     let mut list = current_list(&before).map_err(unsupported)?;
     if list.iter().any(|e| e == entry) {
         return Ok(AllowlistChange::AlreadyPresent);
     }
     let edited = insert_entry(&text, entry).map_err(unsupported)?;
-    let after = parse(&edited).map_err(|e| unsupported(format!("the edit did not parse: {e}")))?;
+    let after = parse(&edited).map_err(|e| unsupported(ShapeProblem::EditUnparsable(e)))?;
     list.push(entry.to_owned());
     if current_list(&after).ok().as_ref() != Some(&list) || !same_except_key(&before, &after) {
-        return Err(unsupported(
-            "the edit changed more than the list".to_owned(),
-        ));
+        return Err(unsupported(ShapeProblem::ChangedMore));
     }
     write_atomically(path, edited.as_bytes(), mode).map_err(|source| AllowlistError::Write {
         path: path.to_owned(),
@@ -142,8 +166,8 @@ fn is_top_level_content(line: &str) -> bool {
 }
 
 /// The text with `entry` appended to the list, touching as little as possible.
-fn insert_entry(text: &str, entry: &str) -> Result<String, String> {
-    let quoted = serde_json::to_string(entry).map_err(|e| e.to_string())?;
+fn insert_entry(text: &str, entry: &str) -> Result<String, ShapeProblem> {
+    let quoted = serde_json::to_string(entry)?;
     let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let mut lines: Vec<String> = text.split_inclusive('\n').map(str::to_owned).collect();
     let key_line = lines.iter().position(|line| {
@@ -175,7 +199,7 @@ fn insert_entry(text: &str, entry: &str) -> Result<String, String> {
 
     if let Some(inner) = value_trimmed.strip_prefix('[') {
         let Some(inner) = inner.strip_suffix(']') else {
-            return Err("a flow sequence spanning several lines".to_owned());
+            return Err(ShapeProblem::MultiLineFlow);
         };
         let items = inner.trim_end();
         let new_value = if items.trim().is_empty() {
@@ -187,7 +211,7 @@ fn insert_entry(text: &str, entry: &str) -> Result<String, String> {
         return Ok(lines.concat());
     }
     if !(value_trimmed.is_empty() || value_trimmed == "null" || value_trimmed == "~") {
-        return Err(format!("an unexpected value {value_trimmed:?}"));
+        return Err(ShapeProblem::UnexpectedValue(value_trimmed.to_owned()));
     }
     // A block sequence (or nothing) follows: find its last item line.
     let mut last_content = key_line;

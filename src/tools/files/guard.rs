@@ -40,10 +40,35 @@ fn equivalent_command(ctx: &ToolCtx, path: &Path) -> String {
     }
 }
 
+/// Why no approval covers a protected write; completes the refusal's "and …".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum NoApproval {
+    #[error("it was refused ({0})")]
+    Denied(String),
+    #[error("none could be given ({0})")]
+    Blocked(String),
+    #[error("this conversation had no way to ask for it")]
+    NoWayToAsk,
+}
+
+/// A protected write the user did not approve; the text is the error the model reads.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}", write_refusal(self.place, &self.shown, &self.why.to_string()))]
+pub(super) struct WriteRefused {
+    /// The path as the model named it.
+    shown: String,
+    place: Guarded,
+    #[source]
+    why: NoApproval,
+}
+
 /// Asks for every protected path among `raws` (as the model named them); returns the
 /// resolved paths the user approved, or the refusal for the first one that was not. Paths
 /// that do not resolve are left to the tool, which reports them.
-pub(super) async fn approve_writes(ctx: &ToolCtx, raws: &[String]) -> Result<Vec<PathBuf>, String> {
+pub(super) async fn approve_writes(
+    ctx: &ToolCtx,
+    raws: &[String],
+) -> Result<Vec<PathBuf>, WriteRefused> {
     let mut approved = Vec::new();
     for raw in raws {
         let Ok(resolved) = resolve(ctx, raw) else {
@@ -58,7 +83,12 @@ pub(super) async fn approve_writes(ctx: &ToolCtx, raws: &[String]) -> Result<Vec
     Ok(approved)
 }
 
-async fn ask(ctx: &ToolCtx, guarded: Guarded, resolved: &Path, shown: &str) -> Result<(), String> {
+async fn ask(
+    ctx: &ToolCtx,
+    guarded: Guarded,
+    resolved: &Path,
+    shown: &str,
+) -> Result<(), WriteRefused> {
     let gate = &ctx.approvals;
     let session = ctx.session_id.as_str();
     if gate.mode() == ApprovalMode::Off {
@@ -84,8 +114,8 @@ async fn ask(ctx: &ToolCtx, guarded: Guarded, resolved: &Path, shown: &str) -> R
             );
             return Ok(());
         }
-        ApprovalOutcome::Denied(reason) => format!("it was refused ({reason})"),
-        ApprovalOutcome::Blocked(reason) => format!("none could be given ({reason})"),
+        ApprovalOutcome::Denied(reason) => NoApproval::Denied(reason),
+        ApprovalOutcome::Blocked(reason) => NoApproval::Blocked(reason),
         // The judge always flags a write into a protected place, so the gate lets one
         // through unasked only when it was approved before (this session, or for good in
         // `command_allowlist`). If the judge ever stops flagging it, refuse.
@@ -99,14 +129,18 @@ async fn ask(ctx: &ToolCtx, guarded: Guarded, resolved: &Path, shown: &str) -> R
             );
             return Ok(());
         }
-        ApprovalOutcome::Allowed => "this conversation had no way to ask for it".to_owned(),
+        ApprovalOutcome::Allowed => NoApproval::NoWayToAsk,
     };
     tracing::warn!(
         session_id = session,
         place = guarded.key,
         "protected write refused"
     );
-    Err(write_refusal(guarded, shown, &why))
+    Err(WriteRefused {
+        shown: shown.to_owned(),
+        place: guarded,
+        why,
+    })
 }
 
 /// The refusal for writing `resolved` when it is protected and not among `approved`: the

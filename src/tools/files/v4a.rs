@@ -1,7 +1,7 @@
-//! The V4A multi-file patch format (Python `tools/patch_parser.py`): `*** Update File:`,
-//! `*** Add File:`, `*** Delete File:` and `*** Move File: a -> b`, applied in two phases —
-//! everything is validated first and nothing is written if any hunk fails. Hunks match
-//! exactly (Python falls back to fuzzy matching).
+//! Parser and applier for V4A patches, the multi-file edit format coding agents emit: one
+//! patch can change, create, remove and rename files. Every hunk is checked before the disk
+//! is touched, so one hunk that fails leaves every file as it was. A hunk's context has to
+//! match exactly; unlike the Python implementation there is no fuzzy second try.
 
 use std::path::PathBuf;
 use std::sync::LazyLock;
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::diff::unified_diff;
 use super::guard::unapproved;
 use super::text::strip_bom;
-use super::write::{read_text, replace_exact, write_preserving};
+use super::write::{ReplaceError, read_text, replace_exact, write_preserving};
 use crate::tools::context::ToolCtx;
 use crate::tools::paths::resolve;
 use crate::tools::tool_error;
@@ -60,8 +60,50 @@ fn close(op: Option<PatchOperation>, hunk: Option<Hunk>, ops: &mut Vec<PatchOper
     }
 }
 
+/// One malformed operation of a patch.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OperationProblem {
+    #[error("Operation with empty file path")]
+    EmptyPath,
+    #[error("UPDATE '{path}': no hunks found")]
+    NoHunks { path: String },
+    #[error("MOVE '{path}': missing destination path (expected 'src -> dst')")]
+    NoDestination { path: String },
+}
+
+/// A patch that does not parse: every malformed operation, in patch order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Parse error: {}", join_problems(.0))]
+pub struct PatchParseError(pub Vec<OperationProblem>);
+
+fn join_problems(problems: &[OperationProblem]) -> String {
+    let texts: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    texts.join("; ")
+}
+
+/// A hunk of an update that cannot be placed in the file's current text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum HunkError {
+    #[error("{path}: addition-only hunk context hint '{hint}' not found")]
+    AnchorMissing { path: String, hint: String },
+    #[error("{path}: the hunk only adds lines, and its anchor '{hint}' occurs {count} times")]
+    AnchorAmbiguous {
+        path: String,
+        hint: String,
+        count: usize,
+    },
+    /// `number` counts from 1; `label` is the quoted context hint or "(no hint)".
+    #[error("{path}: hunk {number} {label} not found — {source}")]
+    NoMatch {
+        path: String,
+        number: usize,
+        label: String,
+        source: ReplaceError,
+    },
+}
+
 /// Parses a V4A patch; an error names every malformed operation.
-pub fn parse_v4a_patch(text: &str) -> Result<Vec<PatchOperation>, String> {
+pub fn parse_v4a_patch(text: &str) -> Result<Vec<PatchOperation>, PatchParseError> {
     let lines: Vec<&str> = text.split('\n').collect();
     let start = lines
         .iter()
@@ -119,22 +161,23 @@ pub fn parse_v4a_patch(text: &str) -> Result<Vec<PatchOperation>, String> {
     let mut errors = Vec::new();
     for op in &ops {
         if op.path.is_empty() {
-            errors.push("Operation with empty file path".to_owned());
+            errors.push(OperationProblem::EmptyPath);
         }
         if op.kind == OperationKind::Update && op.hunks.is_empty() {
-            errors.push(format!("UPDATE '{}': no hunks found", op.path));
+            errors.push(OperationProblem::NoHunks {
+                path: op.path.clone(),
+            });
         }
         if op.kind == OperationKind::Move && op.new_path.as_deref().is_none_or(str::is_empty) {
-            errors.push(format!(
-                "MOVE '{}': missing destination path (expected 'src -> dst')",
-                op.path
-            ));
+            errors.push(OperationProblem::NoDestination {
+                path: op.path.clone(),
+            });
         }
     }
     if errors.is_empty() {
         Ok(ops)
     } else {
-        Err(format!("Parse error: {}", errors.join("; ")))
+        Err(PatchParseError(errors))
     }
 }
 
@@ -156,7 +199,7 @@ fn hunk_parts(hunk: &Hunk) -> (Vec<&str>, Vec<&str>, bool) {
 }
 
 /// Applies the hunks of an update to `content`, or says which hunk failed.
-fn apply_hunks(path: &str, content: &str, hunks: &[Hunk]) -> Result<String, String> {
+fn apply_hunks(path: &str, content: &str, hunks: &[Hunk]) -> Result<String, HunkError> {
     let mut current = content.to_owned();
     for (index, hunk) in hunks.iter().enumerate() {
         let (search, replace, changes) = hunk_parts(hunk);
@@ -168,9 +211,10 @@ fn apply_hunks(path: &str, content: &str, hunks: &[Hunk]) -> Result<String, Stri
             match &hunk.context_hint {
                 Some(hint) => match current.matches(hint.as_str()).count() {
                     0 => {
-                        return Err(format!(
-                            "{path}: addition-only hunk context hint '{hint}' not found"
-                        ));
+                        return Err(HunkError::AnchorMissing {
+                            path: path.to_owned(),
+                            hint: hint.clone(),
+                        });
                     }
                     1 => {
                         let at = current.find(hint.as_str()).unwrap_or(0);
@@ -179,10 +223,12 @@ fn apply_hunks(path: &str, content: &str, hunks: &[Hunk]) -> Result<String, Stri
                             None => current = format!("{current}\n{insert}"),
                         }
                     }
-                    n => {
-                        return Err(format!(
-                            "{path}: the hunk only adds lines, and its anchor '{hint}' occurs {n} times"
-                        ));
+                    count => {
+                        return Err(HunkError::AnchorAmbiguous {
+                            path: path.to_owned(),
+                            hint: hint.clone(),
+                            count,
+                        });
                     }
                 },
                 None => current = format!("{}\n{insert}\n", current.trim_end_matches('\n')),
@@ -191,15 +237,17 @@ fn apply_hunks(path: &str, content: &str, hunks: &[Hunk]) -> Result<String, Stri
         }
         match replace_exact(&current, &search.join("\n"), &insert, false) {
             Ok(updated) => current = updated,
-            Err(error) => {
+            Err(source) => {
                 let label = hunk
                     .context_hint
                     .as_ref()
                     .map_or("(no hint)".to_owned(), |h| format!("'{h}'"));
-                return Err(format!(
-                    "{path}: hunk {} {label} not found — {error}",
-                    index + 1
-                ));
+                return Err(HunkError::NoMatch {
+                    path: path.to_owned(),
+                    number: index + 1,
+                    label,
+                    source,
+                });
             }
         }
     }
@@ -274,7 +322,7 @@ pub fn apply_v4a(ctx: &ToolCtx, text: &str, approved: &[PathBuf]) -> String {
                     let (content, _) = strip_bom(&original);
                     match apply_hunks(&op.path, content, &op.hunks) {
                         Ok(updated) => updates.push((i, content.to_owned(), updated)),
-                        Err(e) => errors.push(e),
+                        Err(e) => errors.push(e.to_string()),
                     }
                 }
             },
@@ -442,7 +490,9 @@ mod tests {
         assert_eq!(ops[1].hunks[0].lines, vec![('+', "one".to_owned())]);
         assert_eq!(ops[2].kind, OperationKind::Delete);
         assert_eq!(ops[3].new_path.as_deref(), Some("e.txt"));
-        let err = parse_v4a_patch("*** Update File: a.txt\n*** End Patch").unwrap_err();
+        let err = parse_v4a_patch("*** Update File: a.txt\n*** End Patch")
+            .unwrap_err()
+            .to_string();
         assert_eq!(err, "Parse error: UPDATE 'a.txt': no hunks found");
     }
 
@@ -463,7 +513,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out, "a\nB\nC\n");
-        let err = apply_hunks("f", content, &[hunk(&[('-', "zz"), ('+', "y")])]).unwrap_err();
+        let err = apply_hunks("f", content, &[hunk(&[('-', "zz"), ('+', "y")])])
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("f: hunk 1 (no hint) not found"), "{err}");
         let appended = apply_hunks("f", content, &[hunk(&[('+', "d")])]).unwrap();
         assert_eq!(appended, "a\nb\nc\nd\n");

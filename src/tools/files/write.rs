@@ -50,18 +50,36 @@ fn lint_result(ext: Option<&str>) -> Value {
     }
 }
 
+/// Why new content was not written; the text is the error the model reads.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum WriteError {
+    /// JSON or YAML content that does not parse, caught before the file is touched.
+    #[error(
+        "Not written: the content for '{shown}' is not valid {ext} ({reason}); the file is untouched. Correct it and write again."
+    )]
+    InvalidSyntax {
+        shown: String,
+        ext: String,
+        reason: String,
+    },
+    #[error("Failed to write file: {0}")]
+    Io(#[from] std::io::Error),
+}
+
 /// Writes `content` to `resolved` keeping the old file's line endings, BOM and mode.
-/// Returns `(bytes_written, dirs_created)` or the error text.
+/// Returns `(bytes_written, dirs_created)`.
 pub(super) fn write_preserving(
     resolved: &Path,
     shown: &str,
     content: &str,
-) -> Result<(u64, bool), String> {
+) -> Result<(u64, bool), WriteError> {
     let ext = extension(&resolved.to_string_lossy()).unwrap_or_default();
-    if let Some(error) = syntax_error(&ext, content) {
-        return Err(format!(
-            "Not written: the content for '{shown}' is not valid {ext} ({error}); the file is untouched. Correct it and write again."
-        ));
+    if let Some(reason) = syntax_error(&ext, content) {
+        return Err(WriteError::InvalidSyntax {
+            shown: shown.to_owned(),
+            ext,
+            reason,
+        });
     }
     let previous = read_text(resolved);
     let mut content = content.to_owned();
@@ -75,14 +93,13 @@ pub(super) fn write_preserving(
     }
     let parent = resolved.parent().unwrap_or(Path::new("/"));
     let dirs_created = !parent.exists();
-    std::fs::create_dir_all(parent).map_err(|e| format!("Failed to write file: {e}"))?;
+    std::fs::create_dir_all(parent)?;
     let mode = std::fs::metadata(resolved).ok().map(|m| {
         use std::os::unix::fs::PermissionsExt;
         m.permissions().mode() & 0o7777
     });
     let mode = mode.or(Some(0o644));
-    write_atomically(resolved, content.as_bytes(), mode)
-        .map_err(|e| format!("Failed to write file: {e}"))?;
+    write_atomically(resolved, content.as_bytes(), mode)?;
     let written = std::fs::metadata(resolved)
         .map(|m| m.len())
         .unwrap_or(content.len() as u64);
@@ -116,7 +133,7 @@ fn write_blocking(ctx: &ToolCtx, raw: &str, content: &str, approved: &[PathBuf])
         Err(error) => {
             result.insert("bytes_written".into(), json!(0));
             result.insert("dirs_created".into(), json!(false));
-            result.insert("error".into(), json!(error));
+            result.insert("error".into(), json!(error.to_string()));
             result.insert("resolved_path".into(), json!(shown));
         }
     }
@@ -149,15 +166,30 @@ pub async fn write_file(ctx: ToolCtx, args: Value) -> Result<String, ToolError> 
                 _ => "dict",
             };
             return Ok(tool_error(format!(
-                "write_file: 'content' must be a string, got {kind}."
+                "write_file: 'content' was a {kind}; pass the file's text as a string."
             )));
         }
     };
     let approved = match approve_writes(&ctx, std::slice::from_ref(&raw)).await {
         Ok(approved) => approved,
-        Err(refusal) => return Ok(tool_error(refusal)),
+        Err(refusal) => return Ok(tool_error(refusal.to_string())),
     };
     blocking(move || write_blocking(&ctx, &raw, &content, &approved)).await
+}
+
+/// Why an exact replacement was not made; the text is the error the model reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum ReplaceError {
+    #[error("old_string cannot be empty")]
+    EmptyOld,
+    #[error("old_string and new_string are identical")]
+    NoChange,
+    #[error("old_string does not occur in the file")]
+    NotFound,
+    #[error(
+        "old_string occurs {count} times. Add surrounding text until it occurs once, or set replace_all=true."
+    )]
+    Ambiguous { count: usize },
 }
 
 /// Replaces `old` in `content`: it must occur exactly once unless `replace_all`.
@@ -166,21 +198,19 @@ pub(super) fn replace_exact(
     old: &str,
     new: &str,
     replace_all: bool,
-) -> Result<String, String> {
+) -> Result<String, ReplaceError> {
     if old.is_empty() {
-        return Err("old_string cannot be empty".to_owned());
+        return Err(ReplaceError::EmptyOld);
     }
     if old == new {
-        return Err("old_string and new_string are identical".to_owned());
+        return Err(ReplaceError::NoChange);
     }
     let count = content.matches(old).count();
     match count {
-        0 => Err("old_string does not occur in the file".to_owned()),
+        0 => Err(ReplaceError::NotFound),
         1 => Ok(content.replacen(old, new, 1)),
         n if replace_all => Ok(content.replacen(old, new, n)),
-        n => Err(format!(
-            "old_string occurs {n} times. Add surrounding text until it occurs once, or set replace_all=true."
-        )),
+        count => Err(ReplaceError::Ambiguous { count }),
     }
 }
 
@@ -216,7 +246,7 @@ fn patch_replace_blocking(
     let (content, _) = strip_bom(&original);
     let mut updated = match replace_exact(content, old, new, replace_all) {
         Ok(updated) => updated,
-        Err(error) => return patch_failure(&error),
+        Err(error) => return patch_failure(&error.to_string()),
     };
     if let Some(ending) = detect_line_ending(content) {
         updated = normalize_line_endings(&updated, ending);
@@ -275,7 +305,7 @@ pub async fn patch(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
                 .unwrap_or(false);
             let approved = match approve_writes(&ctx, std::slice::from_ref(&raw)).await {
                 Ok(approved) => approved,
-                Err(refusal) => return Ok(tool_error(refusal)),
+                Err(refusal) => return Ok(tool_error(refusal.to_string())),
             };
             blocking(move || patch_replace_blocking(&ctx, &raw, &old, &new, replace_all, &approved))
                 .await
@@ -289,7 +319,7 @@ pub async fn patch(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
             };
             let approved = match approve_writes(&ctx, &patch_paths(&text)).await {
                 Ok(approved) => approved,
-                Err(refusal) => return Ok(tool_error(refusal)),
+                Err(refusal) => return Ok(tool_error(refusal.to_string())),
             };
             blocking(move || apply_v4a(&ctx, &text, &approved)).await
         }
@@ -304,7 +334,9 @@ mod tests {
     #[test]
     fn replacement_requires_a_unique_match() {
         assert_eq!(replace_exact("a b a", "b", "c", false).unwrap(), "a c a");
-        let err = replace_exact("a b a", "a", "c", false).unwrap_err();
+        let err = replace_exact("a b a", "a", "c", false)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "old_string occurs 2 times. Add surrounding text until it occurs once, or set replace_all=true."
@@ -312,15 +344,15 @@ mod tests {
         assert_eq!(replace_exact("a b a", "a", "c", true).unwrap(), "c b c");
         assert_eq!(replace_exact("aaaa", "aa", "b", true).unwrap(), "bb");
         assert_eq!(
-            replace_exact("x", "", "y", false).unwrap_err(),
+            replace_exact("x", "", "y", false).unwrap_err().to_string(),
             "old_string cannot be empty"
         );
         assert_eq!(
-            replace_exact("x", "x", "x", false).unwrap_err(),
+            replace_exact("x", "x", "x", false).unwrap_err().to_string(),
             "old_string and new_string are identical"
         );
         assert_eq!(
-            replace_exact("x", "q", "y", false).unwrap_err(),
+            replace_exact("x", "q", "y", false).unwrap_err().to_string(),
             "old_string does not occur in the file"
         );
     }

@@ -57,7 +57,7 @@ impl MemoryStore {
                         if matches.is_empty() {
                             Some(format!("{pos}: no entry matched '{old_text}'."))
                         } else if distinct.len() > 1 {
-                            Some(format!("{pos}: '{old_text}' matched multiple distinct entries -- be more specific."))
+                            Some(format!("{pos}: '{old_text}' fits more than one different entry; quote more of the one you mean."))
                         } else {
                             if act == "replace" {
                                 working[matches[0]] = content.to_owned();
@@ -67,7 +67,7 @@ impl MemoryStore {
                             None
                         }
                     }
-                    _ => Some(format!("{pos}: unknown action. Use add, replace, or remove.")),
+                    _ => Some(format!("{pos}: the action has to be add, replace or remove.")),
                 };
                 if let Some(message) = failure {
                     let response = json!({

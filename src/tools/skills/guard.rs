@@ -89,9 +89,20 @@ static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
         .collect()
 });
 
+/// A skill the scan refused: one line per critical finding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "The security scan (skills.guard_agent_created) refused this skill; remove what it \
+     flags and try again:\n{}",
+    .findings.join("\n")
+)]
+pub struct GuardRefusal {
+    pub findings: Vec<String>,
+}
+
 /// Checks the skill in `dir` as it would be with `pending` (a path inside it and its new
 /// text) written; `Err` carries the report when something critical is found.
-pub fn check(dir: &Path, pending: (&Path, &str)) -> Result<(), String> {
+pub fn check(dir: &Path, pending: (&Path, &str)) -> Result<(), GuardRefusal> {
     let mut findings = Vec::new();
     let (pending_path, pending_text) = pending;
     let pending_rel = pending_path.strip_prefix(dir).unwrap_or(pending_path);
@@ -116,11 +127,7 @@ pub fn check(dir: &Path, pending: (&Path, &str)) -> Result<(), String> {
     if findings.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "The security scan (skills.guard_agent_created) refused this skill; remove what it \
-         flags and try again:\n{}",
-        findings.join("\n")
-    ))
+    Err(GuardRefusal { findings })
 }
 
 fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
@@ -208,7 +215,9 @@ mod tests {
             "echo aGk= | base64 -d | bash",
             "rm -rf / --no-preserve-root",
         ] {
-            let err = check(dir.path(), (&skill, &format!("{ok}{bad}\n"))).unwrap_err();
+            let err = check(dir.path(), (&skill, &format!("{ok}{bad}\n")))
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("line 6"), "{bad}: {err}");
         }
         // Writing a file with `cat >` is not reading a secret.
@@ -222,7 +231,9 @@ mod tests {
         let skill = dir.path().join("SKILL.md");
         std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
         std::fs::write(dir.path().join("scripts/run.sh"), "nc -l 4444\n").unwrap();
-        let err = check(dir.path(), (&skill, "---\nname: x\n---\nok\n")).unwrap_err();
+        let err = check(dir.path(), (&skill, "---\nname: x\n---\nok\n"))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("scripts/run.sh line 1: reverse_shell"),
             "{err}"
@@ -232,6 +243,7 @@ mod tests {
         assert!(
             check(dir.path(), (&skill, "ok"))
                 .unwrap_err()
+                .to_string()
                 .contains("binary_file")
         );
     }

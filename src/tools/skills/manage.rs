@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Value, json};
 
+use super::edit_error::{SkillEditError, io_error};
 use super::fail;
 use crate::skills::{SUPPORT_DIRS, Skill, discover, find, frontmatter};
 use crate::tools::approval::write_atomically;
@@ -82,86 +83,79 @@ fn run(ctx: &ToolCtx, args: &Value) -> String {
             text("file_content").unwrap_or_default(),
         ),
         "remove_file" => remove_file(ctx, name, text("file_path").unwrap_or_default()),
-        other => Err(format!(
-            "'{other}' is not an action skill_manage knows (see the enum in its schema)."
-        )),
+        other => Err(SkillEditError::UnknownAction(other.to_owned())),
     };
     match outcome {
         Ok(result) => result.to_string(),
-        Err(message) => fail(message),
+        Err(error) => fail(error.to_string()),
     }
 }
 
-type Outcome = Result<Value, String>;
+type Outcome = Result<Value, SkillEditError>;
 
 fn skills_root(ctx: &ToolCtx) -> PathBuf {
     ctx.home.path().join("skills")
 }
 
-fn check_name(name: &str, what: &str) -> Result<(), String> {
+fn check_name(name: &str, what: &'static str) -> Result<(), SkillEditError> {
     if name.is_empty() {
-        return Err(format!("A {what} is required."));
+        return Err(SkillEditError::NameMissing { what });
     }
     if name.chars().count() > MAX_NAME_CHARS {
-        return Err(format!(
-            "The {what} is longer than {MAX_NAME_CHARS} characters."
-        ));
+        return Err(SkillEditError::NameTooLong { what });
     }
     if !VALID_NAME.is_match(name) {
-        return Err(format!(
-            "'{name}' is not a valid {what}: start with a lowercase letter or digit, then use only lowercase letters, digits, '.', '_' and '-'."
-        ));
+        return Err(SkillEditError::NameInvalid {
+            name: name.to_owned(),
+            what,
+        });
     }
     Ok(())
 }
 
 /// Checks full SKILL.md text: frontmatter with `name` and `description`, a body, the size cap.
-fn check_skill_md(content: &str) -> Result<(), String> {
+fn check_skill_md(content: &str) -> Result<(), SkillEditError> {
     if content.trim().is_empty() {
-        return Err("SKILL.md cannot be empty.".into());
+        return Err(SkillEditError::SkillMdEmpty);
     }
     let chars = content.chars().count();
     if chars > MAX_SKILL_CHARS {
-        return Err(format!(
-            "SKILL.md would be {chars} characters, over the {MAX_SKILL_CHARS} limit; move detail into references/ files."
-        ));
+        return Err(SkillEditError::SkillMdTooLong { chars });
     }
     let trimmed = content.strip_prefix('\u{feff}').unwrap_or(content);
     if !trimmed.starts_with("---") {
-        return Err("SKILL.md must open with YAML frontmatter between '---' lines.".into());
+        return Err(SkillEditError::NoFrontmatter);
     }
     let (map, body) = frontmatter::split(trimmed);
     if map.is_empty() {
         let closed = trimmed[3..].contains("\n---");
         return Err(if closed {
-            "The frontmatter is not a YAML mapping of keys to values.".into()
+            SkillEditError::FrontmatterNotAMapping
         } else {
-            "The frontmatter has no closing '---' line.".into()
+            SkillEditError::FrontmatterUnclosed
         });
     }
     let yaml = trimmed[3..].split("\n---").next().unwrap_or_default();
     if let Err(e) = serde_norway::from_str::<Value>(yaml) {
-        return Err(format!("The frontmatter is not valid YAML: {e}"));
+        return Err(SkillEditError::FrontmatterYaml(e));
     }
     for field in ["name", "description"] {
         if !map.contains_key(field) {
-            return Err(format!("The frontmatter needs a '{field}' field."));
+            return Err(SkillEditError::FrontmatterField(field));
         }
     }
     let description = frontmatter::text(&map, "description").unwrap_or_default();
     if description.chars().count() > MAX_DESCRIPTION_CHARS {
-        return Err(format!(
-            "The description is longer than {MAX_DESCRIPTION_CHARS} characters."
-        ));
+        return Err(SkillEditError::DescriptionTooLong);
     }
     if body.trim().is_empty() {
-        return Err("SKILL.md needs instructions after the frontmatter.".into());
+        return Err(SkillEditError::NoInstructions);
     }
     Ok(())
 }
 
 /// A skill the agent may change: found in the home's own skills directory.
-fn own_skill(ctx: &ToolCtx, name: &str) -> Result<Skill, String> {
+fn own_skill(ctx: &ToolCtx, name: &str) -> Result<Skill, SkillEditError> {
     check_name(name, "skill name")?;
     let root = skills_root(ctx);
     let skills = discover(std::slice::from_ref(&root));
@@ -170,30 +164,30 @@ fn own_skill(ctx: &ToolCtx, name: &str) -> Result<Skill, String> {
     }
     let elsewhere = discover(&crate::skills::skill_dirs(&ctx.home, &ctx.skills, &ctx.env));
     if find(&elsewhere, name).is_some() {
-        return Err(format!(
-            "Skill '{name}' lives in an external skills directory, which is read-only; create a copy in the home instead."
-        ));
+        return Err(SkillEditError::External(name.to_owned()));
     }
-    Err(format!("No skill named '{name}' in {}.", root.display()))
+    Err(SkillEditError::NotFound {
+        name: name.to_owned(),
+        root,
+    })
 }
 
 /// Writes `content` to `path` in the skill at `dir`, after the `skills.guard_agent_created`
 /// scan when that is on.
-fn write(ctx: &ToolCtx, dir: &Path, path: &Path, content: &str) -> Result<(), String> {
+fn write(ctx: &ToolCtx, dir: &Path, path: &Path, content: &str) -> Result<(), SkillEditError> {
     if ctx.skills.guard_agent_created {
         super::guard::check(dir, (path, content))?;
     }
     // Skills live in the home: new directories 0700 and files 0600, like all it holds.
     if let Some(parent) = path.parent() {
-        crate::home::private::create_dir_all(parent)
-            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        crate::home::private::create_dir_all(parent).map_err(io_error("create", parent))?;
     }
     write_atomically(
         path,
         content.as_bytes(),
         Some(crate::home::private::FILE_MODE),
     )
-    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    .map_err(io_error("write", path))
 }
 
 fn create(ctx: &ToolCtx, name: &str, content: &str, category: Option<&str>) -> Outcome {
@@ -205,10 +199,10 @@ fn create(ctx: &ToolCtx, name: &str, content: &str, category: Option<&str>) -> O
     check_skill_md(content)?;
     let all = discover(&crate::skills::skill_dirs(&ctx.home, &ctx.skills, &ctx.env));
     if let Some(existing) = find(&all, name) {
-        return Err(format!(
-            "A skill named '{name}' already exists at {}.",
-            existing.dir.display()
-        ));
+        return Err(SkillEditError::Exists {
+            name: name.to_owned(),
+            dir: existing.dir.clone(),
+        });
     }
     let root = skills_root(ctx);
     let dir = match category {
@@ -245,35 +239,28 @@ fn patch(
 ) -> Outcome {
     let skill = own_skill(ctx, name)?;
     if old.is_empty() {
-        return Err("old_string is required for a patch.".into());
+        return Err(SkillEditError::NoOldString);
     }
     let file_path = file_path.map(str::trim).filter(|p| !p.is_empty());
     let target = match file_path {
         Some(path) if !is_skill_md(path) => support_target(&skill, path)?,
         _ => skill.skill_md(),
     };
-    let current = std::fs::read_to_string(&target)
-        .map_err(|e| format!("cannot read {}: {e}", target.display()))?;
+    let current = std::fs::read_to_string(&target).map_err(io_error("read", &target))?;
     let count = current.matches(old).count();
     let updated = match (count, replace_all) {
         (0, _) => {
-            return Err(
-                "old_string does not occur in the file; view it and copy the text exactly.".into(),
-            );
+            return Err(SkillEditError::OldStringAbsent);
         }
         (1, _) | (_, true) => current.replace(old, new),
         (n, false) => {
-            return Err(format!(
-                "old_string occurs {n} times; add surrounding text to make it unique, or set replace_all."
-            ));
+            return Err(SkillEditError::OldStringRepeated(n));
         }
     };
     if target == skill.skill_md() {
         check_skill_md(&updated)?;
     } else if updated.len() > MAX_SUPPORT_FILE_BYTES {
-        return Err(format!(
-            "The file would exceed {MAX_SUPPORT_FILE_BYTES} bytes."
-        ));
+        return Err(SkillEditError::PatchedFileTooLarge);
     }
     write(ctx, &skill.dir, &target, &updated)?;
     Ok(json!({
@@ -292,13 +279,9 @@ fn delete(ctx: &ToolCtx, name: &str) -> Outcome {
         .zip(root.canonicalize().ok())
         .is_some_and(|(dir, root)| dir != root && dir.starts_with(&root));
     if !inside || std::fs::symlink_metadata(&skill.dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(format!(
-            "Refusing to delete {}: it is not a skill directory inside the home.",
-            skill.dir.display()
-        ));
+        return Err(SkillEditError::NotASkillDir(skill.dir.clone()));
     }
-    std::fs::remove_dir_all(&skill.dir)
-        .map_err(|e| format!("cannot delete {}: {e}", skill.dir.display()))?;
+    std::fs::remove_dir_all(&skill.dir).map_err(io_error("delete", &skill.dir))?;
     Ok(json!({"success": true, "message": format!("Deleted skill '{name}'.")}))
 }
 
@@ -309,33 +292,31 @@ fn is_skill_md(path: &str) -> bool {
 
 /// A supporting file's path: relative, no `..`, under one of the support directories, and
 /// still inside the skill after resolving symlinks.
-fn support_target(skill: &Skill, path: &str) -> Result<PathBuf, String> {
+fn support_target(skill: &Skill, path: &str) -> Result<PathBuf, SkillEditError> {
     let relative = Path::new(path);
     let mut parts = relative.components();
     let first = match parts.next() {
         Some(Component::Normal(first)) => first.to_string_lossy().into_owned(),
         _ => {
-            return Err(format!(
-                "'{path}' must be a relative path inside the skill."
-            ));
+            return Err(SkillEditError::NotRelative(path.to_owned()));
         }
     };
     if relative
         .components()
         .any(|c| !matches!(c, Component::Normal(_)))
     {
-        return Err("Paths may not contain '..' or start at the root.".into());
+        return Err(SkillEditError::Climbs);
     }
     if !SUPPORT_DIRS.contains(&first.as_str()) {
-        return Err(format!(
-            "Supporting files go under {}; got '{path}'.",
-            SUPPORT_DIRS.join(", ")
-        ));
+        return Err(SkillEditError::OutsideSupportDirs {
+            path: path.to_owned(),
+        });
     }
     if relative.components().count() < 2 {
-        return Err(format!(
-            "'{path}' names a directory; give a file, e.g. '{first}/notes.md'."
-        ));
+        return Err(SkillEditError::NamesADirectory {
+            path: path.to_owned(),
+            first,
+        });
     }
     let target = skill.dir.join(relative);
     // Resolve the deepest existing ancestor: a symlinked directory must not lead outside.
@@ -349,7 +330,7 @@ fn support_target(skill: &Skill, path: &str) -> Result<PathBuf, String> {
         .zip(skill.dir.canonicalize().ok())
         .is_none_or(|(resolved, dir)| !resolved.starts_with(dir));
     if escapes {
-        return Err(format!("'{path}' resolves outside the skill's directory."));
+        return Err(SkillEditError::Escapes(path.to_owned()));
     }
     Ok(target)
 }
@@ -361,10 +342,7 @@ fn write_file(ctx: &ToolCtx, name: &str, path: &str, content: &str) -> Outcome {
     }
     let target = support_target(&skill, path)?;
     if content.len() > MAX_SUPPORT_FILE_BYTES {
-        return Err(format!(
-            "The file is {} bytes, over the {MAX_SUPPORT_FILE_BYTES}-byte limit.",
-            content.len()
-        ));
+        return Err(SkillEditError::SupportFileTooLarge(content.len()));
     }
     write(ctx, &skill.dir, &target, content)?;
     Ok(
@@ -375,13 +353,16 @@ fn write_file(ctx: &ToolCtx, name: &str, path: &str, content: &str) -> Outcome {
 fn remove_file(ctx: &ToolCtx, name: &str, path: &str) -> Outcome {
     let skill = own_skill(ctx, name)?;
     if is_skill_md(path) {
-        return Err("SKILL.md cannot be removed on its own; delete the skill instead.".into());
+        return Err(SkillEditError::SkillMdAlone);
     }
     let target = support_target(&skill, path)?;
     if !target.is_file() {
-        return Err(format!("'{path}' is not a file of '{name}'."));
+        return Err(SkillEditError::NotAFile {
+            path: path.to_owned(),
+            name: name.to_owned(),
+        });
     }
-    std::fs::remove_file(&target).map_err(|e| format!("cannot remove {path}: {e}"))?;
+    std::fs::remove_file(&target).map_err(io_error("remove", Path::new(path)))?;
     Ok(json!({"success": true, "message": format!("Removed {path} from '{name}'.")}))
 }
 

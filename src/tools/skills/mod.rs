@@ -3,6 +3,7 @@
 //! carries only names and one line each), `skill_manage` lets the agent create, edit, patch
 //! and delete skills in the home under Hermes's safety rules (`manage.rs`).
 
+mod edit_error;
 mod guard;
 mod manage;
 mod view;

@@ -152,7 +152,15 @@ impl CronScheduler {
             Some(part) => format!("{part}\n\n{}", job.prompt()),
             None => job.prompt().to_owned(),
         };
-        let (prompt, note) = skills::prepare_prompt(&deps, &prompt, &job.skills());
+        let (prompt, note) = skills::prepare_prompt(
+            skills::SkillSources {
+                home: &deps.home,
+                settings: &deps.settings.skills,
+                env: &deps.env,
+            },
+            &prompt,
+            &job.skills(),
+        );
         *skills_note = note;
         let prompt = self.with_context_from(job, prompt);
         let mut agent = match Agent::create(deps, run.session_id.clone(), "cron", None).await {

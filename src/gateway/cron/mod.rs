@@ -11,11 +11,11 @@
 
 mod file_thread;
 mod index;
+mod jobs_file;
 mod prepare;
 mod recovery;
 mod run;
 mod tick;
-mod watch;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -31,12 +31,14 @@ use super::router::Router;
 use crate::cron::{JobRecord, JobsStore, Zone};
 use crate::home::HermesHome;
 
-/// The scheduler of one gateway.
+/// The scheduler of one gateway: a façade that wires its parts — the jobs file with its
+/// index and watcher ([`jobs_file::JobsFile`]), the queue of ended runs' outcomes
+/// ([`OutcomeQueue`]), the start-up and survivor recovery pass (`recovery.rs`), the script
+/// step (`prepare.rs`) — around the tick (`tick.rs`) and the runs it starts (`run.rs`).
 #[derive(Debug)]
 pub struct CronScheduler {
     router: Arc<Router>,
     home: HermesHome,
-    jobs: JobsStore,
     /// Ids of jobs running in this process.
     running: Mutex<HashSet<String>>,
     permits: Arc<Semaphore>,
@@ -48,12 +50,9 @@ pub struct CronScheduler {
     stop: CancellationToken,
     /// Ended runs whose outcome the next tick writes into `jobs.json` (they are durable in
     /// state.db already: a crash before that write is repaired at the next start).
-    outcomes: Mutex<Vec<Outcome>>,
-    /// What decides due-ness, per job, for the file version last read or written (taken
-    /// by a tick while it runs).
-    index: Mutex<Option<index::Index>>,
-    /// Where the jobs file is read and written.
-    file: file_thread::FileThread,
+    outcomes: OutcomeQueue,
+    /// The jobs file, its index and its watcher.
+    file: jobs_file::JobsFile,
     /// Interrupts running jobs (after the drain at shutdown).
     interrupt: CancellationToken,
     runs: TaskTracker,
@@ -67,6 +66,30 @@ struct Outcome {
     status: String,
     error: Option<String>,
     delivery_error: Option<String>,
+}
+
+/// Outcomes waiting for the next tick to write them into `jobs.json`.
+#[derive(Debug, Default)]
+struct OutcomeQueue(Mutex<Vec<Outcome>>);
+
+impl OutcomeQueue {
+    fn push(&self, outcome: Outcome) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(outcome);
+    }
+
+    fn take(&self) -> Vec<Outcome> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Puts back outcomes a tick could not write, ahead of any queued meanwhile.
+    fn requeue(&self, outcomes: Vec<Outcome>) {
+        let mut queued = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let newer = std::mem::replace(&mut *queued, outcomes);
+        queued.extend(newer);
+    }
 }
 
 impl Outcome {
@@ -90,22 +113,20 @@ impl CronScheduler {
         let scheduler = Arc::new(Self {
             router,
             home: home.clone(),
-            jobs: JobsStore::new(home.cron_dir()),
             running: Mutex::new(HashSet::new()),
             permits: Arc::new(Semaphore::new(parallel)),
             reported: Mutex::new(HashSet::new()),
             wake: Notify::new(),
             stop: CancellationToken::new(),
-            outcomes: Mutex::new(Vec::new()),
-            index: Mutex::new(None),
-            file: file_thread::FileThread::start(),
+            outcomes: OutcomeQueue::default(),
+            file: jobs_file::JobsFile::open(JobsStore::new(home.cron_dir())),
             interrupt: CancellationToken::new(),
             runs: TaskTracker::new(),
         });
         let looping = scheduler.clone();
         tokio::spawn(async move { looping.run_loop().await });
         let watching = scheduler.clone();
-        tokio::spawn(async move { watching.watch_file().await });
+        tokio::spawn(async move { watching.file.watch(&watching.stop, &watching.wake).await });
         if let Some(every) = scheduler.router.store().postgres().map(|pg| pg.lease_ttl()) {
             let sweeping = scheduler.clone();
             tokio::spawn(async move { sweeping.survivor_sweep(every).await });
@@ -123,7 +144,27 @@ impl CronScheduler {
                 _ = self.stop.cancelled() => return,
                 _ = tokio::time::sleep(every) => {}
             }
-            self.recover_orphaned().await;
+            // Ended runs are left alone here: whoever ended them queued their outcomes.
+            if let Some(open) = recovery::open_runs(self.router.store()).await {
+                for run in open.iter().filter(|run| run.state == "running") {
+                    self.close_if_orphaned(run).await;
+                }
+            }
+        }
+    }
+
+    /// At start-up: closes the runs dead owners left `running` and queues the outcomes of
+    /// ended runs not yet written into `jobs.json`.
+    async fn recover(&self) {
+        let Some(open) = recovery::open_runs(self.router.store()).await else {
+            return;
+        };
+        for run in &open {
+            if run.state == "running" {
+                self.close_if_orphaned(run).await;
+            } else if let Some(outcome) = recovery::unrecorded_outcome(run) {
+                self.push_outcome(outcome);
+            }
         }
     }
 
@@ -181,21 +222,8 @@ impl CronScheduler {
 
     /// Queues an ended run's outcome for the next tick and asks for that tick now.
     fn push_outcome(&self, outcome: Outcome) {
-        self.outcomes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(outcome);
+        self.outcomes.push(outcome);
         self.wake();
-    }
-
-    fn take_outcomes(&self) -> Vec<Outcome> {
-        std::mem::take(&mut *self.outcomes.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    fn requeue_outcomes(&self, outcomes: Vec<Outcome>) {
-        let mut queued = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
-        let newer = std::mem::replace(&mut *queued, outcomes);
-        queued.extend(newer);
     }
 
     /// True the first time `problem` is seen (so it is logged once).

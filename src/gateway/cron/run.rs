@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::{CronScheduler, prepare};
+use super::{CronScheduler, prepare, recovery};
 use crate::agent::Agent;
 use crate::config::Config;
 use crate::cron::output::{self, RunRecord, is_silent};
@@ -82,9 +82,29 @@ impl CronScheduler {
         self.set_running(run.job.id(), false);
     }
 
+    /// Closes `run` as interrupted when its owner is gone (see `recovery.rs`).
+    pub(super) async fn close_if_orphaned(&self, run: &crate::state::CronRun) {
+        if !recovery::is_orphaned(run) {
+            return;
+        }
+        let job = self
+            .file
+            .find(&run.job_id)
+            .await
+            .unwrap_or_else(|| recovery::stub_job(&run.job_id));
+        tracing::warn!(job_id = %run.job_id, scheduled_at = run.scheduled_at,
+            "a scheduled run was cut short by a crash; closing it with a notice (not run again)");
+        self.conclude(&job, run.scheduled_at, recovery::interrupted(), None)
+            .await;
+    }
+
     async fn execute(&self, run: &Claimed, skills_note: &mut Option<String>) -> RunResult {
         let job = &run.job;
-        let script_part = match self.before_agent(job).await {
+        let (env, limit) = {
+            let live = self.router.live();
+            (live.env.clone(), live.config.cron.script_timeout_seconds)
+        };
+        let script_part = match prepare::before_agent(&self.home, &env, limit, job).await {
             Ok(part) => part,
             Err(done) => return done,
         };
@@ -346,7 +366,7 @@ impl CronScheduler {
         };
         let mut parts = Vec::new();
         for id in ids {
-            let latest = output::job_output_dir(&self.jobs.output_dir(), &id)
+            let latest = output::job_output_dir(&self.file.store.output_dir(), &id)
                 .and_then(|dir| std::fs::read_dir(dir).ok())
                 .and_then(|entries| {
                     entries
@@ -388,7 +408,7 @@ impl CronScheduler {
                 (None, failure) => Err(failure.as_deref().unwrap_or("")),
             },
         };
-        if let Err(e) = output::save(&self.jobs.output_dir(), &record, keep as i64) {
+        if let Err(e) = output::save(&self.file.store.output_dir(), &record, keep as i64) {
             tracing::warn!(job_id = job.id(), error = %e, "cannot write the run record");
         }
     }

@@ -239,10 +239,7 @@ fn check_sizes(files: &[(String, String)]) -> Vec<Violation> {
                 rule: format!("{lines} lines, over {MAX_LINES}"),
             });
         }
-        // `adapters/slack/src/x.rs` belongs to `adapters/slack`; `src/x.rs` to the main crate.
-        let crate_root = path
-            .find("/src/")
-            .map_or(String::new(), |at| path[..at].to_string());
+        let crate_root = crate_of(path);
         for line in text.lines() {
             if let Some(name) = inherent_impl_target(line) {
                 impl_files
@@ -267,6 +264,19 @@ fn check_sizes(files: &[(String, String)]) -> Vec<Violation> {
     }
     found.sort();
     found
+}
+
+/// The crate a file belongs to, so same-named types of different crates are not counted
+/// together: `adapters/slack/src/x.rs` → `adapters/slack`, `tests/fake-slack/src/x.rs` →
+/// `tests/fake-slack`, each `tests/<name>` its own test crate, `src/x.rs` the main crate.
+fn crate_of(path: &str) -> String {
+    if let Some(at) = path.find("/src/") {
+        return path[..at].to_string();
+    }
+    if let Some(rest) = path.strip_prefix("tests/") {
+        return format!("tests/{}", rest.split('/').next().unwrap_or(rest));
+    }
+    String::new()
 }
 
 /// `impl Foo {` or `impl<T> Foo<T> {` at the start of a line (not `impl Trait for Foo`).
@@ -436,4 +446,7 @@ fn the_checker_catches_big_files_and_spread_types() {
         inherent_impl_target("impl Store {").as_deref(),
         Some("Store")
     );
+    assert_eq!(crate_of("src/gateway/cron/mod.rs"), "");
+    assert_eq!(crate_of("adapters/slack/src/x.rs"), "adapters/slack");
+    assert_eq!(crate_of("tests/discord_rig/mod.rs"), "tests/discord_rig");
 }

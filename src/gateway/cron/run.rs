@@ -3,17 +3,23 @@
 //! `cron/output/`, its delivery (nothing for an empty or `[SILENT]` reply) recorded with the
 //! end of its claim and sent through the chat lanes, and its outcome written to `jobs.json`.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 
-use super::{CronScheduler, prepare, recovery};
+use super::{Outcome, OutcomeQueue, prepare, zone};
 use crate::agent::Agent;
 use crate::config::Config;
+use crate::cron::JobsStore;
 use crate::cron::output::{self, RunRecord, is_silent};
 use crate::cron::target::{self, Target};
 use crate::cron::{JobRecord, skills};
+use crate::gateway::router::Router;
+use crate::home::HermesHome;
 use crate::state::{CronRunEnd, NewObligation};
 
 /// A run this process claimed.
@@ -56,8 +62,42 @@ fn shorten(text: &str, limit: usize) -> String {
     format!("{}...", cut.trim_end())
 }
 
-impl CronScheduler {
-    pub(super) async fn run_claimed(self: Arc<Self>, run: Claimed) {
+/// Executes claimed runs and concludes them (also the runs recovery closes): at most
+/// `cron.max_parallel_jobs` at once, each job at most once at a time in this process.
+#[derive(Debug)]
+pub(super) struct JobRunner {
+    pub router: Arc<Router>,
+    pub home: HermesHome,
+    /// Where run records are kept (`cron/output/`).
+    pub jobs: JobsStore,
+    /// Ids of jobs running in this process.
+    pub running: Mutex<HashSet<String>>,
+    pub permits: Arc<Semaphore>,
+    /// Interrupts running jobs (after the drain at shutdown).
+    pub interrupt: CancellationToken,
+    /// Where an ended run's outcome goes for the next tick to write.
+    pub outcomes: Arc<OutcomeQueue>,
+}
+
+impl JobRunner {
+    /// Ids of the jobs running now (the tick does not start them again).
+    pub fn running_ids(&self) -> HashSet<String> {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn set_running(&self, job_id: &str, running: bool) {
+        let mut set = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running {
+            set.insert(job_id.to_owned());
+        } else {
+            set.remove(job_id);
+        }
+    }
+
+    pub async fn run_claimed(self: Arc<Self>, run: Claimed) {
         let permit = match self.permits.clone().try_acquire_owned() {
             Ok(permit) => Some(permit),
             Err(_) => {
@@ -80,22 +120,6 @@ impl CronScheduler {
         self.conclude(&run.job, run.scheduled_at, result, skills_note.as_deref())
             .await;
         self.set_running(run.job.id(), false);
-    }
-
-    /// Closes `run` as interrupted when its owner is gone (see `recovery.rs`).
-    pub(super) async fn close_if_orphaned(&self, run: &crate::state::CronRun) {
-        if !recovery::is_orphaned(run) {
-            return;
-        }
-        let job = self
-            .file
-            .find(&run.job_id)
-            .await
-            .unwrap_or_else(|| recovery::stub_job(&run.job_id));
-        tracing::warn!(job_id = %run.job_id, scheduled_at = run.scheduled_at,
-            "a scheduled run was cut short by a crash; closing it with a notice (not run again)");
-        self.conclude(&job, run.scheduled_at, recovery::interrupted(), None)
-            .await;
     }
 
     async fn execute(&self, run: &Claimed, skills_note: &mut Option<String>) -> RunResult {
@@ -344,7 +368,7 @@ impl CronScheduler {
             }
         }
         tracing::info!(job_id = job.id(), job = %name, status, scheduled_at, "scheduled run finished");
-        self.push_outcome(super::Outcome {
+        self.outcomes.push(Outcome {
             job_id: job.id().to_owned(),
             scheduled_at,
             status: status.to_owned(),
@@ -366,7 +390,7 @@ impl CronScheduler {
         };
         let mut parts = Vec::new();
         for id in ids {
-            let latest = output::job_output_dir(&self.file.store.output_dir(), &id)
+            let latest = output::job_output_dir(&self.jobs.output_dir(), &id)
                 .and_then(|dir| std::fs::read_dir(dir).ok())
                 .and_then(|entries| {
                     entries
@@ -402,13 +426,13 @@ impl CronScheduler {
             job_name: &job.name(),
             schedule: &job.schedule_display(),
             prompt: job.prompt(),
-            ran_at: self.zone().at(Utc::now()),
+            ran_at: zone(&self.router).at(Utc::now()),
             result: match (&reply, &failure) {
                 (Some(reply), _) => Ok(reply.as_str()),
                 (None, failure) => Err(failure.as_deref().unwrap_or("")),
             },
         };
-        if let Err(e) = output::save(&self.file.store.output_dir(), &record, keep as i64) {
+        if let Err(e) = output::save(&self.jobs.output_dir(), &record, keep as i64) {
             tracing::warn!(job_id = job.id(), error = %e, "cannot write the run record");
         }
     }

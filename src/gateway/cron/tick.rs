@@ -163,11 +163,7 @@ impl CronScheduler {
         let outcomes = self.outcomes.take();
         let store = self.file.store.clone();
         let index = self.file.take_index();
-        let running = self
-            .running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let running = self.runner.running_ids();
         let given = outcomes.clone();
         let found = self
             .file
@@ -215,7 +211,7 @@ impl CronScheduler {
                 .await
             {
                 Ok(true) => {
-                    self.set_running(&job_id, true);
+                    self.runner.set_running(&job_id, true);
                     claimed.push(Claimed {
                         job: run.job,
                         scheduled_at: run.scheduled_at,
@@ -276,9 +272,9 @@ impl CronScheduler {
             }
         }
         for run in claimed {
-            let scheduler = self.clone();
+            let runner = self.runner.clone();
             self.runs
-                .spawn(async move { scheduler.run_claimed(run).await });
+                .spawn(async move { runner.run_claimed(run).await });
         }
     }
 

@@ -12,6 +12,7 @@ pub mod gateway;
 pub mod heap_stats;
 pub mod home;
 pub mod logging;
+pub mod process;
 pub mod skills;
 pub mod state;
 pub mod tools;

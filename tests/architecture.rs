@@ -16,7 +16,7 @@ const FLOORS: &[&[&str]] = &[
     &["clock", "heap_stats", "home"],
     &["config"],
     &["logging"],
-    &["skills"],
+    &["skills", "process"],
     &["coord"],
     &["state"],
     &["cron"],
@@ -266,16 +266,17 @@ fn check_sizes(files: &[(String, String)]) -> Vec<Violation> {
     found
 }
 
-/// The crate a file belongs to: the main crate for `src/`, `adapters/x` or `tests/fake-x` for
-/// a workspace member, the file itself for an integration test (each is its own crate).
+/// The crate a file belongs to, so same-named types of different crates are not counted
+/// together: `adapters/slack/src/x.rs` → `adapters/slack`, `tests/fake-slack/src/x.rs` →
+/// `tests/fake-slack`, each `tests/<name>` its own test crate, `src/x.rs` the main crate.
 fn crate_of(path: &str) -> String {
-    if path.starts_with("src/") {
-        return "hermesd".into();
+    if let Some(at) = path.find("/src/") {
+        return path[..at].to_string();
     }
-    match path.split_once("/src/") {
-        Some((member, _)) => member.to_string(),
-        None => path.to_string(),
+    if let Some(rest) = path.strip_prefix("tests/") {
+        return format!("tests/{}", rest.split('/').next().unwrap_or(rest));
     }
+    String::new()
 }
 
 /// `impl Foo {` or `impl<T> Foo<T> {` at the start of a line (not `impl Trait for Foo`).
@@ -445,4 +446,7 @@ fn the_checker_catches_big_files_and_spread_types() {
         inherent_impl_target("impl Store {").as_deref(),
         Some("Store")
     );
+    assert_eq!(crate_of("src/gateway/cron/mod.rs"), "");
+    assert_eq!(crate_of("adapters/slack/src/x.rs"), "adapters/slack");
+    assert_eq!(crate_of("tests/discord_rig/mod.rs"), "tests/discord_rig");
 }

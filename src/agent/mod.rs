@@ -2,12 +2,14 @@
 //! loop that runs one conversation turn by turn with tools, approvals and compression.
 
 pub mod activity;
+pub mod assembly;
 pub mod budget;
 pub mod compress;
 pub mod deps;
 pub mod event_channel;
 pub mod events;
 pub mod history;
+pub mod media;
 pub mod message;
 mod prompt;
 pub mod provider;
@@ -20,6 +22,7 @@ mod turn_images;
 mod worker;
 
 pub use activity::Activity;
+pub use assembly::assemble;
 pub use deps::{AgentDeps, AgentSettings, UserPrompts};
 pub use event_channel::{EventStream, event_channel};
 pub use events::{AgentEvent, EventSink};

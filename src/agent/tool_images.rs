@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::deps::AgentDeps;
+use super::media::{image, vision};
 use super::message::ChatMessage;
-use crate::gateway::inbound_media::{image, vision};
 use crate::tools::mcp::schema::TOOL_PREFIX;
 
 /// Attaches the images an MCP tool's result names, when `model` takes images.

@@ -12,7 +12,7 @@ use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::EXIT_FAILURE;
-use crate::agent::{Agent, AgentDeps, AgentEvent, UserPrompts, new_session_id};
+use crate::agent::{Agent, AgentEvent, UserPrompts, new_session_id};
 use crate::config::{self, EXIT_CONFIG};
 use crate::home::HermesHome;
 use crate::state::Store;
@@ -157,18 +157,10 @@ async fn chat(
     } else {
         UserPrompts::default()
     };
-    let mcp = crate::tools::mcp::McpHub::new();
-    mcp.apply(
-        &loaded.config.mcp_servers,
-        &crate::gateway::router::mcp_net(&loaded.config),
-        &loaded.env,
-    );
+    let mcp = crate::agent::assembly::start_mcp(loaded);
     mcp.settled().await;
-    let deps = match AgentDeps::build(home, loaded, store.clone(), prompts) {
-        Ok(deps) => {
-            mcp.set_model_client(Some(deps.client.clone()));
-            Arc::new(deps.with_tool_overlay(mcp.overlay()))
-        }
+    let deps = match crate::agent::assemble(home, loaded, store.clone(), prompts, None, &mcp) {
+        Ok(deps) => deps,
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_FAILURE;

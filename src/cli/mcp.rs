@@ -25,7 +25,7 @@ pub enum McpCommand {
 pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: McpCommand) -> i32 {
     let McpCommand::List { json } = command;
     let mut err = std::io::stderr().lock();
-    let loaded = match crate::config::cli::loaded_or_report(home, env, &mut err) {
+    let loaded = match super::config_cmd::loaded_or_report(home, env, &mut err) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };

@@ -1,6 +1,7 @@
 //! The command line: global flags, subcommands, and dispatch to their implementations.
 
 mod chat;
+mod config_cmd;
 mod cron;
 mod doctor;
 mod format;
@@ -154,8 +155,8 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
         Command::Run(args) => run::run(&home, &env, &args),
         Command::Chat(args) => chat::run(&home, &env, args),
         Command::Config { command } => match command {
-            ConfigCommand::Check { strict } => crate::config::cli::check(&home, &env, strict),
-            ConfigCommand::Show { json } => crate::config::cli::show(&home, &env, json),
+            ConfigCommand::Check { strict } => config_cmd::check(&home, &env, strict),
+            ConfigCommand::Show { json } => config_cmd::show(&home, &env, json),
         },
         Command::Sessions { command } => sessions::run(&home, &env, command),
         Command::State { command } => state_cmd::run(&home, &env, command),

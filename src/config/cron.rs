@@ -91,7 +91,7 @@ pub fn cron(
             raw.script_timeout_seconds.as_ref(),
         ),
     };
-    if let Err(e) = crate::cron::Zone::parse(&zone) {
+    if let Err(e) = super::zone::Zone::parse(&zone) {
         issues.error(zone_key, e.to_string());
     }
     CronConfig {

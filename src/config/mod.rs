@@ -8,7 +8,6 @@
 //! value refers to `${VAR}`: callers pass the environment in as a map.
 
 mod choice;
-pub mod cli;
 mod cron;
 mod delivery;
 pub mod durations;
@@ -31,10 +30,12 @@ mod secret;
 mod sections;
 mod skills;
 mod state;
+pub mod toolset_names;
 mod toolsets;
 mod types;
 mod unsupported;
 mod validate;
+mod zone;
 
 #[cfg(test)]
 mod key_table;
@@ -72,6 +73,7 @@ pub use types::{
     StreamingConfig, TitleGenerationConfig,
 };
 pub use unsupported::NOT_SUPPORTED_YET;
+pub use zone::{UnknownZone, Zone};
 
 /// Exit code for an invalid configuration (EX_CONFIG): systemd should not restart-loop on it.
 pub const EXIT_CONFIG: i32 = 78;

@@ -26,7 +26,7 @@ impl Default for GatewayAccess {
         Self {
             allowed_users: Vec::new(),
             allow_all_users: false,
-            guest_tools: crate::tools::toolsets::guest::default_guest_tools(),
+            guest_tools: super::toolset_names::default_guest_tools(),
         }
     }
 }

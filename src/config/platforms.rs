@@ -280,6 +280,6 @@ pub fn gateway_access(
                 at("gateway.guest_tools", gateway.guest_tools.as_ref()),
                 true,
             )
-            .unwrap_or_else(crate::tools::toolsets::guest::default_guest_tools),
+            .unwrap_or_else(super::toolset_names::default_guest_tools),
     }
 }

@@ -5,7 +5,6 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::cli::{check_to, show_to};
 use super::*;
 use crate::home::HermesHome;
 
@@ -241,44 +240,6 @@ fn errors_never_show_secrets() {
 }
 
 #[test]
-fn show_redacts_every_secret() {
-    let yaml = "\
-model:
-  api_key: model-key-SECRET
-fallback_providers:
-  - {provider: openrouter, model: x/y, api_key: fallback-SECRET}
-platforms:
-  telegram:
-    enabled: true
-    token: yaml-token-SECRET
-    extra: {webhook_secret: extra-SECRET, require_mention: true}
-";
-    let (_dir, home) = home_with(yaml, "DISCORD_BOT_TOKEN=dotenv-token-SECRET\n");
-    let process = env(&[
-        ("SLACK_BOT_TOKEN", "xoxb-SECRET"),
-        ("SLACK_APP_TOKEN", "xapp-SECRET"),
-        ("API_SERVER_KEY", "api-server-key-SECRET"),
-        ("OPENAI_API_KEY", "sk-SECRET"),
-    ]);
-    for json in [false, true] {
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        assert_eq!(show_to(&home, &process, json, &mut out, &mut err), 0);
-        let out = String::from_utf8(out).unwrap();
-        assert!(!out.contains("SECRET"), "{out}");
-        assert!(out.contains("***"));
-        assert!(out.contains("require_mention"));
-        if json {
-            let parsed: serde_json::Value = serde_json::from_str(&out).unwrap();
-            assert_eq!(parsed["platforms"]["telegram"]["token"], "***");
-            assert_eq!(parsed["api_server"]["enabled"], true);
-        } else {
-            let parsed: serde_json::Value = serde_norway::from_str(&out).unwrap();
-            assert_eq!(parsed["approvals"]["timeout"], 60);
-        }
-    }
-}
-
-#[test]
 fn unknown_keys_warn_and_set_hermes_keys_we_ignore_are_named_in_one_warning() {
     let yaml = "\
 terminal: {backend: local}
@@ -406,34 +367,6 @@ fn approvals_smart_falls_back_to_manual_with_a_warning() {
     assert!(loaded.warnings[1].ends_with("without effect: approvals.cron_mode"));
     let off = load_ok("approvals: {mode: false}\n", &[]);
     assert_eq!(off.config.approvals.mode, ApprovalMode::Off);
-}
-
-#[test]
-fn check_prints_ok_or_every_error() {
-    let (_dir, home) = home_with("telegram: {tokn: x}\n", "");
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    assert_eq!(check_to(&home, &BTreeMap::new(), &mut out, &mut err), 0);
-    assert_eq!(String::from_utf8(out).unwrap(), "config ok\n");
-    assert_eq!(
-        String::from_utf8(err).unwrap(),
-        "warning: unknown key 'telegram.tokn'\n"
-    );
-
-    let (_dir, home) = home_with(
-        "approvals: {timeout: 0}\nstreaming: {edit_interval: -1}\n",
-        "",
-    );
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    assert_eq!(
-        check_to(&home, &BTreeMap::new(), &mut out, &mut err),
-        EXIT_CONFIG
-    );
-    assert!(out.is_empty());
-    assert_eq!(
-        String::from_utf8(err).unwrap(),
-        "config error: approvals.timeout: must be at least 1, got 0\n\
-         config error: streaming.edit_interval: must be greater than 0 and at most 31536000 (one year), got -1\n"
-    );
 }
 
 /// Values that reach `Duration::from_secs_f64` are bounded here: past `u64::MAX` seconds it

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::mcp::McpServerConfig;
 use super::parse::{Issues, at, kind};
-use crate::tools::toolsets::{is_known, is_valid_toolset, preset_name};
+use super::toolset_names::{is_known, is_valid_toolset, preset_name};
 
 /// The validated toolset selection.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -76,7 +76,7 @@ pub fn check_guest_tools(
 ) {
     let servers: BTreeSet<String> = mcp_servers.keys().cloned().collect();
     for (index, name) in names.iter().enumerate() {
-        if !crate::tools::toolsets::guest::is_known_entry(name, &servers) {
+        if !super::toolset_names::is_known_entry(name, &servers) {
             issues.warn(format!(
                 "gateway.guest_tools[{index}]: '{name}' is not a toolset, a tool or a \
                  configured MCP server; it gives guests nothing"

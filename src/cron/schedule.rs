@@ -4,7 +4,7 @@
 
 use std::str::FromStr;
 
-use chrono::{DateTime, Duration, FixedOffset, Local, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use chrono::{DateTime, Duration, FixedOffset, Local, NaiveDate, NaiveDateTime, Utc};
 use croner::Cron;
 use serde_json::{Value, json};
 
@@ -14,69 +14,19 @@ pub const ONESHOT_GRACE_SECONDS: i64 = 120;
 const MIN_GRACE_SECONDS: i64 = 120;
 const MAX_GRACE_SECONDS: i64 = 7200;
 
-/// A `cron.timezone` value that names no IANA zone.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown time zone {name:?} (expected an IANA name such as Europe/Paris)")]
-pub struct UnknownZone {
-    pub name: String,
-}
+pub use crate::config::{UnknownZone, Zone};
 
-/// The time zone schedules are read in: a configured IANA zone, or the host's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Zone {
-    Named(chrono_tz::Tz),
-    Host,
-}
-
-impl Zone {
-    /// An IANA name (`Europe/Paris`); empty means the host's zone.
-    pub fn parse(name: &str) -> Result<Self, UnknownZone> {
-        let name = name.trim();
-        if name.is_empty() {
-            return Ok(Self::Host);
-        }
-        chrono_tz::Tz::from_str(name)
-            .map(Self::Named)
-            .map_err(|_| UnknownZone {
-                name: name.to_owned(),
-            })
-    }
-
-    /// `t` as a wall-clock time with this zone's offset.
-    pub fn at(&self, t: DateTime<Utc>) -> DateTime<FixedOffset> {
-        match self {
-            Self::Named(tz) => t.with_timezone(tz).fixed_offset(),
-            Self::Host => t.with_timezone(&Local).fixed_offset(),
-        }
-    }
-
-    /// A wall-clock time in this zone (the earlier instant when a clock change repeats it;
-    /// `None` inside a gap).
-    pub fn localize(&self, naive: NaiveDateTime) -> Option<DateTime<FixedOffset>> {
-        match self {
-            Self::Named(tz) => tz
-                .from_local_datetime(&naive)
-                .earliest()
-                .map(|t| t.fixed_offset()),
-            Self::Host => Local
-                .from_local_datetime(&naive)
-                .earliest()
-                .map(|t| t.fixed_offset()),
-        }
-    }
-
-    /// The first cron occurrence strictly after `after`, computed on this zone's wall clock.
-    fn next_cron(&self, cron: &Cron, after: DateTime<Utc>) -> Option<DateTime<FixedOffset>> {
-        match self {
-            Self::Named(tz) => cron
-                .find_next_occurrence(&after.with_timezone(tz), false)
-                .ok()
-                .map(|t| t.fixed_offset()),
-            Self::Host => cron
-                .find_next_occurrence(&after.with_timezone(&Local), false)
-                .ok()
-                .map(|t| t.fixed_offset()),
-        }
+/// The first cron occurrence strictly after `after`, computed on `zone`'s wall clock.
+fn next_cron(zone: Zone, cron: &Cron, after: DateTime<Utc>) -> Option<DateTime<FixedOffset>> {
+    match zone {
+        Zone::Named(tz) => cron
+            .find_next_occurrence(&after.with_timezone(&tz), false)
+            .ok()
+            .map(|t| t.fixed_offset()),
+        Zone::Host => cron
+            .find_next_occurrence(&after.with_timezone(&Local), false)
+            .ok()
+            .map(|t| t.fixed_offset()),
     }
 }
 
@@ -287,7 +237,7 @@ impl Schedule {
             }
             Self::Cron { cron, .. } => {
                 let base = last_run.map_or(now, |t| t.to_utc());
-                zone.next_cron(cron, base)
+                next_cron(zone, cron, base)
             }
         }
     }
@@ -297,7 +247,7 @@ impl Schedule {
         match self {
             Self::Once { .. } => None,
             Self::Interval { minutes } => Some(zone.at(now) + Duration::minutes(*minutes)),
-            Self::Cron { cron, .. } => zone.next_cron(cron, now),
+            Self::Cron { cron, .. } => next_cron(zone, cron, now),
         }
     }
 
@@ -308,10 +258,10 @@ impl Schedule {
             Self::Once { .. } => return ONESHOT_GRACE_SECONDS,
             Self::Interval { minutes } => minutes * 60,
             Self::Cron { cron, .. } => {
-                let Some(first) = zone.next_cron(cron, now) else {
+                let Some(first) = next_cron(zone, cron, now) else {
                     return MIN_GRACE_SECONDS;
                 };
-                let Some(second) = zone.next_cron(cron, first.to_utc()) else {
+                let Some(second) = next_cron(zone, cron, first.to_utc()) else {
                     return MIN_GRACE_SECONDS;
                 };
                 (second - first).num_seconds()

@@ -16,8 +16,7 @@ use rustix::process::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::home::HermesHome;
-use crate::tools::env::command_env;
-use crate::tools::local::{exit_code, find_bash, kill_group};
+use crate::process::{command_env, exit_code, find_bash, kill_group};
 
 /// Bytes kept of each of stdout and stderr.
 pub const OUTPUT_CAP: usize = 64 * 1024;

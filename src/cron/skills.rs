@@ -2,20 +2,32 @@
 //! job's prompt, as `/skill` does in chat; a skill that cannot be found is named in a note
 //! at the top of the run's output, and the run goes on without it.
 
-use crate::agent::AgentDeps;
+use std::collections::BTreeMap;
+
+use crate::config::SkillsConfig;
+use crate::home::HermesHome;
 use crate::skills::{self, Skill};
+
+/// What finding a job's skills reads: the home, the skills settings and the environment the
+/// run's agent sees (external skill folders may name variables).
+#[derive(Debug, Clone, Copy)]
+pub struct SkillSources<'a> {
+    pub home: &'a HermesHome,
+    pub settings: &'a SkillsConfig,
+    pub env: &'a BTreeMap<String, String>,
+}
 
 /// The prompt to run and, when some listed skills could not be loaded, the note the run's
 /// output starts with.
 pub fn prepare_prompt(
-    deps: &AgentDeps,
+    sources: SkillSources<'_>,
     prompt: &str,
     wanted: &[String],
 ) -> (String, Option<String>) {
     if wanted.is_empty() {
         return (prompt.to_owned(), None);
     }
-    let available = skills::enabled(&deps.home, &deps.settings.skills, &deps.env, Some("cron"));
+    let available = skills::enabled(sources.home, sources.settings, sources.env, Some("cron"));
     compose(&available, prompt, wanted)
 }
 

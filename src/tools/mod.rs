@@ -15,7 +15,7 @@ mod coerce;
 pub mod context;
 pub mod cronjob;
 pub mod delegate;
-pub(crate) mod env;
+pub(crate) use crate::process::env;
 pub mod error;
 pub mod files;
 pub mod fnmatch;

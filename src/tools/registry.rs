@@ -124,7 +124,7 @@ pub struct ToolRegistry {
 }
 
 /// The prefix of the toolset each MCP server's tools belong to (`mcp-<server>`).
-pub const MCP_TOOLSET_PREFIX: &str = "mcp-";
+pub use crate::config::toolset_names::MCP_TOOLSET_PREFIX;
 
 /// Whether a toolset list names `entry`'s toolset. An MCP server's tools are also selected
 /// by the server's bare name and by `mcp` (every MCP tool).

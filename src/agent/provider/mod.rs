@@ -18,6 +18,7 @@ mod mode;
 mod parts;
 mod policy;
 mod prepared;
+mod sampling;
 mod sse;
 mod transport;
 mod types;

@@ -11,11 +11,11 @@
 
 mod file_thread;
 mod index;
+mod jobs_file;
 mod prepare;
 mod recovery;
 mod run;
 mod tick;
-mod watch;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -31,31 +31,25 @@ use super::router::Router;
 use crate::cron::{JobRecord, JobsStore, Zone};
 use crate::home::HermesHome;
 
-/// The scheduler of one gateway.
+/// The scheduler of one gateway: a façade that wires its parts — the jobs file with its
+/// index and watcher ([`jobs_file::JobsFile`]), the queue of ended runs' outcomes
+/// ([`OutcomeQueue`]), the runner that executes and concludes claimed runs
+/// ([`run::JobRunner`]), the recovery pass (`recovery.rs`) — around the tick (`tick.rs`).
 #[derive(Debug)]
 pub struct CronScheduler {
     router: Arc<Router>,
-    home: HermesHome,
-    jobs: JobsStore,
-    /// Ids of jobs running in this process.
-    running: Mutex<HashSet<String>>,
-    permits: Arc<Semaphore>,
     /// Problems already logged (a broken job or file is reported once, not every tick).
     reported: Mutex<HashSet<String>>,
     /// Wakes the loop before the next tick (a job was triggered to run now).
-    wake: Notify,
+    wake: Arc<Notify>,
     /// Ends the tick loop.
     stop: CancellationToken,
     /// Ended runs whose outcome the next tick writes into `jobs.json` (they are durable in
     /// state.db already: a crash before that write is repaired at the next start).
-    outcomes: Mutex<Vec<Outcome>>,
-    /// What decides due-ness, per job, for the file version last read or written (taken
-    /// by a tick while it runs).
-    index: Mutex<Option<index::Index>>,
-    /// Where the jobs file is read and written.
-    file: file_thread::FileThread,
-    /// Interrupts running jobs (after the drain at shutdown).
-    interrupt: CancellationToken,
+    outcomes: Arc<OutcomeQueue>,
+    /// The jobs file, its index and its watcher.
+    file: jobs_file::JobsFile,
+    runner: Arc<run::JobRunner>,
     runs: TaskTracker,
 }
 
@@ -67,6 +61,48 @@ struct Outcome {
     status: String,
     error: Option<String>,
     delivery_error: Option<String>,
+}
+
+/// The zone schedules are read in (checked when the config was loaded).
+fn zone(router: &Router) -> Zone {
+    Zone::parse(&router.live().config.cron.timezone).unwrap_or(Zone::Host)
+}
+
+/// Outcomes waiting for the next tick to write them into `jobs.json`.
+#[derive(Debug)]
+struct OutcomeQueue {
+    queued: Mutex<Vec<Outcome>>,
+    /// The scheduler's loop, woken so a queued outcome is written now.
+    tick: Arc<Notify>,
+}
+
+impl OutcomeQueue {
+    fn new(tick: Arc<Notify>) -> Self {
+        Self {
+            queued: Mutex::new(Vec::new()),
+            tick,
+        }
+    }
+
+    /// Queues an ended run's outcome for the next tick and asks for that tick now.
+    fn push(&self, outcome: Outcome) {
+        self.queued
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(outcome);
+        self.tick.notify_one();
+    }
+
+    fn take(&self) -> Vec<Outcome> {
+        std::mem::take(&mut *self.queued.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Puts back outcomes a tick could not write, ahead of any queued meanwhile.
+    fn requeue(&self, outcomes: Vec<Outcome>) {
+        let mut queued = self.queued.lock().unwrap_or_else(|e| e.into_inner());
+        let newer = std::mem::replace(&mut *queued, outcomes);
+        queued.extend(newer);
+    }
 }
 
 impl Outcome {
@@ -87,25 +123,32 @@ impl CronScheduler {
     /// Starts the loop: recovery first, then a tick every `cron.tick_seconds`.
     pub fn start(home: &HermesHome, router: Arc<Router>) -> Arc<Self> {
         let parallel = router.live().config.cron.max_parallel_jobs.max(1) as usize;
-        let scheduler = Arc::new(Self {
-            router,
+        let jobs = JobsStore::new(home.cron_dir());
+        let wake = Arc::new(Notify::new());
+        let outcomes = Arc::new(OutcomeQueue::new(wake.clone()));
+        let runner = Arc::new(run::JobRunner {
+            router: router.clone(),
             home: home.clone(),
-            jobs: JobsStore::new(home.cron_dir()),
+            jobs: jobs.clone(),
             running: Mutex::new(HashSet::new()),
             permits: Arc::new(Semaphore::new(parallel)),
-            reported: Mutex::new(HashSet::new()),
-            wake: Notify::new(),
-            stop: CancellationToken::new(),
-            outcomes: Mutex::new(Vec::new()),
-            index: Mutex::new(None),
-            file: file_thread::FileThread::start(),
             interrupt: CancellationToken::new(),
+            outcomes: outcomes.clone(),
+        });
+        let scheduler = Arc::new(Self {
+            router,
+            reported: Mutex::new(HashSet::new()),
+            wake,
+            stop: CancellationToken::new(),
+            outcomes,
+            file: jobs_file::JobsFile::open(jobs),
+            runner,
             runs: TaskTracker::new(),
         });
         let looping = scheduler.clone();
         tokio::spawn(async move { looping.run_loop().await });
         let watching = scheduler.clone();
-        tokio::spawn(async move { watching.watch_file().await });
+        tokio::spawn(async move { watching.file.watch(&watching.stop, &watching.wake).await });
         if let Some(every) = scheduler.router.store().postgres().map(|pg| pg.lease_ttl()) {
             let sweeping = scheduler.clone();
             tokio::spawn(async move { sweeping.survivor_sweep(every).await });
@@ -123,8 +166,45 @@ impl CronScheduler {
                 _ = self.stop.cancelled() => return,
                 _ = tokio::time::sleep(every) => {}
             }
-            self.recover_orphaned().await;
+            // Ended runs are left alone here: whoever ended them queued their outcomes.
+            if let Some(open) = recovery::open_runs(self.router.store()).await {
+                for run in open.iter().filter(|run| run.state == "running") {
+                    self.close_if_orphaned(run).await;
+                }
+            }
         }
+    }
+
+    /// At start-up: closes the runs dead owners left `running` and queues the outcomes of
+    /// ended runs not yet written into `jobs.json`.
+    async fn recover(&self) {
+        let Some(open) = recovery::open_runs(self.router.store()).await else {
+            return;
+        };
+        for run in &open {
+            if run.state == "running" {
+                self.close_if_orphaned(run).await;
+            } else if let Some(outcome) = recovery::unrecorded_outcome(run) {
+                self.outcomes.push(outcome);
+            }
+        }
+    }
+
+    /// Closes `run` as interrupted when its owner is gone (see `recovery.rs`).
+    async fn close_if_orphaned(&self, run: &crate::state::CronRun) {
+        if !recovery::is_orphaned(run) {
+            return;
+        }
+        let job = self
+            .file
+            .find(&run.job_id)
+            .await
+            .unwrap_or_else(|| recovery::stub_job(&run.job_id));
+        tracing::warn!(job_id = %run.job_id, scheduled_at = run.scheduled_at,
+            "a scheduled run was cut short by a crash; closing it with a notice (not run again)");
+        self.runner
+            .conclude(&job, run.scheduled_at, recovery::interrupted(), None)
+            .await;
     }
 
     async fn run_loop(self: Arc<Self>) {
@@ -154,7 +234,7 @@ impl CronScheduler {
             return;
         }
         tracing::warn!("shutdown: interrupting scheduled runs still going");
-        self.interrupt.cancel();
+        self.runner.interrupt.cancel();
         if tokio::time::timeout(Duration::from_secs(10), self.runs.wait())
             .await
             .is_err()
@@ -165,37 +245,8 @@ impl CronScheduler {
         }
     }
 
-    /// The zone schedules are read in (checked when the config was loaded).
     fn zone(&self) -> Zone {
-        Zone::parse(&self.router.live().config.cron.timezone).unwrap_or(Zone::Host)
-    }
-
-    fn set_running(&self, job_id: &str, running: bool) {
-        let mut set = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        if running {
-            set.insert(job_id.to_owned());
-        } else {
-            set.remove(job_id);
-        }
-    }
-
-    /// Queues an ended run's outcome for the next tick and asks for that tick now.
-    fn push_outcome(&self, outcome: Outcome) {
-        self.outcomes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(outcome);
-        self.wake();
-    }
-
-    fn take_outcomes(&self) -> Vec<Outcome> {
-        std::mem::take(&mut *self.outcomes.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    fn requeue_outcomes(&self, outcomes: Vec<Outcome>) {
-        let mut queued = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
-        let newer = std::mem::replace(&mut *queued, outcomes);
-        queued.extend(newer);
+        zone(&self.router)
     }
 
     /// True the first time `problem` is seen (so it is logged once).

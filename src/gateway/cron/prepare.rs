@@ -5,14 +5,15 @@
 //! otherwise its output (or its failure, for the agent to report) goes ahead of the prompt.
 //! Also the job's own `base_url`, accepted only where the provider's key may be sent.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::CronScheduler;
 use super::run::RunResult;
 use crate::agent::provider::ModelClient;
 use crate::cron::JobRecord;
 use crate::cron::output::SILENT_MARKER;
 use crate::cron::script;
+use crate::home::HermesHome;
 
 /// Whether a stored flag is set (`true`, or a truthy string/number a hand edit may leave).
 fn flag(job: &JobRecord, key: &str) -> bool {
@@ -26,46 +27,46 @@ fn flag(job: &JobRecord, key: &str) -> bool {
     }
 }
 
-impl CronScheduler {
-    /// Runs the job's script, if any. `Err` ends the run with that result; `Ok` is what
-    /// goes ahead of the prompt (nothing without a script).
-    pub(super) async fn before_agent(&self, job: &JobRecord) -> Result<Option<String>, RunResult> {
-        let no_agent = flag(job, "no_agent");
-        let Some(path) = job.script() else {
-            if no_agent {
-                return Err(RunResult::Failed(
-                    "the job is no_agent but has no script to run".into(),
-                ));
-            }
-            return Ok(None);
-        };
-        let (env, limit) = {
-            let live = self.router.live();
-            (live.env.clone(), live.config.cron.script_timeout_seconds)
-        };
-        let ran = script::run(&self.home, &env, path, Duration::from_secs(limit)).await;
-        let silent = |output: &str| output.trim().is_empty() || !script::wakes_agent(output);
-        match (no_agent, ran) {
-            (true, Ok(output)) if silent(&output) => Err(RunResult::Reply(SILENT_MARKER.into())),
-            (true, Ok(output)) => Err(RunResult::Reply(output)),
-            (true, Err(why)) => Err(RunResult::Alert(format!(
-                "⚠️ The script of scheduled job '{}' failed:\n\n{why}",
-                job.name()
-            ))),
-            (false, Ok(output)) if silent(&output) => {
-                tracing::info!(
-                    job_id = job.id(),
-                    "the job's script had nothing to report; the agent is not run"
-                );
-                Err(RunResult::Reply(SILENT_MARKER.into()))
-            }
-            (false, Ok(output)) => Ok(Some(format!(
-                "[Output of this job's script, collected just now; use it as the data for the task below.]\n\n```\n{output}\n```"
-            ))),
-            (false, Err(why)) => Ok(Some(format!(
-                "[This job's script failed, so there is no fresh data. Tell the user what went wrong:]\n\n```\n{why}\n```"
-            ))),
+/// Runs the job's script, if any, in `home` with `env` for at most `limit_secs`. `Err`
+/// ends the run with that result; `Ok` is what goes ahead of the prompt (nothing
+/// without a script).
+pub(super) async fn before_agent(
+    home: &HermesHome,
+    env: &BTreeMap<String, String>,
+    limit_secs: u64,
+    job: &JobRecord,
+) -> Result<Option<String>, RunResult> {
+    let no_agent = flag(job, "no_agent");
+    let Some(path) = job.script() else {
+        if no_agent {
+            return Err(RunResult::Failed(
+                "the job is no_agent but has no script to run".into(),
+            ));
         }
+        return Ok(None);
+    };
+    let ran = script::run(home, env, path, Duration::from_secs(limit_secs)).await;
+    let silent = |output: &str| output.trim().is_empty() || !script::wakes_agent(output);
+    match (no_agent, ran) {
+        (true, Ok(output)) if silent(&output) => Err(RunResult::Reply(SILENT_MARKER.into())),
+        (true, Ok(output)) => Err(RunResult::Reply(output)),
+        (true, Err(why)) => Err(RunResult::Alert(format!(
+            "⚠️ The script of scheduled job '{}' failed:\n\n{why}",
+            job.name()
+        ))),
+        (false, Ok(output)) if silent(&output) => {
+            tracing::info!(
+                job_id = job.id(),
+                "the job's script had nothing to report; the agent is not run"
+            );
+            Err(RunResult::Reply(SILENT_MARKER.into()))
+        }
+        (false, Ok(output)) => Ok(Some(format!(
+            "[Output of this job's script, collected just now; use it as the data for the task below.]\n\n```\n{output}\n```"
+        ))),
+        (false, Err(why)) => Ok(Some(format!(
+            "[This job's script failed, so there is no fresh data. Tell the user what went wrong:]\n\n```\n{why}\n```"
+        ))),
     }
 }
 

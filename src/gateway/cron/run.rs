@@ -3,17 +3,23 @@
 //! `cron/output/`, its delivery (nothing for an empty or `[SILENT]` reply) recorded with the
 //! end of its claim and sent through the chat lanes, and its outcome written to `jobs.json`.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 
-use super::{CronScheduler, prepare};
+use super::{Outcome, OutcomeQueue, prepare, zone};
 use crate::agent::Agent;
 use crate::config::Config;
+use crate::cron::JobsStore;
 use crate::cron::output::{self, RunRecord, is_silent};
 use crate::cron::target::{self, Target};
 use crate::cron::{JobRecord, skills};
+use crate::gateway::router::Router;
+use crate::home::HermesHome;
 use crate::state::{CronRunEnd, NewObligation};
 
 /// A run this process claimed.
@@ -56,8 +62,42 @@ fn shorten(text: &str, limit: usize) -> String {
     format!("{}...", cut.trim_end())
 }
 
-impl CronScheduler {
-    pub(super) async fn run_claimed(self: Arc<Self>, run: Claimed) {
+/// Executes claimed runs and concludes them (also the runs recovery closes): at most
+/// `cron.max_parallel_jobs` at once, each job at most once at a time in this process.
+#[derive(Debug)]
+pub(super) struct JobRunner {
+    pub router: Arc<Router>,
+    pub home: HermesHome,
+    /// Where run records are kept (`cron/output/`).
+    pub jobs: JobsStore,
+    /// Ids of jobs running in this process.
+    pub running: Mutex<HashSet<String>>,
+    pub permits: Arc<Semaphore>,
+    /// Interrupts running jobs (after the drain at shutdown).
+    pub interrupt: CancellationToken,
+    /// Where an ended run's outcome goes for the next tick to write.
+    pub outcomes: Arc<OutcomeQueue>,
+}
+
+impl JobRunner {
+    /// Ids of the jobs running now (the tick does not start them again).
+    pub fn running_ids(&self) -> HashSet<String> {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn set_running(&self, job_id: &str, running: bool) {
+        let mut set = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running {
+            set.insert(job_id.to_owned());
+        } else {
+            set.remove(job_id);
+        }
+    }
+
+    pub async fn run_claimed(self: Arc<Self>, run: Claimed) {
         let permit = match self.permits.clone().try_acquire_owned() {
             Ok(permit) => Some(permit),
             Err(_) => {
@@ -84,7 +124,11 @@ impl CronScheduler {
 
     async fn execute(&self, run: &Claimed, skills_note: &mut Option<String>) -> RunResult {
         let job = &run.job;
-        let script_part = match self.before_agent(job).await {
+        let (env, limit) = {
+            let live = self.router.live();
+            (live.env.clone(), live.config.cron.script_timeout_seconds)
+        };
+        let script_part = match prepare::before_agent(&self.home, &env, limit, job).await {
             Ok(part) => part,
             Err(done) => return done,
         };
@@ -152,7 +196,15 @@ impl CronScheduler {
             Some(part) => format!("{part}\n\n{}", job.prompt()),
             None => job.prompt().to_owned(),
         };
-        let (prompt, note) = skills::prepare_prompt(&deps, &prompt, &job.skills());
+        let (prompt, note) = skills::prepare_prompt(
+            skills::SkillSources {
+                home: &deps.home,
+                settings: &deps.settings.skills,
+                env: &deps.env,
+            },
+            &prompt,
+            &job.skills(),
+        );
         *skills_note = note;
         let prompt = self.with_context_from(job, prompt);
         let mut agent = match Agent::create(deps, run.session_id.clone(), "cron", None).await {
@@ -316,7 +368,7 @@ impl CronScheduler {
             }
         }
         tracing::info!(job_id = job.id(), job = %name, status, scheduled_at, "scheduled run finished");
-        self.push_outcome(super::Outcome {
+        self.outcomes.push(Outcome {
             job_id: job.id().to_owned(),
             scheduled_at,
             status: status.to_owned(),
@@ -374,7 +426,7 @@ impl CronScheduler {
             job_name: &job.name(),
             schedule: &job.schedule_display(),
             prompt: job.prompt(),
-            ran_at: self.zone().at(Utc::now()),
+            ran_at: zone(&self.router).at(Utc::now()),
             result: match (&reply, &failure) {
                 (Some(reply), _) => Ok(reply.as_str()),
                 (None, failure) => Err(failure.as_deref().unwrap_or("")),

@@ -160,23 +160,20 @@ impl CronScheduler {
     pub(super) async fn tick(self: &Arc<Self>) {
         let now = Utc::now();
         let zone = self.zone();
-        let outcomes = self.take_outcomes();
-        let store = self.jobs.clone();
-        let index = self.index.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let running = self
-            .running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let outcomes = self.outcomes.take();
+        let store = self.file.store.clone();
+        let index = self.file.take_index();
+        let running = self.runner.running_ids();
         let given = outcomes.clone();
         let found = self
             .file
+            .thread
             .run(move || find(&store, index, &given, &running, now, zone))
             .await;
         let mut found = match found {
             Some(Ok(found)) => found,
             Some(Err(e)) => {
-                self.requeue_outcomes(outcomes);
+                self.outcomes.requeue(outcomes);
                 match e {
                     // Kept, never overwritten; scheduling goes on from an empty list.
                     StoreError::Corrupt { path, reason } => {
@@ -191,7 +188,7 @@ impl CronScheduler {
                 return;
             }
             None => {
-                self.requeue_outcomes(outcomes);
+                self.outcomes.requeue(outcomes);
                 tracing::error!("scheduled jobs tick failed");
                 return;
             }
@@ -214,7 +211,7 @@ impl CronScheduler {
                 .await
             {
                 Ok(true) => {
-                    self.set_running(&job_id, true);
+                    self.runner.set_running(&job_id, true);
                     claimed.push(Claimed {
                         job: run.job,
                         scheduled_at: run.scheduled_at,
@@ -240,19 +237,20 @@ impl CronScheduler {
         if claim_failed {
             // Nothing is saved, so unclaimed runs stay due; the outcomes wait for the next
             // tick. The index still matches the file, which is unchanged.
-            self.requeue_outcomes(outcomes);
-            self.keep_index(found.index);
+            self.outcomes.requeue(outcomes);
+            self.file.keep_index(found.index);
             return;
         }
         if found.changes.is_empty() {
             drop(found.lock);
-            self.keep_index(found.index);
+            self.file.keep_index(found.index);
             self.mark_recorded(&outcomes).await;
         } else {
-            let store = self.jobs.clone();
+            let store = self.file.store.clone();
             let updated_at = format_timestamp(zone.at(now));
             let saved = self
                 .file
+                .thread
                 .run(move || {
                     let result = write(&store, &mut found, &updated_at);
                     (result, found.index)
@@ -260,28 +258,24 @@ impl CronScheduler {
                 .await;
             match saved {
                 Some((Ok(()), index)) => {
-                    self.keep_index(index);
+                    self.file.keep_index(index);
                     self.mark_recorded(&outcomes).await;
                 }
                 Some((Err(e), _)) => {
                     tracing::error!(error = %e, "cannot save the jobs file");
-                    self.requeue_outcomes(outcomes);
+                    self.outcomes.requeue(outcomes);
                 }
                 None => {
                     tracing::error!("cannot save the jobs file");
-                    self.requeue_outcomes(outcomes);
+                    self.outcomes.requeue(outcomes);
                 }
             }
         }
         for run in claimed {
-            let scheduler = self.clone();
+            let runner = self.runner.clone();
             self.runs
-                .spawn(async move { scheduler.run_claimed(run).await });
+                .spawn(async move { runner.run_claimed(run).await });
         }
-    }
-
-    fn keep_index(&self, index: Index) {
-        *self.index.lock().unwrap_or_else(|e| e.into_inner()) = Some(index);
     }
 
     async fn mark_recorded(&self, outcomes: &[Outcome]) {

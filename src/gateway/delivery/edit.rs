@@ -25,7 +25,7 @@ impl Deliverer {
     /// Whether `text` can replace one message in place: the platform edits, the text fits
     /// one message, and it carries no attachments to upload.
     pub fn fits_one_edit(&self, text: &str) -> bool {
-        let capabilities = self.adapter.capabilities();
+        let capabilities = self.sender.adapter.capabilities();
         let attachments = self.media.is_some() && !media_tags::extract(text).paths.is_empty();
         capabilities.edits
             && !text.trim().is_empty()
@@ -58,7 +58,7 @@ impl Deliverer {
         let target = Target {
             chat_id: &obligation.chat_id,
             thread_id: obligation.thread_id.as_deref(),
-            deadline: Some(tokio::time::Instant::now() + self.policy.rate_limit_deadline),
+            deadline: Some(tokio::time::Instant::now() + self.sender.policy.rate_limit_deadline),
         };
         let edit = OutboundKind::Edit {
             message_id: message_id.to_owned(),
@@ -66,7 +66,7 @@ impl Deliverer {
         };
         let mut unknown = 0;
         let failure = loop {
-            match self.send_with_retry(&target, &edit).await {
+            match self.sender.send_with_retry(&target, &edit).await {
                 Attempt::Sent(_) => {
                     let report = DeliveryReport {
                         sent_message_ids: vec![message_id.to_owned()],
@@ -78,7 +78,7 @@ impl Deliverer {
                     if unknown < AMBIGUOUS_EDIT_RETRIES =>
                 {
                     unknown += 1;
-                    tracing::warn!(platform = self.adapter.platform(), obligation_id = id,
+                    tracing::warn!(platform = self.sender.adapter.platform(), obligation_id = id,
                         error = %failure, "final edit's outcome unknown; editing again");
                 }
                 Attempt::Rejected(FailureClass::Ambiguous, failure) => {
@@ -107,12 +107,12 @@ impl Deliverer {
                 Attempt::Rejected(_, failure) | Attempt::Exhausted(failure) => break failure,
             }
         };
-        tracing::warn!(platform = self.adapter.platform(), obligation_id = id, error = %failure,
+        tracing::warn!(platform = self.sender.adapter.platform(), obligation_id = id, error = %failure,
             "the preview could not be edited into the reply; sending it as a new message");
         let delete = OutboundKind::Delete {
             message_id: message_id.to_owned(),
         };
-        let _ = self.send_kind(&target, delete).await;
+        let _ = self.sender.send_kind(&target, delete).await;
         let report = self
             .deliver_reply(
                 target.chat_id,

@@ -4,9 +4,9 @@
 //! user in one line per attachment; a message left with nothing for the model is answered
 //! with those lines alone.
 
-pub mod image;
 pub mod transcribe;
-pub mod vision;
+
+pub use crate::agent::media::{image, vision};
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -56,16 +56,15 @@ impl Router {
         let agent = if agent_inputs_changed(&old, loaded) {
             match (ModelClient::from_config(&loaded.config), &old.agent) {
                 (Ok(client), Ok(deps)) => Ok(Arc::new(deps.reconfigured(loaded, client))),
-                (Ok(client), Err(_)) => Ok(super::with_mcp_tools(
-                    Arc::new(AgentDeps::with_client(
-                        &self.home,
-                        loaded,
-                        self.store.clone(),
-                        prompts::user_prompts(self.me.clone()),
-                        client,
-                    )),
+                (Ok(client), Err(_)) => crate::agent::assemble(
+                    &self.home,
+                    loaded,
+                    self.store.clone(),
+                    prompts::user_prompts(self.me.clone()),
+                    Some(client),
                     &self.mcp,
-                )),
+                )
+                .map_err(|e| e.to_string()),
                 (Err(e), _) => Err(e.to_string()),
             }
         } else {
@@ -74,8 +73,7 @@ impl Router {
         if let Err(reason) = &agent {
             tracing::warn!("{reason}; messages will be answered with setup instructions");
         }
-        self.mcp
-            .set_model_client(agent.as_ref().ok().map(|deps| deps.client.clone()));
+        crate::agent::assembly::connect_sampling(&self.mcp, agent.as_deref().ok());
         let fresh = Arc::new(Live {
             config: loaded.config.clone(),
             env: loaded.env.clone(),

@@ -117,21 +117,7 @@ impl std::fmt::Debug for Router {
 /// The networking MCP's HTTP servers are reached through: the configured proxies and CA
 /// files (already checked when the configuration loaded; the direct default otherwise).
 pub(crate) fn mcp_net(config: &crate::config::Config) -> hermes_adapter::net::Net {
-    hermes_adapter::net::Net::new(&config.network).unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "MCP servers use direct connections");
-        hermes_adapter::net::Net::direct()
-    })
-}
-
-/// `deps` with the MCP servers' tools beside the built-ins.
-pub(crate) fn with_mcp_tools(
-    deps: Arc<AgentDeps>,
-    mcp: &crate::tools::mcp::McpHub,
-) -> Arc<AgentDeps> {
-    match Arc::try_unwrap(deps) {
-        Ok(deps) => Arc::new(deps.with_tool_overlay(mcp.overlay())),
-        Err(shared) => shared,
-    }
+    crate::agent::assembly::mcp_net(config)
 }
 
 impl Router {
@@ -176,27 +162,12 @@ impl Router {
             thread_sessions_per_user: loaded.config.thread_sessions_per_user,
         };
         let outbox = outbox::Outbox::default();
-        let mcp = crate::tools::mcp::McpHub::new();
-        mcp.apply(
-            &loaded.config.mcp_servers,
-            &mcp_net(&loaded.config),
-            &loaded.env,
-        );
+        let mcp = crate::agent::assembly::start_mcp(&loaded);
         let router = Arc::new_cyclic(|me: &Weak<Router>| {
             let prompts = prompts::user_prompts(me.clone());
-            let agent = match client {
-                Some(client) => Ok(Arc::new(AgentDeps::with_client(
-                    &home,
-                    &loaded,
-                    store.clone(),
-                    prompts,
-                    client,
-                ))),
-                None => AgentDeps::build(&home, &loaded, store.clone(), prompts)
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string()),
-            }
-            .map(|deps| with_mcp_tools(deps, &mcp));
+            let agent =
+                crate::agent::assemble(&home, &loaded, store.clone(), prompts, client, &mcp)
+                    .map_err(|e| e.to_string());
             Router {
                 home: home.clone(),
                 store: store.clone(),
@@ -236,8 +207,6 @@ impl Router {
         if let Err(reason) = &live.agent {
             tracing::warn!("{reason}; messages will be answered with setup instructions");
         }
-        // MCP servers' sampling requests go to the agent's model.
-        mcp.set_model_client(live.agent.as_ref().ok().map(|deps| deps.client.clone()));
         if let Some(cluster) = &router.cluster {
             tracing::info!(
                 instance_id = cluster.instance_id(),

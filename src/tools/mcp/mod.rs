@@ -14,6 +14,7 @@ mod env;
 pub mod probe;
 mod result;
 mod sampling;
+pub mod sampling_model;
 pub mod schema;
 mod sse;
 mod status;
@@ -26,6 +27,10 @@ use std::time::Duration;
 
 use hermes_adapter::net::Net;
 
+pub use sampling_model::{
+    SamplingFailure, SamplingImage, SamplingModel, SamplingReply, SamplingRequest, SamplingRole,
+    SamplingTurn,
+};
 pub use status::{ServerState, ServerStatus};
 use supervisor::{ServerTask, Shared};
 
@@ -56,8 +61,11 @@ impl McpHub {
     }
 
     /// Sampling requests go to `client` from now on (`None`: no provider, they are refused).
-    pub fn set_model_client(&self, client: Option<crate::agent::provider::ModelClient>) {
-        self.inner.models.set(client);
+    /// The agent side supplies the model; tools only know it as a [`SamplingModel`].
+    pub fn set_model_client<M: SamplingModel>(&self, client: Option<M>) {
+        self.inner
+            .models
+            .set(client.map(|model| Arc::new(model) as Arc<dyn SamplingModel>));
     }
 
     /// The tools every agent's registry reads.

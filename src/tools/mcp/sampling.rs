@@ -20,20 +20,30 @@ use rmcp::model::{
     SamplingMessageContentBlock,
 };
 
-use crate::agent::message::{ChatMessage, ImagePart};
-use crate::agent::provider::{FinishReason, ModelClient, ModelRequest};
+use super::sampling_model::{
+    SamplingImage, SamplingModel, SamplingRequest, SamplingRole, SamplingTurn,
+};
 use crate::config::{McpSampling, SamplingLogLevel};
 
-/// The model client sampling goes through, replaced on reload; shared by every server.
-#[derive(Debug, Clone, Default)]
-pub struct ModelSlot(Arc<RwLock<Option<ModelClient>>>);
+/// The model sampling goes through, replaced on reload; shared by every server.
+#[derive(Clone, Default)]
+pub struct ModelSlot(Arc<RwLock<Option<Arc<dyn SamplingModel>>>>);
+
+impl std::fmt::Debug for ModelSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = self.0.read().map(|m| m.is_some()).unwrap_or(false);
+        f.debug_tuple("ModelSlot")
+            .field(&if set { "set" } else { "empty" })
+            .finish()
+    }
+}
 
 impl ModelSlot {
-    pub fn set(&self, client: Option<ModelClient>) {
-        *self.0.write().unwrap_or_else(|e| e.into_inner()) = client;
+    pub fn set(&self, model: Option<Arc<dyn SamplingModel>>) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = model;
     }
 
-    fn get(&self) -> Option<ModelClient> {
+    fn get(&self) -> Option<Arc<dyn SamplingModel>> {
         self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
@@ -90,40 +100,29 @@ impl Sampler {
         let Some(base) = self.models.get() else {
             return refuse("no model provider is configured".into());
         };
-        let client = self.choose(&base, &params);
-        let model = client
-            .endpoints()
-            .first()
-            .map(|e| e.model.clone())
-            .unwrap_or_default();
+        let client = self.choose(base.as_ref(), &params);
+        let model = client.model_name();
         if !self.config.allowed_models.is_empty() && !self.config.allowed_models.contains(&model) {
             return refuse(format!(
                 "model '{model}' is not in mcp_servers.{}.sampling.allowed_models",
                 self.server
             ));
         }
-        let messages = match convert(&params.messages) {
-            Ok(messages) => messages,
+        let turns = match convert(&params.messages) {
+            Ok(turns) => turns,
             Err(message) => return refuse(message),
         };
         let max_tokens = params.max_tokens.min(self.config.max_tokens_cap);
         self.log(format_args!(
             "sampling request: model={model}, max_tokens={max_tokens}, messages={}",
-            messages.len()
+            turns.len()
         ));
-        let request = ModelRequest {
+        let request = SamplingRequest {
             system: params.system_prompt.filter(|s| !s.is_empty()),
-            messages,
-            tools: Vec::new(),
-            max_tokens: Some(max_tokens),
-            stream: false,
+            turns,
+            max_tokens,
         };
-        let reply = match tokio::time::timeout(
-            self.config.timeout,
-            client.complete(&request, &mut |_| {}),
-        )
-        .await
-        {
+        let reply = match tokio::time::timeout(self.config.timeout, client.answer(request)).await {
             Err(_) => {
                 return Err(ErrorData::internal_error(
                     format!(
@@ -138,18 +137,17 @@ impl Sampler {
         };
         self.log(format_args!(
             "sampling answered: model={}, tokens={}",
-            reply.model,
-            reply.usage.input_tokens + reply.usage.output_tokens
+            reply.model, reply.tokens
         ));
-        let stop = match reply.finish_reason {
-            FinishReason::Length => CreateMessageResult::STOP_REASON_END_MAX_TOKEN,
-            _ => CreateMessageResult::STOP_REASON_END_TURN,
+        let stop = if reply.hit_token_limit {
+            CreateMessageResult::STOP_REASON_END_MAX_TOKEN
+        } else {
+            CreateMessageResult::STOP_REASON_END_TURN
         };
-        Ok(CreateMessageResult::new(
-            SamplingMessage::assistant_text(reply.content.unwrap_or_default()),
-            reply.model,
+        Ok(
+            CreateMessageResult::new(SamplingMessage::assistant_text(reply.text), reply.model)
+                .with_stop_reason(stop),
         )
-        .with_stop_reason(stop))
     }
 
     /// Counts a request in the sliding minute unless `max_rpm` are already there.
@@ -169,29 +167,20 @@ impl Sampler {
     }
 
     /// The configured `model`, else the first hint a configured endpoint serves, else ours.
-    fn choose(&self, base: &ModelClient, params: &CreateMessageRequestParams) -> ModelClient {
-        if let Some(model) = &self.config.model {
-            return base
-                .overridden(None, Some(model))
-                .unwrap_or_else(|| base.clone());
-        }
-        let hints = params
+    fn choose(
+        &self,
+        base: &dyn SamplingModel,
+        params: &CreateMessageRequestParams,
+    ) -> Arc<dyn SamplingModel> {
+        let hints: Vec<&str> = params
             .model_preferences
             .as_ref()
             .and_then(|p| p.hints.as_ref())
             .into_iter()
             .flatten()
-            .filter_map(|h| h.name.as_deref());
-        for hint in hints {
-            let choice = crate::agent::provider::ModelChoice {
-                model: hint.to_owned(),
-                provider: None,
-            };
-            if let Some(client) = base.with_primary(&choice) {
-                return client;
-            }
-        }
-        base.clone()
+            .filter_map(|h| h.name.as_deref())
+            .collect();
+        base.choose(self.config.model.as_deref(), &hints)
     }
 
     fn log(&self, message: std::fmt::Arguments<'_>) {
@@ -204,8 +193,8 @@ impl Sampler {
     }
 }
 
-/// The server's messages as our chat messages: text joined, images attached.
-fn convert(messages: &[SamplingMessage]) -> Result<Vec<ChatMessage>, String> {
+/// The server's messages as turns: text joined, images attached.
+fn convert(messages: &[SamplingMessage]) -> Result<Vec<SamplingTurn>, String> {
     let mut out = Vec::with_capacity(messages.len());
     for message in messages {
         let mut text = Vec::new();
@@ -214,7 +203,10 @@ fn convert(messages: &[SamplingMessage]) -> Result<Vec<ChatMessage>, String> {
             match block {
                 SamplingMessageContentBlock::Text(t) => text.push(t.text),
                 SamplingMessageContentBlock::Image(i) => {
-                    images.push(ImagePart::new(i.mime_type, i.data));
+                    images.push(SamplingImage {
+                        mime_type: i.mime_type,
+                        data: i.data,
+                    });
                 }
                 SamplingMessageContentBlock::Audio(_) => {
                     text.push("[audio this client cannot pass on]".into());
@@ -230,12 +222,15 @@ fn convert(messages: &[SamplingMessage]) -> Result<Vec<ChatMessage>, String> {
                 }
             }
         }
-        let mut chat = match message.role {
-            Role::User => ChatMessage::user(text.join("\n")),
-            Role::Assistant => ChatMessage::assistant(text.join("\n")),
+        let role = match message.role {
+            Role::User => SamplingRole::User,
+            Role::Assistant => SamplingRole::Assistant,
         };
-        chat.images = images;
-        out.push(chat);
+        out.push(SamplingTurn {
+            role,
+            text: text.join("\n"),
+            images,
+        });
     }
     Ok(out)
 }

@@ -4,26 +4,9 @@
 //! reads other sessions. The operator may name more toolsets or tools; the list only ever
 //! narrows what the platform offers.
 
-use super::{MCP_TOOLSET_PREFIX_NAME, resolve_toolset};
-
-/// The default: asking the user, a to-do list, reading skills, and the read-only web and
-/// vision toolsets (empty in hermesd today, named so a future tool there is a guest's too).
-pub const DEFAULT_GUEST_TOOLS: &[&str] = &[
-    "clarify",
-    "todo",
-    "skills_list",
-    "skill_view",
-    "web",
-    "vision",
-];
-
-/// The default list as owned names.
-pub fn default_guest_tools() -> Vec<String> {
-    DEFAULT_GUEST_TOOLS
-        .iter()
-        .map(|n| (*n).to_owned())
-        .collect()
-}
+use super::resolve_toolset;
+use crate::config::toolset_names::MCP_TOOLSET_PREFIX;
+pub use crate::config::toolset_names::{DEFAULT_GUEST_TOOLS, default_guest_tools, is_known_entry};
 
 /// Whether `entries` (toolset names, tool names, or MCP servers by name, `mcp-<name>` or
 /// `mcp` for all) select `tool`, which belongs to `toolset`.
@@ -32,16 +15,10 @@ pub fn allows(entries: &[String], tool: &str, toolset: Option<&str>) -> bool {
         entry == tool
             || toolset == Some(entry.as_str())
             || toolset
-                .and_then(|t| t.strip_prefix(MCP_TOOLSET_PREFIX_NAME))
+                .and_then(|t| t.strip_prefix(MCP_TOOLSET_PREFIX))
                 .is_some_and(|server| entry == "mcp" || entry == server)
             || resolve_toolset(entry).contains(tool)
     })
-}
-
-/// Whether `name` means something in a guest list: a toolset, a tool of one, or an MCP
-/// server (`servers` are the configured ones).
-pub fn is_known_entry(name: &str, servers: &std::collections::BTreeSet<String>) -> bool {
-    name == "mcp" || super::is_known(name, servers) || resolve_toolset("all").contains(name)
 }
 
 #[cfg(test)]

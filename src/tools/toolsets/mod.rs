@@ -3,62 +3,19 @@
 //!
 //! Every Python toolset name is known, so configs written for the Python Hermes validate;
 //! toolsets whose tools hermesd does not have (web, browser, tts, ...) resolve to nothing.
+//! The table and its name lookups live in `config::toolset_names`, below configuration's
+//! validation; this module turns names into the tools an agent is offered.
 
 pub mod guest;
 mod platform;
-mod table;
 
 use std::collections::BTreeSet;
 
-pub use platform::{
-    ALL_MCP, NO_MCP, default_toolset, is_known, platform_toolsets, preset_name, with_mcp_servers,
+pub use crate::config::toolset_names::{
+    ALL_MCP, HERMES_CORE_TOOLS, LEGACY_TOOLSETS, NO_MCP, TOOLSETS, Toolset, get_toolset, is_known,
+    is_valid_toolset, legacy_tools, preset_name, resolve_toolset,
 };
-pub use table::{HERMES_CORE_TOOLS, LEGACY_TOOLSETS, TOOLSETS, Toolset};
-
-/// The prefix of an MCP server's toolset (`mcp-<server>`).
-pub(crate) const MCP_TOOLSET_PREFIX_NAME: &str = crate::tools::registry::MCP_TOOLSET_PREFIX;
-
-pub fn get_toolset(name: &str) -> Option<&'static Toolset> {
-    TOOLSETS.iter().find(|t| t.name == name)
-}
-
-/// Whether `name` is a toolset (`all` and `*` stand for every toolset).
-pub fn is_valid_toolset(name: &str) -> bool {
-    name == "all" || name == "*" || get_toolset(name).is_some()
-}
-
-fn legacy_tools(name: &str) -> Option<&'static [&'static str]> {
-    LEGACY_TOOLSETS
-        .iter()
-        .find(|(legacy, _)| *legacy == name)
-        .map(|(_, tools)| *tools)
-}
-
-/// All tool names in a toolset, following includes (cycles and diamonds resolve once).
-pub fn resolve_toolset(name: &str) -> BTreeSet<String> {
-    let mut visited = BTreeSet::new();
-    resolve_into(name, &mut visited)
-}
-
-fn resolve_into(name: &str, visited: &mut BTreeSet<String>) -> BTreeSet<String> {
-    if name == "all" || name == "*" {
-        return TOOLSETS
-            .iter()
-            .flat_map(|t| resolve_into(t.name, &mut visited.clone()))
-            .collect();
-    }
-    if !visited.insert(name.to_owned()) {
-        return BTreeSet::new();
-    }
-    let Some(toolset) = get_toolset(name) else {
-        return BTreeSet::new();
-    };
-    let mut tools: BTreeSet<String> = toolset.tools.iter().map(|t| (*t).to_owned()).collect();
-    for included in toolset.includes {
-        tools.extend(resolve_into(included, visited));
-    }
-    tools
-}
+pub use platform::{default_toolset, platform_toolsets, with_mcp_servers};
 
 /// A platform bundle's own tools minus the core ones (`bundle_non_core_tools`): disabling
 /// `hermes-discord` must not strip `terminal` that every other enabled toolset shares.

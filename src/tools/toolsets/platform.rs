@@ -8,8 +8,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{TOOLSETS, get_toolset, is_valid_toolset, legacy_tools, resolve_toolset};
-use crate::tools::registry::MCP_TOOLSET_PREFIX;
+use super::{ALL_MCP, NO_MCP, TOOLSETS, get_toolset, preset_name, resolve_toolset};
+use crate::config::toolset_names::MCP_TOOLSET_PREFIX;
 
 /// The toolsets a user picks one by one (Hermes's `CONFIGURABLE_TOOLSETS` keys). A list
 /// naming any of them is an explicit choice; otherwise presets are mapped back onto them.
@@ -48,11 +48,6 @@ fn is_platform_preset(name: &str) -> bool {
         || get_toolset("hermes-gateway").is_some_and(|gateway| gateway.includes.contains(&name))
 }
 
-/// The list entry that turns every MCP server off for a platform.
-pub const NO_MCP: &str = "no_mcp";
-/// Our name for every MCP server's tools at once.
-pub const ALL_MCP: &str = "mcp";
-
 /// The preset a platform uses when `platform_toolsets` has no list for it (Hermes's
 /// `PLATFORMS[..].default_toolset`). A platform with no preset of its own (an in-process
 /// adapter, a benchmark) gets the CLI's, the core tools, where Hermes's plugin platforms
@@ -64,28 +59,6 @@ pub fn default_toolset(platform: &str) -> String {
     } else {
         "hermes-cli".to_owned()
     }
-}
-
-/// The name of `platform`'s own preset, whether or not the table has it.
-pub fn preset_name(platform: &str) -> String {
-    match platform {
-        "api_server" => "hermes-api-server".to_owned(),
-        "whatsapp_cloud" => "hermes-whatsapp".to_owned(),
-        "wecom_callback" => "hermes-wecom-callback".to_owned(),
-        other => format!("hermes-{other}"),
-    }
-}
-
-/// Whether `name` may appear in a toolset list, given the configured MCP servers.
-pub fn is_known(name: &str, mcp_servers: &BTreeSet<String>) -> bool {
-    is_valid_toolset(name)
-        || legacy_tools(name).is_some()
-        || name == NO_MCP
-        || name == ALL_MCP
-        || mcp_servers.contains(name)
-        || name
-            .strip_prefix(MCP_TOOLSET_PREFIX)
-            .is_some_and(|server| mcp_servers.contains(server))
 }
 
 /// The toolset names enabled on `platform`. `listed` is `platform_toolsets.<platform>`
@@ -173,7 +146,7 @@ fn is_mcp_toolset(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::toolsets::resolve_toolsets;
+    use crate::tools::toolsets::{is_known, resolve_toolsets};
 
     fn list(names: &[&str]) -> Vec<String> {
         names.iter().map(|s| (*s).to_owned()).collect()

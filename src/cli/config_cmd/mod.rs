@@ -1,9 +1,11 @@
 //! The `config check` and `config show` subcommands: they print and return the exit code.
+//! They live with the other commands, not in `config`, because the check also runs the
+//! gateway's start-up validation and masks secrets with the logging redactor.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use super::{EXIT_CONFIG, LoadedConfig, load};
+use crate::config::{EXIT_CONFIG, LoadedConfig, load};
 use crate::home::HermesHome;
 
 /// EX_SOFTWARE: the configuration was fine but could not be printed.
@@ -146,3 +148,6 @@ pub(crate) fn show_to(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

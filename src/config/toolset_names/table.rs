@@ -7,7 +7,7 @@ pub struct Toolset {
     pub name: &'static str,
     pub tools: &'static [&'static str],
     pub includes: &'static [&'static str],
-    /// Posture toolsets re-list core tools without owning them (see [`super::resolve_toolsets`]).
+    /// Posture toolsets re-list core tools without owning them (see `tools::toolsets::resolve_toolsets`).
     pub posture: bool,
 }
 

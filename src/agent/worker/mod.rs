@@ -7,12 +7,14 @@
 //! call's partial output never enters the history, and unanswered tool calls get an
 //! "interrupted" result so the history stays well-formed.
 
+mod compression;
+mod journaled;
+
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use super::budget::IterationBudget;
-use super::compress;
 use super::deps::AgentDeps;
 use super::events::{AgentEvent, EventSink, emit};
 use super::history;
@@ -367,90 +369,6 @@ impl Agent {
         })
     }
 
-    /// Runs a gateway turn for an inbound event: the user's message is stored and the event
-    /// marked `processing` in one write, so a restart can tell a started turn from a new one.
-    pub async fn run_journaled_turn(
-        &mut self,
-        user_text: &str,
-        inbound: (&str, &str),
-        events: &EventSink,
-        cancel: &CancellationToken,
-    ) -> Result<TurnOutcome, AgentError> {
-        self.deps.memory.reset_consolidation_failures();
-        let mut message = ChatMessage::user(user_text);
-        message.images = std::mem::take(&mut self.pending_images);
-        // The pixels stay out of state.db; kept under the home until the turn ends so a
-        // resume after a crash sends them again.
-        self.keep_turn_images(inbound, message.images.clone()).await;
-        let stored = history::to_stored(&self.session_id, &message, None);
-        let (platform, event_id) = inbound;
-        self.deps
-            .store
-            .start_turn(stored, platform, event_id)
-            .await?;
-        self.history.push(message);
-        let outcome = self.continue_then_forget_images(events, cancel).await;
-        self.forget_turn_images(inbound).await;
-        outcome
-    }
-
-    /// Finishes the turn for `inbound` a previous process started (its user message is
-    /// already stored): a stored final answer is returned as is; otherwise the loop
-    /// continues from the stored history, the turn's photos back on its user message.
-    pub async fn resume_journaled_turn(
-        &mut self,
-        inbound: (&str, &str),
-        events: &EventSink,
-        cancel: &CancellationToken,
-    ) -> Result<TurnOutcome, AgentError> {
-        if let Some(outcome) = self.stored_answer() {
-            self.forget_turn_images(inbound).await;
-            return Ok(outcome);
-        }
-        let home = self.deps.home.clone();
-        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
-        let images = tokio::task::spawn_blocking(move || {
-            super::turn_images::load(&home, (&owned.0, &owned.1))
-        })
-        .await
-        .unwrap_or_default();
-        if let Some(user) = self
-            .history
-            .iter_mut()
-            .rev()
-            .find(|m| m.role == super::message::Role::User)
-        {
-            user.images = images;
-        }
-        let outcome = self.continue_then_forget_images(events, cancel).await;
-        self.forget_turn_images(inbound).await;
-        outcome
-    }
-
-    async fn keep_turn_images(&self, inbound: (&str, &str), images: Vec<ImagePart>) {
-        if images.is_empty() {
-            return;
-        }
-        let home = self.deps.home.clone();
-        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
-        let saved = tokio::task::spawn_blocking(move || {
-            super::turn_images::save(&home, (&owned.0, &owned.1), &images)
-        })
-        .await;
-        if let Ok(Err(e)) = saved {
-            tracing::warn!(error = %e, "cannot keep the turn's photos for a resume");
-        }
-    }
-
-    async fn forget_turn_images(&self, inbound: (&str, &str)) {
-        let home = self.deps.home.clone();
-        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
-        let _ = tokio::task::spawn_blocking(move || {
-            super::turn_images::remove(&home, (&owned.0, &owned.1))
-        })
-        .await;
-    }
-
     /// The model/tool loop after the user's message is in the history.
     async fn continue_turn(
         &mut self,
@@ -631,91 +549,6 @@ impl Agent {
             iterations: budget.used(),
             session_id: self.session_id.clone(),
         })
-    }
-
-    /// Pre-flight compression at the configured share of the context window.
-    async fn maybe_compress(
-        &mut self,
-        events: &EventSink,
-        cancel: &CancellationToken,
-    ) -> Result<(), AgentError> {
-        let settings = &self.deps.settings;
-        if !settings.compression_enabled {
-            return Ok(());
-        }
-        let limit = (settings.context_length as f64 * settings.compression_threshold) as usize;
-        if compress::estimate_tokens(&self.history) <= limit {
-            return Ok(());
-        }
-        let Some(plan) = compress::plan(
-            &self.history,
-            compress::PROTECT_FIRST_N,
-            settings.protect_last_n,
-        ) else {
-            return Ok(());
-        };
-        let middle = &self.history[plan.head_end..plan.tail_start];
-        let request = ModelRequest {
-            system: Some(compress::SUMMARISER_PROMPT.to_owned()),
-            messages: vec![ChatMessage::user(compress::render_transcript(middle))],
-            tools: Vec::new(),
-            max_tokens: None,
-            stream: false,
-        };
-        let summary = match self.call_model(&request, events, cancel).await {
-            Ok(Some(reply)) => reply.content.unwrap_or_default(),
-            Ok(None) => return Ok(()),
-            Err(e) => {
-                tracing::warn!(session_id = %self.session_id, error = %e, "summary failed; compressing with a placeholder");
-                format!(
-                    "[{} earlier messages were removed; no summary is available]",
-                    middle.len()
-                )
-            }
-        };
-        let compressed = compress::assemble(&self.history, plan, &summary);
-        self.continue_in_child(compressed, events).await
-    }
-
-    /// Ends this session with reason `compression` and continues in a new child session.
-    async fn continue_in_child(
-        &mut self,
-        compressed: Vec<ChatMessage>,
-        events: &EventSink,
-    ) -> Result<(), AgentError> {
-        let store = &self.deps.store;
-        let parent = store
-            .get_session(&self.session_id)
-            .await?
-            .ok_or_else(|| StoreError::SessionNotFound(self.session_id.clone()))?;
-        let child_id = super::session_id::new_session_id();
-        let mut child = NewSession::new(child_id.clone(), parent.source.clone());
-        child.user_id = parent.user_id.clone();
-        child.model = parent.model.clone();
-        child.system_prompt = Some(self.system_prompt.clone());
-        child.parent_session_id = Some(self.session_id.clone());
-        store.create_session(child).await?;
-        store.end_session(&self.session_id, "compression").await?;
-        if let Some(title) = parent.title.as_deref() {
-            let next = store.next_title_in_lineage(title).await?;
-            store.set_session_title(&child_id, Some(&next)).await?;
-        }
-        for message in &compressed {
-            store
-                .append_message(history::to_stored(&child_id, message, None))
-                .await?;
-        }
-        emit(
-            events,
-            AgentEvent::Compressed {
-                from: self.session_id.clone(),
-                to: child_id.clone(),
-            },
-        );
-        tracing::info!(from = %self.session_id, to = %child_id, kept = compressed.len(), "conversation compressed");
-        self.session_id = child_id;
-        self.history = compressed;
-        Ok(())
     }
 }
 

@@ -1,0 +1,100 @@
+//! Pre-flight compression: when the history passes the configured share of the context
+//! window, its middle is summarised by the model and the conversation continues in a child
+//! session that starts from the compressed history.
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Agent, AgentError};
+use crate::agent::compress;
+use crate::agent::events::{AgentEvent, EventSink, emit};
+use crate::agent::history;
+use crate::agent::message::ChatMessage;
+use crate::agent::provider::ModelRequest;
+use crate::state::{NewSession, StoreError};
+
+impl Agent {
+    /// Pre-flight compression at the configured share of the context window.
+    pub(super) async fn maybe_compress(
+        &mut self,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), AgentError> {
+        let settings = &self.deps.settings;
+        if !settings.compression_enabled {
+            return Ok(());
+        }
+        let limit = (settings.context_length as f64 * settings.compression_threshold) as usize;
+        if compress::estimate_tokens(&self.history) <= limit {
+            return Ok(());
+        }
+        let Some(plan) = compress::plan(
+            &self.history,
+            compress::PROTECT_FIRST_N,
+            settings.protect_last_n,
+        ) else {
+            return Ok(());
+        };
+        let middle = &self.history[plan.head_end..plan.tail_start];
+        let request = ModelRequest {
+            system: Some(compress::SUMMARISER_PROMPT.to_owned()),
+            messages: vec![ChatMessage::user(compress::render_transcript(middle))],
+            tools: Vec::new(),
+            max_tokens: None,
+            stream: false,
+        };
+        let summary = match self.call_model(&request, events, cancel).await {
+            Ok(Some(reply)) => reply.content.unwrap_or_default(),
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                tracing::warn!(session_id = %self.session_id, error = %e, "summary failed; compressing with a placeholder");
+                format!(
+                    "[{} earlier messages were removed; no summary is available]",
+                    middle.len()
+                )
+            }
+        };
+        let compressed = compress::assemble(&self.history, plan, &summary);
+        self.continue_in_child(compressed, events).await
+    }
+
+    /// Ends this session with reason `compression` and continues in a new child session.
+    pub(super) async fn continue_in_child(
+        &mut self,
+        compressed: Vec<ChatMessage>,
+        events: &EventSink,
+    ) -> Result<(), AgentError> {
+        let store = &self.deps.store;
+        let parent = store
+            .get_session(&self.session_id)
+            .await?
+            .ok_or_else(|| StoreError::SessionNotFound(self.session_id.clone()))?;
+        let child_id = crate::agent::session_id::new_session_id();
+        let mut child = NewSession::new(child_id.clone(), parent.source.clone());
+        child.user_id = parent.user_id.clone();
+        child.model = parent.model.clone();
+        child.system_prompt = Some(self.system_prompt.clone());
+        child.parent_session_id = Some(self.session_id.clone());
+        store.create_session(child).await?;
+        store.end_session(&self.session_id, "compression").await?;
+        if let Some(title) = parent.title.as_deref() {
+            let next = store.next_title_in_lineage(title).await?;
+            store.set_session_title(&child_id, Some(&next)).await?;
+        }
+        for message in &compressed {
+            store
+                .append_message(history::to_stored(&child_id, message, None))
+                .await?;
+        }
+        emit(
+            events,
+            AgentEvent::Compressed {
+                from: self.session_id.clone(),
+                to: child_id.clone(),
+            },
+        );
+        tracing::info!(from = %self.session_id, to = %child_id, kept = compressed.len(), "conversation compressed");
+        self.session_id = child_id;
+        self.history = compressed;
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! Gateway turns tied to an inbound event: the user's message and the event's `processing`
+//! mark are stored in one write, and the turn's photos are kept under the home until it
+//! ends, so a restart can finish a started turn with the same pixels.
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Agent, AgentError, TurnOutcome};
+use crate::agent::events::EventSink;
+use crate::agent::history;
+use crate::agent::message::{ChatMessage, ImagePart};
+
+impl Agent {
+    /// Runs a gateway turn for an inbound event: the user's message is stored and the event
+    /// marked `processing` in one write, so a restart can tell a started turn from a new one.
+    pub async fn run_journaled_turn(
+        &mut self,
+        user_text: &str,
+        inbound: (&str, &str),
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        self.deps.memory.reset_consolidation_failures();
+        let mut message = ChatMessage::user(user_text);
+        message.images = std::mem::take(&mut self.pending_images);
+        // The pixels stay out of state.db; kept under the home until the turn ends so a
+        // resume after a crash sends them again.
+        self.keep_turn_images(inbound, message.images.clone()).await;
+        let stored = history::to_stored(&self.session_id, &message, None);
+        let (platform, event_id) = inbound;
+        self.deps
+            .store
+            .start_turn(stored, platform, event_id)
+            .await?;
+        self.history.push(message);
+        let outcome = self.continue_then_forget_images(events, cancel).await;
+        self.forget_turn_images(inbound).await;
+        outcome
+    }
+
+    /// Finishes the turn for `inbound` a previous process started (its user message is
+    /// already stored): a stored final answer is returned as is; otherwise the loop
+    /// continues from the stored history, the turn's photos back on its user message.
+    pub async fn resume_journaled_turn(
+        &mut self,
+        inbound: (&str, &str),
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        if let Some(outcome) = self.stored_answer() {
+            self.forget_turn_images(inbound).await;
+            return Ok(outcome);
+        }
+        let home = self.deps.home.clone();
+        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
+        let images = tokio::task::spawn_blocking(move || {
+            crate::agent::turn_images::load(&home, (&owned.0, &owned.1))
+        })
+        .await
+        .unwrap_or_default();
+        if let Some(user) = self
+            .history
+            .iter_mut()
+            .rev()
+            .find(|m| m.role == crate::agent::message::Role::User)
+        {
+            user.images = images;
+        }
+        let outcome = self.continue_then_forget_images(events, cancel).await;
+        self.forget_turn_images(inbound).await;
+        outcome
+    }
+
+    pub(super) async fn keep_turn_images(&self, inbound: (&str, &str), images: Vec<ImagePart>) {
+        if images.is_empty() {
+            return;
+        }
+        let home = self.deps.home.clone();
+        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
+        let saved = tokio::task::spawn_blocking(move || {
+            crate::agent::turn_images::save(&home, (&owned.0, &owned.1), &images)
+        })
+        .await;
+        if let Ok(Err(e)) = saved {
+            tracing::warn!(error = %e, "cannot keep the turn's photos for a resume");
+        }
+    }
+
+    pub(super) async fn forget_turn_images(&self, inbound: (&str, &str)) {
+        let home = self.deps.home.clone();
+        let owned = (inbound.0.to_owned(), inbound.1.to_owned());
+        let _ = tokio::task::spawn_blocking(move || {
+            crate::agent::turn_images::remove(&home, (&owned.0, &owned.1))
+        })
+        .await;
+    }
+}

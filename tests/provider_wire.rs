@@ -35,7 +35,7 @@ async fn tool_round_trip(mode: ApiMode, stream: bool) -> Value {
     let mut request = ModelRequest {
         system: Some("Be brief.".into()),
         messages: vec![ChatMessage::user("Weather in Oslo and Rome?")],
-        tools: vec![weather_tool()],
+        tools: std::sync::Arc::new(vec![weather_tool()]),
         max_tokens: Some(512),
         stream,
     };

@@ -135,6 +135,9 @@ pub struct AgentDeps {
     pub env: BTreeMap<String, String>,
     /// Shared with [`AgentDeps::reconfigured`] copies, so a reload keeps the lists.
     todos: Arc<Mutex<HashMap<String, Arc<TodoStore>>>>,
+    /// The tool definitions offered per platform, reused between model calls; never shared
+    /// with a copy, whose settings may differ.
+    offers: Arc<super::tool_offer::OfferCache>,
 }
 
 impl std::fmt::Debug for AgentDeps {
@@ -208,6 +211,7 @@ impl AgentDeps {
             limits: ToolLimits::default(),
             env: child_env(home, &loaded.env),
             todos: Arc::new(Mutex::new(HashMap::new())),
+            offers: Arc::default(),
         }
     }
 
@@ -239,12 +243,14 @@ impl AgentDeps {
             limits: self.limits,
             env: self.env.clone(),
             todos: Arc::clone(&self.todos),
+            offers: Arc::default(),
         }
     }
 
     /// These dependencies with dynamic tools (the MCP servers') beside the built-ins; a
     /// [`AgentDeps::reconfigured`] copy keeps them.
     pub fn with_tool_overlay(mut self, overlay: crate::tools::ToolOverlay) -> Self {
+        self.offers = Arc::default();
         self.registry = self.registry.with_overlay(overlay);
         self
     }
@@ -343,36 +349,60 @@ impl AgentDeps {
 
     /// The tool definitions offered to the model on `platform`; sub-agents past the spawn
     /// depth cannot delegate further.
-    pub fn tool_definitions(&self, session_id: &str, depth: u32, platform: &str) -> Vec<Value> {
-        let ctx = self.tool_ctx(session_id, CancellationToken::new());
-        let enabled = self.enabled_toolsets(platform);
-        let mut definitions =
-            self.registry
-                .definitions(Some(&enabled), &self.settings.disabled_toolsets, &ctx);
-        if depth as usize >= self.delegation.max_spawn_depth {
-            definitions.retain(|d| d["function"]["name"] != "delegate_task");
-        }
-        definitions
+    pub fn tool_definitions(&self, _session_id: &str, depth: u32, platform: &str) -> Vec<Value> {
+        self.tool_offer(depth, platform).as_ref().clone()
     }
 
-    /// [`AgentDeps::tool_definitions`] for a turn acting for `caller`: a guest's turn is
-    /// offered only what `gateway.guest_tools` selects, so the model never sees the rest.
+    /// [`AgentDeps::tool_definitions`], shared rather than copied: the same offer is reused
+    /// between model calls while nothing it depends on changed (`agent::tool_offer`).
+    pub fn tool_offer(&self, depth: u32, platform: &str) -> Arc<Vec<Value>> {
+        let enabled = self.enabled_toolsets(platform);
+        let depth_capped = depth as usize >= self.delegation.max_spawn_depth;
+        let key = super::tool_offer::OfferKey {
+            platform: platform.to_owned(),
+            enabled: enabled.clone(),
+            disabled: self.settings.disabled_toolsets.clone(),
+            depth_capped,
+        };
+        self.offers
+            .get_or_build(key, self.registry.dynamic_snapshot(), || {
+                let ctx = self.tool_ctx("", CancellationToken::new());
+                let mut definitions = self.registry.definitions(
+                    Some(&enabled),
+                    &self.settings.disabled_toolsets,
+                    &ctx,
+                );
+                if depth_capped {
+                    definitions.retain(|d| d["function"]["name"] != "delegate_task");
+                }
+                definitions
+            })
+    }
+
+    /// [`AgentDeps::tool_offer`] for a turn acting for `caller`: a guest's turn is offered
+    /// only what `gateway.guest_tools` selects, so the model never sees the rest.
     pub fn tool_definitions_for(
         &self,
-        session_id: &str,
+        _session_id: &str,
         depth: u32,
         platform: &str,
         caller: &Caller,
-    ) -> Vec<Value> {
-        let mut definitions = self.tool_definitions(session_id, depth, platform);
-        if caller.authority == Authority::Guest {
-            definitions.retain(|d| {
-                d["function"]["name"]
-                    .as_str()
-                    .is_some_and(|name| self.guest_may_use(name))
-            });
+    ) -> Arc<Vec<Value>> {
+        let offer = self.tool_offer(depth, platform);
+        if caller.authority != Authority::Guest {
+            return offer;
         }
-        definitions
+        Arc::new(
+            offer
+                .iter()
+                .filter(|d| {
+                    d["function"]["name"]
+                        .as_str()
+                        .is_some_and(|name| self.guest_may_use(name))
+                })
+                .cloned()
+                .collect(),
+        )
     }
 
     /// Whether `gateway.guest_tools` gives guests the tool `name`.

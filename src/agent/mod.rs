@@ -17,6 +17,7 @@ pub mod session_id;
 pub mod title;
 mod todo_history;
 mod tool_images;
+pub mod tool_offer;
 mod tool_round;
 mod turn_images;
 mod worker;

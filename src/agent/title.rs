@@ -36,7 +36,7 @@ pub fn title_request(user_message: &str, reply: &str) -> ModelRequest {
         messages: vec![ChatMessage::user(format!(
             "User: {user}\n\nAssistant: {assistant}"
         ))],
-        tools: Vec::new(),
+        tools: Default::default(),
         max_tokens: Some(MAX_TOKENS),
         stream: false,
     }

@@ -173,6 +173,12 @@ impl ToolRegistry {
         self.dynamic().get(name).cloned()
     }
 
+    /// The dynamic tools (an MCP server's) as they are now: a snapshot that stays the same
+    /// `Arc` until a source publishes a new list, so callers may remember what they derived.
+    pub fn dynamic_snapshot(&self) -> Arc<BTreeMap<String, ToolEntry>> {
+        self.dynamic()
+    }
+
     /// The dynamic tools as they are now, without the names a built-in holds.
     fn dynamic(&self) -> Arc<BTreeMap<String, ToolEntry>> {
         self.overlay

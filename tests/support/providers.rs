@@ -47,7 +47,7 @@ pub fn request(text: &str, stream: bool) -> ModelRequest {
     ModelRequest {
         system: Some("You are a test.".into()),
         messages: vec![ChatMessage::user(text)],
-        tools: Vec::new(),
+        tools: Default::default(),
         max_tokens: None,
         stream,
     }

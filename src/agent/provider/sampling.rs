@@ -62,7 +62,7 @@ impl SamplingModel for ModelClient {
             let request = ModelRequest {
                 system: request.system,
                 messages,
-                tools: Vec::new(),
+                tools: Default::default(),
                 max_tokens: Some(request.max_tokens),
                 stream: false,
             };

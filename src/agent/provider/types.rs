@@ -12,7 +12,8 @@ use crate::agent::message::{ChatMessage, ToolCall};
 pub struct ModelRequest {
     pub system: Option<String>,
     pub messages: Vec<ChatMessage>,
-    pub tools: Vec<serde_json::Value>,
+    /// Shared: the same offer goes out with every call of a turn (`agent::tool_offer`).
+    pub tools: std::sync::Arc<Vec<serde_json::Value>>,
     pub max_tokens: Option<u32>,
     /// Ask for a server-sent-event stream and report text as it arrives.
     pub stream: bool,

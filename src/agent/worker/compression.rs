@@ -38,7 +38,7 @@ impl Agent {
         let request = ModelRequest {
             system: Some(compress::SUMMARISER_PROMPT.to_owned()),
             messages: vec![ChatMessage::user(compress::render_transcript(middle))],
-            tools: Vec::new(),
+            tools: Default::default(),
             max_tokens: None,
             stream: false,
         };

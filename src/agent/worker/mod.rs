@@ -430,7 +430,7 @@ impl Agent {
                 &self.caller,
             )
         } else {
-            Vec::new()
+            Default::default()
         };
         ModelRequest {
             system: Some(super::prompt::with_request_system(

@@ -39,11 +39,11 @@ fn tool_turns_become_blocks_and_results_share_a_user_message() {
             ChatMessage::tool_result("call_2", "g", ""),
             ChatMessage::tool_result("call:1", "f", "ok"),
         ],
-        tools: vec![
+        tools: std::sync::Arc::new(vec![
             json!({"type": "function", "function": {"name": "f", "description": "F", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}),
             json!({"type": "function", "function": {"name": "f", "description": "dup"}}),
             json!({"type": "function", "function": {"name": "g"}}),
-        ],
+        ]),
         max_tokens: None,
         stream: false,
     };

@@ -24,29 +24,27 @@ fn belongs_to(job: &JobRecord, platform: &str, chat_id: &str) -> bool {
     from_here || to_here
 }
 
-impl Router {
-    pub(super) async fn cron_text(&self, event: &MessageEvent) -> String {
-        let zone = Zone::parse(&self.live().config.cron.timezone).unwrap_or(Zone::Host);
-        let jobs = Jobs::new(JobsStore::new(self.home.cron_dir()), zone);
-        let listed = tokio::task::spawn_blocking(move || jobs.list()).await;
-        let all = match listed {
-            Ok(Ok(all)) => all,
-            Ok(Err(e)) => return format!("⚠️ The scheduled jobs cannot be read: {e}"),
-            Err(_) => return "⚠️ The scheduled jobs cannot be read right now.".into(),
-        };
-        let source = &event.source;
-        let mine: Vec<String> = all
-            .iter()
-            .filter(|job| belongs_to(job, &source.platform, &source.chat_id))
-            .map(summary)
-            .collect();
-        if mine.is_empty() {
-            return "No scheduled jobs for this chat. Ask me to schedule something (\"every morning at 8, summarise…\").".into();
-        }
-        format!(
-            "⏰ Scheduled jobs for this chat ({}):\n{}\n\nAsk me to change, pause or remove one.",
-            mine.len(),
-            mine.join("\n")
-        )
+pub(super) async fn cron_text(router: &Router, event: &MessageEvent) -> String {
+    let zone = Zone::parse(&router.live().config.cron.timezone).unwrap_or(Zone::Host);
+    let jobs = Jobs::new(JobsStore::new(router.home.cron_dir()), zone);
+    let listed = tokio::task::spawn_blocking(move || jobs.list()).await;
+    let all = match listed {
+        Ok(Ok(all)) => all,
+        Ok(Err(e)) => return format!("⚠️ The scheduled jobs cannot be read: {e}"),
+        Err(_) => return "⚠️ The scheduled jobs cannot be read right now.".into(),
+    };
+    let source = &event.source;
+    let mine: Vec<String> = all
+        .iter()
+        .filter(|job| belongs_to(job, &source.platform, &source.chat_id))
+        .map(summary)
+        .collect();
+    if mine.is_empty() {
+        return "No scheduled jobs for this chat. Ask me to schedule something (\"every morning at 8, summarise…\").".into();
     }
+    format!(
+        "⏰ Scheduled jobs for this chat ({}):\n{}\n\nAsk me to change, pause or remove one.",
+        mine.len(),
+        mine.join("\n")
+    )
 }

@@ -14,64 +14,62 @@ use super::clustered::seen_key;
 use super::slot::{Slot, SlotState};
 use crate::state::InboundState;
 
-impl Router {
-    /// Starts taking up `slot`'s journaled events, or asks the running pull to look again.
-    pub(super) fn pull_journaled(&self, slot: &Arc<Slot>, state: &mut SlotState) {
-        if state.pulling {
-            state.pull_again = true;
+/// Starts taking up `slot`'s journaled events, or asks the running pull to look again.
+pub(super) fn pull_journaled(router: &Router, slot: &Arc<Slot>, state: &mut SlotState) {
+    if state.pulling {
+        state.pull_again = true;
+        return;
+    }
+    state.pulling = true;
+    let router = router.arc();
+    let slot = slot.clone();
+    tokio::spawn(async move { pull_loop(router, slot).await });
+}
+
+/// One pull at a time per slot, so events are taken up in the journal's order.
+pub(super) async fn pull_loop(router: Arc<Router>, slot: Arc<Slot>) {
+    loop {
+        take_up_received(&router, &slot).await;
+        let mut state = slot.lock();
+        if !state.pull_again || !state.held {
+            state.pulling = false;
+            state.pull_again = false;
             return;
         }
-        state.pulling = true;
-        let router = self.arc();
-        let slot = slot.clone();
-        tokio::spawn(async move { router.pull_loop(slot).await });
+        state.pull_again = false;
     }
+}
 
-    /// One pull at a time per slot, so events are taken up in the journal's order.
-    async fn pull_loop(self: Arc<Self>, slot: Arc<Slot>) {
-        loop {
-            self.take_up_received(&slot).await;
-            let mut state = slot.lock();
-            if !state.pull_again || !state.held {
-                state.pulling = false;
-                state.pull_again = false;
-                return;
-            }
-            state.pull_again = false;
+/// Dispatches the session's received events nobody here has taken up yet, oldest first,
+/// while the lease is still held.
+pub(super) async fn take_up_received(router: &Router, slot: &Arc<Slot>) {
+    let unfinished = match router.store.unfinished_inbound().await {
+        Ok(events) => events,
+        Err(e) => {
+            tracing::warn!(session_key = %slot.key, error = %e, "cannot read the session's new events; the turn boundary picks them up");
+            return;
         }
-    }
-
-    /// Dispatches the session's received events nobody here has taken up yet, oldest first,
-    /// while the lease is still held.
-    async fn take_up_received(&self, slot: &Arc<Slot>) {
-        let unfinished = match self.store.unfinished_inbound().await {
-            Ok(events) => events,
-            Err(e) => {
-                tracing::warn!(session_key = %slot.key, error = %e, "cannot read the session's new events; the turn boundary picks them up");
-                return;
-            }
+    };
+    let received = unfinished
+        .iter()
+        .filter(|e| e.session_key == slot.key && e.state == InboundState::Received);
+    for journaled in received {
+        let name = seen_key(&journaled.platform, &journaled.event_id);
+        if !untaken(&slot.lock(), &name) {
+            continue;
+        }
+        let Some(job) = super::clustered::journaled_job(router, journaled).await else {
+            continue;
         };
-        let received = unfinished
-            .iter()
-            .filter(|e| e.session_key == slot.key && e.state == InboundState::Received);
-        for journaled in received {
-            let name = seen_key(&journaled.platform, &journaled.event_id);
-            if !untaken(&slot.lock(), &name) {
+        {
+            // Checked again: the worker's own look at the journal may have taken it.
+            let mut state = slot.lock();
+            if !state.held || !untaken(&state, &name) {
                 continue;
             }
-            let Some(job) = self.journaled_job(journaled).await else {
-                continue;
-            };
-            {
-                // Checked again: the worker's own look at the journal may have taken it.
-                let mut state = slot.lock();
-                if !state.held || !untaken(&state, &name) {
-                    continue;
-                }
-                state.seen.insert(name);
-            }
-            self.dispatch(slot.key.clone(), job);
+            state.seen.insert(name);
         }
+        super::busy::dispatch(router, slot.key.clone(), job);
     }
 }
 

@@ -37,51 +37,45 @@ fn agent_inputs_changed(old: &Live, new: &LoadedConfig) -> bool {
         || old.env != new.env
 }
 
-impl Router {
-    /// The current reloadable settings.
-    pub(crate) fn live(&self) -> Arc<Live> {
-        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Applies a validated, reloaded configuration at once. The agent's dependencies are
-    /// rebuilt only when their inputs changed, sharing their stateful parts (approvals,
-    /// background processes, memory, to-dos) with the old ones.
-    pub fn apply_reload(&self, loaded: &LoadedConfig) {
-        self.mcp.apply(
-            &loaded.config.mcp_servers,
-            &super::mcp_net(&loaded.config),
-            &loaded.env,
-        );
-        let old = self.live();
-        let agent = if agent_inputs_changed(&old, loaded) {
-            match (ModelClient::from_config(&loaded.config), &old.agent) {
-                (Ok(client), Ok(deps)) => Ok(Arc::new(deps.reconfigured(loaded, client))),
-                (Ok(client), Err(_)) => Ok(super::with_mcp_tools(
-                    Arc::new(AgentDeps::with_client(
-                        &self.home,
-                        loaded,
-                        self.store.clone(),
-                        prompts::user_prompts(self.me.clone()),
-                        client,
-                    )),
-                    &self.mcp,
+/// Applies a validated, reloaded configuration at once. The agent's dependencies are
+/// rebuilt only when their inputs changed, sharing their stateful parts (approvals,
+/// background processes, memory, to-dos) with the old ones.
+pub(super) fn apply_reload(router: &Router, loaded: &LoadedConfig) {
+    router.mcp.apply(
+        &loaded.config.mcp_servers,
+        &super::mcp_net(&loaded.config),
+        &loaded.env,
+    );
+    let old = router.live();
+    let agent = if agent_inputs_changed(&old, loaded) {
+        match (ModelClient::from_config(&loaded.config), &old.agent) {
+            (Ok(client), Ok(deps)) => Ok(Arc::new(deps.reconfigured(loaded, client))),
+            (Ok(client), Err(_)) => Ok(super::with_mcp_tools(
+                Arc::new(AgentDeps::with_client(
+                    &router.home,
+                    loaded,
+                    router.store.clone(),
+                    prompts::user_prompts(router.me.clone()),
+                    client,
                 )),
-                (Err(e), _) => Err(e.to_string()),
-            }
-        } else {
-            old.agent.clone()
-        };
-        if let Err(reason) = &agent {
-            tracing::warn!("{reason}; messages will be answered with setup instructions");
+                &router.mcp,
+            )),
+            (Err(e), _) => Err(e.to_string()),
         }
-        self.mcp
-            .set_model_client(agent.as_ref().ok().map(|deps| deps.client.clone()));
-        let fresh = Arc::new(Live {
-            config: loaded.config.clone(),
-            env: loaded.env.clone(),
-            auth: AuthPolicy::from_config(&loaded.config, &loaded.env),
-            agent,
-        });
-        *self.live.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+    } else {
+        old.agent.clone()
+    };
+    if let Err(reason) = &agent {
+        tracing::warn!("{reason}; messages will be answered with setup instructions");
     }
+    router
+        .mcp
+        .set_model_client(agent.as_ref().ok().map(|deps| deps.client.clone()));
+    let fresh = Arc::new(Live {
+        config: loaded.config.clone(),
+        env: loaded.env.clone(),
+        auth: AuthPolicy::from_config(&loaded.config, &loaded.env),
+        agent,
+    });
+    *router.live.write().unwrap_or_else(|e| e.into_inner()) = fresh;
 }

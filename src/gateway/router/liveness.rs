@@ -9,46 +9,37 @@ use std::time::Duration;
 use super::Router;
 use super::turn_budget::stuck;
 
-impl Router {
-    /// Every reason the daemon cannot answer right now; empty when it can.
-    pub fn liveness_problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
-        if !self.store.writer_alive() {
-            problems.push("the state.db writer thread is not running".to_owned());
-        }
-        let budget = self.live().config.agent.gateway_timeout_secs;
-        if budget > 0 {
-            let stuck = self.turns_running_longer_than(Duration::from_secs(budget));
-            if !stuck.is_empty() {
-                problems.push(format!(
-                    "{} session(s) idle past the {budget} s turn budget (agent.gateway_timeout) and not winding down: {}",
-                    stuck.len(),
-                    stuck.join(", ")
-                ));
-            }
-        }
-        problems
+/// Every reason the daemon cannot answer right now; empty when it can.
+pub(super) fn liveness_problems(router: &Router) -> Vec<String> {
+    let mut problems = Vec::new();
+    if !router.store.writer_alive() {
+        problems.push("the state.db writer thread is not running".to_owned());
     }
+    let budget = router.live().config.agent.gateway_timeout_secs;
+    if budget > 0 {
+        let stuck = turns_running_longer_than(router, Duration::from_secs(budget));
+        if !stuck.is_empty() {
+            problems.push(format!(
+                "{} session(s) idle past the {budget} s turn budget (agent.gateway_timeout) and not winding down: {}",
+                stuck.len(),
+                stuck.join(", ")
+            ));
+        }
+    }
+    problems
+}
 
-    /// Session keys whose turn has been idle longer than `budget` plus the cancellation's
-    /// grace while not waiting for an approval or a clarify answer (waiting on a person is
-    /// not being stuck).
-    fn turns_running_longer_than(&self, budget: Duration) -> Vec<String> {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        let mut stuck: Vec<String> = slots
-            .iter()
-            .filter(|(_, slot)| {
-                let state = slot.lock();
-                state.approval.is_none()
-                    && state.clarify.is_none()
-                    && state
-                        .running
-                        .as_ref()
-                        .is_some_and(|running| stuck(running.activity.idle(), budget))
-            })
-            .map(|(key, _)| key.clone())
-            .collect();
-        stuck.sort();
-        stuck
-    }
+/// Session keys whose turn has been idle longer than `budget` plus the cancellation's
+/// grace while not waiting for an approval or a clarify answer (waiting on a person is
+/// not being stuck).
+pub(super) fn turns_running_longer_than(router: &Router, budget: Duration) -> Vec<String> {
+    router.slots.keys_where(|slot| {
+        let state = slot.lock();
+        state.approval.is_none()
+            && state.clarify.is_none()
+            && state
+                .running
+                .as_ref()
+                .is_some_and(|running| stuck(running.activity.idle(), budget))
+    })
 }

@@ -17,33 +17,34 @@ pub(super) struct TurnStart {
     pub images: Vec<ImagePart>,
 }
 
-impl Router {
-    /// The turn for `job`, or `None` when the event was answered here (nothing usable).
-    pub(super) async fn turn_start(&self, job: &Job, model: &str) -> Option<TurnStart> {
-        let event: &MessageEvent = &job.event;
-        // An API request carries no attachments; a resumed turn's message is already stored.
-        if job.api.is_some() || job.resumed || !inbound_media::has_media(event) {
-            return Some(TurnStart {
-                text: turn_text(event),
-                images: Vec::new(),
-            });
-        }
-        let live = self.live();
-        let input =
-            inbound_media::prepare(event, &turn_text(event), &live.config, &live.env, model).await;
-        for echo in &input.echoes {
-            self.send_direct(&event.source, echo).await;
-        }
-        if !input.usable {
-            self.respond(job, &input.notices.join("\n")).await;
-            return None;
-        }
-        for notice in &input.notices {
-            self.send_direct(&event.source, notice).await;
-        }
-        Some(TurnStart {
-            text: input.text,
-            images: input.images,
-        })
+/// The turn for `job`, or `None` when the event was answered here (nothing usable).
+pub(super) async fn turn_start(router: &Router, job: &Job, model: &str) -> Option<TurnStart> {
+    let event: &MessageEvent = &job.event;
+    // An API request carries no attachments; a resumed turn's message is already stored.
+    if job.api.is_some() || job.resumed || !inbound_media::has_media(event) {
+        return Some(TurnStart {
+            text: turn_text(event),
+            images: Vec::new(),
+        });
     }
+    let live = router.live();
+    let input =
+        inbound_media::prepare(event, &turn_text(event), &live.config, &live.env, model).await;
+    for echo in &input.echoes {
+        router.responder.send_direct(&event.source, echo).await;
+    }
+    if !input.usable {
+        router
+            .responder
+            .respond(job, &input.notices.join("\n"))
+            .await;
+        return None;
+    }
+    for notice in &input.notices {
+        router.responder.send_direct(&event.source, notice).await;
+    }
+    Some(TurnStart {
+        text: input.text,
+        images: input.images,
+    })
 }

@@ -26,6 +26,7 @@ mod respond;
 mod session;
 mod session_commands;
 pub mod slot;
+mod slot_table;
 mod steer;
 mod title;
 mod turn;
@@ -36,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use hermes_adapter::{MessageEvent, RecordOutcome};
+use hermes_adapter::{DeadLetter, MessageEvent, RecordOutcome};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -54,8 +55,11 @@ pub use dead_letter::DEAD_LETTER_NOTICE;
 pub use live::Live;
 pub use platforms::PlatformLink;
 pub use recovery::Recovered;
+use respond::Responder;
+use session::Sessions;
+use slot::Job;
 pub use slot::{ApiReply, ApiResponder};
-use slot::{Job, Slot};
+use slot_table::SlotTable;
 pub use turn::no_provider_text;
 pub use turn_budget::{TURN_IDLE_WARNING, TURN_TIMEOUT_NOTICE};
 
@@ -85,12 +89,16 @@ pub struct Router {
     live: RwLock<Arc<Live>>,
     pairing: PairingStore,
     key_policy: KeyPolicy,
-    routing: RoutingIndex,
-    platforms: HashMap<String, PlatformLink>,
-    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// Which session each key talks in; shared with the responder and the session book.
+    routing: Arc<RoutingIndex>,
+    /// Recording and sending replies, and the platforms they go to (`respond.rs`).
+    responder: Arc<Responder>,
+    /// The routing entries as sessions: resets, repoints, the cached agent (`session.rs`).
+    sessions: Sessions,
+    /// One slot per active session key (`slot_table.rs`).
+    slots: SlotTable,
     /// Held by a turn while it runs, released before its reply is sent (see `outbox.rs`).
     turn_limit: Arc<Semaphore>,
-    outbox: outbox::Outbox,
     metrics: Arc<GatewayMetrics>,
     paused: Mutex<HashSet<String>>,
     started: Instant,
@@ -108,7 +116,7 @@ pub struct Router {
 impl std::fmt::Debug for Router {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Router")
-            .field("platforms", &self.platforms.keys().collect::<Vec<_>>())
+            .field("platforms", &self.responder.platform_names())
             .field("routes", &self.routing.len())
             .finish_non_exhaustive()
     }
@@ -167,7 +175,7 @@ impl Router {
                 .display()
                 .to_string()
         };
-        let routing = RoutingIndex::load(&store, scope).await?;
+        let routing = Arc::new(RoutingIndex::load(&store, scope).await?);
         let pairing = crate::gateway::shared_state::pairing_store(&home, &loaded.config)?
             .with_env(loaded.env.clone());
         let auth = AuthPolicy::from_config(&loaded.config, &loaded.env);
@@ -176,6 +184,24 @@ impl Router {
             thread_sessions_per_user: loaded.config.thread_sessions_per_user,
         };
         let outbox = outbox::Outbox::default();
+        let platforms: HashMap<String, PlatformLink> = platforms
+            .into_iter()
+            .map(|mut link| {
+                link.deliverer = link
+                    .deliverer
+                    .with_stop_waiting(outbox.stop_waiting.clone());
+                (link.name.clone(), link)
+            })
+            .collect();
+        let responder = Arc::new(Responder::new(
+            store.clone(),
+            platforms,
+            outbox,
+            metrics.clone(),
+            routing.clone(),
+            key_policy,
+        ));
+        let sessions = Sessions::new(store.clone(), routing.clone(), key_policy);
         let mcp = crate::tools::mcp::McpHub::new();
         mcp.apply(
             &loaded.config.mcp_servers,
@@ -209,18 +235,10 @@ impl Router {
                 pairing,
                 key_policy,
                 routing,
-                platforms: platforms
-                    .into_iter()
-                    .map(|mut link| {
-                        link.deliverer = link
-                            .deliverer
-                            .with_stop_waiting(outbox.stop_waiting.clone());
-                        (link.name.clone(), link)
-                    })
-                    .collect(),
-                slots: Mutex::new(HashMap::new()),
+                responder,
+                sessions,
+                slots: SlotTable::default(),
                 turn_limit: Arc::new(Semaphore::new(max_concurrent_turns.max(1))),
-                outbox,
                 metrics,
                 paused: Mutex::new(HashSet::new()),
                 started: Instant::now(),
@@ -243,7 +261,7 @@ impl Router {
                 instance_id = cluster.instance_id(),
                 "sharing sessions with other instances through PostgreSQL"
             );
-            router.start_cluster_tasks(cluster);
+            clustered::start_cluster_tasks(&router, cluster);
         }
         Ok(router)
     }
@@ -288,8 +306,8 @@ impl Router {
             self.deny(&event).await;
             return RecordOutcome::Refused;
         };
-        if let Some(refusal) = self.refused_answer(&event, authority) {
-            self.send_direct(&event.source, &refusal).await;
+        if let Some(refusal) = authority::refused_answer(self, &event, authority) {
+            self.responder.send_direct(&event.source, &refusal).await;
             return RecordOutcome::Refused;
         }
         let source = &event.source;
@@ -318,8 +336,8 @@ impl Router {
             authority,
         };
         match &self.cluster {
-            Some(cluster) => self.offer_clustered(cluster, key, job),
-            None => self.dispatch(key, job),
+            Some(cluster) => clustered::offer_clustered(self, cluster, key, job),
+            None => busy::dispatch(self, key, job),
         }
         RecordOutcome::Recorded
     }
@@ -334,7 +352,8 @@ impl Router {
         GatewayMetrics::incr(&self.metrics.events_in);
         let key = self.session_key(&event);
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.dispatch(
+        busy::dispatch(
+            self,
             key,
             Job {
                 event,
@@ -389,16 +408,8 @@ impl Router {
             "unauthorized message ignored"
         );
         if let Some(text) = reply {
-            self.send_direct(&event.source, &text).await;
+            self.responder.send_direct(&event.source, &text).await;
         }
-    }
-
-    fn slot(&self, key: &str) -> Arc<Slot> {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots
-            .entry(key.to_owned())
-            .or_insert_with(|| Arc::new(Slot::new(key.to_owned())))
-            .clone()
     }
 
     /// Evicts slots idle longer than `idle` with nothing queued or running, bounding memory
@@ -406,29 +417,10 @@ impl Router {
     /// The per-session state the agent keeps in memory (to-do lists, session approvals,
     /// shell cwds) goes with the slot.
     pub fn evict_idle(&self, idle: Duration) -> usize {
-        let mut evicted = Vec::new();
-        {
-            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            slots.retain(|key, slot| {
-                let state = slot.lock();
-                let keep = state.worker
-                    || state.running.is_some()
-                    || !state.queue.is_empty()
-                    || state.approval.is_some()
-                    || state.clarify.is_some()
-                    || state.last_active.is_some_and(|t| t.elapsed() < idle);
-                if !keep {
-                    evicted.push((
-                        key.clone(),
-                        state.agent.as_ref().map(|a| a.session_id().to_owned()),
-                    ));
-                }
-                keep
-            });
-        }
+        let evicted = self.slots.evict_idle(idle);
         if let Ok(deps) = &self.live().agent {
             for (key, cached) in &evicted {
-                let routed = self.current_session_id(key);
+                let routed = self.sessions.current_session_id(key);
                 for session_id in cached.iter().chain(routed.iter()) {
                     deps.forget_session(session_id);
                 }
@@ -444,23 +436,79 @@ impl Router {
 
     /// Cancels every running turn (shutdown after the drain deadline).
     pub fn interrupt_all(&self) {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        for slot in slots.values() {
-            if let Some(running) = &slot.lock().running {
-                running.cancel.cancel();
-            }
-        }
+        self.slots.interrupt_all();
     }
 
     /// Turns running now.
     pub fn running_turns(&self) -> usize {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots
-            .values()
-            .filter(|slot| {
-                let s = slot.lock();
-                s.running.is_some() || s.worker
-            })
-            .count()
+        self.slots.running_turns()
+    }
+
+    /// The current reloadable settings (`live.rs`).
+    pub(crate) fn live(&self) -> Arc<Live> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Applies a validated, reloaded configuration at once (`live.rs`).
+    pub fn apply_reload(&self, loaded: &LoadedConfig) {
+        live::apply_reload(self, loaded);
+    }
+
+    /// Keeps an item the adapter could not decode; the answer tells the adapter whether it
+    /// may acknowledge it (`dead_letter.rs`).
+    pub async fn handle_dead_letter(&self, letter: DeadLetter) -> RecordOutcome {
+        dead_letter::handle_dead_letter(self, letter).await
+    }
+
+    /// Every reason the daemon cannot answer right now; empty when it can (`liveness.rs`).
+    pub fn liveness_problems(&self) -> Vec<String> {
+        liveness::liveness_problems(self)
+    }
+
+    /// Queues the unfinished turns; call before adapters deliver new events so each
+    /// session's recovered work runs first (`recovery.rs`).
+    pub async fn recover_turns(&self) -> Recovered {
+        recovery::recover_turns(self).await
+    }
+
+    /// Queues every reply still owed on its chat's lane (after adapters can send).
+    pub async fn resend_replies(&self) -> usize {
+        recovery::resend_replies(self).await
+    }
+
+    /// The chat platforms this gateway runs, sorted (where scheduled jobs can deliver).
+    pub fn platform_names(&self) -> Vec<String> {
+        self.responder.platform_names()
+    }
+
+    /// Sends obligations recorded outside a turn (a scheduled job's output) on their chat's
+    /// lane, like any reply.
+    pub fn send_recorded(&self, platform: &str, chat_id: &str, obligation_ids: Vec<String>) {
+        self.responder
+            .send_recorded(platform, chat_id, obligation_ids);
+    }
+
+    /// Shutdown: ends every retry wait (those replies stay owed) and lets the lanes finish
+    /// what they are sending, for at most `limit`.
+    pub async fn finish_deliveries(&self, limit: Duration) -> bool {
+        self.responder.finish_deliveries(limit).await
+    }
+
+    /// The skills usable on `platform`, as chat commands see them.
+    pub(crate) fn platform_skills(&self, platform: &str) -> Vec<crate::skills::Skill> {
+        match &self.live().agent {
+            Ok(deps) if deps.offers_tool("skill_view", platform) => {
+                crate::skills::enabled(&deps.home, &deps.settings.skills, &deps.env, Some(platform))
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether `platform` was paused with `/platform pause`.
+    pub(super) fn is_paused(&self, platform: &str) -> bool {
+        self.paused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(platform)
     }
 }

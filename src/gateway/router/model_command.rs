@@ -99,106 +99,104 @@ fn resolve<'a>(endpoints: &'a [Endpoint], request: &Request) -> Result<&'a Endpo
     })
 }
 
-impl Router {
-    /// The model (and provider) `/model` chose for the session at `key`, if any.
-    pub(super) fn session_model(&self, key: &str) -> Option<ModelChoice> {
-        let entry = self.routing.get(key)?;
-        let record = entry.fields.get(OVERRIDE_FIELD)?;
-        Some(ModelChoice {
-            model: record.get("model")?.as_str()?.to_owned(),
-            provider: record
-                .get("provider")
-                .and_then(|p| p.as_str())
-                .filter(|p| !p.is_empty())
-                .map(str::to_owned),
-        })
-    }
+/// The model (and provider) `/model` chose for the session at `key`, if any.
+pub(super) fn session_model(router: &Router, key: &str) -> Option<ModelChoice> {
+    let entry = router.routing.get(key)?;
+    let record = entry.fields.get(OVERRIDE_FIELD)?;
+    Some(ModelChoice {
+        model: record.get("model")?.as_str()?.to_owned(),
+        provider: record
+            .get("provider")
+            .and_then(|p| p.as_str())
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned),
+    })
+}
 
-    pub(super) async fn model_command(
-        &self,
-        slot: &Arc<Slot>,
-        event: &MessageEvent,
-        args: &str,
-    ) -> String {
-        let deps = match &self.live().agent {
-            Ok(deps) => deps.clone(),
-            Err(reason) => return format!("No model is configured: {reason}"),
-        };
-        let request = match parse(args) {
-            Ok(request) => request,
-            Err(text) => return text,
-        };
-        let endpoints = deps.client.endpoints();
-        let current = self
-            .session_model(&slot.key)
-            .filter(|c| endpoints.iter().any(|e| c.served_by(e)))
-            .map(|c| c.model)
-            .unwrap_or_else(|| deps.model_name());
-        if request.model.is_none() && request.provider.is_none() {
-            return format!(
-                "**Model:** `{current}`\n{}\nSwitch this chat with `/model <name>` (`--provider <name>` to pick the provider); add `--once` for the next message only, or `--global` to make it the default in config.yaml.",
-                listing(endpoints)
-            );
-        }
-        let endpoint = match resolve(endpoints, &request) {
-            Ok(endpoint) => endpoint.clone(),
-            Err(text) => return text,
-        };
-        let wanted = endpoint.model.clone();
-        if request.once {
-            slot.lock().once_model = Some(ModelChoice {
-                model: wanted.clone(),
-                provider: Some(endpoint.provider.clone()),
-            });
-            return format!(
-                "✅ Your next message goes to `{wanted}` ({}); after it this chat is back on `{current}`.",
-                endpoint.provider
-            );
-        }
-        let saved = self
-            .save_session_model(&slot.key, event, &wanted, Some(&endpoint))
-            .await;
-        if let Err(e) = saved {
-            tracing::error!(session_key = %slot.key, error = %e, "cannot save the model choice");
-            return "⚠️ The model choice could not be saved; nothing was changed.".to_owned();
-        }
-        let mut reply = format!(
-            "✅ This chat now uses `{wanted}` ({}), was `{current}`.",
+pub(super) async fn model_command(
+    router: &Router,
+    slot: &Arc<Slot>,
+    event: &MessageEvent,
+    args: &str,
+) -> String {
+    let deps = match &router.live().agent {
+        Ok(deps) => deps.clone(),
+        Err(reason) => return format!("No model is configured: {reason}"),
+    };
+    let request = match parse(args) {
+        Ok(request) => request,
+        Err(text) => return text,
+    };
+    let endpoints = deps.client.endpoints();
+    let current = session_model(router, &slot.key)
+        .filter(|c| endpoints.iter().any(|e| c.served_by(e)))
+        .map(|c| c.model)
+        .unwrap_or_else(|| deps.model_name());
+    if request.model.is_none() && request.provider.is_none() {
+        return format!(
+            "**Model:** `{current}`\n{}\nSwitch this chat with `/model <name>` (`--provider <name>` to pick the provider); add `--once` for the next message only, or `--global` to make it the default in config.yaml.",
+            listing(endpoints)
+        );
+    }
+    let endpoint = match resolve(endpoints, &request) {
+        Ok(endpoint) => endpoint.clone(),
+        Err(text) => return text,
+    };
+    let wanted = endpoint.model.clone();
+    if request.once {
+        slot.lock().once_model = Some(ModelChoice {
+            model: wanted.clone(),
+            provider: Some(endpoint.provider.clone()),
+        });
+        return format!(
+            "✅ Your next message goes to `{wanted}` ({}); after it this chat is back on `{current}`.",
             endpoint.provider
         );
-        if request.global {
-            match save_global(&deps, &self.home.config_yaml(), &endpoint) {
-                Ok(()) => reply.push_str(
-                    "\nSaved as `model.default` in config.yaml: other chats switch after a reload \
-                     (`systemctl reload hermesd` or SIGHUP).",
-                ),
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot write model.default to config.yaml");
-                    reply.push_str(&format!(
-                        "\n⚠️ config.yaml was not changed ({e}); only this chat switched."
-                    ));
-                }
+    }
+    let saved = save_session_model(router, &slot.key, event, &wanted, Some(&endpoint)).await;
+    if let Err(e) = saved {
+        tracing::error!(session_key = %slot.key, error = %e, "cannot save the model choice");
+        return "⚠️ The model choice could not be saved; nothing was changed.".to_owned();
+    }
+    let mut reply = format!(
+        "✅ This chat now uses `{wanted}` ({}), was `{current}`.",
+        endpoint.provider
+    );
+    if request.global {
+        match save_global(&deps, &router.home.config_yaml(), &endpoint) {
+            Ok(()) => reply.push_str(
+                "\nSaved as `model.default` in config.yaml: other chats switch after a reload \
+                 (`systemctl reload hermesd` or SIGHUP).",
+            ),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot write model.default to config.yaml");
+                reply.push_str(&format!(
+                    "\n⚠️ config.yaml was not changed ({e}); only this chat switched."
+                ));
             }
         }
-        reply
     }
+    reply
+}
 
-    async fn save_session_model(
-        &self,
-        key: &str,
-        event: &MessageEvent,
-        model: &str,
-        endpoint: Option<&Endpoint>,
-    ) -> crate::state::StoreResult<()> {
-        let (mut entry, _) = self.route(key, &event.source, false).await?;
-        let mut record = json!({"model": model});
-        if let Some(endpoint) = endpoint {
-            record["provider"] = json!(endpoint.provider);
-            record["base_url"] = json!(endpoint.base_url);
-        }
-        entry.set(OVERRIDE_FIELD, record);
-        self.routing.save(&self.store, entry).await
+pub(super) async fn save_session_model(
+    router: &Router,
+    key: &str,
+    event: &MessageEvent,
+    model: &str,
+    endpoint: Option<&Endpoint>,
+) -> crate::state::StoreResult<()> {
+    let (mut entry, _) = router
+        .sessions
+        .route(&router.live().config, key, &event.source, false)
+        .await?;
+    let mut record = json!({"model": model});
+    if let Some(endpoint) = endpoint {
+        record["provider"] = json!(endpoint.provider);
+        record["base_url"] = json!(endpoint.base_url);
     }
+    entry.set(OVERRIDE_FIELD, record);
+    router.routing.save(&router.store, entry).await
 }
 
 fn listing(endpoints: &[Endpoint]) -> String {

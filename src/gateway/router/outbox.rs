@@ -11,8 +11,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::Router;
-use crate::gateway::delivery::DeliveryOutcome;
+use super::respond::Responder;
+use crate::gateway::delivery::{DeliveryOutcome, ObligationDelivery};
+use crate::gateway::metrics::GatewayMetrics;
+use crate::state::Obligation;
 
 /// A chat: platform and chat id (threads of one chat share its rate limits and its order).
 type LaneKey = (String, String);
@@ -91,22 +93,32 @@ impl Outbox {
     }
 }
 
-impl Router {
+impl Responder {
     /// Hands recorded replies to their chat's lane and returns at once.
-    pub(super) fn send_later(&self, platform: &str, chat_id: &str, replies: Vec<Outgoing>) {
+    pub(super) fn send_later(
+        self: &Arc<Self>,
+        platform: &str,
+        chat_id: &str,
+        replies: Vec<Outgoing>,
+    ) {
         if replies.is_empty() {
             return;
         }
         let key = (platform.to_owned(), chat_id.to_owned());
         if self.outbox.push(&key, replies) {
-            let router = self.arc();
-            tokio::spawn(async move { router.run_lane(key).await });
+            let responder = self.clone();
+            tokio::spawn(async move { responder.run_lane(key).await });
         }
     }
 
     /// Sends obligations recorded outside a turn (a scheduled job's output) on their chat's
     /// lane, like any reply.
-    pub fn send_recorded(&self, platform: &str, chat_id: &str, obligation_ids: Vec<String>) {
+    pub(super) fn send_recorded(
+        self: &Arc<Self>,
+        platform: &str,
+        chat_id: &str,
+        obligation_ids: Vec<String>,
+    ) {
         let replies = obligation_ids
             .into_iter()
             .map(|obligation_id| Outgoing {
@@ -141,8 +153,112 @@ impl Router {
 
     /// Shutdown: ends every retry wait (those replies stay owed) and lets the lanes finish
     /// what they are sending, for at most `limit`.
-    pub async fn finish_deliveries(&self, limit: Duration) -> bool {
+    pub(super) async fn finish_deliveries(&self, limit: Duration) -> bool {
         self.outbox.stop_waiting.cancel();
         self.outbox.wait_idle(limit).await
+    }
+
+    /// Sends one recorded obligation, quoting `reply_to` where the platform's mode says so,
+    /// by editing the streamed preview recorded with it if there is one; returns how far it
+    /// got (`None`: not sent at all).
+    pub(super) async fn deliver_recorded(
+        &self,
+        id: &str,
+        reply_to: Option<String>,
+        event_id: Option<&str>,
+    ) -> Option<DeliveryOutcome> {
+        let obligation: Obligation = match self.store.get_obligation(id).await {
+            Ok(Some(obligation)) => obligation,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::error!(obligation_id = id, error = %e, "cannot read a reply obligation");
+                return None;
+            }
+        };
+        let Some(link) = self.link(&obligation.platform) else {
+            tracing::warn!(platform = %obligation.platform, obligation_id = id, "reply for a platform that is not running; kept for later");
+            return None;
+        };
+        let edit_target = match self.store.reply_edit_target(id).await {
+            Ok(edit_target) => edit_target,
+            Err(e) => {
+                tracing::error!(obligation_id = id, error = %e, "cannot read a reply obligation");
+                return None;
+            }
+        };
+        let delivered = match edit_target {
+            Some(message_id) => {
+                link.deliverer
+                    .deliver_obligation_by_edit(
+                        &self.store,
+                        &obligation,
+                        &message_id,
+                        reply_to,
+                        link.reply_to_mode,
+                    )
+                    .await
+            }
+            None => {
+                link.deliverer
+                    .deliver_obligation_quoting(
+                        &self.store,
+                        &obligation,
+                        reply_to,
+                        link.reply_to_mode,
+                    )
+                    .await
+            }
+        };
+        self.follow_chat_migrations(&link.adapter).await;
+        match delivered {
+            Ok(ObligationDelivery::Attempted(report)) => {
+                let sent = report.sent_message_ids.len() as u64;
+                self.metrics
+                    .replies_out
+                    .fetch_add(sent, std::sync::atomic::Ordering::Relaxed);
+                match &report.outcome {
+                    DeliveryOutcome::Delivered => {
+                        // After the ledger says delivered: a crash from here on resends nothing.
+                        tracing::debug!(platform = %obligation.platform, obligation_id = id,
+                            event_id = event_id.unwrap_or(""), "reply delivered");
+                    }
+                    DeliveryOutcome::Deferred { .. } => {
+                        tracing::warn!(platform = %obligation.platform, obligation_id = id,
+                            outcome = ?report.outcome,
+                            "reply deferred by flow control; it stays owed and is resent after a restart");
+                    }
+                    _ => {
+                        GatewayMetrics::incr(&self.metrics.send_failures);
+                        tracing::warn!(platform = %obligation.platform, obligation_id = id, outcome = ?report.outcome, "reply not fully delivered");
+                    }
+                }
+                Some(report.outcome)
+            }
+            Ok(ObligationDelivery::NotClaimed) => None,
+            Err(e) => {
+                tracing::error!(error = %e, "delivery ledger write failed");
+                None
+            }
+        }
+    }
+
+    /// Moves the conversations of chats the adapter saw move (a group upgraded to a
+    /// supergroup) so the next message there continues the same session.
+    async fn follow_chat_migrations(&self, adapter: &std::sync::Arc<dyn hermes_adapter::Adapter>) {
+        for (old, new) in adapter.take_chat_migrations() {
+            let platform = adapter.platform();
+            match self
+                .routing
+                .move_chat(&self.store, platform, &old, &new)
+                .await
+            {
+                Ok(moved) => {
+                    tracing::info!(platform, chat_id = %old, to_chat_id = %new, moved, "chat moved; its conversations follow")
+                }
+                Err(e) => {
+                    tracing::error!(platform, chat_id = %old, error = %e, "cannot move the chat's conversations")
+                }
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use hermes_adapter::{Adapter, Button, Outbound, OutboundKind, SessionSource};
 
-use super::Router;
+use super::respond::Responder;
 use crate::config::ReplyToMode;
 use crate::gateway::delivery::{Deliverer, RetryPolicy};
 
@@ -50,13 +50,13 @@ impl PlatformLink {
     }
 }
 
-impl Router {
+impl Responder {
     pub(super) fn link(&self, platform: &str) -> Option<&PlatformLink> {
         self.platforms.get(platform)
     }
 
     /// The chat platforms this gateway runs, sorted (where scheduled jobs can deliver).
-    pub fn platform_names(&self) -> Vec<String> {
+    pub(super) fn platform_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.platforms.keys().cloned().collect();
         names.sort();
         names

@@ -15,64 +15,64 @@ pub struct Recovered {
     pub turns_restarted: usize,
 }
 
-impl Router {
-    /// Queues the unfinished turns; call before adapters deliver new events so each
-    /// session's recovered work runs first.
-    pub async fn recover_turns(&self) -> Recovered {
-        let mut report = Recovered::default();
-        let unfinished = match self.store.unfinished_inbound().await {
-            Ok(events) => events,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read unfinished turns");
-                return report;
-            }
-        };
-        for journaled in unfinished {
-            let Some(job) = self.journaled_job(&journaled).await else {
-                continue;
-            };
-            if job.resumed {
-                report.turns_resumed += 1;
-            } else {
-                report.turns_restarted += 1;
-            }
-            match &self.cluster {
-                // The instance that takes the session's lease runs its unfinished events
-                // (perhaps another one; those still held run where they are).
-                Some(_) => self.kick(&journaled.session_key),
-                None => self.dispatch(journaled.session_key.clone(), job),
-            }
+/// Queues the unfinished turns; call before adapters deliver new events so each
+/// session's recovered work runs first.
+pub(super) async fn recover_turns(router: &Router) -> Recovered {
+    let mut report = Recovered::default();
+    let unfinished = match router.store.unfinished_inbound().await {
+        Ok(events) => events,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read unfinished turns");
+            return report;
         }
-        report
+    };
+    for journaled in unfinished {
+        let Some(job) = super::clustered::journaled_job(router, &journaled).await else {
+            continue;
+        };
+        if job.resumed {
+            report.turns_resumed += 1;
+        } else {
+            report.turns_restarted += 1;
+        }
+        match &router.cluster {
+            // The instance that takes the session's lease runs its unfinished events
+            // (perhaps another one; those still held run where they are).
+            Some(_) => super::clustered::kick(router, &journaled.session_key),
+            None => super::busy::dispatch(router, journaled.session_key.clone(), job),
+        }
     }
+    report
+}
 
-    /// Queues every reply still owed on its chat's lane (after adapters can send).
-    pub async fn resend_replies(&self) -> usize {
-        let now = now_epoch();
-        if let Err(e) = self.store.abandon_stale(now).await {
-            tracing::warn!(error = %e, "cannot abandon stale replies");
-        }
-        let owed = match self.store.undelivered(now).await {
-            Ok(owed) => owed,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read undelivered replies");
-                return 0;
-            }
-        };
-        let mut sent = 0;
-        for obligation in owed {
-            if self.link(&obligation.platform).is_none() {
-                continue;
-            }
-            // Each chat's lane sends them oldest first; chats do not wait for each other.
-            let reply = Outgoing {
-                obligation_id: obligation.obligation_id,
-                reply_to: None,
-                event_id: None,
-            };
-            self.send_later(&obligation.platform, &obligation.chat_id, vec![reply]);
-            sent += 1;
-        }
-        sent
+/// Queues every reply still owed on its chat's lane (after adapters can send).
+pub(super) async fn resend_replies(router: &Router) -> usize {
+    let now = now_epoch();
+    if let Err(e) = router.store.abandon_stale(now).await {
+        tracing::warn!(error = %e, "cannot abandon stale replies");
     }
+    let owed = match router.store.undelivered(now).await {
+        Ok(owed) => owed,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read undelivered replies");
+            return 0;
+        }
+    };
+    let mut sent = 0;
+    for obligation in owed {
+        if router.responder.link(&obligation.platform).is_none() {
+            continue;
+        }
+        // Each chat's lane sends them oldest first; chats do not wait for each other.
+        let reply = Outgoing {
+            obligation_id: obligation.obligation_id,
+            reply_to: None,
+            event_id: None,
+        };
+        router
+            .responder
+            .send_later(&obligation.platform, &obligation.chat_id, vec![reply]);
+        sent += 1;
+    }
+    sent
 }

@@ -5,22 +5,69 @@
 //! turn's streamed preview when one was recorded with it; a restart resends exactly what may
 //! be missing. HTTP API requests are answered in their HTTP response instead.
 
-use super::Router;
-use super::outbox::Outgoing;
-use super::slot::{ApiReply, Job};
-use crate::gateway::delivery::{DeliveryOutcome, ObligationDelivery};
-use crate::gateway::metrics::GatewayMetrics;
-use crate::state::{InboundState, NewObligation, Obligation};
+use std::collections::HashMap;
+use std::sync::Arc;
 
-impl Router {
+use hermes_adapter::MessageEvent;
+
+use super::outbox::{Outbox, Outgoing};
+use super::platforms::PlatformLink;
+use super::slot::{ApiReply, Job};
+use crate::gateway::metrics::GatewayMetrics;
+use crate::gateway::routing::RoutingIndex;
+use crate::gateway::session_key::{KeyPolicy, build_session_key};
+use crate::state::{InboundState, NewObligation, Store};
+
+/// Records answers and sends them. It owns the platforms replies go to and the per-chat
+/// lanes that send them; it reads the routing index only to move a migrated chat's
+/// conversations along.
+#[derive(Debug)]
+pub(super) struct Responder {
+    pub(super) store: Store,
+    pub(super) platforms: HashMap<String, PlatformLink>,
+    pub(super) outbox: Outbox,
+    pub(super) metrics: Arc<GatewayMetrics>,
+    pub(super) routing: Arc<RoutingIndex>,
+    key_policy: KeyPolicy,
+}
+
+impl Responder {
+    pub(super) fn new(
+        store: Store,
+        platforms: HashMap<String, PlatformLink>,
+        outbox: Outbox,
+        metrics: Arc<GatewayMetrics>,
+        routing: Arc<RoutingIndex>,
+        key_policy: KeyPolicy,
+    ) -> Self {
+        Self {
+            store,
+            platforms,
+            outbox,
+            metrics,
+            routing,
+            key_policy,
+        }
+    }
+
+    /// The session key an event's reply obligation is recorded under.
+    pub(super) fn session_key(&self, event: &MessageEvent) -> String {
+        build_session_key(&event.source, self.key_policy, None)
+    }
+
     /// Answers `job` with `text`.
-    pub(super) async fn respond(&self, job: &Job, text: &str) {
+    pub(super) async fn respond(self: &Arc<Self>, job: &Job, text: &str) {
         self.respond_in(job, text, None).await;
     }
 
     /// Answers `job` with `text`; `session_id` is reported to API clients. A chat reply is
     /// durable when this returns; it is sent by the chat's lane, without the caller waiting.
-    pub(super) async fn respond_in(&self, job: &Job, text: &str, session_id: Option<&str>) {
+    pub(super) async fn respond_in(
+        self: &Arc<Self>,
+        job: &Job,
+        text: &str,
+        session_id: Option<&str>,
+    ) {
         if let Some(api) = &job.api {
             Self::answer_api(api, text, session_id.unwrap_or(&job.event.source.chat_id));
             return;
@@ -61,7 +108,7 @@ impl Router {
     /// ledger (exactly once across a crash: an edit is idempotent). When the text does not
     /// fit one message, the preview is removed and the reply sent as usual.
     pub(super) async fn respond_by_edit(
-        &self,
+        self: &Arc<Self>,
         job: &Job,
         text: &str,
         session_id: Option<&str>,
@@ -137,110 +184,6 @@ impl Router {
         }
     }
 
-    /// Sends one recorded obligation, quoting `reply_to` where the platform's mode says so,
-    /// by editing the streamed preview recorded with it if there is one; returns how far it
-    /// got (`None`: not sent at all).
-    pub(super) async fn deliver_recorded(
-        &self,
-        id: &str,
-        reply_to: Option<String>,
-        event_id: Option<&str>,
-    ) -> Option<DeliveryOutcome> {
-        let obligation: Obligation = match self.store.get_obligation(id).await {
-            Ok(Some(obligation)) => obligation,
-            Ok(None) => return None,
-            Err(e) => {
-                tracing::error!(obligation_id = id, error = %e, "cannot read a reply obligation");
-                return None;
-            }
-        };
-        let Some(link) = self.link(&obligation.platform) else {
-            tracing::warn!(platform = %obligation.platform, obligation_id = id, "reply for a platform that is not running; kept for later");
-            return None;
-        };
-        let edit_target = match self.store.reply_edit_target(id).await {
-            Ok(edit_target) => edit_target,
-            Err(e) => {
-                tracing::error!(obligation_id = id, error = %e, "cannot read a reply obligation");
-                return None;
-            }
-        };
-        let delivered = match edit_target {
-            Some(message_id) => {
-                link.deliverer
-                    .deliver_obligation_by_edit(
-                        &self.store,
-                        &obligation,
-                        &message_id,
-                        reply_to,
-                        link.reply_to_mode,
-                    )
-                    .await
-            }
-            None => {
-                link.deliverer
-                    .deliver_obligation_quoting(
-                        &self.store,
-                        &obligation,
-                        reply_to,
-                        link.reply_to_mode,
-                    )
-                    .await
-            }
-        };
-        self.follow_chat_migrations(&link.adapter).await;
-        match delivered {
-            Ok(ObligationDelivery::Attempted(report)) => {
-                let sent = report.sent_message_ids.len() as u64;
-                self.metrics
-                    .replies_out
-                    .fetch_add(sent, std::sync::atomic::Ordering::Relaxed);
-                match &report.outcome {
-                    DeliveryOutcome::Delivered => {
-                        // After the ledger says delivered: a crash from here on resends nothing.
-                        tracing::debug!(platform = %obligation.platform, obligation_id = id,
-                            event_id = event_id.unwrap_or(""), "reply delivered");
-                    }
-                    DeliveryOutcome::Deferred { .. } => {
-                        tracing::warn!(platform = %obligation.platform, obligation_id = id,
-                            outcome = ?report.outcome,
-                            "reply deferred by flow control; it stays owed and is resent after a restart");
-                    }
-                    _ => {
-                        GatewayMetrics::incr(&self.metrics.send_failures);
-                        tracing::warn!(platform = %obligation.platform, obligation_id = id, outcome = ?report.outcome, "reply not fully delivered");
-                    }
-                }
-                Some(report.outcome)
-            }
-            Ok(ObligationDelivery::NotClaimed) => None,
-            Err(e) => {
-                tracing::error!(error = %e, "delivery ledger write failed");
-                None
-            }
-        }
-    }
-
-    /// Moves the conversations of chats the adapter saw move (a group upgraded to a
-    /// supergroup) so the next message there continues the same session.
-    async fn follow_chat_migrations(&self, adapter: &std::sync::Arc<dyn hermes_adapter::Adapter>) {
-        for (old, new) in adapter.take_chat_migrations() {
-            let platform = adapter.platform();
-            match self
-                .routing
-                .move_chat(&self.store, platform, &old, &new)
-                .await
-            {
-                Ok(moved) => {
-                    tracing::info!(platform, chat_id = %old, to_chat_id = %new, moved, "chat moved; its conversations follow")
-                }
-                Err(e) => {
-                    tracing::error!(platform, chat_id = %old, error = %e, "cannot move the chat's conversations")
-                }
-            }
-        }
-    }
-
     /// Closes an event that needs no reply of its own (an interrupted turn whose message the
     /// next turn answers, a clarify answer, a discarded queued message).
     pub(super) async fn answer_silently(&self, job: &Job) {
@@ -262,7 +205,7 @@ impl Router {
         }
     }
 
-    fn answer_api(api: &super::slot::ApiResponder, text: &str, session_id: &str) {
+    pub(super) fn answer_api(api: &super::slot::ApiResponder, text: &str, session_id: &str) {
         api.answer(Ok(ApiReply {
             text: text.to_owned(),
             session_id: session_id.to_owned(),

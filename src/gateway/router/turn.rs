@@ -68,96 +68,109 @@ pub fn turn_text(event: &MessageEvent) -> String {
     text
 }
 
-impl Router {
-    pub(super) async fn run_turn(&self, slot: &Arc<Slot>, job: Job) {
-        let deps = match &self.live().agent {
-            Ok(deps) => deps.clone(),
-            Err(reason) => {
-                self.respond(&job, &no_provider_text(reason)).await;
-                return;
-            }
-        };
-        let event = &job.event;
-        // The chat's `/model` choice (a `--once` choice first, used up by this turn), which
-        // also decides whether a photo can be shown.
-        let once = slot.lock().once_model.take();
-        let chosen = once.or_else(|| {
-            (event.source.platform != API_PLATFORM)
-                .then(|| self.session_model(&slot.key))
-                .flatten()
-        });
-        let model = chosen
-            .as_ref()
-            .map(|c| c.model.clone())
-            .unwrap_or_else(|| deps.model_name());
-        // A session created by this turn starts on the chosen model, if it is still served.
-        let served = chosen
-            .as_ref()
-            .filter(|c| deps.client.endpoints().iter().any(|e| e.model == c.model))
-            .map(|c| c.model.clone());
-        let Some(start) = self.turn_start(&job, &model).await else {
+pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
+    let deps = match &router.live().agent {
+        Ok(deps) => deps.clone(),
+        Err(reason) => {
+            router
+                .responder
+                .respond(&job, &no_provider_text(reason))
+                .await;
             return;
-        };
-        let mut prepared = match self
-            .prepare_agent(slot, &event.source, &deps, job.resumed, served.as_deref())
-            .await
-        {
-            Ok(prepared) => prepared,
-            Err(AgentError::Store(e)) if e.is_lease_lost() => {
-                self.lease_lost(slot, &job, &e, false);
-                return;
-            }
-            Err(e) => {
-                let incident = Incident::new();
-                tracing::error!(incident = incident.id(), session_key = %slot.key, error = %e, "cannot prepare the session");
-                self.answer_incident(&job, &incident).await;
-                return;
-            }
-        };
-        if let Some(notice) = prepared.notice.take() {
-            self.send_direct(&event.source, &notice).await;
         }
-        let mut agent = prepared.agent;
-        agent.attach_images(start.images);
-        agent.set_request_system(job.api.as_ref().and_then(|api| api.system.clone()));
-        // The cached agent may have served someone else's turn in this session: whom this
-        // turn acts for decides the tools it is offered (a guest's are fewer).
-        agent.set_caller(crate::tools::context::Caller {
-            authority: job.authority,
-            platform: event.source.platform.clone(),
-            chat_id: event.source.chat_id.clone(),
-            user_id: event.source.user_id.clone(),
-        });
-        // A choice whose provider no endpoint has any more (or a record written by another
-        // Hermes naming providers differently) still picks its model from any provider.
-        let any_provider = chosen
-            .as_ref()
-            .map(|c| crate::agent::provider::ModelChoice {
-                model: c.model.clone(),
-                provider: None,
-            });
-        if !agent.set_model(chosen.as_ref()) && !agent.set_model(any_provider.as_ref()) {
-            // The model was removed from config.yaml since `/model` chose it.
-            tracing::warn!(session_key = %slot.key, model = ?chosen, "the session's chosen model is no longer configured; using the default");
-            agent.set_model(None);
+    };
+    let event = &job.event;
+    // The chat's `/model` choice (a `--once` choice first, used up by this turn), which
+    // also decides whether a photo can be shown.
+    let once = slot.lock().once_model.take();
+    let chosen = once.or_else(|| {
+        (event.source.platform != API_PLATFORM)
+            .then(|| super::model_command::session_model(router, &slot.key))
+            .flatten()
+    });
+    let model = chosen
+        .as_ref()
+        .map(|c| c.model.clone())
+        .unwrap_or_else(|| deps.model_name());
+    // A session created by this turn starts on the chosen model, if it is still served.
+    let served = chosen
+        .as_ref()
+        .filter(|c| deps.client.endpoints().iter().any(|e| e.model == c.model))
+        .map(|c| c.model.clone());
+    let Some(start) = super::media_turn::turn_start(router, &job, &model).await else {
+        return;
+    };
+    let mut prepared = match router
+        .sessions
+        .prepare_agent(
+            &router.live().config,
+            slot,
+            &event.source,
+            &deps,
+            job.resumed,
+            served.as_deref(),
+        )
+        .await
+    {
+        Ok(prepared) => prepared,
+        Err(AgentError::Store(e)) if e.is_lease_lost() => {
+            super::clustered::lease_lost(router, slot, &job, &e, false);
+            return;
         }
-        let cancel = CancellationToken::new();
-        let steer = Arc::new(Mutex::new(Vec::new()));
-        agent.set_steer_inbox(steer.clone());
-        let (events, progress) = crate::agent::event_channel();
-        slot.lock().running = Some(Running {
-            source: event.source.clone(),
-            cancel: cancel.clone(),
-            started: Instant::now(),
-            event_id: event.event_id.clone(),
-            steer,
-            stopped: false,
-            activity: events.activity(),
-            timed_out: false,
+        Err(e) => {
+            let incident = Incident::new();
+            tracing::error!(incident = incident.id(), session_key = %slot.key, error = %e, "cannot prepare the session");
+            super::failure::answer_incident(router, &job, &incident).await;
+            return;
+        }
+    };
+    if let Some(notice) = prepared.notice.take() {
+        router.responder.send_direct(&event.source, &notice).await;
+    }
+    let mut agent = prepared.agent;
+    agent.attach_images(start.images);
+    agent.set_request_system(job.api.as_ref().and_then(|api| api.system.clone()));
+    // The cached agent may have served someone else's turn in this session: whom this
+    // turn acts for decides the tools it is offered (a guest's are fewer).
+    agent.set_caller(crate::tools::context::Caller {
+        authority: job.authority,
+        platform: event.source.platform.clone(),
+        chat_id: event.source.chat_id.clone(),
+        user_id: event.source.user_id.clone(),
+    });
+    // A choice whose provider no endpoint has any more (or a record written by another
+    // Hermes naming providers differently) still picks its model from any provider.
+    let any_provider = chosen
+        .as_ref()
+        .map(|c| crate::agent::provider::ModelChoice {
+            model: c.model.clone(),
+            provider: None,
         });
-        let budget = self.watch_turn_budget(slot);
-        super::fault::maybe_panic(&self.live().env, &event.text);
-        let typing = self.link(&event.source.platform).and_then(|link| {
+    if !agent.set_model(chosen.as_ref()) && !agent.set_model(any_provider.as_ref()) {
+        // The model was removed from config.yaml since `/model` chose it.
+        tracing::warn!(session_key = %slot.key, model = ?chosen, "the session's chosen model is no longer configured; using the default");
+        agent.set_model(None);
+    }
+    let cancel = CancellationToken::new();
+    let steer = Arc::new(Mutex::new(Vec::new()));
+    agent.set_steer_inbox(steer.clone());
+    let (events, progress) = crate::agent::event_channel();
+    slot.lock().running = Some(Running {
+        source: event.source.clone(),
+        cancel: cancel.clone(),
+        started: Instant::now(),
+        event_id: event.event_id.clone(),
+        steer,
+        stopped: false,
+        activity: events.activity(),
+        timed_out: false,
+    });
+    let budget = super::turn_budget::watch_turn_budget(router, slot);
+    super::fault::maybe_panic(&router.live().env, &event.text);
+    let typing = router
+        .responder
+        .link(&event.source.platform)
+        .and_then(|link| {
             link.typing.then(|| {
                 TypingLoop::start(
                     link.adapter.clone(),
@@ -167,220 +180,233 @@ impl Router {
                 )
             })
         });
-        let forwarder = self.spawn_progress(&job, progress);
-        GatewayMetrics::incr(&self.metrics.turns_started);
-        let text = start.text;
-        let inbound = (event.source.platform.as_str(), event.event_id.as_str());
-        let result = if job.api.is_some() && job.resumed {
-            // Taken up again after a lost lease, its user message already stored.
-            agent.resume_turn(&events, &cancel).await
-        } else if job.api.is_some() {
-            agent.run_turn(&text, &events, &cancel).await
-        } else if job.resumed {
-            agent.resume_journaled_turn(inbound, &events, &cancel).await
-        } else {
-            agent
-                .run_journaled_turn(&text, inbound, &events, &cancel)
-                .await
-        };
-        drop(budget);
-        drop(events);
-        drop(typing);
-        let preview = match forwarder {
-            Some(forwarder) => forwarder.await.ok().flatten(),
-            None => None,
-        };
-        // A completed turn edits its streamed preview into the reply (`respond_by_edit`);
-        // any other outcome removes the preview before answering.
-        let completed = matches!(&result, Ok(outcome) if !outcome.interrupted);
-        let preview = match preview {
-            Some(message_id) if !completed => {
-                self.delete_preview(&event.source, message_id).await;
-                None
-            }
-            preview => preview,
-        };
-        let running = slot.lock().running.take();
-        let stopped = running.as_ref().is_some_and(|running| running.stopped);
-        let timed_out = running.as_ref().is_some_and(|running| running.timed_out);
-        // Steer texts the turn never read (no tool round after they came) are the next turn;
-        // after `/stop` they go the way of the discarded queue.
-        let leftover = match &running {
-            Some(running) if !stopped => super::steer::leftover(running),
-            _ => Vec::new(),
-        };
-        match result {
-            Ok(outcome) if outcome.interrupted => {
-                // A turn interrupted by shutdown stays unfinished: the next start resumes it.
-                // One interrupted by the user is answered by the reply to what interrupted it.
-                let by_shutdown = self.is_shutting_down() && !stopped && !timed_out;
-                if timed_out {
-                    // Out of its budget: the event's one answer says so.
-                    GatewayMetrics::incr(&self.metrics.turns_failed);
-                    slot.lock().agent = Some(agent);
-                    match &job.api {
-                        Some(api) => Self::answer_api_error(api, TURN_TIMEOUT_NOTICE),
-                        None => self.respond(&job, TURN_TIMEOUT_NOTICE).await,
-                    }
-                } else if !by_shutdown {
-                    slot.lock().agent = Some(agent);
-                    self.answer_silently(&job).await;
-                } else if let Some(api) = &job.api {
-                    Self::answer_api_error(api, "the gateway is shutting down");
-                }
-            }
-            Ok(outcome) => {
-                GatewayMetrics::incr(&self.metrics.turns_completed);
-                if outcome.session_id != slot_session(self, slot)
-                    && event.source.platform != API_PLATFORM
-                    && let Err(e) = self
-                        .repoint(&slot.key, &event.source, &outcome.session_id, false)
-                        .await
-                {
-                    tracing::warn!(error = %e, "cannot repoint the session after compression");
-                }
-                let early_exchange = crate::agent::title::is_early_exchange(agent.history());
+    let forwarder = spawn_progress(router, &job, progress);
+    GatewayMetrics::incr(&router.metrics.turns_started);
+    let text = start.text;
+    let inbound = (event.source.platform.as_str(), event.event_id.as_str());
+    let result = if job.api.is_some() && job.resumed {
+        // Taken up again after a lost lease, its user message already stored.
+        agent.resume_turn(&events, &cancel).await
+    } else if job.api.is_some() {
+        agent.run_turn(&text, &events, &cancel).await
+    } else if job.resumed {
+        agent.resume_journaled_turn(inbound, &events, &cancel).await
+    } else {
+        agent
+            .run_journaled_turn(&text, inbound, &events, &cancel)
+            .await
+    };
+    drop(budget);
+    drop(events);
+    drop(typing);
+    let preview = match forwarder {
+        Some(forwarder) => forwarder.await.ok().flatten(),
+        None => None,
+    };
+    // A completed turn edits its streamed preview into the reply (`respond_by_edit`);
+    // any other outcome removes the preview before answering.
+    let completed = matches!(&result, Ok(outcome) if !outcome.interrupted);
+    let preview = match preview {
+        Some(message_id) if !completed => {
+            router
+                .responder
+                .delete_preview(&event.source, message_id)
+                .await;
+            None
+        }
+        preview => preview,
+    };
+    let running = slot.lock().running.take();
+    let stopped = running.as_ref().is_some_and(|running| running.stopped);
+    let timed_out = running.as_ref().is_some_and(|running| running.timed_out);
+    // Steer texts the turn never read (no tool round after they came) are the next turn;
+    // after `/stop` they go the way of the discarded queue.
+    let leftover = match &running {
+        Some(running) if !stopped => super::steer::leftover(running),
+        _ => Vec::new(),
+    };
+    match result {
+        Ok(outcome) if outcome.interrupted => {
+            // A turn interrupted by shutdown stays unfinished: the next start resumes it.
+            // One interrupted by the user is answered by the reply to what interrupted it.
+            let by_shutdown = router.is_shutting_down() && !stopped && !timed_out;
+            if timed_out {
+                // Out of its budget: the event's one answer says so.
+                GatewayMetrics::incr(&router.metrics.turns_failed);
                 slot.lock().agent = Some(agent);
-                let answered = !outcome.reply.trim().is_empty();
-                let reply = if answered {
-                    outcome.reply
-                } else {
-                    "(The agent finished without a reply.)".to_owned()
-                };
-                match preview {
-                    Some(preview_id) => {
-                        self.respond_by_edit(&job, &reply, Some(&outcome.session_id), preview_id)
-                            .await
+                match &job.api {
+                    Some(api) => {
+                        super::respond::Responder::answer_api_error(api, TURN_TIMEOUT_NOTICE)
                     }
-                    None => {
-                        self.respond_in(&job, &reply, Some(&outcome.session_id))
-                            .await
-                    }
+                    None => router.responder.respond(&job, TURN_TIMEOUT_NOTICE).await,
                 }
-                if answered {
-                    self.spawn_auto_title(
-                        &event.source,
-                        &outcome.session_id,
-                        &event.text,
-                        &reply,
-                        early_exchange,
-                    );
+            } else if !by_shutdown {
+                slot.lock().agent = Some(agent);
+                router.responder.answer_silently(&job).await;
+            } else if let Some(api) = &job.api {
+                super::respond::Responder::answer_api_error(api, "the gateway is shutting down");
+            }
+        }
+        Ok(outcome) => {
+            GatewayMetrics::incr(&router.metrics.turns_completed);
+            if outcome.session_id != slot_session(router, slot)
+                && event.source.platform != API_PLATFORM
+                && let Err(e) = router
+                    .sessions
+                    .repoint(&slot.key, &event.source, &outcome.session_id, false)
+                    .await
+            {
+                tracing::warn!(error = %e, "cannot repoint the session after compression");
+            }
+            let early_exchange = crate::agent::title::is_early_exchange(agent.history());
+            slot.lock().agent = Some(agent);
+            let answered = !outcome.reply.trim().is_empty();
+            let reply = if answered {
+                outcome.reply
+            } else {
+                "(The agent finished without a reply.)".to_owned()
+            };
+            match preview {
+                Some(preview_id) => {
+                    router
+                        .responder
+                        .respond_by_edit(&job, &reply, Some(&outcome.session_id), preview_id)
+                        .await
+                }
+                None => {
+                    router
+                        .responder
+                        .respond_in(&job, &reply, Some(&outcome.session_id))
+                        .await
                 }
             }
-            Err(e) => {
-                GatewayMetrics::incr(&self.metrics.turns_failed);
-                GatewayMetrics::incr(&self.metrics.agent_errors);
-                match e {
-                    // The model's failure, already scrubbed and meant for the user: one line
-                    // naming each provider tried.
-                    AgentError::Provider(e) => {
-                        tracing::warn!(session_key = %slot.key, error = %e, "turn failed");
-                        // A provider may echo any credential; none reaches the user.
-                        let shown = crate::logging::mask_secrets(&e.to_string());
-                        match &job.api {
-                            Some(api) => Self::answer_api_error(api, &shown),
-                            None => {
-                                self.respond(&job, &format!("⚠️ Sorry, that failed: {shown}"))
-                                    .await
-                            }
+            if answered {
+                super::title::spawn_auto_title(
+                    router,
+                    &event.source,
+                    &outcome.session_id,
+                    &event.text,
+                    &reply,
+                    early_exchange,
+                );
+            }
+        }
+        Err(e) => {
+            GatewayMetrics::incr(&router.metrics.turns_failed);
+            GatewayMetrics::incr(&router.metrics.agent_errors);
+            match e {
+                // The model's failure, already scrubbed and meant for the user: one line
+                // naming each provider tried.
+                AgentError::Provider(e) => {
+                    tracing::warn!(session_key = %slot.key, error = %e, "turn failed");
+                    // A provider may echo any credential; none reaches the user.
+                    let shown = crate::logging::mask_secrets(&e.to_string());
+                    match &job.api {
+                        Some(api) => super::respond::Responder::answer_api_error(api, &shown),
+                        None => {
+                            router
+                                .responder
+                                .respond(&job, &format!("⚠️ Sorry, that failed: {shown}"))
+                                .await
                         }
                     }
-                    // Another instance took the session over (this one stalled past its
-                    // lease): that instance answers the event; this one stays silent.
-                    AgentError::Store(e) if e.is_lease_lost() => {
-                        self.lease_lost(slot, &job, &e, agent.turn_recorded());
-                        return;
-                    }
-                    // Our own failure: details to the log, an incident id to the user.
-                    AgentError::Store(e) => {
-                        let incident = Incident::new();
-                        tracing::error!(incident = incident.id(), session_key = %slot.key, error = %e, "turn failed");
-                        self.answer_incident(&job, &incident).await;
-                    }
+                }
+                // Another instance took the session over (this one stalled past its
+                // lease): that instance answers the event; this one stays silent.
+                AgentError::Store(e) if e.is_lease_lost() => {
+                    super::clustered::lease_lost(router, slot, &job, &e, agent.turn_recorded());
+                    return;
+                }
+                // Our own failure: details to the log, an incident id to the user.
+                AgentError::Store(e) => {
+                    let incident = Incident::new();
+                    tracing::error!(incident = incident.id(), session_key = %slot.key, error = %e, "turn failed");
+                    super::failure::answer_incident(router, &job, &incident).await;
                 }
             }
         }
-        self.carry_over_steer(slot, &job, leftover).await;
     }
+    super::steer::carry_over_steer(router, slot, &job, leftover).await;
+}
 
-    /// Forwards a turn's events: streamed deltas to an API client; to a chat, tool-progress
-    /// lines (per `display.tool_progress`) and, when streaming is on and the platform can
-    /// edit, a preview message edited in place. Resolves to the preview's message id.
-    fn spawn_progress(
-        &self,
-        job: &Job,
-        mut progress: crate::agent::EventStream,
-    ) -> Option<tokio::task::JoinHandle<Option<String>>> {
-        if let Some(api) = &job.api {
-            let deltas = api.deltas.clone()?;
-            return Some(tokio::spawn(async move {
-                while let Some(event) = progress.recv().await {
-                    if deltas.send(event).is_err() {
-                        break;
-                    }
-                }
-                None
-            }));
-        }
-        let platform = job.event.source.platform.clone();
-        let live = self.live();
-        let display = &live.config.display;
-        let overrides = display.platforms.get(&platform);
-        let mode = overrides
-            .and_then(|p| p.tool_progress)
-            .unwrap_or(display.tool_progress);
-        let can_edit = self
-            .link(&platform)
-            .is_some_and(|l| l.adapter.capabilities().edits);
-        let streaming = overrides
-            .and_then(|p| p.streaming)
-            .unwrap_or(live.config.streaming.enabled)
-            && can_edit;
-        let mut preview = streaming.then(|| StreamPreview::new(&live.config.streaming));
-        let router = self.arc();
-        let source = job.event.source.clone();
-        Some(tokio::spawn(async move {
-            let mut last_tool = String::new();
+/// Forwards a turn's events: streamed deltas to an API client; to a chat, tool-progress
+/// lines (per `display.tool_progress`) and, when streaming is on and the platform can
+/// edit, a preview message edited in place. Resolves to the preview's message id.
+pub(super) fn spawn_progress(
+    router: &Router,
+    job: &Job,
+    mut progress: crate::agent::EventStream,
+) -> Option<tokio::task::JoinHandle<Option<String>>> {
+    if let Some(api) = &job.api {
+        let deltas = api.deltas.clone()?;
+        return Some(tokio::spawn(async move {
             while let Some(event) = progress.recv().await {
-                match event {
-                    AgentEvent::Delta(text) => {
-                        if let Some(preview) = preview.as_mut() {
-                            preview.push(&router, &source, &text).await;
-                        }
-                    }
-                    AgentEvent::StreamRestart => {
-                        if let Some(preview) = preview.as_mut() {
-                            preview.text.clear();
-                        }
-                    }
-                    AgentEvent::ToolStarted {
-                        name,
-                        emoji,
-                        preview: args,
-                        ..
-                    } => {
-                        let show = match mode {
-                            ToolProgress::Off => false,
-                            ToolProgress::New => name != last_tool,
-                            ToolProgress::All | ToolProgress::Verbose => true,
-                        };
-                        last_tool = name.clone();
-                        if show {
-                            let line = if args.is_empty() {
-                                format!("{emoji} {name}")
-                            } else {
-                                format!("{emoji} {name}: {args}")
-                            };
-                            let line = crate::logging::mask_secrets(&line);
-                            router.send_direct(&source, &line).await;
-                        }
-                    }
-                    _ => {}
+                if deltas.send(event).is_err() {
+                    break;
                 }
             }
-            preview.and_then(|p| p.message_id)
-        }))
+            None
+        }));
     }
+    let platform = job.event.source.platform.clone();
+    let live = router.live();
+    let display = &live.config.display;
+    let overrides = display.platforms.get(&platform);
+    let mode = overrides
+        .and_then(|p| p.tool_progress)
+        .unwrap_or(display.tool_progress);
+    let can_edit = router
+        .responder
+        .link(&platform)
+        .is_some_and(|l| l.adapter.capabilities().edits);
+    let streaming = overrides
+        .and_then(|p| p.streaming)
+        .unwrap_or(live.config.streaming.enabled)
+        && can_edit;
+    let mut preview = streaming.then(|| StreamPreview::new(&live.config.streaming));
+    let router = router.arc();
+    let source = job.event.source.clone();
+    Some(tokio::spawn(async move {
+        let mut last_tool = String::new();
+        while let Some(event) = progress.recv().await {
+            match event {
+                AgentEvent::Delta(text) => {
+                    if let Some(preview) = preview.as_mut() {
+                        preview.push(&router, &source, &text).await;
+                    }
+                }
+                AgentEvent::StreamRestart => {
+                    if let Some(preview) = preview.as_mut() {
+                        preview.text.clear();
+                    }
+                }
+                AgentEvent::ToolStarted {
+                    name,
+                    emoji,
+                    preview: args,
+                    ..
+                } => {
+                    let show = match mode {
+                        ToolProgress::Off => false,
+                        ToolProgress::New => name != last_tool,
+                        ToolProgress::All | ToolProgress::Verbose => true,
+                    };
+                    last_tool = name.clone();
+                    if show {
+                        let line = if args.is_empty() {
+                            format!("{emoji} {name}")
+                        } else {
+                            format!("{emoji} {name}: {args}")
+                        };
+                        let line = crate::logging::mask_secrets(&line);
+                        router.responder.send_direct(&source, &line).await;
+                    }
+                }
+                _ => {}
+            }
+        }
+        preview.and_then(|p| p.message_id)
+    }))
 }
 
 /// Flood-control answers after which a preview stops being edited (Hermes's rule).
@@ -422,7 +448,7 @@ impl StreamPreview {
         if !due || self.text.chars().count() < self.threshold {
             return;
         }
-        let Some(link) = router.link(&source.platform) else {
+        let Some(link) = router.responder.link(&source.platform) else {
             return;
         };
         let limit = link.adapter.capabilities().message_limit;
@@ -471,7 +497,10 @@ impl StreamPreview {
 }
 
 fn slot_session(router: &Router, slot: &Slot) -> String {
-    router.current_session_id(&slot.key).unwrap_or_default()
+    router
+        .sessions
+        .current_session_id(&slot.key)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

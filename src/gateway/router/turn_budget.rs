@@ -35,62 +35,63 @@ impl Drop for BudgetGuard {
     }
 }
 
-impl Router {
-    /// Watches the running turn of `slot` against the configured budget.
-    pub(super) fn watch_turn_budget(&self, slot: &Arc<Slot>) -> BudgetGuard {
-        let budget = self.live().config.agent.gateway_timeout_secs;
-        if budget == 0 {
-            return BudgetGuard(None);
-        }
-        let warning = match self.live().config.agent.gateway_timeout_warning_secs {
-            0 => None,
-            secs if secs >= budget => None,
-            secs => Some(Duration::from_secs(secs)),
-        };
-        let budget = Duration::from_secs(budget);
-        let check_every = (budget / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
-        let slot = slot.clone();
-        let router = self.arc();
-        BudgetGuard(Some(tokio::spawn(async move {
-            let mut warned = false;
-            loop {
-                tokio::time::sleep(check_every).await;
-                let warn_to = {
-                    let state = slot.lock();
-                    let waiting = state.approval.is_some() || state.clarify.is_some();
-                    state.running.as_ref().and_then(|running| {
-                        let due = !waiting
-                            && !warned
-                            && warning.is_some_and(|w| running.activity.idle() >= w);
-                        due.then(|| running.source.clone())
-                    })
-                };
-                if let Some(source) = warn_to {
-                    // Once per turn, said outside the slot's lock.
-                    warned = true;
-                    router.send_direct(&source, TURN_IDLE_WARNING).await;
-                }
-                let mut state = slot.lock();
-                let waiting_on_user = state.approval.is_some() || state.clarify.is_some();
-                let Some(running) = state.running.as_mut() else {
-                    return;
-                };
-                if waiting_on_user {
-                    // Waiting on a person is not idling (Hermes's approval and clarify
-                    // waits keep its activity clock going too).
-                    running.activity.touch();
-                    continue;
-                }
-                let idle = running.activity.idle();
-                if idle >= budget {
-                    running.timed_out = true;
-                    running.cancel.cancel();
-                    tracing::error!(session_key = %slot.key, idle_s = idle.as_secs(), budget_s = budget.as_secs(), "turn idle past its budget (agent.gateway_timeout); cancelled");
-                    return;
-                }
-            }
-        })))
+/// Watches the running turn of `slot` against the configured budget.
+pub(super) fn watch_turn_budget(router: &Router, slot: &Arc<Slot>) -> BudgetGuard {
+    let budget = router.live().config.agent.gateway_timeout_secs;
+    if budget == 0 {
+        return BudgetGuard(None);
     }
+    let warning = match router.live().config.agent.gateway_timeout_warning_secs {
+        0 => None,
+        secs if secs >= budget => None,
+        secs => Some(Duration::from_secs(secs)),
+    };
+    let budget = Duration::from_secs(budget);
+    let check_every = (budget / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+    let slot = slot.clone();
+    let router = router.arc();
+    BudgetGuard(Some(tokio::spawn(async move {
+        let mut warned = false;
+        loop {
+            tokio::time::sleep(check_every).await;
+            let warn_to = {
+                let state = slot.lock();
+                let waiting = state.approval.is_some() || state.clarify.is_some();
+                state.running.as_ref().and_then(|running| {
+                    let due = !waiting
+                        && !warned
+                        && warning.is_some_and(|w| running.activity.idle() >= w);
+                    due.then(|| running.source.clone())
+                })
+            };
+            if let Some(source) = warn_to {
+                // Once per turn, said outside the slot's lock.
+                warned = true;
+                router
+                    .responder
+                    .send_direct(&source, TURN_IDLE_WARNING)
+                    .await;
+            }
+            let mut state = slot.lock();
+            let waiting_on_user = state.approval.is_some() || state.clarify.is_some();
+            let Some(running) = state.running.as_mut() else {
+                return;
+            };
+            if waiting_on_user {
+                // Waiting on a person is not idling (Hermes's approval and clarify
+                // waits keep its activity clock going too).
+                running.activity.touch();
+                continue;
+            }
+            let idle = running.activity.idle();
+            if idle >= budget {
+                running.timed_out = true;
+                running.cancel.cancel();
+                tracing::error!(session_key = %slot.key, idle_s = idle.as_secs(), budget_s = budget.as_secs(), "turn idle past its budget (agent.gateway_timeout); cancelled");
+                return;
+            }
+        }
+    })))
 }
 
 /// Whether a turn idle for `idle` is stuck: past its budget and the cancellation's grace.

@@ -8,7 +8,6 @@ use hermes_adapter::SessionSource;
 use tokio::sync::oneshot;
 
 use super::Router;
-use super::commands::Command;
 use crate::tools::approval::ApprovalDecision;
 use crate::tools::context::Authority;
 
@@ -35,35 +34,6 @@ pub(super) enum Gate {
     OwnTurn,
     /// Only an allowed user may run it; the text says what it would do.
     AllowedUsersOnly(&'static str),
-}
-
-/// The gate of `command`. Commands that change the daemon for every chat, write the
-/// configuration for good, or show other people's conversations need an allowed user.
-pub(super) fn gate(command: &Command) -> Gate {
-    let args = command.args.trim().to_lowercase();
-    let first = args.split_whitespace().next().unwrap_or("");
-    match command.name.as_str() {
-        "restart" => Gate::AllowedUsersOnly("it restarts the gateway for every chat"),
-        "sethome" => Gate::AllowedUsersOnly(
-            "it decides where scheduled jobs and cross-platform messages are delivered",
-        ),
-        "platform" if !matches!(first, "" | "list") => {
-            Gate::AllowedUsersOnly("it pauses or resumes a whole platform for everyone")
-        }
-        "model" if args.split_whitespace().any(|w| w == "--global") => {
-            Gate::AllowedUsersOnly("it changes the default model of every chat")
-        }
-        "approve" if matches!(first, "always" | "all") => Gate::AllowedUsersOnly(
-            "it approves the command's pattern permanently (written to command_allowlist)",
-        ),
-        "resume" => Gate::AllowedUsersOnly(
-            "it switches this chat into another session, whose history may be someone else's",
-        ),
-        "sessions" => Gate::AllowedUsersOnly("it lists the sessions of other chats"),
-        // `/new` interrupts the running turn before it clears the session.
-        "stop" | "steer" | "new" => Gate::OwnTurn,
-        _ => Gate::Open,
-    }
 }
 
 /// The refusal a guest gets for a command only allowed users may run.
@@ -148,7 +118,7 @@ pub(super) fn refused_answer(
     if authority.is_trusted() {
         return None;
     }
-    let command = super::commands::parse(event);
+    let command = super::commands::Command::parse(event);
     let approval_answer = match &command {
         Some(command) => match (command.name.as_str(), command.args.trim()) {
             ("deny", _) => Some(ApprovalDecision::Deny),
@@ -187,50 +157,6 @@ pub(super) fn log_refusal(source: &SessionSource, what: &str, reason: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn command(name: &str, args: &str) -> Command {
-        Command {
-            name: name.into(),
-            args: args.into(),
-        }
-    }
-
-    #[test]
-    fn control_commands_need_an_allowed_user_and_chat_commands_stay_open() {
-        for (name, args) in [
-            ("restart", ""),
-            ("sethome", ""),
-            ("platform", "pause telegram"),
-            ("platform", "resume discord"),
-            ("model", "gpt-x --global"),
-            ("approve", "always"),
-            ("approve", "ALL"),
-            ("resume", "my notes"),
-            ("sessions", ""),
-        ] {
-            assert!(
-                matches!(gate(&command(name, args)), Gate::AllowedUsersOnly(_)),
-                "/{name} {args}"
-            );
-        }
-        for (name, args) in [
-            ("help", ""),
-            ("status", ""),
-            ("usage", ""),
-            ("approve", ""),
-            ("approve", "session"),
-            ("deny", ""),
-            ("platform", "list"),
-            ("model", "gpt-x"),
-            ("cron", ""),
-            ("whoami", ""),
-        ] {
-            assert_eq!(gate(&command(name, args)), Gate::Open, "/{name} {args}");
-        }
-        assert_eq!(gate(&command("stop", "")), Gate::OwnTurn);
-        assert_eq!(gate(&command("steer", "go left")), Gate::OwnTurn);
-        assert_eq!(gate(&command("new", "")), Gate::OwnTurn);
-    }
 
     #[test]
     fn only_the_asker_or_an_allowed_user_answers_and_guests_never_permanently() {

@@ -11,7 +11,7 @@ use futures_util::FutureExt;
 use hermes_adapter::MessageEvent;
 
 use super::authority::{check_answer, log_refusal};
-use super::commands::{self, Command};
+use super::commands::Command;
 use super::slot::{Job, QUEUE_CAP, Slot, SlotState};
 use super::{API_PLATFORM, Router, steer};
 use crate::config::BusyInputMode;
@@ -51,7 +51,7 @@ pub(super) fn dispatch(router: &Router, key: String, job: Job) {
     let command = if is_api {
         None
     } else {
-        commands::parse(&job.event)
+        Command::parse(&job.event)
     };
     if command.is_none() && !is_api && router.is_paused(&job.event.source.platform) {
         drop(state);
@@ -266,7 +266,7 @@ pub(super) async fn run_job_inner(router: &Router, slot: &Arc<Slot>, job: Job) {
     let command = if job.event.source.platform == API_PLATFORM {
         None
     } else {
-        commands::parse(&job.event)
+        Command::parse(&job.event)
     };
     match command {
         Some(command) => super::commands::run_command(router, slot, job, command).await,

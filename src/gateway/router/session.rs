@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::API_PLATFORM;
 use super::slot::Slot;
+use crate::agent::provider::ModelChoice;
 use crate::agent::{Agent, AgentDeps, AgentError, new_session_id};
 use crate::config::Config;
 use crate::gateway::reset::{ResetReason, policy_for, reset_notice, should_reset};
@@ -16,6 +17,9 @@ use crate::gateway::routing::RoutingIndex;
 use crate::gateway::session_key::KeyPolicy;
 use crate::gateway::session_key::{legacy_session_key, same_person};
 use crate::state::{Store, StoreError, StoreResult, now_epoch};
+
+/// The routing-entry field Hermes keeps a session's `/model` choice in (without secrets).
+pub(super) const OVERRIDE_FIELD: &str = "model_override";
 
 /// An agent ready for a turn, and the notice owed to the user first (an automatic reset).
 pub(super) struct Prepared {
@@ -148,6 +152,20 @@ impl Sessions {
         }
         self.routing.save(&self.store, entry.clone()).await?;
         Ok(entry)
+    }
+
+    /// The model (and provider) `/model` chose for the session at `key`, if any.
+    pub(super) fn model_choice(&self, key: &str) -> Option<ModelChoice> {
+        let entry = self.routing.get(key)?;
+        let record = entry.fields.get(OVERRIDE_FIELD)?;
+        Some(ModelChoice {
+            model: record.get("model")?.as_str()?.to_owned(),
+            provider: record
+                .get("provider")
+                .and_then(|p| p.as_str())
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned),
+        })
     }
 
     /// The session id an event's turn runs in, without side effects (for `/status`).

@@ -85,7 +85,7 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
     let once = slot.lock().once_model.take();
     let chosen = once.or_else(|| {
         (event.source.platform != API_PLATFORM)
-            .then(|| super::model_command::session_model(router, &slot.key))
+            .then(|| router.sessions.model_choice(&slot.key))
             .flatten()
     });
     let model = chosen

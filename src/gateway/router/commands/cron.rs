@@ -4,9 +4,10 @@
 
 use hermes_adapter::MessageEvent;
 
-use super::Router;
+use super::{CommandCtx, Reply};
 use crate::cron::ops::{Jobs, summary};
 use crate::cron::{JobRecord, JobsStore, Zone};
+use crate::gateway::router::Router;
 
 fn belongs_to(job: &JobRecord, platform: &str, chat_id: &str) -> bool {
     let from_here = job.origin().is_some_and(|o| {
@@ -24,7 +25,11 @@ fn belongs_to(job: &JobRecord, platform: &str, chat_id: &str) -> bool {
     from_here || to_here
 }
 
-pub(super) async fn cron_text(router: &Router, event: &MessageEvent) -> String {
+pub(super) async fn apply(ctx: &CommandCtx<'_>) -> Reply {
+    Reply::Text(cron_text(ctx.router, &ctx.job.event).await)
+}
+
+async fn cron_text(router: &Router, event: &MessageEvent) -> String {
     let zone = Zone::parse(&router.live().config.cron.timezone).unwrap_or(Zone::Host);
     let jobs = Jobs::new(JobsStore::new(router.home.cron_dir()), zone);
     let listed = tokio::task::spawn_blocking(move || jobs.list()).await;

@@ -1,17 +1,45 @@
 //! The commands that work on the conversation itself: `/new`, `/resume`, `/title`, `/undo`,
-//! `/retry`, `/status`, `/usage`, `/sessions`.
+//! `/retry` and `/sessions`. Switching into another session or listing other chats' needs
+//! an allowed user; a guest's `/new` acts only on their own turn.
 
 use std::sync::Arc;
 
 use hermes_adapter::MessageEvent;
 
-use super::Router;
-use super::slot::Slot;
+use super::control::stop_quietly;
+use super::{CommandCtx, Reply};
 use crate::agent::new_session_id;
-use crate::gateway::routing::iso_utc;
+use crate::gateway::router::Router;
+use crate::gateway::router::authority::Gate;
+use crate::gateway::router::slot::Slot;
 
-pub(super) fn agent_home(router: &Router) -> std::path::PathBuf {
-    router.home.path().to_path_buf()
+/// Who may run `/new`, `/resume` or `/sessions`.
+pub(super) fn gate(name: &str) -> Gate {
+    match name {
+        "resume" => Gate::AllowedUsersOnly(
+            "it switches this chat into another session, whose history may be someone else's",
+        ),
+        "sessions" => Gate::AllowedUsersOnly("it lists the sessions of other chats"),
+        // `/new` interrupts the running turn before it clears the session.
+        _ => Gate::OwnTurn,
+    }
+}
+
+pub(super) async fn apply(ctx: &CommandCtx<'_>) -> Reply {
+    let (router, slot, event, args) = (
+        ctx.router,
+        ctx.slot,
+        &ctx.job.event,
+        ctx.command.args.as_str(),
+    );
+    Reply::Text(match ctx.command.name.as_str() {
+        "new" => new_session(router, slot, event, args).await,
+        "resume" => resume_command(router, slot, event, args).await,
+        "title" => title_command(router, &slot.key, &event.source, args).await,
+        "undo" => undo_command(router, slot, args).await,
+        "retry" => return retry_command(router, slot).await,
+        _ => sessions_text(router, event).await,
+    })
 }
 
 /// `/new [name]`: interrupts and clears, ends the current session (`session_reset`) and
@@ -37,7 +65,7 @@ pub(super) async fn new_session(
         .repoint(&slot.key, &event.source, &session_id, true)
         .await
     {
-        return super::failure::store_error_text(&e, "starting a new session");
+        return crate::gateway::router::failure::store_error_text(&e, "starting a new session");
     }
     let name = name.trim();
     if name.is_empty() {
@@ -71,25 +99,6 @@ pub(super) async fn new_session(
     }
 }
 
-/// Cancels the running turn and drops the queue without a reply of its own.
-pub(super) fn stop_quietly(router: &Router, slot: &Arc<Slot>) -> usize {
-    let mut state = slot.lock();
-    if let Some(running) = state.running.as_mut() {
-        running.stopped = true;
-        running.cancel.cancel();
-    }
-    let discarded = state.discard_queue(&router.metrics.router_queue_depth);
-    drop(state);
-    let count = discarded.len();
-    let router = router.arc();
-    tokio::spawn(async move {
-        for job in &discarded {
-            router.responder.answer_silently(job).await;
-        }
-    });
-    count
-}
-
 /// `/resume [title]`: lists named sessions, or switches to one.
 pub(super) async fn resume_command(
     router: &Router,
@@ -108,7 +117,9 @@ pub(super) async fn resume_command(
                 "No session is called '**{name}**'.\n`/resume` on its own lists the ones you can go back to."
             );
         }
-        Err(e) => return super::failure::store_error_text(&e, "a session command"),
+        Err(e) => {
+            return crate::gateway::router::failure::store_error_text(&e, "a session command");
+        }
     };
     if let Some(old) = router.sessions.current_session_id(&slot.key)
         && old != target
@@ -117,7 +128,7 @@ pub(super) async fn resume_command(
         tracing::warn!(error = %e, "cannot end the session switched away from");
     }
     if let Err(e) = router.store.reopen_session(&target).await {
-        return super::failure::store_error_text(&e, "a session command");
+        return crate::gateway::router::failure::store_error_text(&e, "a session command");
     }
     slot.lock().agent = None;
     if let Err(e) = router
@@ -125,7 +136,7 @@ pub(super) async fn resume_command(
         .repoint(&slot.key, &event.source, &target, false)
         .await
     {
-        return super::failure::store_error_text(&e, "a session command");
+        return crate::gateway::router::failure::store_error_text(&e, "a session command");
     }
     let session = router.store.get_session(&target).await.ok().flatten();
     let title = session
@@ -192,7 +203,9 @@ pub(super) async fn title_command(
     match router.store.get_session(&session_id).await {
         Ok(Some(_)) => {}
         Ok(None) => return "Session not found in database.".to_owned(),
-        Err(e) => return super::failure::store_error_text(&e, "a session command"),
+        Err(e) => {
+            return crate::gateway::router::failure::store_error_text(&e, "a session command");
+        }
     }
     match router
         .store
@@ -208,10 +221,10 @@ pub(super) async fn title_command(
                 .flatten()
                 .and_then(|s| s.title)
                 .unwrap_or_else(|| name.to_owned());
-            super::title::rename_session_thread(router, source, &title).await;
+            crate::gateway::router::title::rename_session_thread(router, source, &title).await;
             format!("✏️ Session title set: **{title}**")
         }
-        Err(e) => super::failure::store_error_text(&e, "setting a title"),
+        Err(e) => crate::gateway::router::failure::store_error_text(&e, "setting a title"),
     }
 }
 
@@ -254,7 +267,9 @@ pub(super) async fn undo_command(router: &Router, slot: &Arc<Slot>, args: &str) 
     let (from_id, first_text) = turns[turns.len() - count].clone();
     let removed = match router.store.truncate_messages(&session_id, from_id).await {
         Ok(n) => n,
-        Err(e) => return super::failure::store_error_text(&e, "a session command"),
+        Err(e) => {
+            return crate::gateway::router::failure::store_error_text(&e, "a session command");
+        }
     };
     slot.lock().agent = None;
     let preview: String = first_text.chars().take(80).collect();
@@ -263,82 +278,22 @@ pub(super) async fn undo_command(router: &Router, slot: &Arc<Slot>, args: &str) 
     )
 }
 
-/// `/retry`: removes the last exchange and returns its user text to run again.
-pub(super) async fn retry_command(router: &Router, slot: &Arc<Slot>) -> Result<String, String> {
-    let none = || "No previous message to retry.".to_owned();
-    let (session_id, turns) = user_turns(router, &slot.key).await.ok_or_else(none)?;
-    let (from_id, text) = turns.last().cloned().ok_or_else(none)?;
-    router
-        .store
-        .truncate_messages(&session_id, from_id)
-        .await
-        .map_err(|e| super::failure::store_error_text(&e, "/retry"))?;
+/// `/retry`: removes the last exchange and runs its user text again as this event's turn.
+async fn retry_command(router: &Router, slot: &Arc<Slot>) -> Reply {
+    let none = || Reply::Text("No previous message to retry.".to_owned());
+    let Some((session_id, turns)) = user_turns(router, &slot.key).await else {
+        return none();
+    };
+    let Some((from_id, text)) = turns.last().cloned() else {
+        return none();
+    };
+    if let Err(e) = router.store.truncate_messages(&session_id, from_id).await {
+        return Reply::Text(crate::gateway::router::failure::store_error_text(
+            &e, "/retry",
+        ));
+    }
     slot.lock().agent = None;
-    Ok(text)
-}
-
-pub(super) async fn status_text(router: &Router, slot: &Arc<Slot>, event: &MessageEvent) -> String {
-    let (running, queued) = {
-        let state = slot.lock();
-        (state.running.is_some(), state.queue.len())
-    };
-    let mut lines = vec!["📊 **Hermes Gateway Status**".to_owned()];
-    if let Some(session_id) = router.sessions.current_session_id(&slot.key) {
-        lines.push(format!("**Session ID:** `{session_id}`"));
-        if let Ok(Some(session)) = router.store.get_session(&session_id).await {
-            if let Some(title) = session.title {
-                lines.push(format!("**Title:** {title}"));
-            }
-            lines.push(format!("**Created:** {}", iso_utc(session.started_at)));
-            lines.push(format!(
-                "**Cumulative API tokens (re-sent each call):** {}",
-                session.input_tokens + session.output_tokens
-            ));
-        }
-    }
-    if let Ok(deps) = &router.live().agent {
-        let model = super::model_command::session_model(router, &slot.key)
-            .filter(|c| deps.client.endpoints().iter().any(|e| c.served_by(e)))
-            .map(|c| c.model)
-            .unwrap_or_else(|| deps.model_name());
-        lines.push(format!("**Model:** `{model}`"));
-    }
-    let state = if running { "Yes ⚡" } else { "No" };
-    lines.push(format!("**Agent Running:** {state}"));
-    if queued > 0 {
-        lines.push(format!("**Queued follow-ups:** {queued}"));
-    }
-    let mut platforms: Vec<&String> = router.responder.platforms.keys().collect();
-    platforms.sort();
-    let names: Vec<&str> = platforms.iter().map(|s| s.as_str()).collect();
-    lines.push(format!("**Connected Platforms:** {}", names.join(", ")));
-    lines.push(format!(
-        "**Uptime:** {}s · **Platform:** {}",
-        router.started.elapsed().as_secs(),
-        event.source.platform
-    ));
-    lines.join("\n")
-}
-
-pub(super) async fn usage_text(router: &Router, key: &str) -> String {
-    let Some(session_id) = router.sessions.current_session_id(key) else {
-        return "No usage yet — send a message first.".to_owned();
-    };
-    match router.store.get_session(&session_id).await {
-        Ok(Some(s)) => format!(
-            "📊 **Session Token Usage**\nInput: {}\nOutput: {}\nCache read: {}\nCache write: {}\nAPI calls: {}{}",
-            s.input_tokens,
-            s.output_tokens,
-            s.cache_read_tokens,
-            s.cache_write_tokens,
-            s.api_call_count,
-            s.estimated_cost_usd
-                .map(|c| format!("\nEstimated cost: ${c:.4}"))
-                .unwrap_or_default()
-        ),
-        Ok(None) => "No usage yet — send a message first.".to_owned(),
-        Err(e) => super::failure::store_error_text(&e, "reading usage"),
-    }
+    Reply::Turn(text)
 }
 
 pub(super) async fn sessions_text(router: &Router, event: &MessageEvent) -> String {
@@ -348,7 +303,9 @@ pub(super) async fn sessions_text(router: &Router, event: &MessageEvent) -> Stri
         .await
     {
         Ok(sessions) => sessions,
-        Err(e) => return super::failure::store_error_text(&e, "a session command"),
+        Err(e) => {
+            return crate::gateway::router::failure::store_error_text(&e, "a session command");
+        }
     };
     if sessions.is_empty() {
         return "No sessions yet.".to_owned();

@@ -11,13 +11,14 @@ use std::sync::Arc;
 use hermes_adapter::MessageEvent;
 use serde_json::json;
 
-use super::Router;
-use super::slot::Slot;
+use super::{CommandCtx, Reply};
 use crate::agent::AgentDeps;
 use crate::agent::provider::{Endpoint, ModelChoice};
+use crate::gateway::router::Router;
+use crate::gateway::router::authority::Gate;
+use crate::gateway::router::slot::Slot;
 
-/// The routing-entry field Hermes keeps a session's `/model` choice in (without secrets).
-const OVERRIDE_FIELD: &str = "model_override";
+use crate::gateway::router::session::OVERRIDE_FIELD;
 
 const USAGE: &str = "Usage: `/model [name] [--provider <name>] [--once | --global]`";
 
@@ -99,21 +100,20 @@ fn resolve<'a>(endpoints: &'a [Endpoint], request: &Request) -> Result<&'a Endpo
     })
 }
 
-/// The model (and provider) `/model` chose for the session at `key`, if any.
-pub(super) fn session_model(router: &Router, key: &str) -> Option<ModelChoice> {
-    let entry = router.routing.get(key)?;
-    let record = entry.fields.get(OVERRIDE_FIELD)?;
-    Some(ModelChoice {
-        model: record.get("model")?.as_str()?.to_owned(),
-        provider: record
-            .get("provider")
-            .and_then(|p| p.as_str())
-            .filter(|p| !p.is_empty())
-            .map(str::to_owned),
-    })
+/// `/model … --global` rewrites config.yaml for every chat: allowed users only.
+pub(super) fn gate(args: &str) -> Gate {
+    if args.split_whitespace().any(|w| w == "--global") {
+        Gate::AllowedUsersOnly("it changes the default model of every chat")
+    } else {
+        Gate::Open
+    }
 }
 
-pub(super) async fn model_command(
+pub(super) async fn apply(ctx: &CommandCtx<'_>) -> Reply {
+    Reply::Text(model_command(ctx.router, ctx.slot, &ctx.job.event, &ctx.command.args).await)
+}
+
+async fn model_command(
     router: &Router,
     slot: &Arc<Slot>,
     event: &MessageEvent,
@@ -128,7 +128,9 @@ pub(super) async fn model_command(
         Err(text) => return text,
     };
     let endpoints = deps.client.endpoints();
-    let current = session_model(router, &slot.key)
+    let current = router
+        .sessions
+        .model_choice(&slot.key)
         .filter(|c| endpoints.iter().any(|e| c.served_by(e)))
         .map(|c| c.model)
         .unwrap_or_else(|| deps.model_name());

@@ -344,10 +344,7 @@ pub(super) fn lease_lost(
     };
     if !api.take_up_again() {
         tracing::warn!(session_key = %slot.key, error = %error, "session lease lost mid-turn; the HTTP request is answered 502");
-        super::respond::Responder::answer_api_error(
-            api,
-            "the session moved to another instance; please retry",
-        );
+        super::respond::Responder::answer_api_error(api, super::slot::ApiTurnError::SessionMoved);
         return;
     }
     tracing::warn!(session_key = %slot.key, error = %error, "session lease lost mid-turn; the HTTP request runs again once the lease is back");

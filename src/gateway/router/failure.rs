@@ -47,7 +47,10 @@ pub(super) async fn turn_panicked(
 /// Answers `job` with `incident`'s sentence (an API request gets it as its error).
 pub(super) async fn answer_incident(router: &Router, job: &Job, incident: &Incident) {
     match &job.api {
-        Some(api) => super::respond::Responder::answer_api_error(api, &incident.user_text()),
+        Some(api) => super::respond::Responder::answer_api_error(
+            api,
+            super::slot::ApiTurnError::Incident(incident.user_text()),
+        ),
         None => router.responder.respond(job, &incident.user_text()).await,
     }
 }

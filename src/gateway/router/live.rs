@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::{Router, prompts};
 use crate::agent::AgentDeps;
-use crate::agent::provider::ModelClient;
+use crate::agent::provider::{ModelClient, ProviderError};
 use crate::config::{Config, LoadedConfig};
 use crate::gateway::authorize::AuthPolicy;
 
@@ -20,8 +20,20 @@ pub struct Live {
     /// The environment after the `.env` merge (authorization reads some lists from it).
     pub env: BTreeMap<String, String>,
     pub auth: AuthPolicy,
-    /// The agent's dependencies, or the one-line reason there is no model provider.
-    pub agent: Result<Arc<AgentDeps>, String>,
+    /// The agent's dependencies, or why there is no model provider.
+    pub agent: Result<Arc<AgentDeps>, NoProvider>,
+}
+
+/// Why the router has no model to run turns with. Its text is one line saying what to set;
+/// it is shared by every snapshot until a reload fixes the configuration.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct NoProvider(Arc<ProviderError>);
+
+impl From<ProviderError> for NoProvider {
+    fn from(error: ProviderError) -> Self {
+        Self(Arc::new(error))
+    }
 }
 
 /// Whether anything the agent's dependencies are built from differs.
@@ -60,7 +72,7 @@ pub(super) fn apply_reload(router: &Router, loaded: &LoadedConfig) {
                 )),
                 &router.mcp,
             )),
-            (Err(e), _) => Err(e.to_string()),
+            (Err(e), _) => Err(NoProvider::from(e)),
         }
     } else {
         old.agent.clone()

@@ -40,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::AgentDeps;
 use crate::config::LoadedConfig;
-use crate::gateway::authorize::{AuthPolicy, Authority, authority, unauthorized_reply};
+use crate::gateway::authorize::{Admission, AuthPolicy, Authority, admit, authority};
 use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::pairing::PairingStore;
 use crate::gateway::routing::RoutingIndex;
@@ -49,13 +49,13 @@ use crate::home::HermesHome;
 use crate::state::{InboundRecord, Store};
 
 pub use dead_letter::DEAD_LETTER_NOTICE;
-pub use live::Live;
+pub use live::{Live, NoProvider};
 pub use platforms::PlatformLink;
 pub use recovery::Recovered;
 use respond::Responder;
 use session::Sessions;
 use slot::Job;
-pub use slot::{ApiReply, ApiResponder};
+pub use slot::{ApiReply, ApiResponder, ApiTurnError};
 use slot_table::SlotTable;
 pub use turn::no_provider_text;
 pub use turn_budget::{TURN_IDLE_WARNING, TURN_TIMEOUT_NOTICE};
@@ -217,7 +217,7 @@ impl Router {
                 ))),
                 None => AgentDeps::build(&home, &loaded, store.clone(), prompts)
                     .map(Arc::new)
-                    .map_err(|e| e.to_string()),
+                    .map_err(NoProvider::from),
             }
             .map(|deps| with_mcp_tools(deps, &mcp));
             Router {
@@ -298,10 +298,14 @@ impl Router {
     /// it may acknowledge the event to the platform.
     pub async fn handle_inbound(&self, event: MessageEvent) -> RecordOutcome {
         GatewayMetrics::incr(&self.metrics.events_in);
-        // The pairing files are read on tokio's blocking pool, not on a runtime thread.
-        let Some(authority) = self.authority_of(&event.source).await else {
-            self.deny(&event).await;
-            return RecordOutcome::Refused;
+        // One decision per event, from one policy snapshot: a refused sender's reply is
+        // worked out in the same pass instead of asking the policy again.
+        let authority = match self.admit(&event.source).await {
+            Admission::Admitted(authority) => authority,
+            Admission::Refused(reply) => {
+                self.deny(&event, reply).await;
+                return RecordOutcome::Refused;
+            }
         };
         if let Some(refusal) = authority::refused_answer(self, &event, authority) {
             self.responder.send_direct(&event.source, &refusal).await;
@@ -345,7 +349,7 @@ impl Router {
         event: MessageEvent,
         deltas: Option<crate::agent::EventSink>,
         system: Option<String>,
-    ) -> Result<ApiReply, String> {
+    ) -> Result<ApiReply, ApiTurnError> {
         GatewayMetrics::incr(&self.metrics.events_in);
         let key = self.session_key(&event);
         let (reply, answer) = tokio::sync::oneshot::channel();
@@ -362,9 +366,7 @@ impl Router {
                 authority: Authority::AllowedUser,
             },
         );
-        answer
-            .await
-            .unwrap_or_else(|_| Err("the gateway is shutting down".to_owned()))
+        answer.await.unwrap_or(Err(ApiTurnError::ShuttingDown))
     }
 
     /// How far the sender of `source` is trusted; `None` when they may not use the bot.
@@ -380,17 +382,26 @@ impl Router {
             .unwrap_or(None)
     }
 
-    /// An unauthorized sender: a pairing code for a DM where the platform pairs, else nothing.
-    async fn deny(&self, event: &MessageEvent) {
+    /// Whether the sender of `source` is admitted, and what a refused one is told, decided
+    /// once. The pairing files are read (and a pairing request written) on tokio's blocking
+    /// pool, not on a runtime thread.
+    async fn admit(&self, source: &hermes_adapter::SessionSource) -> Admission {
         let now = crate::state::now_epoch();
-        // A pairing request takes the pairing lock and writes files: the blocking pool's work.
         let router = self.arc();
-        let asker = event.source.clone();
-        let reply = tokio::task::spawn_blocking(move || {
-            unauthorized_reply(&asker, &router.live().auth, &router.pairing, now)
+        let asker = source.clone();
+        tokio::task::spawn_blocking(move || {
+            admit(&asker, &router.live().auth, &router.pairing, now)
         })
         .await
-        .unwrap_or(Ok(None));
+        .unwrap_or(Admission::Refused(Ok(None)))
+    }
+
+    /// An unauthorized sender: a pairing code for a DM where the platform pairs, else nothing.
+    async fn deny(
+        &self,
+        event: &MessageEvent,
+        reply: Result<Option<String>, crate::gateway::pairing::PairingError>,
+    ) {
         let reply = match reply {
             Ok(reply) => reply,
             Err(e) => {

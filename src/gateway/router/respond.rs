@@ -12,7 +12,7 @@ use hermes_adapter::MessageEvent;
 
 use super::outbox::{Outbox, Outgoing};
 use super::platforms::PlatformLink;
-use super::slot::{ApiReply, Job};
+use super::slot::{ApiReply, ApiTurnError, Job};
 use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::routing::RoutingIndex;
 use crate::gateway::session_key::{KeyPolicy, build_session_key};
@@ -188,7 +188,7 @@ impl Responder {
     /// next turn answers, a clarify answer, a discarded queued message).
     pub(super) async fn answer_silently(&self, job: &Job) {
         if let Some(api) = &job.api {
-            Self::answer_api_error(api, "the request was cancelled");
+            Self::answer_api_error(api, ApiTurnError::Cancelled);
             return;
         }
         let event = &job.event;
@@ -212,7 +212,7 @@ impl Responder {
         }));
     }
 
-    pub(super) fn answer_api_error(api: &super::slot::ApiResponder, message: &str) {
-        api.answer(Err(message.to_owned()));
+    pub(super) fn answer_api_error(api: &super::slot::ApiResponder, error: ApiTurnError) {
+        api.answer(Err(error));
     }
 }

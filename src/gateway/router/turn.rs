@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use hermes_adapter::MessageEvent;
 use tokio_util::sync::CancellationToken;
 
+use super::slot::ApiTurnError;
 use super::slot::{Job, Running, Slot};
 use super::turn_budget::TURN_TIMEOUT_NOTICE;
 use super::{API_PLATFORM, Router};
@@ -74,7 +75,7 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
         Err(reason) => {
             router
                 .responder
-                .respond(&job, &no_provider_text(reason))
+                .respond(&job, &no_provider_text(&reason.to_string()))
                 .await;
             return;
         }
@@ -236,7 +237,7 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
                 slot.lock().agent = Some(agent);
                 match &job.api {
                     Some(api) => {
-                        super::respond::Responder::answer_api_error(api, TURN_TIMEOUT_NOTICE)
+                        super::respond::Responder::answer_api_error(api, ApiTurnError::TimedOut)
                     }
                     None => router.responder.respond(&job, TURN_TIMEOUT_NOTICE).await,
                 }
@@ -244,7 +245,7 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
                 slot.lock().agent = Some(agent);
                 router.responder.answer_silently(&job).await;
             } else if let Some(api) = &job.api {
-                super::respond::Responder::answer_api_error(api, "the gateway is shutting down");
+                super::respond::Responder::answer_api_error(api, ApiTurnError::ShuttingDown);
             }
         }
         Ok(outcome) => {
@@ -302,7 +303,10 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
                     // A provider may echo any credential; none reaches the user.
                     let shown = crate::logging::mask_secrets(&e.to_string());
                     match &job.api {
-                        Some(api) => super::respond::Responder::answer_api_error(api, &shown),
+                        Some(api) => super::respond::Responder::answer_api_error(
+                            api,
+                            ApiTurnError::Provider(shown),
+                        ),
                         None => {
                             router
                                 .responder

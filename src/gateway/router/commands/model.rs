@@ -31,7 +31,60 @@ struct Request {
     once: bool,
 }
 
-fn parse(args: &str) -> Result<Request, String> {
+/// Why `/model`'s arguments ask for nothing it can do; the text is the reply.
+#[derive(Debug, thiserror::Error)]
+enum RequestError {
+    #[error("`--provider` needs a provider name.")]
+    ProviderNameMissing,
+    #[error("`{0}` is not a `/model` option here.\n{USAGE}")]
+    UnknownOption(String),
+    #[error("{USAGE}")]
+    Usage,
+    #[error(
+        "`--once` and `--global` cannot go together: one is for the next message, the other for every chat."
+    )]
+    OnceAndGlobal,
+    #[error("`/model --once` needs a model or a `--provider`.")]
+    OnceWithoutTarget,
+}
+
+/// Why no configured endpoint serves what `/model` asked for; the text is the reply.
+#[derive(Debug, thiserror::Error)]
+enum NotServed {
+    #[error(
+        "`{provider}` is not a configured provider, so I can't switch to it.\nConfigured providers: {providers}\nProviders are set as `model.provider` or in `fallback_providers` in config.yaml."
+    )]
+    UnknownProvider { provider: String, providers: String },
+    #[error("`{provider}` does not serve `{wanted}` here, so I can't switch to it.\n{listing}")]
+    NotByProvider {
+        provider: String,
+        wanted: String,
+        listing: String,
+    },
+    #[error(
+        "`{wanted}` is not a configured model, so I can't switch to it.\n{listing}\nOther models are added as `model.default` or `fallback_providers` in config.yaml."
+    )]
+    UnknownModel { wanted: String, listing: String },
+}
+
+/// Why `--global` could not write `model.default` to config.yaml.
+#[derive(Debug, thiserror::Error)]
+enum SaveGlobalError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Edit(String),
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn parse(args: &str) -> Result<Request, RequestError> {
     let mut request = Request::default();
     let mut words = args.split_whitespace();
     while let Some(word) = words.next() {
@@ -41,29 +94,29 @@ fn parse(args: &str) -> Result<Request, String> {
             "--session" => {}
             "--provider" => match words.next() {
                 Some(name) if !name.starts_with("--") => request.provider = Some(name.to_owned()),
-                _ => return Err("`--provider` needs a provider name.".to_owned()),
+                _ => return Err(RequestError::ProviderNameMissing),
             },
             flag if flag.starts_with("--provider=") => {
                 request.provider = Some(flag["--provider=".len()..].to_owned())
             }
             flag if flag.starts_with("--") => {
-                return Err(format!("`{flag}` is not a `/model` option here.\n{USAGE}"));
+                return Err(RequestError::UnknownOption(flag.to_owned()));
             }
             name if request.model.is_none() => request.model = Some(name.to_owned()),
-            _ => return Err(USAGE.to_owned()),
+            _ => return Err(RequestError::Usage),
         }
     }
     if request.once && request.global {
-        return Err("`--once` and `--global` cannot go together: one is for the next message, the other for every chat.".to_owned());
+        return Err(RequestError::OnceAndGlobal);
     }
     if request.once && request.model.is_none() && request.provider.is_none() {
-        return Err("`/model --once` needs a model or a `--provider`.".to_owned());
+        return Err(RequestError::OnceWithoutTarget);
     }
     Ok(request)
 }
 
 /// The endpoint serving what was asked for, or the reason none does.
-fn resolve<'a>(endpoints: &'a [Endpoint], request: &Request) -> Result<&'a Endpoint, String> {
+fn resolve<'a>(endpoints: &'a [Endpoint], request: &Request) -> Result<&'a Endpoint, NotServed> {
     let provider_matches = |e: &Endpoint, p: &str| e.provider.eq_ignore_ascii_case(p);
     if let Some(provider) = request.provider.as_deref()
         && !endpoints.iter().any(|e| provider_matches(e, provider))
@@ -73,10 +126,10 @@ fn resolve<'a>(endpoints: &'a [Endpoint], request: &Request) -> Result<&'a Endpo
             .map(|e| format!("`{}`", e.provider))
             .collect();
         providers.dedup();
-        return Err(format!(
-            "`{provider}` is not a configured provider, so I can't switch to it.\nConfigured providers: {}\nProviders are set as `model.provider` or in `fallback_providers` in config.yaml.",
-            providers.join(", ")
-        ));
+        return Err(NotServed::UnknownProvider {
+            provider: provider.to_owned(),
+            providers: providers.join(", "),
+        });
     }
     let found = endpoints.iter().find(|e| {
         request.model.as_deref().is_none_or(|m| e.model == m)
@@ -86,16 +139,17 @@ fn resolve<'a>(endpoints: &'a [Endpoint], request: &Request) -> Result<&'a Endpo
                 .is_none_or(|p| provider_matches(e, p))
     });
     found.ok_or_else(|| {
-        let wanted = request.model.as_deref().unwrap_or_default();
+        let wanted = request.model.clone().unwrap_or_default();
         match request.provider.as_deref() {
-            Some(provider) => format!(
-                "`{provider}` does not serve `{wanted}` here, so I can't switch to it.\n{}",
-                listing(endpoints)
-            ),
-            None => format!(
-                "`{wanted}` is not a configured model, so I can't switch to it.\n{}\nOther models are added as `model.default` or `fallback_providers` in config.yaml.",
-                listing(endpoints)
-            ),
+            Some(provider) => NotServed::NotByProvider {
+                provider: provider.to_owned(),
+                wanted,
+                listing: listing(endpoints),
+            },
+            None => NotServed::UnknownModel {
+                wanted,
+                listing: listing(endpoints),
+            },
         }
     })
 }
@@ -125,7 +179,7 @@ async fn model_command(
     };
     let request = match parse(args) {
         Ok(request) => request,
-        Err(text) => return text,
+        Err(e) => return e.to_string(),
     };
     let endpoints = deps.client.endpoints();
     let current = router
@@ -142,7 +196,7 @@ async fn model_command(
     }
     let endpoint = match resolve(endpoints, &request) {
         Ok(endpoint) => endpoint.clone(),
-        Err(text) => return text,
+        Err(e) => return e.to_string(),
     };
     let wanted = endpoint.model.clone();
     if request.once {
@@ -219,11 +273,16 @@ fn save_global(
     deps: &AgentDeps,
     path: &std::path::Path,
     endpoint: &Endpoint,
-) -> Result<(), String> {
+) -> Result<(), SaveGlobalError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => {
+            return Err(SaveGlobalError::Read {
+                path: path.to_owned(),
+                source,
+            });
+        }
     };
     let mut values = vec![("default", endpoint.model.as_str())];
     let primary_provider = deps.client.endpoints().first().map(|e| e.provider.as_str());
@@ -231,10 +290,15 @@ fn save_global(
         values.push(("provider", endpoint.provider.as_str()));
         values.push(("base_url", endpoint.base_url.as_str()));
     }
-    let out = crate::config::model_edit::set_model_keys(&text, &values)?;
+    let out =
+        crate::config::model_edit::set_model_keys(&text, &values).map_err(SaveGlobalError::Edit)?;
     let mode = file_mode(path);
-    crate::tools::approval::write_atomically(path, out.as_bytes(), mode)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    crate::tools::approval::write_atomically(path, out.as_bytes(), mode).map_err(|source| {
+        SaveGlobalError::Write {
+            path: path.to_owned(),
+            source,
+        }
+    })
 }
 
 #[cfg(unix)]
@@ -300,11 +364,13 @@ mod tests {
         assert!(
             resolve(&endpoints, &req(Some("llama-3.3"), Some("openai")))
                 .unwrap_err()
+                .to_string()
                 .contains("does not serve")
         );
         assert!(
             resolve(&endpoints, &req(None, Some("mistral")))
                 .unwrap_err()
+                .to_string()
                 .contains("`groq`")
         );
     }

@@ -82,7 +82,7 @@ pub(super) async fn new_session(
         .await
         .map(|agent| slot.lock().agent = Some(agent))
         .map_err(|e| e.to_string()),
-        Err(reason) => Err(reason.clone()),
+        Err(reason) => Err(reason.to_string()),
     };
     match created {
         Ok(()) => match router

@@ -108,7 +108,7 @@ impl AnswerRefusal {
 /// not answer — `/approve` or `/deny` (typed, or a button's data), a plain approval
 /// word, or a clarify answer (typed or a choice button) — decided before the event is
 /// recorded: the adapter then treats a click as refused, so the prompt keeps its buttons
-/// for the person who may answer it. The slot's own checks (`busy.rs`, `commands.rs`)
+/// for the person who may answer it. The slot's own checks (`busy.rs`, `commands/`)
 /// cover events taken up from another instance's journal.
 pub(super) fn refused_answer(
     router: &Router,

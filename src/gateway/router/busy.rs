@@ -219,7 +219,7 @@ pub(super) fn ensure_worker(router: &Router, slot: &Arc<Slot>, state: &mut SlotS
 /// The worker: runs the slot's jobs in order, one at a time, then exits.
 pub(super) async fn drain(router: Arc<Router>, slot: Arc<Slot>) {
     if let Some(cluster) = router.cluster.clone() {
-        return super::clustered::drain_clustered(router, cluster, slot).await;
+        return super::cluster::drain_clustered(router, cluster, slot).await;
     }
     loop {
         let job = {
@@ -233,7 +233,7 @@ pub(super) async fn drain(router: Arc<Router>, slot: Arc<Slot>) {
                 }
             }
         };
-        let job = super::pending_media::with_media_fetched(&router, job).await;
+        let job = super::turn::pending_media::with_media_fetched(&router, job).await;
         let permit = router.turn_limit.clone().acquire_owned().await;
         let Ok(_permit) = permit else { return };
         run_job(&router, &slot, job).await;
@@ -258,7 +258,7 @@ pub(super) async fn run_job(router: &Router, slot: &Arc<Slot>, job: Job) {
             api,
             authority,
         };
-        super::failure::turn_panicked(router, slot, &job, panic).await;
+        super::turn::failure::turn_panicked(router, slot, &job, panic).await;
     }
 }
 

@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Router, prompts};
+use super::Router;
+use super::turn::prompts;
 use crate::agent::AgentDeps;
 use crate::agent::provider::{ModelClient, ProviderError};
 use crate::config::{Config, LoadedConfig};

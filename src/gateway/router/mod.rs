@@ -6,28 +6,16 @@
 
 mod authority;
 mod busy;
-mod clustered;
+mod cluster;
 pub mod commands;
-mod dead_letter;
-mod failure;
 mod fault;
-mod journal_pull;
 mod live;
-mod liveness;
-mod media_turn;
-mod outbox;
-mod pending_media;
-mod platforms;
-mod prompts;
-mod recovery;
-mod respond;
+mod responder;
 mod session;
 pub mod slot;
 mod slot_table;
 mod steer;
-mod title;
 mod turn;
-mod turn_budget;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,17 +36,17 @@ use crate::gateway::session_key::{KeyPolicy, build_session_key};
 use crate::home::HermesHome;
 use crate::state::{InboundRecord, Store};
 
-pub use dead_letter::DEAD_LETTER_NOTICE;
+pub use cluster::recovery::Recovered;
 pub use live::{Live, NoProvider};
-pub use platforms::PlatformLink;
-pub use recovery::Recovered;
-use respond::Responder;
+use responder::Responder;
+pub use responder::dead_letter::DEAD_LETTER_NOTICE;
+pub use responder::platforms::PlatformLink;
 use session::Sessions;
 use slot::Job;
 pub use slot::{ApiReply, ApiResponder, ApiTurnError};
 use slot_table::SlotTable;
+pub use turn::budget::{TURN_IDLE_WARNING, TURN_TIMEOUT_NOTICE};
 pub use turn::no_provider_text;
-pub use turn_budget::{TURN_IDLE_WARNING, TURN_TIMEOUT_NOTICE};
 
 /// The platform name of the HTTP API: its requests are answered in the HTTP response, not
 /// through the delivery ledger.
@@ -88,13 +76,13 @@ pub struct Router {
     key_policy: KeyPolicy,
     /// Which session each key talks in; shared with the responder and the session book.
     routing: Arc<RoutingIndex>,
-    /// Recording and sending replies, and the platforms they go to (`respond.rs`).
+    /// Recording and sending replies, and the platforms they go to (`responder/`).
     responder: Arc<Responder>,
     /// The routing entries as sessions: resets, repoints, the cached agent (`session.rs`).
     sessions: Sessions,
     /// One slot per active session key (`slot_table.rs`).
     slots: SlotTable,
-    /// Held by a turn while it runs, released before its reply is sent (see `outbox.rs`).
+    /// Held by a turn while it runs, released before its reply is sent (see `responder/outbox.rs`).
     turn_limit: Arc<Semaphore>,
     metrics: Arc<GatewayMetrics>,
     paused: Mutex<HashSet<String>>,
@@ -105,7 +93,7 @@ pub struct Router {
     pub stop_requested: CancellationToken,
     /// The MCP servers whose tools every agent's registry reads.
     mcp: crate::tools::mcp::McpHub,
-    /// PostgreSQL: the session leases shared with the other instances (`clustered.rs`).
+    /// PostgreSQL: the session leases shared with the other instances (`cluster/`).
     cluster: Option<Arc<crate::gateway::cluster::Cluster>>,
     me: Weak<Router>,
 }
@@ -180,7 +168,7 @@ impl Router {
             group_sessions_per_user: loaded.config.group_sessions_per_user,
             thread_sessions_per_user: loaded.config.thread_sessions_per_user,
         };
-        let outbox = outbox::Outbox::default();
+        let outbox = responder::outbox::Outbox::default();
         let platforms: HashMap<String, PlatformLink> = platforms
             .into_iter()
             .map(|mut link| {
@@ -206,7 +194,7 @@ impl Router {
             &loaded.env,
         );
         let router = Arc::new_cyclic(|me: &Weak<Router>| {
-            let prompts = prompts::user_prompts(me.clone());
+            let prompts = turn::prompts::user_prompts(me.clone());
             let agent = match client {
                 Some(client) => Ok(Arc::new(AgentDeps::with_client(
                     &home,
@@ -258,7 +246,7 @@ impl Router {
                 instance_id = cluster.instance_id(),
                 "sharing sessions with other instances through PostgreSQL"
             );
-            clustered::start_cluster_tasks(&router, cluster);
+            cluster::start_cluster_tasks(&router, cluster);
         }
         Ok(router)
     }
@@ -337,7 +325,7 @@ impl Router {
             authority,
         };
         match &self.cluster {
-            Some(cluster) => clustered::offer_clustered(self, cluster, key, job),
+            Some(cluster) => cluster::offer_clustered(self, cluster, key, job),
             None => busy::dispatch(self, key, job),
         }
         RecordOutcome::Recorded
@@ -463,25 +451,25 @@ impl Router {
     }
 
     /// Keeps an item the adapter could not decode; the answer tells the adapter whether it
-    /// may acknowledge it (`dead_letter.rs`).
+    /// may acknowledge it (`responder/dead_letter.rs`).
     pub async fn handle_dead_letter(&self, letter: DeadLetter) -> RecordOutcome {
-        dead_letter::handle_dead_letter(self, letter).await
+        responder::dead_letter::handle_dead_letter(self, letter).await
     }
 
-    /// Every reason the daemon cannot answer right now; empty when it can (`liveness.rs`).
+    /// Every reason the daemon cannot answer right now; empty when it can (`cluster/liveness.rs`).
     pub fn liveness_problems(&self) -> Vec<String> {
-        liveness::liveness_problems(self)
+        cluster::liveness::liveness_problems(self)
     }
 
     /// Queues the unfinished turns; call before adapters deliver new events so each
-    /// session's recovered work runs first (`recovery.rs`).
+    /// session's recovered work runs first (`cluster/recovery.rs`).
     pub async fn recover_turns(&self) -> Recovered {
-        recovery::recover_turns(self).await
+        cluster::recovery::recover_turns(self).await
     }
 
     /// Queues every reply still owed on its chat's lane (after adapters can send).
     pub async fn resend_replies(&self) -> usize {
-        recovery::resend_replies(self).await
+        cluster::recovery::resend_replies(self).await
     }
 
     /// The chat platforms this gateway runs, sorted (where scheduled jobs can deliver).

@@ -149,10 +149,10 @@ pub struct SlotState {
     /// PostgreSQL: this instance holds the session's lease (its worker is running it).
     pub held: bool,
     /// PostgreSQL: the journaled events taken up under the current lease (see
-    /// `clustered.rs`), so re-reading the journal does not run one twice.
+    /// `cluster/`), so re-reading the journal does not run one twice.
     pub seen: std::collections::HashSet<String>,
     /// PostgreSQL: a task is taking up events other instances recorded for this session
-    /// (`journal_pull.rs`); `pull_again` asks it for one more look when it is done.
+    /// (`cluster/journal_pull.rs`); `pull_again` asks it for one more look when it is done.
     pub pulling: bool,
     pub pull_again: bool,
     /// PostgreSQL: a write under the current hold was refused, so the lease is gone whatever

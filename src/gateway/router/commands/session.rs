@@ -65,7 +65,10 @@ pub(super) async fn new_session(
         .repoint(&slot.key, &event.source, &session_id, true)
         .await
     {
-        return crate::gateway::router::failure::store_error_text(&e, "starting a new session");
+        return crate::gateway::router::turn::failure::store_error_text(
+            &e,
+            "starting a new session",
+        );
     }
     let name = name.trim();
     if name.is_empty() {
@@ -118,7 +121,10 @@ pub(super) async fn resume_command(
             );
         }
         Err(e) => {
-            return crate::gateway::router::failure::store_error_text(&e, "a session command");
+            return crate::gateway::router::turn::failure::store_error_text(
+                &e,
+                "a session command",
+            );
         }
     };
     if let Some(old) = router.sessions.current_session_id(&slot.key)
@@ -128,7 +134,7 @@ pub(super) async fn resume_command(
         tracing::warn!(error = %e, "cannot end the session switched away from");
     }
     if let Err(e) = router.store.reopen_session(&target).await {
-        return crate::gateway::router::failure::store_error_text(&e, "a session command");
+        return crate::gateway::router::turn::failure::store_error_text(&e, "a session command");
     }
     slot.lock().agent = None;
     if let Err(e) = router
@@ -136,7 +142,7 @@ pub(super) async fn resume_command(
         .repoint(&slot.key, &event.source, &target, false)
         .await
     {
-        return crate::gateway::router::failure::store_error_text(&e, "a session command");
+        return crate::gateway::router::turn::failure::store_error_text(&e, "a session command");
     }
     let session = router.store.get_session(&target).await.ok().flatten();
     let title = session
@@ -204,7 +210,10 @@ pub(super) async fn title_command(
         Ok(Some(_)) => {}
         Ok(None) => return "Session not found in database.".to_owned(),
         Err(e) => {
-            return crate::gateway::router::failure::store_error_text(&e, "a session command");
+            return crate::gateway::router::turn::failure::store_error_text(
+                &e,
+                "a session command",
+            );
         }
     }
     match router
@@ -221,10 +230,11 @@ pub(super) async fn title_command(
                 .flatten()
                 .and_then(|s| s.title)
                 .unwrap_or_else(|| name.to_owned());
-            crate::gateway::router::title::rename_session_thread(router, source, &title).await;
+            crate::gateway::router::turn::title::rename_session_thread(router, source, &title)
+                .await;
             format!("✏️ Session title set: **{title}**")
         }
-        Err(e) => crate::gateway::router::failure::store_error_text(&e, "setting a title"),
+        Err(e) => crate::gateway::router::turn::failure::store_error_text(&e, "setting a title"),
     }
 }
 
@@ -268,7 +278,10 @@ pub(super) async fn undo_command(router: &Router, slot: &Arc<Slot>, args: &str) 
     let removed = match router.store.truncate_messages(&session_id, from_id).await {
         Ok(n) => n,
         Err(e) => {
-            return crate::gateway::router::failure::store_error_text(&e, "a session command");
+            return crate::gateway::router::turn::failure::store_error_text(
+                &e,
+                "a session command",
+            );
         }
     };
     slot.lock().agent = None;
@@ -288,7 +301,7 @@ async fn retry_command(router: &Router, slot: &Arc<Slot>) -> Reply {
         return none();
     };
     if let Err(e) = router.store.truncate_messages(&session_id, from_id).await {
-        return Reply::Text(crate::gateway::router::failure::store_error_text(
+        return Reply::Text(crate::gateway::router::turn::failure::store_error_text(
             &e, "/retry",
         ));
     }
@@ -304,7 +317,10 @@ pub(super) async fn sessions_text(router: &Router, event: &MessageEvent) -> Stri
     {
         Ok(sessions) => sessions,
         Err(e) => {
-            return crate::gateway::router::failure::store_error_text(&e, "a session command");
+            return crate::gateway::router::turn::failure::store_error_text(
+                &e,
+                "a session command",
+            );
         }
     };
     if sessions.is_empty() {

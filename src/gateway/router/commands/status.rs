@@ -78,6 +78,6 @@ pub(super) async fn usage_text(router: &Router, key: &str) -> String {
                 .unwrap_or_default()
         ),
         Ok(None) => "No usage yet — send a message first.".to_owned(),
-        Err(e) => crate::gateway::router::failure::store_error_text(&e, "reading usage"),
+        Err(e) => crate::gateway::router::turn::failure::store_error_text(&e, "reading usage"),
     }
 }

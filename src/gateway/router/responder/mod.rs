@@ -5,15 +5,19 @@
 //! turn's streamed preview when one was recorded with it; a restart resends exactly what may
 //! be missing. HTTP API requests are answered in their HTTP response instead.
 
+pub(super) mod dead_letter;
+pub(super) mod outbox;
+pub(super) mod platforms;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use hermes_adapter::MessageEvent;
 
-use super::outbox::{Outbox, Outgoing};
-use super::platforms::PlatformLink;
-use super::slot::{ApiReply, ApiTurnError, Job};
 use crate::gateway::metrics::GatewayMetrics;
+use crate::gateway::router::responder::outbox::{Outbox, Outgoing};
+use crate::gateway::router::responder::platforms::PlatformLink;
+use crate::gateway::router::slot::{ApiReply, ApiTurnError, Job};
 use crate::gateway::routing::RoutingIndex;
 use crate::gateway::session_key::{KeyPolicy, build_session_key};
 use crate::state::{InboundState, NewObligation, Store};
@@ -22,17 +26,17 @@ use crate::state::{InboundState, NewObligation, Store};
 /// lanes that send them; it reads the routing index only to move a migrated chat's
 /// conversations along.
 #[derive(Debug)]
-pub(super) struct Responder {
-    pub(super) store: Store,
-    pub(super) platforms: HashMap<String, PlatformLink>,
-    pub(super) outbox: Outbox,
-    pub(super) metrics: Arc<GatewayMetrics>,
-    pub(super) routing: Arc<RoutingIndex>,
+pub(in crate::gateway::router) struct Responder {
+    pub(in crate::gateway::router) store: Store,
+    pub(in crate::gateway::router) platforms: HashMap<String, PlatformLink>,
+    pub(in crate::gateway::router) outbox: Outbox,
+    pub(in crate::gateway::router) metrics: Arc<GatewayMetrics>,
+    pub(in crate::gateway::router) routing: Arc<RoutingIndex>,
     key_policy: KeyPolicy,
 }
 
 impl Responder {
-    pub(super) fn new(
+    pub(in crate::gateway::router) fn new(
         store: Store,
         platforms: HashMap<String, PlatformLink>,
         outbox: Outbox,
@@ -51,18 +55,18 @@ impl Responder {
     }
 
     /// The session key an event's reply obligation is recorded under.
-    pub(super) fn session_key(&self, event: &MessageEvent) -> String {
+    pub(in crate::gateway::router) fn session_key(&self, event: &MessageEvent) -> String {
         build_session_key(&event.source, self.key_policy, None)
     }
 
     /// Answers `job` with `text`.
-    pub(super) async fn respond(self: &Arc<Self>, job: &Job, text: &str) {
+    pub(in crate::gateway::router) async fn respond(self: &Arc<Self>, job: &Job, text: &str) {
         self.respond_in(job, text, None).await;
     }
 
     /// Answers `job` with `text`; `session_id` is reported to API clients. A chat reply is
     /// durable when this returns; it is sent by the chat's lane, without the caller waiting.
-    pub(super) async fn respond_in(
+    pub(in crate::gateway::router) async fn respond_in(
         self: &Arc<Self>,
         job: &Job,
         text: &str,
@@ -107,7 +111,7 @@ impl Responder {
     /// Answers `job` by editing its streamed preview `preview_id` into `text`, through the
     /// ledger (exactly once across a crash: an edit is idempotent). When the text does not
     /// fit one message, the preview is removed and the reply sent as usual.
-    pub(super) async fn respond_by_edit(
+    pub(in crate::gateway::router) async fn respond_by_edit(
         self: &Arc<Self>,
         job: &Job,
         text: &str,
@@ -167,7 +171,7 @@ impl Responder {
     }
 
     /// Removes a streamed preview that will not become the reply (best effort).
-    pub(super) async fn delete_preview(
+    pub(in crate::gateway::router) async fn delete_preview(
         &self,
         source: &hermes_adapter::SessionSource,
         message_id: String,
@@ -186,7 +190,7 @@ impl Responder {
 
     /// Closes an event that needs no reply of its own (an interrupted turn whose message the
     /// next turn answers, a clarify answer, a discarded queued message).
-    pub(super) async fn answer_silently(&self, job: &Job) {
+    pub(in crate::gateway::router) async fn answer_silently(&self, job: &Job) {
         if let Some(api) = &job.api {
             Self::answer_api_error(api, ApiTurnError::Cancelled);
             return;
@@ -205,14 +209,21 @@ impl Responder {
         }
     }
 
-    pub(super) fn answer_api(api: &super::slot::ApiResponder, text: &str, session_id: &str) {
+    pub(in crate::gateway::router) fn answer_api(
+        api: &crate::gateway::router::slot::ApiResponder,
+        text: &str,
+        session_id: &str,
+    ) {
         api.answer(Ok(ApiReply {
             text: text.to_owned(),
             session_id: session_id.to_owned(),
         }));
     }
 
-    pub(super) fn answer_api_error(api: &super::slot::ApiResponder, error: ApiTurnError) {
+    pub(in crate::gateway::router) fn answer_api_error(
+        api: &crate::gateway::router::slot::ApiResponder,
+        error: ApiTurnError,
+    ) {
         api.answer(Err(error));
     }
 }

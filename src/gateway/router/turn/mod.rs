@@ -1,27 +1,34 @@
 //! One agent turn for one event: prepare the session's agent, run the turn with typing and
 //! tool-progress lines (or streamed deltas for the HTTP API), and answer the event once.
 
+pub(super) mod budget;
+pub(super) mod failure;
+pub(super) mod media;
+pub(super) mod pending_media;
+pub(super) mod prompts;
+pub(super) mod title;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hermes_adapter::MessageEvent;
 use tokio_util::sync::CancellationToken;
 
-use super::slot::ApiTurnError;
-use super::slot::{Job, Running, Slot};
-use super::turn_budget::TURN_TIMEOUT_NOTICE;
-use super::{API_PLATFORM, Router};
 use crate::agent::{AgentError, AgentEvent};
 use crate::config::ToolProgress;
 use crate::gateway::incident::Incident;
 use crate::gateway::metrics::GatewayMetrics;
+use crate::gateway::router::slot::ApiTurnError;
+use crate::gateway::router::slot::{Job, Running, Slot};
+use crate::gateway::router::turn::budget::TURN_TIMEOUT_NOTICE;
+use crate::gateway::router::{API_PLATFORM, Router};
 use crate::gateway::typing::TypingLoop;
 
 /// Longest quote of the replied-to message shown to the agent (reference `[:500]`).
 const REPLY_SNIPPET_CHARS: usize = 500;
 
 /// How often the typing indicator is refreshed during a turn.
-pub(super) const TYPING_INTERVAL: Duration = Duration::from_secs(4);
+pub(in crate::gateway::router) const TYPING_INTERVAL: Duration = Duration::from_secs(4);
 
 /// The reply when no model provider is configured.
 pub fn no_provider_text(reason: &str) -> String {
@@ -69,7 +76,7 @@ pub fn turn_text(event: &MessageEvent) -> String {
     text
 }
 
-pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
+pub(in crate::gateway::router) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
     let deps = match &router.live().agent {
         Ok(deps) => deps.clone(),
         Err(reason) => {
@@ -98,7 +105,8 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
         .as_ref()
         .filter(|c| deps.client.endpoints().iter().any(|e| e.model == c.model))
         .map(|c| c.model.clone());
-    let Some(start) = super::media_turn::turn_start(router, &job, &model).await else {
+    let Some(start) = crate::gateway::router::turn::media::turn_start(router, &job, &model).await
+    else {
         return;
     };
     let mut prepared = match router
@@ -115,13 +123,13 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
     {
         Ok(prepared) => prepared,
         Err(AgentError::Store(e)) if e.is_lease_lost() => {
-            super::clustered::lease_lost(router, slot, &job, &e, false);
+            crate::gateway::router::cluster::lease_lost(router, slot, &job, &e, false);
             return;
         }
         Err(e) => {
             let incident = Incident::new();
             tracing::error!(incident = incident.id(), session_key = %slot.key, error = %e, "cannot prepare the session");
-            super::failure::answer_incident(router, &job, &incident).await;
+            crate::gateway::router::turn::failure::answer_incident(router, &job, &incident).await;
             return;
         }
     };
@@ -166,8 +174,8 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
         activity: events.activity(),
         timed_out: false,
     });
-    let budget = super::turn_budget::watch_turn_budget(router, slot);
-    super::fault::maybe_panic(&router.live().env, &event.text);
+    let budget = crate::gateway::router::turn::budget::watch_turn_budget(router, slot);
+    crate::gateway::router::fault::maybe_panic(&router.live().env, &event.text);
     let typing = router
         .responder
         .link(&event.source.platform)
@@ -223,7 +231,7 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
     // Steer texts the turn never read (no tool round after they came) are the next turn;
     // after `/stop` they go the way of the discarded queue.
     let leftover = match &running {
-        Some(running) if !stopped => super::steer::leftover(running),
+        Some(running) if !stopped => crate::gateway::router::steer::leftover(running),
         _ => Vec::new(),
     };
     match result {
@@ -236,16 +244,20 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
                 GatewayMetrics::incr(&router.metrics.turns_failed);
                 slot.lock().agent = Some(agent);
                 match &job.api {
-                    Some(api) => {
-                        super::respond::Responder::answer_api_error(api, ApiTurnError::TimedOut)
-                    }
+                    Some(api) => crate::gateway::router::responder::Responder::answer_api_error(
+                        api,
+                        ApiTurnError::TimedOut,
+                    ),
                     None => router.responder.respond(&job, TURN_TIMEOUT_NOTICE).await,
                 }
             } else if !by_shutdown {
                 slot.lock().agent = Some(agent);
                 router.responder.answer_silently(&job).await;
             } else if let Some(api) = &job.api {
-                super::respond::Responder::answer_api_error(api, ApiTurnError::ShuttingDown);
+                crate::gateway::router::responder::Responder::answer_api_error(
+                    api,
+                    ApiTurnError::ShuttingDown,
+                );
             }
         }
         Ok(outcome) => {
@@ -282,7 +294,7 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
                 }
             }
             if answered {
-                super::title::spawn_auto_title(
+                crate::gateway::router::turn::title::spawn_auto_title(
                     router,
                     &event.source,
                     &outcome.session_id,
@@ -303,10 +315,12 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
                     // A provider may echo any credential; none reaches the user.
                     let shown = crate::logging::mask_secrets(&e.to_string());
                     match &job.api {
-                        Some(api) => super::respond::Responder::answer_api_error(
-                            api,
-                            ApiTurnError::Provider(shown),
-                        ),
+                        Some(api) => {
+                            crate::gateway::router::responder::Responder::answer_api_error(
+                                api,
+                                ApiTurnError::Provider(shown),
+                            )
+                        }
                         None => {
                             router
                                 .responder
@@ -318,25 +332,32 @@ pub(super) async fn run_turn(router: &Router, slot: &Arc<Slot>, job: Job) {
                 // Another instance took the session over (this one stalled past its
                 // lease): that instance answers the event; this one stays silent.
                 AgentError::Store(e) if e.is_lease_lost() => {
-                    super::clustered::lease_lost(router, slot, &job, &e, agent.turn_recorded());
+                    crate::gateway::router::cluster::lease_lost(
+                        router,
+                        slot,
+                        &job,
+                        &e,
+                        agent.turn_recorded(),
+                    );
                     return;
                 }
                 // Our own failure: details to the log, an incident id to the user.
                 AgentError::Store(e) => {
                     let incident = Incident::new();
                     tracing::error!(incident = incident.id(), session_key = %slot.key, error = %e, "turn failed");
-                    super::failure::answer_incident(router, &job, &incident).await;
+                    crate::gateway::router::turn::failure::answer_incident(router, &job, &incident)
+                        .await;
                 }
             }
         }
     }
-    super::steer::carry_over_steer(router, slot, &job, leftover).await;
+    crate::gateway::router::steer::carry_over_steer(router, slot, &job, leftover).await;
 }
 
 /// Forwards a turn's events: streamed deltas to an API client; to a chat, tool-progress
 /// lines (per `display.tool_progress`) and, when streaming is on and the platform can
 /// edit, a preview message edited in place. Resolves to the preview's message id.
-pub(super) fn spawn_progress(
+pub(in crate::gateway::router) fn spawn_progress(
     router: &Router,
     job: &Job,
     mut progress: crate::agent::EventStream,
@@ -511,7 +532,7 @@ fn slot_session(router: &Router, slot: &Slot) -> String {
 mod tests {
     use hermes_adapter::{MessageEvent, SessionSource};
 
-    use super::turn_text;
+    use crate::gateway::router::turn_text;
 
     fn reply(quoted: &str, own: bool) -> MessageEvent {
         let mut event = MessageEvent::text("e1", SessionSource::dm("slack", "D1", "U1"), "and?");

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use super::Router;
-use super::slot::Slot;
+use crate::gateway::router::Router;
+use crate::gateway::router::slot::Slot;
 
 /// How long a cancelled turn may take to wind down before the probe calls it stuck.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(60);
@@ -36,7 +36,10 @@ impl Drop for BudgetGuard {
 }
 
 /// Watches the running turn of `slot` against the configured budget.
-pub(super) fn watch_turn_budget(router: &Router, slot: &Arc<Slot>) -> BudgetGuard {
+pub(in crate::gateway::router) fn watch_turn_budget(
+    router: &Router,
+    slot: &Arc<Slot>,
+) -> BudgetGuard {
     let budget = router.live().config.agent.gateway_timeout_secs;
     if budget == 0 {
         return BudgetGuard(None);

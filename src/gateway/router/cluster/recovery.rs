@@ -3,8 +3,8 @@
 //! journaled but never answered run again — a started turn continues from its stored
 //! history instead of repeating the user's message.
 
-use super::Router;
-use super::outbox::Outgoing;
+use crate::gateway::router::Router;
+use crate::gateway::router::responder::outbox::Outgoing;
 use crate::state::now_epoch;
 
 /// What recovery found.
@@ -17,7 +17,7 @@ pub struct Recovered {
 
 /// Queues the unfinished turns; call before adapters deliver new events so each
 /// session's recovered work runs first.
-pub(super) async fn recover_turns(router: &Router) -> Recovered {
+pub(in crate::gateway::router) async fn recover_turns(router: &Router) -> Recovered {
     let mut report = Recovered::default();
     let unfinished = match router.store.unfinished_inbound().await {
         Ok(events) => events,
@@ -27,7 +27,8 @@ pub(super) async fn recover_turns(router: &Router) -> Recovered {
         }
     };
     for journaled in unfinished {
-        let Some(job) = super::clustered::journaled_job(router, &journaled).await else {
+        let Some(job) = crate::gateway::router::cluster::journaled_job(router, &journaled).await
+        else {
             continue;
         };
         if job.resumed {
@@ -38,15 +39,17 @@ pub(super) async fn recover_turns(router: &Router) -> Recovered {
         match &router.cluster {
             // The instance that takes the session's lease runs its unfinished events
             // (perhaps another one; those still held run where they are).
-            Some(_) => super::clustered::kick(router, &journaled.session_key),
-            None => super::busy::dispatch(router, journaled.session_key.clone(), job),
+            Some(_) => crate::gateway::router::cluster::kick(router, &journaled.session_key),
+            None => {
+                crate::gateway::router::busy::dispatch(router, journaled.session_key.clone(), job)
+            }
         }
     }
     report
 }
 
 /// Queues every reply still owed on its chat's lane (after adapters can send).
-pub(super) async fn resend_replies(router: &Router) -> usize {
+pub(in crate::gateway::router) async fn resend_replies(router: &Router) -> usize {
     let now = now_epoch();
     if let Err(e) = router.store.abandon_stale(now).await {
         tracing::warn!(error = %e, "cannot abandon stale replies");

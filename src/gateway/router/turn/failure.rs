@@ -5,16 +5,16 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use super::Router;
-use super::slot::{Job, Slot};
 use crate::gateway::incident::Incident;
 use crate::gateway::metrics::GatewayMetrics;
+use crate::gateway::router::Router;
+use crate::gateway::router::slot::{Job, Slot};
 use crate::state::StoreError;
 
 /// Cleans up after `job` panicked (see `run_job`): the slot stops saying "running", the
 /// cached agent is dropped (the next turn reloads the conversation from state.db), the
 /// event is answered and counted, and steer texts the turn never read still run.
-pub(super) async fn turn_panicked(
+pub(in crate::gateway::router) async fn turn_panicked(
     router: &Router,
     slot: &Arc<Slot>,
     job: &Job,
@@ -40,16 +40,26 @@ pub(super) async fn turn_panicked(
     );
     answer_incident(router, job, &incident).await;
     if let Some(running) = running.filter(|running| !running.stopped) {
-        super::steer::carry_over_steer(router, slot, job, super::steer::leftover(&running)).await;
+        crate::gateway::router::steer::carry_over_steer(
+            router,
+            slot,
+            job,
+            crate::gateway::router::steer::leftover(&running),
+        )
+        .await;
     }
 }
 
 /// Answers `job` with `incident`'s sentence (an API request gets it as its error).
-pub(super) async fn answer_incident(router: &Router, job: &Job, incident: &Incident) {
+pub(in crate::gateway::router) async fn answer_incident(
+    router: &Router,
+    job: &Job,
+    incident: &Incident,
+) {
     match &job.api {
-        Some(api) => super::respond::Responder::answer_api_error(
+        Some(api) => crate::gateway::router::responder::Responder::answer_api_error(
             api,
-            super::slot::ApiTurnError::Incident(incident.user_text()),
+            crate::gateway::router::slot::ApiTurnError::Incident(incident.user_text()),
         ),
         None => router.responder.respond(job, &incident.user_text()).await,
     }
@@ -57,7 +67,7 @@ pub(super) async fn answer_incident(router: &Router, job: &Job, incident: &Incid
 
 /// A store error as a command's answer: what the user can act on (no such session, a title
 /// taken or invalid) in its own words; anything internal as an incident, logged with `doing`.
-pub(super) fn store_error_text(e: &StoreError, doing: &str) -> String {
+pub(in crate::gateway::router) fn store_error_text(e: &StoreError, doing: &str) -> String {
     if meant_for_the_user(e) {
         return format!("⚠️ {e}");
     }

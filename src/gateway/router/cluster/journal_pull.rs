@@ -9,13 +9,17 @@
 
 use std::sync::Arc;
 
-use super::Router;
-use super::clustered::seen_key;
-use super::slot::{Slot, SlotState};
+use crate::gateway::router::Router;
+use crate::gateway::router::cluster::seen_key;
+use crate::gateway::router::slot::{Slot, SlotState};
 use crate::state::InboundState;
 
 /// Starts taking up `slot`'s journaled events, or asks the running pull to look again.
-pub(super) fn pull_journaled(router: &Router, slot: &Arc<Slot>, state: &mut SlotState) {
+pub(in crate::gateway::router) fn pull_journaled(
+    router: &Router,
+    slot: &Arc<Slot>,
+    state: &mut SlotState,
+) {
     if state.pulling {
         state.pull_again = true;
         return;
@@ -27,7 +31,7 @@ pub(super) fn pull_journaled(router: &Router, slot: &Arc<Slot>, state: &mut Slot
 }
 
 /// One pull at a time per slot, so events are taken up in the journal's order.
-pub(super) async fn pull_loop(router: Arc<Router>, slot: Arc<Slot>) {
+pub(in crate::gateway::router) async fn pull_loop(router: Arc<Router>, slot: Arc<Slot>) {
     loop {
         take_up_received(&router, &slot).await;
         let mut state = slot.lock();
@@ -42,7 +46,7 @@ pub(super) async fn pull_loop(router: Arc<Router>, slot: Arc<Slot>) {
 
 /// Dispatches the session's received events nobody here has taken up yet, oldest first,
 /// while the lease is still held.
-pub(super) async fn take_up_received(router: &Router, slot: &Arc<Slot>) {
+pub(in crate::gateway::router) async fn take_up_received(router: &Router, slot: &Arc<Slot>) {
     let unfinished = match router.store.unfinished_inbound().await {
         Ok(events) => events,
         Err(e) => {
@@ -58,7 +62,8 @@ pub(super) async fn take_up_received(router: &Router, slot: &Arc<Slot>) {
         if !untaken(&slot.lock(), &name) {
             continue;
         }
-        let Some(job) = super::clustered::journaled_job(router, journaled).await else {
+        let Some(job) = crate::gateway::router::cluster::journaled_job(router, journaled).await
+        else {
             continue;
         };
         {
@@ -69,12 +74,12 @@ pub(super) async fn take_up_received(router: &Router, slot: &Arc<Slot>) {
             }
             state.seen.insert(name);
         }
-        super::busy::dispatch(router, slot.key.clone(), job);
+        crate::gateway::router::busy::dispatch(router, slot.key.clone(), job);
     }
 }
 
 /// Whether the event named `name` is neither taken up under this hold nor queued.
-pub(super) fn untaken(state: &SlotState, name: &str) -> bool {
+pub(in crate::gateway::router) fn untaken(state: &SlotState, name: &str) -> bool {
     !state.seen.contains(name)
         && !state
             .queue

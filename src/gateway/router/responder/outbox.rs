@@ -11,9 +11,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::respond::Responder;
 use crate::gateway::delivery::{DeliveryOutcome, ObligationDelivery};
 use crate::gateway::metrics::GatewayMetrics;
+use crate::gateway::router::responder::Responder;
 use crate::state::Obligation;
 
 /// A chat: platform and chat id (threads of one chat share its rate limits and its order).
@@ -21,7 +21,7 @@ type LaneKey = (String, String);
 
 /// One recorded reply waiting for its lane.
 #[derive(Debug, Clone)]
-pub(super) struct Outgoing {
+pub(in crate::gateway::router) struct Outgoing {
     pub obligation_id: String,
     /// The platform message the reply quotes (first delivery only).
     pub reply_to: Option<String>,
@@ -32,7 +32,7 @@ pub(super) struct Outgoing {
 /// The lanes of every chat with replies owed (a lane and its task exist only while it has
 /// work, so memory is bounded by the chats being answered right now).
 #[derive(Debug)]
-pub(super) struct Outbox {
+pub(in crate::gateway::router) struct Outbox {
     lanes: Mutex<HashMap<LaneKey, VecDeque<Outgoing>>>,
     /// Cancelled at shutdown: retry waits end at once and their replies stay owed.
     pub stop_waiting: CancellationToken,
@@ -95,7 +95,7 @@ impl Outbox {
 
 impl Responder {
     /// Hands recorded replies to their chat's lane and returns at once.
-    pub(super) fn send_later(
+    pub(in crate::gateway::router) fn send_later(
         self: &Arc<Self>,
         platform: &str,
         chat_id: &str,
@@ -113,7 +113,7 @@ impl Responder {
 
     /// Sends obligations recorded outside a turn (a scheduled job's output) on their chat's
     /// lane, like any reply.
-    pub(super) fn send_recorded(
+    pub(in crate::gateway::router) fn send_recorded(
         self: &Arc<Self>,
         platform: &str,
         chat_id: &str,
@@ -153,7 +153,7 @@ impl Responder {
 
     /// Shutdown: ends every retry wait (those replies stay owed) and lets the lanes finish
     /// what they are sending, for at most `limit`.
-    pub(super) async fn finish_deliveries(&self, limit: Duration) -> bool {
+    pub(in crate::gateway::router) async fn finish_deliveries(&self, limit: Duration) -> bool {
         self.outbox.stop_waiting.cancel();
         self.outbox.wait_idle(limit).await
     }
@@ -161,7 +161,7 @@ impl Responder {
     /// Sends one recorded obligation, quoting `reply_to` where the platform's mode says so,
     /// by editing the streamed preview recorded with it if there is one; returns how far it
     /// got (`None`: not sent at all).
-    pub(super) async fn deliver_recorded(
+    pub(in crate::gateway::router) async fn deliver_recorded(
         &self,
         id: &str,
         reply_to: Option<String>,

@@ -7,9 +7,9 @@
 
 use hermes_adapter::MessageEvent;
 
-use super::Router;
-use super::slot::Job;
-use super::turn::TYPING_INTERVAL;
+use crate::gateway::router::Router;
+use crate::gateway::router::slot::Job;
+use crate::gateway::router::turn::TYPING_INTERVAL;
 use crate::gateway::typing::TypingLoop;
 
 /// `job` with its pending attachments fetched, before its turn takes a turn permit (the
@@ -17,7 +17,7 @@ use crate::gateway::typing::TypingLoop;
 /// platform's rate limits holds no permit other chats need. Typing shows during the
 /// download; the adapter's own transfer timeouts bound it. A resumed turn has its user
 /// message stored already, and an API request carries no attachments.
-pub(super) async fn with_media_fetched(router: &Router, mut job: Job) -> Job {
+pub(in crate::gateway::router) async fn with_media_fetched(router: &Router, mut job: Job) -> Job {
     if job.resumed || job.api.is_some() || job.event.pending_media.is_empty() {
         return job;
     }

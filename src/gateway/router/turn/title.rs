@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use hermes_adapter::{ChatType, SessionSource};
 
-use super::Router;
 use crate::agent::title;
+use crate::gateway::router::Router;
 use crate::state::StoreError;
 
 /// The first failed title generation is a warning; later ones are debug lines, so a
@@ -19,7 +19,7 @@ static FAILURE_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Starts titling `session_id` in the background when this was an early exchange of a
 /// chat session and `auxiliary.title_generation.enabled` is on.
-pub(super) fn spawn_auto_title(
+pub(in crate::gateway::router) fn spawn_auto_title(
     router: &Router,
     source: &SessionSource,
     session_id: &str,
@@ -65,7 +65,11 @@ pub(super) fn spawn_auto_title(
 /// Renames the thread `source` lives in after the session's title (the adapter decides
 /// whether the thread is one it opened: a Discord auto-thread, a Slack assistant thread
 /// in a DM).
-pub(super) async fn rename_session_thread(router: &Router, source: &SessionSource, title: &str) {
+pub(in crate::gateway::router) async fn rename_session_thread(
+    router: &Router,
+    source: &SessionSource,
+    title: &str,
+) {
     if source.chat_type != ChatType::Thread && source.chat_type != ChatType::Dm {
         return;
     }
@@ -110,7 +114,7 @@ async fn store_generated(
 
 #[cfg(test)]
 mod tests {
-    use super::store_generated;
+    use crate::gateway::router::store_generated;
     use crate::state::{NewSession, Store};
 
     #[tokio::test]

@@ -4,16 +4,19 @@
 
 use hermes_adapter::{DeadLetter, RecordOutcome};
 
-use super::Router;
 use crate::gateway::authorize::is_authorized;
 use crate::gateway::metrics::GatewayMetrics;
+use crate::gateway::router::Router;
 
 /// What the user is told about a message hermesd received but could not read.
 pub const DEAD_LETTER_NOTICE: &str =
     "I couldn't read that message, so I can't answer it. Please send it again in another form.";
 
 /// Keeps `letter`; the answer tells the adapter whether it may acknowledge the item.
-pub(super) async fn handle_dead_letter(router: &Router, letter: DeadLetter) -> RecordOutcome {
+pub(in crate::gateway::router) async fn handle_dead_letter(
+    router: &Router,
+    letter: DeadLetter,
+) -> RecordOutcome {
     let DeadLetter {
         platform,
         item_id,

@@ -8,10 +8,14 @@
 //! session nobody here has run yet, oldest first, whoever recorded it; it re-reads the
 //! journal after each turn and releases the lease only when nothing is left (announcing
 //! the release when work arrived meanwhile); events for a session it holds that reach it
-//! mid-turn through other instances go through the busy rules at once (`journal_pull.rs`).
+//! mid-turn through other instances go through the busy rules at once (`cluster/journal_pull.rs`).
 //! Every write a turn makes is fenced by the
 //! lease's token. A polling sweep finds what notifications missed, including the sessions
 //! of an instance that died (its leases expire) — that is the failover path.
+
+pub(super) mod journal_pull;
+pub(super) mod liveness;
+pub(super) mod recovery;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -19,20 +23,25 @@ use std::time::Duration;
 
 use hermes_adapter::MessageEvent;
 
-use super::Router;
-use super::journal_pull::untaken;
-use super::slot::{Job, Slot};
 use crate::gateway::cluster::{Cluster, Held};
+use crate::gateway::router::Router;
+use crate::gateway::router::cluster::journal_pull::untaken;
+use crate::gateway::router::slot::{Job, Slot};
 use crate::state::postgres::{notify, with_fence};
 use crate::state::{InboundEvent, InboundState};
 
 /// How a journaled event is named in a slot's `seen` set.
-pub(super) fn seen_key(platform: &str, event_id: &str) -> String {
+pub(in crate::gateway::router) fn seen_key(platform: &str, event_id: &str) -> String {
     format!("{platform}\u{1f}{event_id}")
 }
 
 /// A journaled chat event, on PostgreSQL (see the module docs).
-pub(super) fn offer_clustered(router: &Router, cluster: &Arc<Cluster>, key: String, job: Job) {
+pub(in crate::gateway::router) fn offer_clustered(
+    router: &Router,
+    cluster: &Arc<Cluster>,
+    key: String,
+    job: Job,
+) {
     let slot = router.slots.get_or_create(&key);
     {
         let mut state = slot.lock();
@@ -41,7 +50,7 @@ pub(super) fn offer_clustered(router: &Router, cluster: &Arc<Cluster>, key: Stri
                 .seen
                 .insert(seen_key(&job.event.source.platform, &job.event.event_id));
             drop(state);
-            super::busy::dispatch(router, key, job);
+            crate::gateway::router::busy::dispatch(router, key, job);
             return;
         }
     }
@@ -53,7 +62,7 @@ pub(super) fn offer_clustered(router: &Router, cluster: &Arc<Cluster>, key: Stri
 /// Makes sure a worker looks at `key`'s session: it takes the lease if it is free and
 /// runs the session's unfinished events; it does nothing if another instance holds it.
 /// When this instance holds it, events other instances recorded are taken up at once.
-pub(super) fn kick(router: &Router, key: &str) {
+pub(in crate::gateway::router) fn kick(router: &Router, key: &str) {
     if router.cluster.is_none() || router.is_shutting_down() {
         return;
     }
@@ -61,16 +70,16 @@ pub(super) fn kick(router: &Router, key: &str) {
     let mut state = slot.lock();
     if state.held {
         // Ours, and a turn may be running: news for it cannot wait for the boundary.
-        super::journal_pull::pull_journaled(router, &slot, &mut state);
+        crate::gateway::router::cluster::journal_pull::pull_journaled(router, &slot, &mut state);
         return;
     }
-    super::busy::ensure_worker(router, &slot, &mut state);
+    crate::gateway::router::busy::ensure_worker(router, &slot, &mut state);
 }
 
 /// The sweep's look at every session with unfinished events: a free one is kicked;
 /// one held here is pulled only when it has a received event not yet taken up (its
 /// running turn's own event is no news).
-pub(super) async fn sweep_sessions(router: &Router) {
+pub(in crate::gateway::router) async fn sweep_sessions(router: &Router) {
     let unfinished = match router.store.unfinished_inbound().await {
         Ok(events) => events,
         Err(e) => {
@@ -108,7 +117,11 @@ pub(super) async fn sweep_sessions(router: &Router) {
 
 /// The worker of a slot on PostgreSQL: hold the lease, run, release; again while work
 /// is queued here.
-pub(super) async fn drain_clustered(router: Arc<Router>, cluster: Arc<Cluster>, slot: Arc<Slot>) {
+pub(in crate::gateway::router) async fn drain_clustered(
+    router: Arc<Router>,
+    cluster: Arc<Cluster>,
+    slot: Arc<Slot>,
+) {
     loop {
         // An HTTP request is answered by the instance its client is connected to, so
         // it waits for the lease; a chat event may be run by whoever holds it.
@@ -176,7 +189,7 @@ pub(super) async fn drain_clustered(router: Arc<Router>, cluster: Arc<Cluster>, 
 
 /// Runs the slot's jobs and the session's unfinished journaled events under `held`, in
 /// the order they were received, until none is left or the lease is lost.
-pub(super) async fn run_held(router: &Router, slot: &Arc<Slot>, held: &Held) {
+pub(in crate::gateway::router) async fn run_held(router: &Router, slot: &Arc<Slot>, held: &Held) {
     loop {
         if held.is_lost() || slot.lock().lease_lost {
             return;
@@ -193,13 +206,14 @@ pub(super) async fn run_held(router: &Router, slot: &Arc<Slot>, held: &Held) {
                 .seen
                 .insert(seen_key(&job.event.source.platform, &job.event.event_id));
         }
-        let job = super::pending_media::with_media_fetched(router, job).await;
+        let job =
+            crate::gateway::router::turn::pending_media::with_media_fetched(router, job).await;
         let Ok(_permit) = router.turn_limit.clone().acquire_owned().await else {
             return;
         };
         with_fence(
             held.lease().clone(),
-            super::busy::run_job(router, slot, job),
+            crate::gateway::router::busy::run_job(router, slot, job),
         )
         .await;
     }
@@ -209,7 +223,7 @@ pub(super) async fn run_held(router: &Router, slot: &Arc<Slot>, held: &Held) {
 /// queue in the journal's order (`received_at`), wherever each event was received: HTTP
 /// requests (not journaled) first, then the events oldest first, then anything queued
 /// that the journal no longer lists as unfinished.
-pub(super) async fn order_by_journal(router: &Router, slot: &Arc<Slot>) {
+pub(in crate::gateway::router) async fn order_by_journal(router: &Router, slot: &Arc<Slot>) {
     let unfinished = match router.store.unfinished_inbound().await {
         Ok(events) => events,
         Err(e) => {
@@ -255,7 +269,7 @@ pub(super) async fn order_by_journal(router: &Router, slot: &Arc<Slot>) {
         {
             state.enqueue(job, depth);
         } else if let Some(decoded) = fresh.remove(&name)
-            // A pull (`journal_pull.rs`) may have taken it up while we decoded.
+            // A pull (`cluster/journal_pull.rs`) may have taken it up while we decoded.
             && !state.seen.contains(&name)
         {
             // Taken up now: not read again from the journal under this hold.
@@ -272,7 +286,7 @@ pub(super) async fn order_by_journal(router: &Router, slot: &Arc<Slot>) {
 
 /// After a release: when the session has unfinished events this hold did not take up
 /// (they arrived after its last look), another instance is told to take them.
-pub(super) async fn announce_leftovers(
+pub(in crate::gateway::router) async fn announce_leftovers(
     router: &Router,
     cluster: &Cluster,
     key: &str,
@@ -291,7 +305,10 @@ pub(super) async fn announce_leftovers(
 
 /// A journaled event as a job: `None` when this instance cannot run it (no such
 /// platform here) or its payload is unreadable (then it is closed, as at a restart).
-pub(super) async fn journaled_job(router: &Router, journaled: &InboundEvent) -> Option<Job> {
+pub(in crate::gateway::router) async fn journaled_job(
+    router: &Router,
+    journaled: &InboundEvent,
+) -> Option<Job> {
     router.responder.link(&journaled.platform)?;
     let event: MessageEvent = match serde_json::from_value(journaled.payload.clone()) {
         Ok(event) => event,
@@ -329,7 +346,7 @@ pub(super) async fn journaled_job(router: &Router, journaled: &InboundEvent) -> 
 /// HTTP request is not: its client waits on this instance, so the request goes back to
 /// the front of the queue and is run again once the lease is back here (continuing from
 /// its stored user message when `recorded`), or answered 502 when that cannot be done.
-pub(super) fn lease_lost(
+pub(in crate::gateway::router) fn lease_lost(
     router: &Router,
     slot: &Arc<Slot>,
     job: &Job,
@@ -344,7 +361,10 @@ pub(super) fn lease_lost(
     };
     if !api.take_up_again() {
         tracing::warn!(session_key = %slot.key, error = %error, "session lease lost mid-turn; the HTTP request is answered 502");
-        super::respond::Responder::answer_api_error(api, super::slot::ApiTurnError::SessionMoved);
+        crate::gateway::router::responder::Responder::answer_api_error(
+            api,
+            crate::gateway::router::slot::ApiTurnError::SessionMoved,
+        );
         return;
     }
     tracing::warn!(session_key = %slot.key, error = %error, "session lease lost mid-turn; the HTTP request runs again once the lease is back");
@@ -360,7 +380,10 @@ pub(super) fn lease_lost(
 
 /// The background work of an instance on PostgreSQL: session-work notifications, and
 /// the sweep (unfinished events whose session is free; replies owed by dead instances).
-pub(super) fn start_cluster_tasks(router: &Arc<Router>, cluster: &Arc<Cluster>) {
+pub(in crate::gateway::router) fn start_cluster_tasks(
+    router: &Arc<Router>,
+    cluster: &Arc<Cluster>,
+) {
     let listener = Arc::downgrade(router);
     let listening = cluster.clone();
     tokio::spawn(async move { listen(listener, listening).await });
@@ -428,7 +451,7 @@ async fn sweep(router: std::sync::Weak<Router>, every: Duration, resend_every: D
         sweep_sessions(&router).await;
         if last_resend.elapsed() >= resend_every {
             last_resend = tokio::time::Instant::now();
-            let sent = super::recovery::resend_replies(&router).await;
+            let sent = crate::gateway::router::cluster::recovery::resend_replies(&router).await;
             if sent > 0 {
                 tracing::info!(sent, "sending replies owed by instances that stopped");
             }

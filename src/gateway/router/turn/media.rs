@@ -5,20 +5,24 @@
 
 use hermes_adapter::MessageEvent;
 
-use super::Router;
-use super::slot::Job;
-use super::turn::turn_text;
 use crate::agent::message::ImagePart;
 use crate::gateway::inbound_media;
+use crate::gateway::router::Router;
+use crate::gateway::router::slot::Job;
+use crate::gateway::router::turn::turn_text;
 
 /// What the agent's turn is built from.
-pub(super) struct TurnStart {
+pub(in crate::gateway::router) struct TurnStart {
     pub text: String,
     pub images: Vec<ImagePart>,
 }
 
 /// The turn for `job`, or `None` when the event was answered here (nothing usable).
-pub(super) async fn turn_start(router: &Router, job: &Job, model: &str) -> Option<TurnStart> {
+pub(in crate::gateway::router) async fn turn_start(
+    router: &Router,
+    job: &Job,
+    model: &str,
+) -> Option<TurnStart> {
     let event: &MessageEvent = &job.event;
     // An API request carries no attachments; a resumed turn's message is already stored.
     if job.api.is_some() || job.resumed || !inbound_media::has_media(event) {

@@ -10,17 +10,17 @@ use futures_util::FutureExt;
 use hermes_adapter::{Button, SessionSource};
 use tokio::sync::oneshot;
 
-use super::Router;
-use super::authority::Pending;
-use super::slot::Slot;
 use crate::agent::UserPrompts;
+use crate::gateway::router::Router;
+use crate::gateway::router::authority::Pending;
+use crate::gateway::router::slot::Slot;
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::clarify::ClarifyRequest;
 
 /// Longest command shown in an approval prompt (Hermes caps the preview at 3800).
 const COMMAND_PREVIEW_CHARS: usize = 3800;
 
-pub(super) fn user_prompts(router: Weak<Router>) -> UserPrompts {
+pub(in crate::gateway::router) fn user_prompts(router: Weak<Router>) -> UserPrompts {
     let for_approval = router.clone();
     let approval: crate::tools::approval::ApprovalPrompt = Arc::new(move |request| {
         let router = for_approval.clone();
@@ -86,7 +86,7 @@ fn approval_buttons(allow_permanent: bool) -> Vec<Button> {
 }
 
 /// The slot running `session_id` and where its prompts go.
-pub(super) fn slot_running(
+pub(in crate::gateway::router) fn slot_running(
     router: &Router,
     session_id: &str,
 ) -> Option<(Arc<Slot>, SessionSource)> {
@@ -100,7 +100,10 @@ pub(super) fn slot_running(
     })
 }
 
-pub(super) async fn ask_approval(router: &Router, request: ApprovalRequest) -> ApprovalDecision {
+pub(in crate::gateway::router) async fn ask_approval(
+    router: &Router,
+    request: ApprovalRequest,
+) -> ApprovalDecision {
     let Some((slot, source)) = slot_running(router, &request.session_id) else {
         tracing::warn!(session_id = %request.session_id, "approval requested outside a chat turn; denied");
         return ApprovalDecision::Deny;
@@ -115,7 +118,7 @@ pub(super) async fn ask_approval(router: &Router, request: ApprovalRequest) -> A
     rx.await.unwrap_or(ApprovalDecision::Deny)
 }
 
-pub(super) async fn ask_clarify(
+pub(in crate::gateway::router) async fn ask_clarify(
     router: &Router,
     request: ClarifyRequest,
 ) -> Result<String, String> {

@@ -532,7 +532,7 @@ fn slot_session(router: &Router, slot: &Slot) -> String {
 mod tests {
     use hermes_adapter::{MessageEvent, SessionSource};
 
-    use crate::gateway::router::turn_text;
+    use super::turn_text;
 
     fn reply(quoted: &str, own: bool) -> MessageEvent {
         let mut event = MessageEvent::text("e1", SessionSource::dm("slack", "D1", "U1"), "and?");

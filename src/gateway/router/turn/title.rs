@@ -114,7 +114,7 @@ async fn store_generated(
 
 #[cfg(test)]
 mod tests {
-    use crate::gateway::router::store_generated;
+    use super::store_generated;
     use crate::state::{NewSession, Store};
 
     #[tokio::test]

@@ -49,6 +49,29 @@ fn lists(value: &str, list: &[String]) -> bool {
     list.iter().any(|entry| entry == value)
 }
 
+/// The one decision on an inbound sender, taken from one policy snapshot: admitted with the
+/// authority a turn acts with, or refused with what (if anything) goes back to them.
+#[derive(Debug)]
+pub enum Admission {
+    Admitted(Authority),
+    /// [`unauthorized_reply`]'s answer for the refused sender.
+    Refused(Result<Option<String>, PairingError>),
+}
+
+/// Decides on `source` once: [`authority`], and only when that refuses,
+/// [`unauthorized_reply`] (which may issue a pairing code, so `now` matters).
+pub fn admit(
+    source: &SessionSource,
+    policy: &AuthPolicy,
+    pairing: &PairingStore,
+    now: f64,
+) -> Admission {
+    match authority(source, policy, pairing) {
+        Some(authority) => Admission::Admitted(authority),
+        None => Admission::Refused(unauthorized_reply(source, policy, pairing, now)),
+    }
+}
+
 /// Whether `source` may use the bot: [`authority`] admits them at all.
 pub fn is_authorized(source: &SessionSource, policy: &AuthPolicy, pairing: &PairingStore) -> bool {
     authority(source, policy, pairing).is_some()

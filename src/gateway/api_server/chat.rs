@@ -280,7 +280,7 @@ async fn run_completion(state: &ApiState, headers: &HeaderMap, request: ChatRequ
         Err(message) => with_session(
             openai_error(
                 StatusCode::BAD_GATEWAY,
-                &message,
+                &message.to_string(),
                 "server_error",
                 None,
                 Some("agent_incomplete"),

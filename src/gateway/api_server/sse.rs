@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use super::ApiState;
 use super::chat::{completion_id, with_session};
 use crate::agent::AgentEvent;
+use crate::gateway::router::ApiTurnError;
 use crate::state::now_epoch;
 
 const KEEPALIVE: Duration = Duration::from_secs(30);
@@ -61,7 +62,7 @@ pub async fn stream(
         }
         let result = turn
             .await
-            .unwrap_or_else(|e| Err(format!("the turn failed: {e}")));
+            .unwrap_or_else(|e| Err(ApiTurnError::Aborted(e.to_string())));
         match result {
             Ok(reply) => {
                 if !streamed && !reply.text.is_empty() {
@@ -70,7 +71,7 @@ pub async fn stream(
                 send(chunk(json!({}), Some("stop"))).await;
             }
             Err(message) => {
-                send(json!({"error": {"message": message, "type": "server_error", "code": "agent_incomplete"}}))
+                send(json!({"error": {"message": message.to_string(), "type": "server_error", "code": "agent_incomplete"}}))
                     .await;
             }
         }

@@ -7,7 +7,7 @@
 use hermes_adapter::SessionSource;
 use tokio::sync::oneshot;
 
-use super::commands::Command;
+use super::Router;
 use crate::tools::approval::ApprovalDecision;
 use crate::tools::context::Authority;
 
@@ -34,35 +34,6 @@ pub(super) enum Gate {
     OwnTurn,
     /// Only an allowed user may run it; the text says what it would do.
     AllowedUsersOnly(&'static str),
-}
-
-/// The gate of `command`. Commands that change the daemon for every chat, write the
-/// configuration for good, or show other people's conversations need an allowed user.
-pub(super) fn gate(command: &Command) -> Gate {
-    let args = command.args.trim().to_lowercase();
-    let first = args.split_whitespace().next().unwrap_or("");
-    match command.name.as_str() {
-        "restart" => Gate::AllowedUsersOnly("it restarts the gateway for every chat"),
-        "sethome" => Gate::AllowedUsersOnly(
-            "it decides where scheduled jobs and cross-platform messages are delivered",
-        ),
-        "platform" if !matches!(first, "" | "list") => {
-            Gate::AllowedUsersOnly("it pauses or resumes a whole platform for everyone")
-        }
-        "model" if args.split_whitespace().any(|w| w == "--global") => {
-            Gate::AllowedUsersOnly("it changes the default model of every chat")
-        }
-        "approve" if matches!(first, "always" | "all") => Gate::AllowedUsersOnly(
-            "it approves the command's pattern permanently (written to command_allowlist)",
-        ),
-        "resume" => Gate::AllowedUsersOnly(
-            "it switches this chat into another session, whose history may be someone else's",
-        ),
-        "sessions" => Gate::AllowedUsersOnly("it lists the sessions of other chats"),
-        // `/new` interrupts the running turn before it clears the session.
-        "stop" | "steer" | "new" => Gate::OwnTurn,
-        _ => Gate::Open,
-    }
 }
 
 /// The refusal a guest gets for a command only allowed users may run.
@@ -133,51 +104,42 @@ impl AnswerRefusal {
     }
 }
 
-impl super::Router {
-    /// The refusal for a guest's answer to a question pending in its session that they may
-    /// not answer — `/approve` or `/deny` (typed, or a button's data), a plain approval
-    /// word, or a clarify answer (typed or a choice button) — decided before the event is
-    /// recorded: the adapter then treats a click as refused, so the prompt keeps its buttons
-    /// for the person who may answer it. The slot's own checks (`busy.rs`, `commands.rs`)
-    /// cover events taken up from another instance's journal.
-    pub(super) fn refused_answer(
-        &self,
-        event: &hermes_adapter::MessageEvent,
-        authority: Authority,
-    ) -> Option<String> {
-        if authority.is_trusted() {
-            return None;
-        }
-        let command = super::commands::parse(event);
-        let approval_answer = match &command {
-            Some(command) => match (command.name.as_str(), command.args.trim()) {
-                ("deny", _) => Some(ApprovalDecision::Deny),
-                ("approve", "always" | "all") => Some(ApprovalDecision::Always),
-                ("approve", "session") => Some(ApprovalDecision::Session),
-                ("approve", _) => Some(ApprovalDecision::Once),
-                _ => return None,
-            },
-            None => super::busy::approval_word(&event.text),
-        };
-        let slot = self
-            .slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&self.session_key(event))
-            .cloned()?;
-        let state = slot.lock();
-        let (asker, decision, what) = match (&state.approval, &state.clarify, approval_answer) {
-            (Some(pending), _, Some(decision)) => {
-                (pending.asker.clone(), Some(decision), "approval")
-            }
-            (_, Some(pending), _) if command.is_none() => (pending.asker.clone(), None, "question"),
-            _ => return None,
-        };
-        drop(state);
-        let refusal = check_answer(asker.as_deref(), &event.source, authority, decision).err()?;
-        log_refusal(&event.source, what, "may not answer this question");
-        Some(refusal.text(what))
+/// The refusal for a guest's answer to a question pending in its session that they may
+/// not answer — `/approve` or `/deny` (typed, or a button's data), a plain approval
+/// word, or a clarify answer (typed or a choice button) — decided before the event is
+/// recorded: the adapter then treats a click as refused, so the prompt keeps its buttons
+/// for the person who may answer it. The slot's own checks (`busy.rs`, `commands/`)
+/// cover events taken up from another instance's journal.
+pub(super) fn refused_answer(
+    router: &Router,
+    event: &hermes_adapter::MessageEvent,
+    authority: Authority,
+) -> Option<String> {
+    if authority.is_trusted() {
+        return None;
     }
+    let command = super::commands::Command::parse(event);
+    let approval_answer = match &command {
+        Some(command) => match (command.name.as_str(), command.args.trim()) {
+            ("deny", _) => Some(ApprovalDecision::Deny),
+            ("approve", "always" | "all") => Some(ApprovalDecision::Always),
+            ("approve", "session") => Some(ApprovalDecision::Session),
+            ("approve", _) => Some(ApprovalDecision::Once),
+            _ => return None,
+        },
+        None => super::busy::approval_word(&event.text),
+    };
+    let slot = router.slots.get(&router.session_key(event))?;
+    let state = slot.lock();
+    let (asker, decision, what) = match (&state.approval, &state.clarify, approval_answer) {
+        (Some(pending), _, Some(decision)) => (pending.asker.clone(), Some(decision), "approval"),
+        (_, Some(pending), _) if command.is_none() => (pending.asker.clone(), None, "question"),
+        _ => return None,
+    };
+    drop(state);
+    let refusal = check_answer(asker.as_deref(), &event.source, authority, decision).err()?;
+    log_refusal(&event.source, what, "may not answer this question");
+    Some(refusal.text(what))
 }
 
 /// Logs a refusal for the operator (ids only, never message text).
@@ -195,50 +157,6 @@ pub(super) fn log_refusal(source: &SessionSource, what: &str, reason: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn command(name: &str, args: &str) -> Command {
-        Command {
-            name: name.into(),
-            args: args.into(),
-        }
-    }
-
-    #[test]
-    fn control_commands_need_an_allowed_user_and_chat_commands_stay_open() {
-        for (name, args) in [
-            ("restart", ""),
-            ("sethome", ""),
-            ("platform", "pause telegram"),
-            ("platform", "resume discord"),
-            ("model", "gpt-x --global"),
-            ("approve", "always"),
-            ("approve", "ALL"),
-            ("resume", "my notes"),
-            ("sessions", ""),
-        ] {
-            assert!(
-                matches!(gate(&command(name, args)), Gate::AllowedUsersOnly(_)),
-                "/{name} {args}"
-            );
-        }
-        for (name, args) in [
-            ("help", ""),
-            ("status", ""),
-            ("usage", ""),
-            ("approve", ""),
-            ("approve", "session"),
-            ("deny", ""),
-            ("platform", "list"),
-            ("model", "gpt-x"),
-            ("cron", ""),
-            ("whoami", ""),
-        ] {
-            assert_eq!(gate(&command(name, args)), Gate::Open, "/{name} {args}");
-        }
-        assert_eq!(gate(&command("stop", "")), Gate::OwnTurn);
-        assert_eq!(gate(&command("steer", "go left")), Gate::OwnTurn);
-        assert_eq!(gate(&command("new", "")), Gate::OwnTurn);
-    }
 
     #[test]
     fn only_the_asker_or_an_allowed_user_answers_and_guests_never_permanently() {

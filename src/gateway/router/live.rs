@@ -7,9 +7,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Router, prompts};
+use super::Router;
+use super::turn::prompts;
 use crate::agent::AgentDeps;
-use crate::agent::provider::ModelClient;
+use crate::agent::provider::{ModelClient, ProviderError};
 use crate::config::{Config, LoadedConfig};
 use crate::gateway::authorize::AuthPolicy;
 
@@ -20,8 +21,20 @@ pub struct Live {
     /// The environment after the `.env` merge (authorization reads some lists from it).
     pub env: BTreeMap<String, String>,
     pub auth: AuthPolicy,
-    /// The agent's dependencies, or the one-line reason there is no model provider.
-    pub agent: Result<Arc<AgentDeps>, String>,
+    /// The agent's dependencies, or why there is no model provider.
+    pub agent: Result<Arc<AgentDeps>, NoProvider>,
+}
+
+/// Why the router has no model to run turns with. Its text is one line saying what to set;
+/// it is shared by every snapshot until a reload fixes the configuration.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct NoProvider(Arc<ProviderError>);
+
+impl From<ProviderError> for NoProvider {
+    fn from(error: ProviderError) -> Self {
+        Self(Arc::new(error))
+    }
 }
 
 /// Whether anything the agent's dependencies are built from differs.
@@ -37,49 +50,42 @@ fn agent_inputs_changed(old: &Live, new: &LoadedConfig) -> bool {
         || old.env != new.env
 }
 
-impl Router {
-    /// The current reloadable settings.
-    pub(crate) fn live(&self) -> Arc<Live> {
-        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Applies a validated, reloaded configuration at once. The agent's dependencies are
-    /// rebuilt only when their inputs changed, sharing their stateful parts (approvals,
-    /// background processes, memory, to-dos) with the old ones.
-    pub fn apply_reload(&self, loaded: &LoadedConfig) {
-        self.mcp.apply(
-            &loaded.config.mcp_servers,
-            &super::mcp_net(&loaded.config),
-            &loaded.env,
-        );
-        let old = self.live();
-        let agent = if agent_inputs_changed(&old, loaded) {
-            match (ModelClient::from_config(&loaded.config), &old.agent) {
-                (Ok(client), Ok(deps)) => Ok(Arc::new(deps.reconfigured(loaded, client))),
-                (Ok(client), Err(_)) => crate::agent::assemble(
-                    &self.home,
-                    loaded,
-                    self.store.clone(),
-                    prompts::user_prompts(self.me.clone()),
-                    Some(client),
-                    &self.mcp,
-                )
-                .map_err(|e| e.to_string()),
-                (Err(e), _) => Err(e.to_string()),
-            }
-        } else {
-            old.agent.clone()
-        };
-        if let Err(reason) = &agent {
-            tracing::warn!("{reason}; messages will be answered with setup instructions");
+/// Applies a validated, reloaded configuration at once. The agent's dependencies are
+/// rebuilt only when their inputs changed, sharing their stateful parts (approvals,
+/// background processes, memory, to-dos) with the old ones.
+pub(super) fn apply_reload(router: &Router, loaded: &LoadedConfig) {
+    router.mcp.apply(
+        &loaded.config.mcp_servers,
+        &super::mcp_net(&loaded.config),
+        &loaded.env,
+    );
+    let old = router.live();
+    let agent = if agent_inputs_changed(&old, loaded) {
+        match (ModelClient::from_config(&loaded.config), &old.agent) {
+            (Ok(client), Ok(deps)) => Ok(Arc::new(deps.reconfigured(loaded, client))),
+            (Ok(client), Err(_)) => crate::agent::assemble(
+                &router.home,
+                loaded,
+                router.store.clone(),
+                prompts::user_prompts(router.me.clone()),
+                Some(client),
+                &router.mcp,
+            )
+            .map_err(NoProvider::from),
+            (Err(e), _) => Err(NoProvider::from(e)),
         }
-        crate::agent::assembly::connect_sampling(&self.mcp, agent.as_deref().ok());
-        let fresh = Arc::new(Live {
-            config: loaded.config.clone(),
-            env: loaded.env.clone(),
-            auth: AuthPolicy::from_config(&loaded.config, &loaded.env),
-            agent,
-        });
-        *self.live.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+    } else {
+        old.agent.clone()
+    };
+    if let Err(reason) = &agent {
+        tracing::warn!("{reason}; messages will be answered with setup instructions");
     }
+    crate::agent::assembly::connect_sampling(&router.mcp, agent.as_deref().ok());
+    let fresh = Arc::new(Live {
+        config: loaded.config.clone(),
+        env: loaded.env.clone(),
+        auth: AuthPolicy::from_config(&loaded.config, &loaded.env),
+        agent,
+    });
+    *router.live.write().unwrap_or_else(|e| e.into_inner()) = fresh;
 }

@@ -6,43 +6,29 @@
 
 mod authority;
 mod busy;
-mod clustered;
+mod cluster;
 pub mod commands;
-mod cron_command;
-mod dead_letter;
-mod failure;
 mod fault;
-mod journal_pull;
 mod live;
-mod liveness;
-mod media_turn;
-mod model_command;
-mod outbox;
-mod pending_media;
-mod platforms;
-mod prompts;
-mod recovery;
-mod respond;
+mod responder;
 mod session;
-mod session_commands;
 pub mod slot;
+mod slot_table;
 mod steer;
-mod title;
 mod turn;
-mod turn_budget;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use hermes_adapter::{MessageEvent, RecordOutcome};
+use hermes_adapter::{DeadLetter, MessageEvent, RecordOutcome};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::AgentDeps;
 use crate::config::LoadedConfig;
-use crate::gateway::authorize::{AuthPolicy, Authority, authority, unauthorized_reply};
+use crate::gateway::authorize::{Admission, AuthPolicy, Authority, admit, authority};
 use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::pairing::PairingStore;
 use crate::gateway::routing::RoutingIndex;
@@ -50,14 +36,17 @@ use crate::gateway::session_key::{KeyPolicy, build_session_key};
 use crate::home::HermesHome;
 use crate::state::{InboundRecord, Store};
 
-pub use dead_letter::DEAD_LETTER_NOTICE;
-pub use live::Live;
-pub use platforms::PlatformLink;
-pub use recovery::Recovered;
-pub use slot::{ApiReply, ApiResponder};
-use slot::{Job, Slot};
+pub use cluster::recovery::Recovered;
+pub use live::{Live, NoProvider};
+use responder::Responder;
+pub use responder::dead_letter::DEAD_LETTER_NOTICE;
+pub use responder::platforms::PlatformLink;
+use session::Sessions;
+use slot::Job;
+pub use slot::{ApiReply, ApiResponder, ApiTurnError};
+use slot_table::SlotTable;
+pub use turn::budget::{TURN_IDLE_WARNING, TURN_TIMEOUT_NOTICE};
 pub use turn::no_provider_text;
-pub use turn_budget::{TURN_IDLE_WARNING, TURN_TIMEOUT_NOTICE};
 
 /// The platform name of the HTTP API: its requests are answered in the HTTP response, not
 /// through the delivery ledger.
@@ -85,12 +74,16 @@ pub struct Router {
     live: RwLock<Arc<Live>>,
     pairing: PairingStore,
     key_policy: KeyPolicy,
-    routing: RoutingIndex,
-    platforms: HashMap<String, PlatformLink>,
-    slots: Mutex<HashMap<String, Arc<Slot>>>,
-    /// Held by a turn while it runs, released before its reply is sent (see `outbox.rs`).
+    /// Which session each key talks in; shared with the responder and the session book.
+    routing: Arc<RoutingIndex>,
+    /// Recording and sending replies, and the platforms they go to (`responder/`).
+    responder: Arc<Responder>,
+    /// The routing entries as sessions: resets, repoints, the cached agent (`session.rs`).
+    sessions: Sessions,
+    /// One slot per active session key (`slot_table.rs`).
+    slots: SlotTable,
+    /// Held by a turn while it runs, released before its reply is sent (see `responder/outbox.rs`).
     turn_limit: Arc<Semaphore>,
-    outbox: outbox::Outbox,
     metrics: Arc<GatewayMetrics>,
     paused: Mutex<HashSet<String>>,
     started: Instant,
@@ -100,7 +93,7 @@ pub struct Router {
     pub stop_requested: CancellationToken,
     /// The MCP servers whose tools every agent's registry reads.
     mcp: crate::tools::mcp::McpHub,
-    /// PostgreSQL: the session leases shared with the other instances (`clustered.rs`).
+    /// PostgreSQL: the session leases shared with the other instances (`cluster/`).
     cluster: Option<Arc<crate::gateway::cluster::Cluster>>,
     me: Weak<Router>,
 }
@@ -108,7 +101,7 @@ pub struct Router {
 impl std::fmt::Debug for Router {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Router")
-            .field("platforms", &self.platforms.keys().collect::<Vec<_>>())
+            .field("platforms", &self.responder.platform_names())
             .field("routes", &self.routing.len())
             .finish_non_exhaustive()
     }
@@ -153,7 +146,7 @@ impl Router {
                 .display()
                 .to_string()
         };
-        let routing = RoutingIndex::load(&store, scope).await?;
+        let routing = Arc::new(RoutingIndex::load(&store, scope).await?);
         let pairing = crate::gateway::shared_state::pairing_store(&home, &loaded.config)?
             .with_env(loaded.env.clone());
         let auth = AuthPolicy::from_config(&loaded.config, &loaded.env);
@@ -161,13 +154,31 @@ impl Router {
             group_sessions_per_user: loaded.config.group_sessions_per_user,
             thread_sessions_per_user: loaded.config.thread_sessions_per_user,
         };
-        let outbox = outbox::Outbox::default();
+        let outbox = responder::outbox::Outbox::default();
+        let platforms: HashMap<String, PlatformLink> = platforms
+            .into_iter()
+            .map(|mut link| {
+                link.deliverer = link
+                    .deliverer
+                    .with_stop_waiting(outbox.stop_waiting.clone());
+                (link.name.clone(), link)
+            })
+            .collect();
+        let responder = Arc::new(Responder::new(
+            store.clone(),
+            platforms,
+            outbox,
+            metrics.clone(),
+            routing.clone(),
+            key_policy,
+        ));
+        let sessions = Sessions::new(store.clone(), routing.clone(), key_policy);
         let mcp = crate::agent::assembly::start_mcp(&loaded);
         let router = Arc::new_cyclic(|me: &Weak<Router>| {
-            let prompts = prompts::user_prompts(me.clone());
+            let prompts = turn::prompts::user_prompts(me.clone());
             let agent =
                 crate::agent::assemble(&home, &loaded, store.clone(), prompts, client, &mcp)
-                    .map_err(|e| e.to_string());
+                    .map_err(NoProvider::from);
             Router {
                 home: home.clone(),
                 store: store.clone(),
@@ -180,18 +191,10 @@ impl Router {
                 pairing,
                 key_policy,
                 routing,
-                platforms: platforms
-                    .into_iter()
-                    .map(|mut link| {
-                        link.deliverer = link
-                            .deliverer
-                            .with_stop_waiting(outbox.stop_waiting.clone());
-                        (link.name.clone(), link)
-                    })
-                    .collect(),
-                slots: Mutex::new(HashMap::new()),
+                responder,
+                sessions,
+                slots: SlotTable::default(),
                 turn_limit: Arc::new(Semaphore::new(max_concurrent_turns.max(1))),
-                outbox,
                 metrics,
                 paused: Mutex::new(HashSet::new()),
                 started: Instant::now(),
@@ -212,7 +215,7 @@ impl Router {
                 instance_id = cluster.instance_id(),
                 "sharing sessions with other instances through PostgreSQL"
             );
-            router.start_cluster_tasks(cluster);
+            cluster::start_cluster_tasks(&router, cluster);
         }
         Ok(router)
     }
@@ -252,13 +255,17 @@ impl Router {
     /// it may acknowledge the event to the platform.
     pub async fn handle_inbound(&self, event: MessageEvent) -> RecordOutcome {
         GatewayMetrics::incr(&self.metrics.events_in);
-        // The pairing files are read on tokio's blocking pool, not on a runtime thread.
-        let Some(authority) = self.authority_of(&event.source).await else {
-            self.deny(&event).await;
-            return RecordOutcome::Refused;
+        // One decision per event, from one policy snapshot: a refused sender's reply is
+        // worked out in the same pass instead of asking the policy again.
+        let authority = match self.admit(&event.source).await {
+            Admission::Admitted(authority) => authority,
+            Admission::Refused(reply) => {
+                self.deny(&event, reply).await;
+                return RecordOutcome::Refused;
+            }
         };
-        if let Some(refusal) = self.refused_answer(&event, authority) {
-            self.send_direct(&event.source, &refusal).await;
+        if let Some(refusal) = authority::refused_answer(self, &event, authority) {
+            self.responder.send_direct(&event.source, &refusal).await;
             return RecordOutcome::Refused;
         }
         let source = &event.source;
@@ -287,8 +294,8 @@ impl Router {
             authority,
         };
         match &self.cluster {
-            Some(cluster) => self.offer_clustered(cluster, key, job),
-            None => self.dispatch(key, job),
+            Some(cluster) => cluster::offer_clustered(self, cluster, key, job),
+            None => busy::dispatch(self, key, job),
         }
         RecordOutcome::Recorded
     }
@@ -299,11 +306,12 @@ impl Router {
         event: MessageEvent,
         deltas: Option<crate::agent::EventSink>,
         system: Option<String>,
-    ) -> Result<ApiReply, String> {
+    ) -> Result<ApiReply, ApiTurnError> {
         GatewayMetrics::incr(&self.metrics.events_in);
         let key = self.session_key(&event);
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.dispatch(
+        busy::dispatch(
+            self,
             key,
             Job {
                 event,
@@ -315,9 +323,7 @@ impl Router {
                 authority: Authority::AllowedUser,
             },
         );
-        answer
-            .await
-            .unwrap_or_else(|_| Err("the gateway is shutting down".to_owned()))
+        answer.await.unwrap_or(Err(ApiTurnError::ShuttingDown))
     }
 
     /// How far the sender of `source` is trusted; `None` when they may not use the bot.
@@ -333,17 +339,26 @@ impl Router {
             .unwrap_or(None)
     }
 
-    /// An unauthorized sender: a pairing code for a DM where the platform pairs, else nothing.
-    async fn deny(&self, event: &MessageEvent) {
+    /// Whether the sender of `source` is admitted, and what a refused one is told, decided
+    /// once. The pairing files are read (and a pairing request written) on tokio's blocking
+    /// pool, not on a runtime thread.
+    async fn admit(&self, source: &hermes_adapter::SessionSource) -> Admission {
         let now = crate::state::now_epoch();
-        // A pairing request takes the pairing lock and writes files: the blocking pool's work.
         let router = self.arc();
-        let asker = event.source.clone();
-        let reply = tokio::task::spawn_blocking(move || {
-            unauthorized_reply(&asker, &router.live().auth, &router.pairing, now)
+        let asker = source.clone();
+        tokio::task::spawn_blocking(move || {
+            admit(&asker, &router.live().auth, &router.pairing, now)
         })
         .await
-        .unwrap_or(Ok(None));
+        .unwrap_or(Admission::Refused(Ok(None)))
+    }
+
+    /// An unauthorized sender: a pairing code for a DM where the platform pairs, else nothing.
+    async fn deny(
+        &self,
+        event: &MessageEvent,
+        reply: Result<Option<String>, crate::gateway::pairing::PairingError>,
+    ) {
         let reply = match reply {
             Ok(reply) => reply,
             Err(e) => {
@@ -358,16 +373,8 @@ impl Router {
             "unauthorized message ignored"
         );
         if let Some(text) = reply {
-            self.send_direct(&event.source, &text).await;
+            self.responder.send_direct(&event.source, &text).await;
         }
-    }
-
-    fn slot(&self, key: &str) -> Arc<Slot> {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots
-            .entry(key.to_owned())
-            .or_insert_with(|| Arc::new(Slot::new(key.to_owned())))
-            .clone()
     }
 
     /// Evicts slots idle longer than `idle` with nothing queued or running, bounding memory
@@ -375,29 +382,10 @@ impl Router {
     /// The per-session state the agent keeps in memory (to-do lists, session approvals,
     /// shell cwds) goes with the slot.
     pub fn evict_idle(&self, idle: Duration) -> usize {
-        let mut evicted = Vec::new();
-        {
-            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            slots.retain(|key, slot| {
-                let state = slot.lock();
-                let keep = state.worker
-                    || state.running.is_some()
-                    || !state.queue.is_empty()
-                    || state.approval.is_some()
-                    || state.clarify.is_some()
-                    || state.last_active.is_some_and(|t| t.elapsed() < idle);
-                if !keep {
-                    evicted.push((
-                        key.clone(),
-                        state.agent.as_ref().map(|a| a.session_id().to_owned()),
-                    ));
-                }
-                keep
-            });
-        }
+        let evicted = self.slots.evict_idle(idle);
         if let Ok(deps) = &self.live().agent {
             for (key, cached) in &evicted {
-                let routed = self.current_session_id(key);
+                let routed = self.sessions.current_session_id(key);
                 for session_id in cached.iter().chain(routed.iter()) {
                     deps.forget_session(session_id);
                 }
@@ -413,23 +401,79 @@ impl Router {
 
     /// Cancels every running turn (shutdown after the drain deadline).
     pub fn interrupt_all(&self) {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        for slot in slots.values() {
-            if let Some(running) = &slot.lock().running {
-                running.cancel.cancel();
-            }
-        }
+        self.slots.interrupt_all();
     }
 
     /// Turns running now.
     pub fn running_turns(&self) -> usize {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots
-            .values()
-            .filter(|slot| {
-                let s = slot.lock();
-                s.running.is_some() || s.worker
-            })
-            .count()
+        self.slots.running_turns()
+    }
+
+    /// The current reloadable settings (`live.rs`).
+    pub(crate) fn live(&self) -> Arc<Live> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Applies a validated, reloaded configuration at once (`live.rs`).
+    pub fn apply_reload(&self, loaded: &LoadedConfig) {
+        live::apply_reload(self, loaded);
+    }
+
+    /// Keeps an item the adapter could not decode; the answer tells the adapter whether it
+    /// may acknowledge it (`responder/dead_letter.rs`).
+    pub async fn handle_dead_letter(&self, letter: DeadLetter) -> RecordOutcome {
+        responder::dead_letter::handle_dead_letter(self, letter).await
+    }
+
+    /// Every reason the daemon cannot answer right now; empty when it can (`cluster/liveness.rs`).
+    pub fn liveness_problems(&self) -> Vec<String> {
+        cluster::liveness::liveness_problems(self)
+    }
+
+    /// Queues the unfinished turns; call before adapters deliver new events so each
+    /// session's recovered work runs first (`cluster/recovery.rs`).
+    pub async fn recover_turns(&self) -> Recovered {
+        cluster::recovery::recover_turns(self).await
+    }
+
+    /// Queues every reply still owed on its chat's lane (after adapters can send).
+    pub async fn resend_replies(&self) -> usize {
+        cluster::recovery::resend_replies(self).await
+    }
+
+    /// The chat platforms this gateway runs, sorted (where scheduled jobs can deliver).
+    pub fn platform_names(&self) -> Vec<String> {
+        self.responder.platform_names()
+    }
+
+    /// Sends obligations recorded outside a turn (a scheduled job's output) on their chat's
+    /// lane, like any reply.
+    pub fn send_recorded(&self, platform: &str, chat_id: &str, obligation_ids: Vec<String>) {
+        self.responder
+            .send_recorded(platform, chat_id, obligation_ids);
+    }
+
+    /// Shutdown: ends every retry wait (those replies stay owed) and lets the lanes finish
+    /// what they are sending, for at most `limit`.
+    pub async fn finish_deliveries(&self, limit: Duration) -> bool {
+        self.responder.finish_deliveries(limit).await
+    }
+
+    /// The skills usable on `platform`, as chat commands see them.
+    pub(crate) fn platform_skills(&self, platform: &str) -> Vec<crate::skills::Skill> {
+        match &self.live().agent {
+            Ok(deps) if deps.offers_tool("skill_view", platform) => {
+                crate::skills::enabled(&deps.home, &deps.settings.skills, &deps.env, Some(platform))
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether `platform` was paused with `/platform pause`.
+    pub(super) fn is_paused(&self, platform: &str) -> bool {
+        self.paused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(platform)
     }
 }

@@ -6,13 +6,20 @@ use std::sync::Arc;
 use hermes_adapter::SessionSource;
 use serde_json::{Value, json};
 
+use super::API_PLATFORM;
 use super::slot::Slot;
-use super::{API_PLATFORM, Router};
+use crate::agent::provider::ModelChoice;
 use crate::agent::{Agent, AgentDeps, AgentError, new_session_id};
+use crate::config::Config;
 use crate::gateway::reset::{ResetReason, policy_for, reset_notice, should_reset};
 use crate::gateway::routing::RouteEntry;
+use crate::gateway::routing::RoutingIndex;
+use crate::gateway::session_key::KeyPolicy;
 use crate::gateway::session_key::{legacy_session_key, same_person};
-use crate::state::{StoreError, StoreResult, now_epoch};
+use crate::state::{Store, StoreError, StoreResult, now_epoch};
+
+/// The routing-entry field Hermes keeps a session's `/model` choice in (without secrets).
+pub(super) const OVERRIDE_FIELD: &str = "model_override";
 
 /// An agent ready for a turn, and the notice owed to the user first (an automatic reset).
 pub(super) struct Prepared {
@@ -41,11 +48,29 @@ pub(super) fn origin_json(source: &SessionSource) -> Value {
     origin
 }
 
-impl Router {
+/// The routing index seen as conversations: which session a key talks in, when it is
+/// reset, where `/new` and `/resume` point it, and the agent a turn in it runs.
+#[derive(Debug)]
+pub(super) struct Sessions {
+    store: Store,
+    routing: Arc<RoutingIndex>,
+    key_policy: KeyPolicy,
+}
+
+impl Sessions {
+    pub(super) fn new(store: Store, routing: Arc<RoutingIndex>, key_policy: KeyPolicy) -> Self {
+        Self {
+            store,
+            routing,
+            key_policy,
+        }
+    }
+
     /// The routing entry for `key`, after the reset policy; creates one when missing.
     /// `allow_reset` is false for resumed turns (they finish where they started).
     pub(super) async fn route(
         &self,
+        config: &Config,
         key: &str,
         source: &SessionSource,
         allow_reset: bool,
@@ -55,8 +80,7 @@ impl Router {
             self.adopt_legacy_route(key, source).await?;
         }
         if let Some(mut entry) = self.routing.get(key) {
-            let live = self.live();
-            let policy = policy_for(&live.config, &source.platform, source.chat_type.as_str());
+            let policy = policy_for(config, &source.platform, source.chat_type.as_str());
             let reason = allow_reset
                 .then(|| should_reset(policy, entry.updated_at, now))
                 .flatten();
@@ -130,6 +154,20 @@ impl Router {
         Ok(entry)
     }
 
+    /// The model (and provider) `/model` chose for the session at `key`, if any.
+    pub(super) fn model_choice(&self, key: &str) -> Option<ModelChoice> {
+        let entry = self.routing.get(key)?;
+        let record = entry.fields.get(OVERRIDE_FIELD)?;
+        Some(ModelChoice {
+            model: record.get("model")?.as_str()?.to_owned(),
+            provider: record
+                .get("provider")
+                .and_then(|p| p.as_str())
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned),
+        })
+    }
+
     /// The session id an event's turn runs in, without side effects (for `/status`).
     pub(super) fn current_session_id(&self, key: &str) -> Option<String> {
         self.routing.get(key).map(|e| e.session_id)
@@ -139,6 +177,7 @@ impl Router {
     /// routed session, else loaded from state.db (or created).
     pub(super) async fn prepare_agent(
         &self,
+        config: &Config,
         slot: &Arc<Slot>,
         source: &SessionSource,
         deps: &Arc<AgentDeps>,
@@ -154,7 +193,7 @@ impl Router {
                 notice: None,
             });
         }
-        let (entry, reset) = self.route(&slot.key, source, !resumed).await?;
+        let (entry, reset) = self.route(config, &slot.key, source, !resumed).await?;
         let cached = slot.lock().agent.take();
         let agent = match cached {
             // An agent built before a reload changed the model is reloaded from state.db.

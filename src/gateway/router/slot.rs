@@ -26,7 +26,7 @@ pub const LEASE_RETRIES: u8 = 3;
 /// Where an HTTP API request waits for its turn's answer.
 #[derive(Debug)]
 pub struct ApiResponder {
-    reply: Mutex<Option<oneshot::Sender<Result<ApiReply, String>>>>,
+    reply: Mutex<Option<oneshot::Sender<Result<ApiReply, ApiTurnError>>>>,
     /// Streamed deltas for `stream: true` requests.
     pub deltas: Option<EventSink>,
     /// The request's `system` messages, layered onto the session's prompt for this turn.
@@ -38,7 +38,7 @@ pub struct ApiResponder {
 
 impl ApiResponder {
     pub fn new(
-        reply: oneshot::Sender<Result<ApiReply, String>>,
+        reply: oneshot::Sender<Result<ApiReply, ApiTurnError>>,
         deltas: Option<EventSink>,
     ) -> Self {
         Self {
@@ -66,12 +66,35 @@ impl ApiResponder {
     }
 
     /// Answers the request; later answers are ignored.
-    pub fn answer(&self, result: Result<ApiReply, String>) {
+    pub fn answer(&self, result: Result<ApiReply, ApiTurnError>) {
         let sender = self.reply.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(sender) = sender {
             let _ = sender.send(result);
         }
     }
+}
+
+/// Why an HTTP API request got no reply. The text is what the client reads (its error
+/// message); every variant's text is safe to show.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiTurnError {
+    #[error("the gateway is shutting down")]
+    ShuttingDown,
+    #[error("the request was cancelled")]
+    Cancelled,
+    #[error("the session moved to another instance; please retry")]
+    SessionMoved,
+    #[error("{}", super::TURN_TIMEOUT_NOTICE)]
+    TimedOut,
+    /// The model's failure, scrubbed of secrets.
+    #[error("{0}")]
+    Provider(String),
+    /// Our own failure: the incident text naming the id the log carries.
+    #[error("{0}")]
+    Incident(String),
+    /// The task running the turn ended without answering (it panicked or was aborted).
+    #[error("the turn failed: {0}")]
+    Aborted(String),
 }
 
 /// The answer to an HTTP API request.
@@ -126,10 +149,10 @@ pub struct SlotState {
     /// PostgreSQL: this instance holds the session's lease (its worker is running it).
     pub held: bool,
     /// PostgreSQL: the journaled events taken up under the current lease (see
-    /// `clustered.rs`), so re-reading the journal does not run one twice.
+    /// `cluster/`), so re-reading the journal does not run one twice.
     pub seen: std::collections::HashSet<String>,
     /// PostgreSQL: a task is taking up events other instances recorded for this session
-    /// (`journal_pull.rs`); `pull_again` asks it for one more look when it is done.
+    /// (`cluster/journal_pull.rs`); `pull_again` asks it for one more look when it is done.
     pub pulling: bool,
     pub pull_again: bool,
     /// PostgreSQL: a write under the current hold was refused, so the lease is gone whatever

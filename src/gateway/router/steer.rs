@@ -38,50 +38,54 @@ fn steer_event_id(parent: &str) -> String {
     format!("{parent}#steer")
 }
 
-impl Router {
-    /// Journals the leftover steer texts of `job`'s turn as a new event and puts it at the
-    /// head of the slot's queue (unless shutting down: the journal then hands it to the next
-    /// start, which runs every unfinished event).
-    pub(super) async fn carry_over_steer(&self, slot: &Arc<Slot>, job: &Job, texts: Vec<String>) {
-        if texts.is_empty() || job.api.is_some() {
-            return;
-        }
-        let mut event = MessageEvent::text(
-            &steer_event_id(&job.event.event_id),
-            job.event.source.clone(),
-            &texts.join("\n"),
-        );
-        event.timestamp = crate::state::now_epoch();
-        let payload = serde_json::to_value(&event).unwrap_or_default();
-        let recorded = self
-            .store
-            .record_inbound(&event.source.platform, &event.event_id, &slot.key, payload)
-            .await;
-        match recorded {
-            Ok(InboundRecord::Recorded) => {}
-            Ok(InboundRecord::Duplicate) => return,
-            Err(e) => {
-                tracing::error!(session_key = %slot.key, event_id = %event.event_id, error = %e,
-                    "cannot journal leftover steer text; it is lost");
-                return;
-            }
-        }
-        tracing::debug!(session_key = %slot.key, event_id = %event.event_id, "leftover steer text becomes the next turn");
-        if self.is_shutting_down() {
-            return;
-        }
-        let mut state = slot.lock();
-        state.queue.push_front(Job {
-            event,
-            resumed: false,
-            api: None,
-            authority: job.authority,
-        });
-        self.metrics
-            .router_queue_depth
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.ensure_worker(slot, &mut state);
+/// Journals the leftover steer texts of `job`'s turn as a new event and puts it at the
+/// head of the slot's queue (unless shutting down: the journal then hands it to the next
+/// start, which runs every unfinished event).
+pub(super) async fn carry_over_steer(
+    router: &Router,
+    slot: &Arc<Slot>,
+    job: &Job,
+    texts: Vec<String>,
+) {
+    if texts.is_empty() || job.api.is_some() {
+        return;
     }
+    let mut event = MessageEvent::text(
+        &steer_event_id(&job.event.event_id),
+        job.event.source.clone(),
+        &texts.join("\n"),
+    );
+    event.timestamp = crate::state::now_epoch();
+    let payload = serde_json::to_value(&event).unwrap_or_default();
+    let recorded = router
+        .store
+        .record_inbound(&event.source.platform, &event.event_id, &slot.key, payload)
+        .await;
+    match recorded {
+        Ok(InboundRecord::Recorded) => {}
+        Ok(InboundRecord::Duplicate) => return,
+        Err(e) => {
+            tracing::error!(session_key = %slot.key, event_id = %event.event_id, error = %e,
+                "cannot journal leftover steer text; it is lost");
+            return;
+        }
+    }
+    tracing::debug!(session_key = %slot.key, event_id = %event.event_id, "leftover steer text becomes the next turn");
+    if router.is_shutting_down() {
+        return;
+    }
+    let mut state = slot.lock();
+    state.queue.push_front(Job {
+        event,
+        resumed: false,
+        api: None,
+        authority: job.authority,
+    });
+    router
+        .metrics
+        .router_queue_depth
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    super::busy::ensure_worker(router, slot, &mut state);
 }
 
 #[cfg(test)]

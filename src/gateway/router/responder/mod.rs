@@ -5,22 +5,73 @@
 //! turn's streamed preview when one was recorded with it; a restart resends exactly what may
 //! be missing. HTTP API requests are answered in their HTTP response instead.
 
-use super::Router;
-use super::outbox::Outgoing;
-use super::slot::{ApiReply, Job};
-use crate::gateway::delivery::{DeliveryOutcome, ObligationDelivery};
-use crate::gateway::metrics::GatewayMetrics;
-use crate::state::{InboundState, NewObligation, Obligation};
+pub(super) mod dead_letter;
+pub(super) mod outbox;
+pub(super) mod platforms;
 
-impl Router {
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use hermes_adapter::MessageEvent;
+
+use crate::gateway::metrics::GatewayMetrics;
+use crate::gateway::router::responder::outbox::{Outbox, Outgoing};
+use crate::gateway::router::responder::platforms::PlatformLink;
+use crate::gateway::router::slot::{ApiReply, ApiTurnError, Job};
+use crate::gateway::routing::RoutingIndex;
+use crate::gateway::session_key::{KeyPolicy, build_session_key};
+use crate::state::{InboundState, NewObligation, Store};
+
+/// Records answers and sends them. It owns the platforms replies go to and the per-chat
+/// lanes that send them; it reads the routing index only to move a migrated chat's
+/// conversations along.
+#[derive(Debug)]
+pub(in crate::gateway::router) struct Responder {
+    pub(in crate::gateway::router) store: Store,
+    pub(in crate::gateway::router) platforms: HashMap<String, PlatformLink>,
+    pub(in crate::gateway::router) outbox: Outbox,
+    pub(in crate::gateway::router) metrics: Arc<GatewayMetrics>,
+    pub(in crate::gateway::router) routing: Arc<RoutingIndex>,
+    key_policy: KeyPolicy,
+}
+
+impl Responder {
+    pub(in crate::gateway::router) fn new(
+        store: Store,
+        platforms: HashMap<String, PlatformLink>,
+        outbox: Outbox,
+        metrics: Arc<GatewayMetrics>,
+        routing: Arc<RoutingIndex>,
+        key_policy: KeyPolicy,
+    ) -> Self {
+        Self {
+            store,
+            platforms,
+            outbox,
+            metrics,
+            routing,
+            key_policy,
+        }
+    }
+
+    /// The session key an event's reply obligation is recorded under.
+    pub(in crate::gateway::router) fn session_key(&self, event: &MessageEvent) -> String {
+        build_session_key(&event.source, self.key_policy, None)
+    }
+
     /// Answers `job` with `text`.
-    pub(super) async fn respond(&self, job: &Job, text: &str) {
+    pub(in crate::gateway::router) async fn respond(self: &Arc<Self>, job: &Job, text: &str) {
         self.respond_in(job, text, None).await;
     }
 
     /// Answers `job` with `text`; `session_id` is reported to API clients. A chat reply is
     /// durable when this returns; it is sent by the chat's lane, without the caller waiting.
-    pub(super) async fn respond_in(&self, job: &Job, text: &str, session_id: Option<&str>) {
+    pub(in crate::gateway::router) async fn respond_in(
+        self: &Arc<Self>,
+        job: &Job,
+        text: &str,
+        session_id: Option<&str>,
+    ) {
         if let Some(api) = &job.api {
             Self::answer_api(api, text, session_id.unwrap_or(&job.event.source.chat_id));
             return;
@@ -60,8 +111,8 @@ impl Router {
     /// Answers `job` by editing its streamed preview `preview_id` into `text`, through the
     /// ledger (exactly once across a crash: an edit is idempotent). When the text does not
     /// fit one message, the preview is removed and the reply sent as usual.
-    pub(super) async fn respond_by_edit(
-        &self,
+    pub(in crate::gateway::router) async fn respond_by_edit(
+        self: &Arc<Self>,
         job: &Job,
         text: &str,
         session_id: Option<&str>,
@@ -120,7 +171,7 @@ impl Router {
     }
 
     /// Removes a streamed preview that will not become the reply (best effort).
-    pub(super) async fn delete_preview(
+    pub(in crate::gateway::router) async fn delete_preview(
         &self,
         source: &hermes_adapter::SessionSource,
         message_id: String,
@@ -137,115 +188,11 @@ impl Router {
         }
     }
 
-    /// Sends one recorded obligation, quoting `reply_to` where the platform's mode says so,
-    /// by editing the streamed preview recorded with it if there is one; returns how far it
-    /// got (`None`: not sent at all).
-    pub(super) async fn deliver_recorded(
-        &self,
-        id: &str,
-        reply_to: Option<String>,
-        event_id: Option<&str>,
-    ) -> Option<DeliveryOutcome> {
-        let obligation: Obligation = match self.store.get_obligation(id).await {
-            Ok(Some(obligation)) => obligation,
-            Ok(None) => return None,
-            Err(e) => {
-                tracing::error!(obligation_id = id, error = %e, "cannot read a reply obligation");
-                return None;
-            }
-        };
-        let Some(link) = self.link(&obligation.platform) else {
-            tracing::warn!(platform = %obligation.platform, obligation_id = id, "reply for a platform that is not running; kept for later");
-            return None;
-        };
-        let edit_target = match self.store.reply_edit_target(id).await {
-            Ok(edit_target) => edit_target,
-            Err(e) => {
-                tracing::error!(obligation_id = id, error = %e, "cannot read a reply obligation");
-                return None;
-            }
-        };
-        let delivered = match edit_target {
-            Some(message_id) => {
-                link.deliverer
-                    .deliver_obligation_by_edit(
-                        &self.store,
-                        &obligation,
-                        &message_id,
-                        reply_to,
-                        link.reply_to_mode,
-                    )
-                    .await
-            }
-            None => {
-                link.deliverer
-                    .deliver_obligation_quoting(
-                        &self.store,
-                        &obligation,
-                        reply_to,
-                        link.reply_to_mode,
-                    )
-                    .await
-            }
-        };
-        self.follow_chat_migrations(&link.adapter).await;
-        match delivered {
-            Ok(ObligationDelivery::Attempted(report)) => {
-                let sent = report.sent_message_ids.len() as u64;
-                self.metrics
-                    .replies_out
-                    .fetch_add(sent, std::sync::atomic::Ordering::Relaxed);
-                match &report.outcome {
-                    DeliveryOutcome::Delivered => {
-                        // After the ledger says delivered: a crash from here on resends nothing.
-                        tracing::debug!(platform = %obligation.platform, obligation_id = id,
-                            event_id = event_id.unwrap_or(""), "reply delivered");
-                    }
-                    DeliveryOutcome::Deferred { .. } => {
-                        tracing::warn!(platform = %obligation.platform, obligation_id = id,
-                            outcome = ?report.outcome,
-                            "reply deferred by flow control; it stays owed and is resent after a restart");
-                    }
-                    _ => {
-                        GatewayMetrics::incr(&self.metrics.send_failures);
-                        tracing::warn!(platform = %obligation.platform, obligation_id = id, outcome = ?report.outcome, "reply not fully delivered");
-                    }
-                }
-                Some(report.outcome)
-            }
-            Ok(ObligationDelivery::NotClaimed) => None,
-            Err(e) => {
-                tracing::error!(error = %e, "delivery ledger write failed");
-                None
-            }
-        }
-    }
-
-    /// Moves the conversations of chats the adapter saw move (a group upgraded to a
-    /// supergroup) so the next message there continues the same session.
-    async fn follow_chat_migrations(&self, adapter: &std::sync::Arc<dyn hermes_adapter::Adapter>) {
-        for (old, new) in adapter.take_chat_migrations() {
-            let platform = adapter.platform();
-            match self
-                .routing
-                .move_chat(&self.store, platform, &old, &new)
-                .await
-            {
-                Ok(moved) => {
-                    tracing::info!(platform, chat_id = %old, to_chat_id = %new, moved, "chat moved; its conversations follow")
-                }
-                Err(e) => {
-                    tracing::error!(platform, chat_id = %old, error = %e, "cannot move the chat's conversations")
-                }
-            }
-        }
-    }
-
     /// Closes an event that needs no reply of its own (an interrupted turn whose message the
     /// next turn answers, a clarify answer, a discarded queued message).
-    pub(super) async fn answer_silently(&self, job: &Job) {
+    pub(in crate::gateway::router) async fn answer_silently(&self, job: &Job) {
         if let Some(api) = &job.api {
-            Self::answer_api_error(api, "the request was cancelled");
+            Self::answer_api_error(api, ApiTurnError::Cancelled);
             return;
         }
         let event = &job.event;
@@ -262,14 +209,21 @@ impl Router {
         }
     }
 
-    fn answer_api(api: &super::slot::ApiResponder, text: &str, session_id: &str) {
+    pub(in crate::gateway::router) fn answer_api(
+        api: &crate::gateway::router::slot::ApiResponder,
+        text: &str,
+        session_id: &str,
+    ) {
         api.answer(Ok(ApiReply {
             text: text.to_owned(),
             session_id: session_id.to_owned(),
         }));
     }
 
-    pub(super) fn answer_api_error(api: &super::slot::ApiResponder, message: &str) {
-        api.answer(Err(message.to_owned()));
+    pub(in crate::gateway::router) fn answer_api_error(
+        api: &crate::gateway::router::slot::ApiResponder,
+        error: ApiTurnError,
+    ) {
+        api.answer(Err(error));
     }
 }

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use hermes_adapter::{Adapter, Button, Outbound, OutboundKind, SessionSource};
 
-use super::Router;
 use crate::config::ReplyToMode;
 use crate::gateway::delivery::{Deliverer, RetryPolicy};
+use crate::gateway::router::responder::Responder;
 
 /// One platform as the router uses it.
 #[derive(Clone)]
@@ -50,13 +50,13 @@ impl PlatformLink {
     }
 }
 
-impl Router {
-    pub(super) fn link(&self, platform: &str) -> Option<&PlatformLink> {
+impl Responder {
+    pub(in crate::gateway::router) fn link(&self, platform: &str) -> Option<&PlatformLink> {
         self.platforms.get(platform)
     }
 
     /// The chat platforms this gateway runs, sorted (where scheduled jobs can deliver).
-    pub fn platform_names(&self) -> Vec<String> {
+    pub(in crate::gateway::router) fn platform_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.platforms.keys().cloned().collect();
         names.sort();
         names
@@ -64,7 +64,7 @@ impl Router {
 
     /// Sends a notice outside the ledger (acks, progress lines, pairing codes): best effort,
     /// never journaled, never retried beyond the delivery policy.
-    pub(super) async fn send_direct(&self, source: &SessionSource, text: &str) {
+    pub(in crate::gateway::router) async fn send_direct(&self, source: &SessionSource, text: &str) {
         let Some(link) = self.link(&source.platform) else {
             return;
         };
@@ -81,7 +81,7 @@ impl Router {
     }
 
     /// Sends a prompt with buttons (approval, clarify); platforms without buttons get text.
-    pub(super) async fn send_prompt(
+    pub(in crate::gateway::router) async fn send_prompt(
         &self,
         source: &SessionSource,
         text: &str,

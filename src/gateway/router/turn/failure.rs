@@ -5,59 +5,69 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use super::Router;
-use super::slot::{Job, Slot};
 use crate::gateway::incident::Incident;
 use crate::gateway::metrics::GatewayMetrics;
+use crate::gateway::router::Router;
+use crate::gateway::router::slot::{Job, Slot};
 use crate::state::StoreError;
 
-impl Router {
-    /// Cleans up after `job` panicked (see `run_job`): the slot stops saying "running", the
-    /// cached agent is dropped (the next turn reloads the conversation from state.db), the
-    /// event is answered and counted, and steer texts the turn never read still run.
-    pub(super) async fn turn_panicked(
-        &self,
-        slot: &Arc<Slot>,
-        job: &Job,
-        panic: Box<dyn Any + Send>,
-    ) {
-        // Read before any await: the payload is not `Sync`.
-        let message = panic_message(panic.as_ref());
-        drop(panic);
-        GatewayMetrics::incr(&self.metrics.turn_panics);
-        let running = {
-            let mut state = slot.lock();
-            state.agent = None;
-            state.running.take()
-        };
-        let incident = Incident::new();
-        tracing::error!(
-            incident = incident.id(),
-            session_key = %slot.key,
-            platform = %job.event.source.platform,
-            event_id = %job.event.event_id,
-            panic = %message,
-            "a turn panicked; its session goes on"
-        );
-        self.answer_incident(job, &incident).await;
-        if let Some(running) = running.filter(|running| !running.stopped) {
-            self.carry_over_steer(slot, job, super::steer::leftover(&running))
-                .await;
-        }
+/// Cleans up after `job` panicked (see `run_job`): the slot stops saying "running", the
+/// cached agent is dropped (the next turn reloads the conversation from state.db), the
+/// event is answered and counted, and steer texts the turn never read still run.
+pub(in crate::gateway::router) async fn turn_panicked(
+    router: &Router,
+    slot: &Arc<Slot>,
+    job: &Job,
+    panic: Box<dyn Any + Send>,
+) {
+    // Read before any await: the payload is not `Sync`.
+    let message = panic_message(panic.as_ref());
+    drop(panic);
+    GatewayMetrics::incr(&router.metrics.turn_panics);
+    let running = {
+        let mut state = slot.lock();
+        state.agent = None;
+        state.running.take()
+    };
+    let incident = Incident::new();
+    tracing::error!(
+        incident = incident.id(),
+        session_key = %slot.key,
+        platform = %job.event.source.platform,
+        event_id = %job.event.event_id,
+        panic = %message,
+        "a turn panicked; its session goes on"
+    );
+    answer_incident(router, job, &incident).await;
+    if let Some(running) = running.filter(|running| !running.stopped) {
+        crate::gateway::router::steer::carry_over_steer(
+            router,
+            slot,
+            job,
+            crate::gateway::router::steer::leftover(&running),
+        )
+        .await;
     }
+}
 
-    /// Answers `job` with `incident`'s sentence (an API request gets it as its error).
-    pub(super) async fn answer_incident(&self, job: &Job, incident: &Incident) {
-        match &job.api {
-            Some(api) => Self::answer_api_error(api, &incident.user_text()),
-            None => self.respond(job, &incident.user_text()).await,
-        }
+/// Answers `job` with `incident`'s sentence (an API request gets it as its error).
+pub(in crate::gateway::router) async fn answer_incident(
+    router: &Router,
+    job: &Job,
+    incident: &Incident,
+) {
+    match &job.api {
+        Some(api) => crate::gateway::router::responder::Responder::answer_api_error(
+            api,
+            crate::gateway::router::slot::ApiTurnError::Incident(incident.user_text()),
+        ),
+        None => router.responder.respond(job, &incident.user_text()).await,
     }
 }
 
 /// A store error as a command's answer: what the user can act on (no such session, a title
 /// taken or invalid) in its own words; anything internal as an incident, logged with `doing`.
-pub(super) fn store_error_text(e: &StoreError, doing: &str) -> String {
+pub(in crate::gateway::router) fn store_error_text(e: &StoreError, doing: &str) -> String {
     if meant_for_the_user(e) {
         return format!("⚠️ {e}");
     }

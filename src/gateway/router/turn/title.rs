@@ -9,75 +9,79 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use hermes_adapter::{ChatType, SessionSource};
 
-use super::Router;
 use crate::agent::title;
+use crate::gateway::router::Router;
 use crate::state::StoreError;
 
 /// The first failed title generation is a warning; later ones are debug lines, so a
 /// provider that cannot title does not add a warning to every new conversation.
 static FAILURE_WARNED: AtomicBool = AtomicBool::new(false);
 
-impl Router {
-    /// Starts titling `session_id` in the background when this was an early exchange of a
-    /// chat session and `auxiliary.title_generation.enabled` is on.
-    pub(super) fn spawn_auto_title(
-        &self,
-        source: &SessionSource,
-        session_id: &str,
-        user_message: &str,
-        reply: &str,
-        early_exchange: bool,
-    ) {
-        let live = self.live();
-        if !live.config.auxiliary.title_generation.enabled || !early_exchange {
-            return;
-        }
-        let Ok(deps) = &live.agent else {
-            return;
-        };
-        let (deps, router) = (deps.clone(), self.arc());
-        let (source, session_id) = (source.clone(), session_id.to_owned());
-        let (user_message, reply) = (user_message.to_owned(), reply.to_owned());
-        tokio::spawn(async move {
-            match deps.store.get_session(&session_id).await {
-                Ok(Some(session)) if session.title.is_none() => {}
-                _ => return,
-            }
-            let generated = match title::generate_title(&deps.client, &user_message, &reply).await {
-                Ok(Some(generated)) => generated,
-                Ok(None) => return,
-                Err(error) => {
-                    if FAILURE_WARNED.swap(true, Ordering::Relaxed) {
-                        tracing::debug!(session_id = %session_id, %error, "title generation failed");
-                    } else {
-                        tracing::warn!(session_id = %session_id, %error, "title generation failed (later failures are logged at debug)");
-                    }
-                    return;
-                }
-            };
-            let Some(stored) = store_generated(&deps.store, &session_id, &generated).await else {
-                return;
-            };
-            tracing::info!(session_id = %session_id, title = %stored, "session titled");
-            router.rename_session_thread(&source, &stored).await;
-        });
+/// Starts titling `session_id` in the background when this was an early exchange of a
+/// chat session and `auxiliary.title_generation.enabled` is on.
+pub(in crate::gateway::router) fn spawn_auto_title(
+    router: &Router,
+    source: &SessionSource,
+    session_id: &str,
+    user_message: &str,
+    reply: &str,
+    early_exchange: bool,
+) {
+    let live = router.live();
+    if !live.config.auxiliary.title_generation.enabled || !early_exchange {
+        return;
     }
-
-    /// Renames the thread `source` lives in after the session's title (the adapter decides
-    /// whether the thread is one it opened: a Discord auto-thread, a Slack assistant thread
-    /// in a DM).
-    pub(super) async fn rename_session_thread(&self, source: &SessionSource, title: &str) {
-        if source.chat_type != ChatType::Thread && source.chat_type != ChatType::Dm {
-            return;
+    let Ok(deps) = &live.agent else {
+        return;
+    };
+    let (deps, router) = (deps.clone(), router.arc());
+    let (source, session_id) = (source.clone(), session_id.to_owned());
+    let (user_message, reply) = (user_message.to_owned(), reply.to_owned());
+    tokio::spawn(async move {
+        match deps.store.get_session(&session_id).await {
+            Ok(Some(session)) if session.title.is_none() => {}
+            _ => return,
         }
-        let (Some(thread_id), Some(link)) = (&source.thread_id, self.link(&source.platform)) else {
+        let generated = match title::generate_title(&deps.client, &user_message, &reply).await {
+            Ok(Some(generated)) => generated,
+            Ok(None) => return,
+            Err(error) => {
+                if FAILURE_WARNED.swap(true, Ordering::Relaxed) {
+                    tracing::debug!(session_id = %session_id, %error, "title generation failed");
+                } else {
+                    tracing::warn!(session_id = %session_id, %error, "title generation failed (later failures are logged at debug)");
+                }
+                return;
+            }
+        };
+        let Some(stored) = store_generated(&deps.store, &session_id, &generated).await else {
             return;
         };
-        let name = title::thread_name(title);
-        let result = link.adapter.rename_thread(thread_id, &name).await;
-        if let Some((kind, error)) = &result.error {
-            tracing::warn!(platform = %source.platform, ?kind, %error, "could not rename the thread after the session title");
-        }
+        tracing::info!(session_id = %session_id, title = %stored, "session titled");
+        rename_session_thread(&router, &source, &stored).await;
+    });
+}
+
+/// Renames the thread `source` lives in after the session's title (the adapter decides
+/// whether the thread is one it opened: a Discord auto-thread, a Slack assistant thread
+/// in a DM).
+pub(in crate::gateway::router) async fn rename_session_thread(
+    router: &Router,
+    source: &SessionSource,
+    title: &str,
+) {
+    if source.chat_type != ChatType::Thread && source.chat_type != ChatType::Dm {
+        return;
+    }
+    let (Some(thread_id), Some(link)) =
+        (&source.thread_id, router.responder.link(&source.platform))
+    else {
+        return;
+    };
+    let name = title::thread_name(title);
+    let result = link.adapter.rename_thread(thread_id, &name).await;
+    if let Some((kind, error)) = &result.error {
+        tracing::warn!(platform = %source.platform, ?kind, %error, "could not rename the thread after the session title");
     }
 }
 

@@ -7,36 +7,34 @@
 
 use hermes_adapter::MessageEvent;
 
-use super::Router;
-use super::slot::Job;
-use super::turn::TYPING_INTERVAL;
+use crate::gateway::router::Router;
+use crate::gateway::router::slot::Job;
+use crate::gateway::router::turn::TYPING_INTERVAL;
 use crate::gateway::typing::TypingLoop;
 
-impl Router {
-    /// `job` with its pending attachments fetched, before its turn takes a turn permit (the
-    /// workers call this; every turn comes through them): a download slowed by the
-    /// platform's rate limits holds no permit other chats need. Typing shows during the
-    /// download; the adapter's own transfer timeouts bound it. A resumed turn has its user
-    /// message stored already, and an API request carries no attachments.
-    pub(super) async fn with_media_fetched(&self, mut job: Job) -> Job {
-        if job.resumed || job.api.is_some() || job.event.pending_media.is_empty() {
-            return job;
-        }
-        if let Some(link) = self.link(&job.event.source.platform) {
-            let event = &job.event;
-            let _typing = link.typing.then(|| {
-                TypingLoop::start(
-                    link.adapter.clone(),
-                    &event.source.chat_id,
-                    event.source.thread_id.as_deref(),
-                    TYPING_INTERVAL,
-                )
-            });
-            link.adapter.fetch_pending_media(&mut job.event).await;
-        }
-        note_unfetched(&mut job.event);
-        job
+/// `job` with its pending attachments fetched, before its turn takes a turn permit (the
+/// workers call this; every turn comes through them): a download slowed by the
+/// platform's rate limits holds no permit other chats need. Typing shows during the
+/// download; the adapter's own transfer timeouts bound it. A resumed turn has its user
+/// message stored already, and an API request carries no attachments.
+pub(in crate::gateway::router) async fn with_media_fetched(router: &Router, mut job: Job) -> Job {
+    if job.resumed || job.api.is_some() || job.event.pending_media.is_empty() {
+        return job;
     }
+    if let Some(link) = router.responder.link(&job.event.source.platform) {
+        let event = &job.event;
+        let _typing = link.typing.then(|| {
+            TypingLoop::start(
+                link.adapter.clone(),
+                &event.source.chat_id,
+                event.source.thread_id.as_deref(),
+                TYPING_INTERVAL,
+            )
+        });
+        link.adapter.fetch_pending_media(&mut job.event).await;
+    }
+    note_unfetched(&mut job.event);
+    job
 }
 
 /// Turns attachments still pending into a note ahead of the text.

@@ -10,23 +10,23 @@ use futures_util::FutureExt;
 use hermes_adapter::{Button, SessionSource};
 use tokio::sync::oneshot;
 
-use super::Router;
-use super::authority::Pending;
-use super::slot::Slot;
 use crate::agent::UserPrompts;
+use crate::gateway::router::Router;
+use crate::gateway::router::authority::Pending;
+use crate::gateway::router::slot::Slot;
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::clarify::ClarifyRequest;
 
 /// Longest command shown in an approval prompt (Hermes caps the preview at 3800).
 const COMMAND_PREVIEW_CHARS: usize = 3800;
 
-pub(super) fn user_prompts(router: Weak<Router>) -> UserPrompts {
+pub(in crate::gateway::router) fn user_prompts(router: Weak<Router>) -> UserPrompts {
     let for_approval = router.clone();
     let approval: crate::tools::approval::ApprovalPrompt = Arc::new(move |request| {
         let router = for_approval.clone();
         async move {
             match router.upgrade() {
-                Some(router) => router.ask_approval(request).await,
+                Some(router) => ask_approval(&router, request).await,
                 None => ApprovalDecision::Deny,
             }
         }
@@ -36,7 +36,7 @@ pub(super) fn user_prompts(router: Weak<Router>) -> UserPrompts {
         let router = router.clone();
         async move {
             match router.upgrade() {
-                Some(router) => router.ask_clarify(request).await,
+                Some(router) => ask_clarify(&router, request).await,
                 None => Err("the gateway is shutting down".to_owned()),
             }
         }
@@ -85,57 +85,65 @@ fn approval_buttons(allow_permanent: bool) -> Vec<Button> {
     buttons
 }
 
-impl Router {
-    /// The slot running `session_id` and where its prompts go.
-    fn slot_running(&self, session_id: &str) -> Option<(Arc<Slot>, SessionSource)> {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.values().find_map(|slot| {
-            let state = slot.lock();
-            let running = state.running.as_ref()?;
-            let agent_session = self.routing.get(&slot.key).map(|e| e.session_id);
-            let matches = agent_session.as_deref() == Some(session_id)
-                || running.source.chat_id == session_id;
-            matches.then(|| (slot.clone(), running.source.clone()))
+/// The slot running `session_id` and where its prompts go.
+pub(in crate::gateway::router) fn slot_running(
+    router: &Router,
+    session_id: &str,
+) -> Option<(Arc<Slot>, SessionSource)> {
+    router.slots.find_map(|slot| {
+        let state = slot.lock();
+        let running = state.running.as_ref()?;
+        let agent_session = router.routing.get(&slot.key).map(|e| e.session_id);
+        let matches =
+            agent_session.as_deref() == Some(session_id) || running.source.chat_id == session_id;
+        matches.then(|| (slot.clone(), running.source.clone()))
+    })
+}
+
+pub(in crate::gateway::router) async fn ask_approval(
+    router: &Router,
+    request: ApprovalRequest,
+) -> ApprovalDecision {
+    let Some((slot, source)) = slot_running(router, &request.session_id) else {
+        tracing::warn!(session_id = %request.session_id, "approval requested outside a chat turn; denied");
+        return ApprovalDecision::Deny;
+    };
+    let (tx, rx) = oneshot::channel();
+    slot.lock().approval = Some(Pending::new(tx, source.user_id.clone()));
+    let text = approval_text(&request);
+    router
+        .responder
+        .send_prompt(&source, &text, approval_buttons(request.allow_permanent))
+        .await;
+    rx.await.unwrap_or(ApprovalDecision::Deny)
+}
+
+pub(in crate::gateway::router) async fn ask_clarify(
+    router: &Router,
+    request: ClarifyRequest,
+) -> Result<String, String> {
+    let Some((slot, source)) = slot_running(router, &request.session_id) else {
+        return Err("no chat is waiting for this question".to_owned());
+    };
+    let (tx, rx) = oneshot::channel();
+    slot.lock().clarify = Some(Pending::new(tx, source.user_id.clone()));
+    let choices = request.choices.clone().unwrap_or_default();
+    let mut text = format!("❓ {}", request.question);
+    for (i, choice) in choices.iter().enumerate() {
+        text.push_str(&format!("\n{}. {choice}", i + 1));
+    }
+    let buttons = choices
+        .iter()
+        .filter(|c| c.len() <= 64 && !c.starts_with('/'))
+        .map(|c| Button {
+            label: c.clone(),
+            data: c.clone(),
         })
-    }
-
-    async fn ask_approval(&self, request: ApprovalRequest) -> ApprovalDecision {
-        let Some((slot, source)) = self.slot_running(&request.session_id) else {
-            tracing::warn!(session_id = %request.session_id, "approval requested outside a chat turn; denied");
-            return ApprovalDecision::Deny;
-        };
-        let (tx, rx) = oneshot::channel();
-        slot.lock().approval = Some(Pending::new(tx, source.user_id.clone()));
-        let text = approval_text(&request);
-        self.send_prompt(&source, &text, approval_buttons(request.allow_permanent))
-            .await;
-        rx.await.unwrap_or(ApprovalDecision::Deny)
-    }
-
-    async fn ask_clarify(&self, request: ClarifyRequest) -> Result<String, String> {
-        let Some((slot, source)) = self.slot_running(&request.session_id) else {
-            return Err("no chat is waiting for this question".to_owned());
-        };
-        let (tx, rx) = oneshot::channel();
-        slot.lock().clarify = Some(Pending::new(tx, source.user_id.clone()));
-        let choices = request.choices.clone().unwrap_or_default();
-        let mut text = format!("❓ {}", request.question);
-        for (i, choice) in choices.iter().enumerate() {
-            text.push_str(&format!("\n{}. {choice}", i + 1));
-        }
-        let buttons = choices
-            .iter()
-            .filter(|c| c.len() <= 64 && !c.starts_with('/'))
-            .map(|c| Button {
-                label: c.clone(),
-                data: c.clone(),
-            })
-            .collect();
-        self.send_prompt(&source, &text, buttons).await;
-        rx.await
-            .map_err(|_| "the question was cancelled".to_owned())
-            .map(|answer| resolve_choice(&answer, &choices))
-    }
+        .collect();
+    router.responder.send_prompt(&source, &text, buttons).await;
+    rx.await
+        .map_err(|_| "the question was cancelled".to_owned())
+        .map(|answer| resolve_choice(&answer, &choices))
 }
 
 /// A reply of `2` picks the second choice; anything else is the answer as typed.

@@ -27,6 +27,7 @@ pub mod postgres;
 mod read;
 mod schema;
 mod search;
+mod shared_files;
 mod titles;
 pub mod transfer;
 mod writer;
@@ -52,10 +53,13 @@ pub use ledger::*;
 pub use model::*;
 pub use schema::{SCHEMA_VERSION, SchemaInfo};
 pub use search::sanitize_fts5_query;
+pub use shared_files::shared_files;
 pub use titles::{MAX_TITLE_LENGTH, sanitize_title};
 pub use writer::{RetryPolicy, WriterStats};
 
 use writer::{Envelope, WriteRequest, Writer};
+
+use crate::coord::{Coordinator, Lease};
 
 /// Tunables for opening a store.
 #[derive(Debug, Clone)]
@@ -115,6 +119,8 @@ enum Backend {
 
 struct Inner {
     backend: Backend,
+    /// Leases and notifications: this process alone on SQLite, the cluster on PostgreSQL.
+    coordinator: Coordinator,
     ledger_owner: OwnerStamp,
     stats: Arc<WriterStats>,
 }
@@ -126,7 +132,7 @@ pub struct Store {
     inner: Arc<Inner>,
     /// The session lease this handle's writes are fenced by (PostgreSQL only): set by
     /// [`Store::fenced`] for the writes of one turn.
-    fence: Option<Arc<postgres::Lease>>,
+    fence: Option<Arc<Lease>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -172,6 +178,13 @@ impl Store {
         Ok(Self {
             inner: Arc::new(Inner {
                 backend: Backend::Sqlite(sqlite),
+                coordinator: Coordinator::solo(
+                    options
+                        .instance_id
+                        .clone()
+                        .unwrap_or_else(|| "local".to_owned()),
+                    options.lease_ttl,
+                ),
                 ledger_owner: options.ledger_owner,
                 stats,
             }),
@@ -183,9 +196,15 @@ impl Store {
     /// schema; the same API then runs on it.
     pub async fn open_postgres(url: &str, options: StoreOptions) -> StoreResult<Self> {
         let pg = postgres::PgStore::open(url, &options).await?;
+        let coordinator = Coordinator::new(Arc::new(postgres::PgCoordination::new(
+            pg.pool().clone(),
+            pg.instance_id(),
+            pg.lease_ttl(),
+        )));
         Ok(Self {
             inner: Arc::new(Inner {
                 backend: Backend::Postgres(pg),
+                coordinator,
                 ledger_owner: options.ledger_owner,
                 stats: Arc::new(WriterStats::default()),
             }),
@@ -196,14 +215,36 @@ impl Store {
     /// A handle whose writes are all fenced by `lease` (PostgreSQL): once another instance
     /// holds the session's lease, they fail with a lease-lost error instead of landing.
     /// On SQLite (one process owns the file) the fence is not needed and is ignored.
-    pub fn fenced(&self, lease: postgres::Lease) -> Self {
+    pub fn fenced(&self, lease: Lease) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
             fence: Some(Arc::new(lease)),
         }
     }
 
-    /// The PostgreSQL backend, when that is where the state lives.
+    /// The coordination of the instances sharing this state (leases, notifications): this
+    /// process alone on SQLite, every instance on the database on PostgreSQL.
+    pub fn coordinator(&self) -> &Coordinator {
+        &self.inner.coordinator
+    }
+
+    /// Whether other instances may share this state (PostgreSQL), so their work must be
+    /// coordinated and their rows are the cluster's rather than this home's.
+    pub fn is_shared(&self) -> bool {
+        self.inner.coordinator.is_shared()
+    }
+
+    /// Where the state lives, as it may be shown: the state.db path, or the database URL
+    /// without its password.
+    pub fn shown_location(&self) -> String {
+        match &self.inner.backend {
+            Backend::Sqlite(sqlite) => sqlite.path.display().to_string(),
+            Backend::Postgres(pg) => pg.shown_url().to_owned(),
+        }
+    }
+
+    /// The PostgreSQL backend, when that is where the state lives. For this module and the
+    /// PostgreSQL tests; code outside `state` asks [`Store::coordinator`] instead.
     pub fn postgres(&self) -> Option<&postgres::PgStore> {
         match &self.inner.backend {
             Backend::Postgres(pg) => Some(pg),

@@ -128,9 +128,7 @@ fn reached_modules(code: &str) -> BTreeSet<String> {
 /// The named never-rules, beyond "no arrow up a floor".
 fn never_rule(from: &str, to: &str) -> Option<&'static str> {
     match (from, to) {
-        ("state", "gateway" | "agent" | "tools") => {
-            Some("state reaches neither gateway, agent nor tools")
-        }
+        ("state", "gateway" | "agent" | "tools") => Some("state reaches neither gateway, agent nor tools"),
         ("agent" | "tools", "gateway") => Some("agent and tools never reach gateway"),
         ("config", "gateway" | "tools" | "cron" | "logging" | "agent" | "state" | "cli") => {
             Some("config is pure: it reaches no runtime module")
@@ -168,9 +166,7 @@ fn check_edges(files: &[(String, String)]) -> Vec<Violation> {
                 });
             }
         }
-        let Some(from) = module_of(path) else {
-            continue;
-        };
+        let Some(from) = module_of(path) else { continue };
         let Some(from_floor) = floor_of(&from) else {
             found.push(Violation {
                 file: path.clone(),
@@ -183,10 +179,7 @@ fn check_edges(files: &[(String, String)]) -> Vec<Violation> {
                 continue;
             }
             if let Some(rule) = never_rule(&from, &to) {
-                found.push(Violation {
-                    file: path.clone(),
-                    rule: format!("{rule} ({from} → {to})"),
-                });
+                found.push(Violation { file: path.clone(), rule: format!("{rule} ({from} → {to})") });
             } else if let Some(to_floor) = floor_of(&to)
                 && to_floor >= from_floor
             {
@@ -205,13 +198,8 @@ fn check_manifests(manifests: &[(String, String)]) -> Vec<Violation> {
     let mut found = Vec::new();
     for (path, text) in manifests {
         let deps = text.split("[dev-dependencies]").next().unwrap_or("");
-        if path.starts_with("adapters/")
-            && deps.lines().any(|l| l.trim_start().starts_with("hermesd"))
-        {
-            found.push(Violation {
-                file: path.clone(),
-                rule: "adapters depend only on the contract crate".into(),
-            });
+        if path.starts_with("adapters/") && deps.lines().any(|l| l.trim_start().starts_with("hermesd")) {
+            found.push(Violation { file: path.clone(), rule: "adapters depend only on the contract crate".into() });
         }
         if path.starts_with("adapters/contract/")
             && deps.lines().any(|l| {
@@ -219,10 +207,7 @@ fn check_manifests(manifests: &[(String, String)]) -> Vec<Violation> {
                 l.starts_with("rusqlite") || l.starts_with("sqlx")
             })
         {
-            found.push(Violation {
-                file: path.clone(),
-                rule: "the adapter contract is storage-free".into(),
-            });
+            found.push(Violation { file: path.clone(), rule: "the adapter contract is storage-free".into() });
         }
     }
     found
@@ -234,18 +219,12 @@ fn check_sizes(files: &[(String, String)]) -> Vec<Violation> {
     for (path, text) in files {
         let lines = text.lines().count();
         if lines > MAX_LINES {
-            found.push(Violation {
-                file: path.clone(),
-                rule: format!("{lines} lines, over {MAX_LINES}"),
-            });
+            found.push(Violation { file: path.clone(), rule: format!("{lines} lines, over {MAX_LINES}") });
         }
         let crate_root = path.split("/src/").next().unwrap_or("").to_string();
         for line in text.lines() {
             if let Some(name) = inherent_impl_target(line) {
-                impl_files
-                    .entry((crate_root.clone(), name))
-                    .or_default()
-                    .insert(path.clone());
+                impl_files.entry((crate_root.clone(), name)).or_default().insert(path.clone());
             }
         }
     }
@@ -254,11 +233,7 @@ fn check_sizes(files: &[(String, String)]) -> Vec<Violation> {
             let list: Vec<_> = files.into_iter().collect();
             found.push(Violation {
                 file: list[0].clone(),
-                rule: format!(
-                    "`impl {name}` spread over {} files: {}",
-                    list.len(),
-                    list.join(", ")
-                ),
+                rule: format!("`impl {name}` spread over {} files: {}", list.len(), list.join(", ")),
             });
         }
     }
@@ -296,11 +271,7 @@ fn inherent_impl_target(line: &str) -> Option<String> {
     if !rest.contains('{') || head.contains(" for ") || head.contains("where") {
         return None;
     }
-    let name: String = head
-        .trim()
-        .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_')
-        .collect();
+    let name: String = head.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
     (name.chars().next().is_some_and(|c| c.is_ascii_uppercase())).then_some(name)
 }
 
@@ -308,9 +279,7 @@ fn read_tree(root: &Path, dirs: &[&str], ext: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut stack: Vec<PathBuf> = dirs.iter().map(|d| root.join(d)).collect();
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for entry in entries.flatten() {
             let path = entry.path();
             let name = entry.file_name();
@@ -319,11 +288,7 @@ fn read_tree(root: &Path, dirs: &[&str], ext: &str) -> Vec<(String, String)> {
                     stack.push(path);
                 }
             } else if path.to_string_lossy().ends_with(ext) {
-                let rel = path
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .replace('\\', "/");
+                let rel = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
                 let text = std::fs::read_to_string(&path).unwrap();
                 out.push((rel, text));
             }
@@ -338,11 +303,7 @@ fn report(what: &str, violations: &[Violation]) {
         violations.is_empty(),
         "{what}: {} violation(s)\n{}",
         violations.len(),
-        violations
-            .iter()
-            .map(|v| format!("  {}: {}", v.file, v.rule))
-            .collect::<Vec<_>>()
-            .join("\n")
+        violations.iter().map(|v| format!("  {}: {}", v.file, v.rule)).collect::<Vec<_>>().join("\n")
     );
 }
 
@@ -353,11 +314,7 @@ fn root() -> PathBuf {
 #[test]
 fn no_arrow_runs_back_up_and_no_never_rule_is_broken() {
     let files = read_tree(&root(), &["src", "adapters"], ".rs");
-    assert!(
-        files.len() > 100,
-        "the source tree was not found under {}",
-        root().display()
-    );
+    assert!(files.len() > 100, "the source tree was not found under {}", root().display());
     report("import rules", &check_edges(&files));
     let manifests = read_tree(&root(), &["adapters"], "Cargo.toml");
     report("manifest rules", &check_manifests(&manifests));
@@ -372,44 +329,23 @@ fn files_stay_small_and_types_live_in_few_files() {
 #[test]
 fn the_checker_catches_a_forbidden_edge() {
     let tree = |path: &str, text: &str| vec![(path.to_string(), text.to_string())];
-    let up = check_edges(&tree(
-        "src/tools/x.rs",
-        "use crate::agent::provider::Provider;\n",
-    ));
+    let up = check_edges(&tree("src/tools/x.rs", "use crate::agent::provider::Provider;\n"));
     assert_eq!(up.len(), 1, "{up:?}");
     assert!(up[0].rule.contains("back up"), "{up:?}");
-    let never = check_edges(&tree(
-        "src/agent/x.rs",
-        "use crate::{config::Config, gateway::Router};\n",
-    ));
-    assert!(
-        never.iter().any(|v| v.rule.contains("never reach gateway")),
-        "{never:?}"
-    );
-    let pure = check_edges(&tree(
-        "src/config/x.rs",
-        "fn f() { crate::logging::init(); }\n",
-    ));
-    assert!(
-        pure.iter().any(|v| v.rule.contains("config is pure")),
-        "{pure:?}"
-    );
+    let never = check_edges(&tree("src/agent/x.rs", "use crate::{config::Config, gateway::Router};\n"));
+    assert!(never.iter().any(|v| v.rule.contains("never reach gateway")), "{never:?}");
+    let pure = check_edges(&tree("src/config/x.rs", "fn f() { crate::logging::init(); }\n"));
+    assert!(pure.iter().any(|v| v.rule.contains("config is pure")), "{pure:?}");
     let backend = check_edges(&tree("src/gateway/x.rs", "use sqlx::PgPool;\n"));
     assert_eq!(backend.len(), 2, "{backend:?}");
-    let adapter = check_edges(&tree(
-        "adapters/slack/src/x.rs",
-        "use hermesd::state::Store;\n",
-    ));
+    let adapter = check_edges(&tree("adapters/slack/src/x.rs", "use hermesd::state::Store;\n"));
     assert_eq!(adapter.len(), 1, "{adapter:?}");
     let downward = check_edges(&tree(
         "src/gateway/x.rs",
         "// crate::cli is only mentioned\nuse crate::{agent::A, tools::T};\nlet s = \"crate::cli\";\n",
     ));
     assert_eq!(downward, Vec::new());
-    let manifest = check_manifests(&tree(
-        "adapters/contract/Cargo.toml",
-        "[dependencies]\nrusqlite = \"1\"\n",
-    ));
+    let manifest = check_manifests(&tree("adapters/contract/Cargo.toml", "[dependencies]\nrusqlite = \"1\"\n"));
     assert_eq!(manifest.len(), 1);
 }
 
@@ -417,20 +353,11 @@ fn the_checker_catches_a_forbidden_edge() {
 fn the_checker_catches_big_files_and_spread_types() {
     let long = "fn f() {}\n".repeat(MAX_LINES + 1);
     assert_eq!(check_sizes(&[("src/a.rs".into(), long)]).len(), 1);
-    let spread: Vec<(String, String)> = (0..4)
-        .map(|i| {
-            (
-                format!("src/r/{i}.rs"),
-                "impl<'a> Router<'a> {\n}\nimpl Display for X {\n}\n".into(),
-            )
-        })
-        .collect();
+    let spread: Vec<(String, String)> =
+        (0..4).map(|i| (format!("src/r/{i}.rs"), "impl<'a> Router<'a> {\n}\nimpl Display for X {\n}\n".into())).collect();
     let found = check_sizes(&spread);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].rule.contains("Router"));
     assert_eq!(inherent_impl_target("impl fmt::Display for Secret {"), None);
-    assert_eq!(
-        inherent_impl_target("impl Store {").as_deref(),
-        Some("Store")
-    );
+    assert_eq!(inherent_impl_target("impl Store {").as_deref(), Some("Store"));
 }

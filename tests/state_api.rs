@@ -156,7 +156,7 @@ async fn titles_are_unique_sanitised_and_numbered_in_lineage(t: &TestStore) {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "Title 'Fix Docker Build' is already in use by session a"
+        "title \"Fix Docker Build\" already belongs to session a"
     );
     let err = store
         .set_session_title("b", Some(&"x".repeat(101)))

@@ -46,7 +46,7 @@ pub use connection::{PageCache, READER_CACHE_KIB, WRITER_CACHE_KIB};
 pub use cron_runs::{CronRun, CronRunEnd};
 pub use dead_letters::DeadLetterRow;
 pub use encode::content_text;
-pub use error::{StoreError, StoreResult};
+pub use error::{BackendFailure, SqliteFailure, StoreError, StoreResult};
 pub use gateway_schema::GATEWAY_TABLES;
 pub use inspect::{Inspection, inspect_read_only};
 pub use ledger::*;

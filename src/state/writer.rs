@@ -199,7 +199,7 @@ impl Writer {
                     savepoint.commit()?;
                     results.push(Ok(outcome));
                 }
-                Err(StoreError::Sqlite(e)) if is_busy(&e) => return Err(e),
+                Err(StoreError::Sqlite(e)) if e.is_busy() => return Err(e.into_inner()),
                 Err(e) => {
                     drop(savepoint); // rolls back this command only
                     results.push(Err(e));

@@ -10,10 +10,10 @@ use rusqlite::{Connection, Row, params};
 use super::Store;
 use super::commands::{Outcome, WriteCommand};
 use super::error::StoreResult;
-use super::gateway_commands::insert_obligation;
-use super::gateway_read::split_ids;
 use super::ledger::{MAX_ERROR_CHARS, NewObligation, OwnerStamp};
 use super::model::now_epoch;
+use super::sqlite::gateway_commands::insert_obligation;
+use super::sqlite::gateway_read::split_ids;
 
 /// Claims, created with the rest of the gateway schema.
 pub const CRON_RUNS_SQL: &str = "CREATE TABLE IF NOT EXISTS hermesd_cron_runs (

@@ -12,9 +12,9 @@ use serde_json::Value;
 use super::Store;
 use super::commands::{Outcome, WriteCommand};
 use super::error::StoreResult;
-use super::gateway_read;
 use super::ledger::{InboundEvent, InboundRecord, InboundState, NewObligation, Obligation};
 use super::model::now_epoch;
+use super::sqlite::gateway_read;
 
 impl Store {
     /// Creates `gateway_routing`, `delivery_obligations` (Hermes's DDL) and

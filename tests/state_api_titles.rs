@@ -5,7 +5,7 @@
 
 mod support;
 
-use hermesd::state::{NewMessage, NewSession, Store, StoreError};
+use hermesd::state::{NewSession, Store, StoreError};
 use support::store_backends::TestStore;
 
 on_both_backends!(

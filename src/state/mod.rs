@@ -1,11 +1,13 @@
 //! The state database: the Hermes-compatible `$HERMES_HOME/state.db` behind one writer, or
 //! (`state.backend: postgres`) a PostgreSQL database shared by several instances.
 //!
-//! [`Store`] is a cheap, cloneable handle with one API over both backends, chosen at open.
-//! On SQLite, writes travel as typed commands over a bounded queue to the writer thread
-//! ([`writer`]), which group-commits them; reads run on a small pool of read-only connections
-//! on tokio's blocking threads. On PostgreSQL ([`postgres`]) the same commands and reads run
-//! on a connection pool. Only this module contains SQL.
+//! [`Store`] is a cheap, cloneable handle with one API over both backends, chosen at open;
+//! callers never learn which one answers. On SQLite (`sqlite/`), writes travel as typed
+//! commands over a bounded queue to the writer thread, which group-commits them; reads run on
+//! a small pool of read-only connections on tokio's blocking threads. On PostgreSQL
+//! ([`postgres`]) the same commands and reads run on a connection pool. Coordination between
+//! instances (leases, notifications) is asked of [`Store::coordinator`], a `crate::coord`
+//! handle. Only this module contains SQL or names a database driver.
 
 mod commands;
 mod cron_runs;

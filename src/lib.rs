@@ -7,6 +7,7 @@ pub mod agent;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod coord;
 pub mod cron;
 pub mod gateway;
 pub mod heap_stats;

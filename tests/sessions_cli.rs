@@ -115,7 +115,7 @@ async fn list_show_search_rename_stats_export() {
     assert_eq!(clash.status.code(), Some(1));
     assert_eq!(
         stderr(&clash).trim(),
-        "error: Title 'Docker help' is already in use by session 20261101_100000_aaaa0001"
+        "error: title \"Docker help\" already belongs to session 20261101_100000_aaaa0001"
     );
 
     let stats = hermesd(home.path(), &["sessions", "stats", "--json"]);

@@ -1,6 +1,6 @@
 //! The store's API on both backends (one suite: a fresh state.db, and a fresh private
-//! PostgreSQL cluster): sessions, messages, titles, lineage, search, prune/export/delete,
-//! write isolation. The tests that are about SQLite itself (another process's lock) run on
+//! PostgreSQL cluster): sessions, messages, search, prune/export/delete, write isolation
+//! (titles and lineage are in `state_api_titles.rs`). The tests that are about SQLite itself (another process's lock) run on
 //! SQLite only.
 
 mod support;
@@ -13,10 +13,6 @@ on_both_backends!(
     append_counts_messages_and_tool_calls,
     a_failing_write_never_fails_its_neighbours,
     first_end_reason_wins_and_reopen_clears_it,
-    titles_are_unique_sanitised_and_numbered_in_lineage,
-    an_auto_title_only_fills_an_empty_title,
-    a_compression_child_takes_its_ancestors_title,
-    lineage_walks_ancestors_and_descendants,
     delete_orphans_children_and_prune_only_takes_old_ended_sessions,
     export_clear_and_resolve_prefixes,
     recent_sessions_carry_preview_and_last_active,
@@ -24,7 +20,6 @@ on_both_backends!(
     usage_accumulates_and_an_unknown_session_is_an_error,
     text_with_nul_and_structured_content_round_trips,
     start_turn_appends_and_marks_the_event_processing,
-    concurrent_claims_of_one_title_get_title_in_use,
     writes_after_close_fail_clearly,
 );
 
@@ -129,129 +124,6 @@ async fn first_end_reason_wins_and_reopen_clears_it(t: &TestStore) {
     let s = store.get_session("s").await.unwrap().unwrap();
     assert_eq!((s.ended_at, s.end_reason), (None, None));
     assert!(store.end_session("s", "daily").await.unwrap());
-}
-
-async fn titles_are_unique_sanitised_and_numbered_in_lineage(t: &TestStore) {
-    let store = &t.store;
-    for id in ["a", "b", "c"] {
-        session(store, id, "cli").await;
-    }
-    store
-        .set_session_title("a", Some("  Fix\u{200B} Docker   Build "))
-        .await
-        .unwrap();
-    assert_eq!(
-        store
-            .get_session("a")
-            .await
-            .unwrap()
-            .unwrap()
-            .title
-            .as_deref(),
-        Some("Fix Docker Build")
-    );
-    let err = store
-        .set_session_title("b", Some("Fix Docker Build"))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "Title 'Fix Docker Build' is already in use by session a"
-    );
-    let err = store
-        .set_session_title("b", Some(&"x".repeat(101)))
-        .await
-        .unwrap_err();
-    assert_eq!(err.to_string(), "Title too long (101 chars, max 100)");
-
-    assert_eq!(
-        store
-            .next_title_in_lineage("Fix Docker Build")
-            .await
-            .unwrap(),
-        "Fix Docker Build #2"
-    );
-    assert_eq!(store.next_title_in_lineage("Other").await.unwrap(), "Other");
-    store
-        .set_session_title("b", Some("Fix Docker Build #2"))
-        .await
-        .unwrap();
-    assert_eq!(
-        store
-            .next_title_in_lineage("Fix Docker Build #2")
-            .await
-            .unwrap(),
-        "Fix Docker Build #3"
-    );
-    assert_eq!(
-        store
-            .resolve_session_by_title("Fix Docker Build")
-            .await
-            .unwrap(),
-        Some("b".into())
-    );
-    assert_eq!(store.resolve_session_by_title("nope").await.unwrap(), None);
-    // A blank title clears it.
-    store.set_session_title("b", Some("   ")).await.unwrap();
-    assert_eq!(store.get_session("b").await.unwrap().unwrap().title, None);
-}
-
-async fn a_compression_child_takes_its_ancestors_title(t: &TestStore) {
-    let store = &t.store;
-    session(store, "parent", "cli").await;
-    let mut child = NewSession::new("child", "cli");
-    child.parent_session_id = Some("parent".into());
-    store.create_session(child).await.unwrap();
-    store
-        .set_session_title("parent", Some("Plan"))
-        .await
-        .unwrap();
-    store.end_session("parent", "compression").await.unwrap();
-    store
-        .set_session_title("child", Some("Plan"))
-        .await
-        .unwrap();
-    assert_eq!(
-        store.get_session("parent").await.unwrap().unwrap().title,
-        None
-    );
-    assert_eq!(
-        store
-            .get_session("child")
-            .await
-            .unwrap()
-            .unwrap()
-            .title
-            .as_deref(),
-        Some("Plan")
-    );
-}
-
-async fn lineage_walks_ancestors_and_descendants(t: &TestStore) {
-    let store = &t.store;
-    session(store, "root", "cli").await;
-    for (id, parent) in [("mid", "root"), ("leaf", "mid"), ("sibling", "root")] {
-        let mut s = NewSession::new(id, "cli");
-        s.parent_session_id = Some(parent.into());
-        store.create_session(s).await.unwrap();
-    }
-    let up: Vec<String> = store
-        .ancestors("leaf")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
-    assert_eq!(up, ["leaf", "mid", "root"]);
-    let mut down: Vec<String> = store
-        .descendants("root")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
-    down.sort();
-    assert_eq!(down, ["leaf", "mid", "root", "sibling"]);
 }
 
 async fn delete_orphans_children_and_prune_only_takes_old_ended_sessions(t: &TestStore) {
@@ -437,35 +309,6 @@ async fn a_held_lock_is_waited_out_and_an_endless_one_is_a_clear_error() {
     other.execute_batch("ROLLBACK").unwrap();
     let texts: Vec<_> = store.get_messages("s").await.unwrap();
     assert_eq!(texts.len(), 1, "exactly the confirmed write is stored");
-}
-
-async fn an_auto_title_only_fills_an_empty_title(t: &TestStore) {
-    let store = &t.store;
-    for id in ["a", "b"] {
-        session(store, id, "cli").await;
-    }
-    assert!(
-        store
-            .set_auto_title_if_empty("a", "Generated")
-            .await
-            .unwrap()
-    );
-    // A title set meanwhile (by hand, or an earlier generation) wins.
-    assert!(!store.set_auto_title_if_empty("a", "Later").await.unwrap());
-    assert!(!store.set_auto_title_if_empty("missing", "X").await.unwrap());
-    let err = store
-        .set_auto_title_if_empty("b", "Generated")
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, StoreError::TitleInUse { title, holder } if title == "Generated" && holder == "a"),
-        "{err}"
-    );
-    assert_eq!(store.get_session("b").await.unwrap().unwrap().title, None);
-    assert!(matches!(
-        store.set_session_title("missing", Some("Free")).await,
-        Err(StoreError::SessionNotFound(id)) if id == "missing"
-    ));
 }
 
 async fn truncate_recounts_messages_and_tool_calls(t: &TestStore) {
@@ -677,31 +520,4 @@ async fn start_turn_appends_and_marks_the_event_processing(t: &TestStore) {
         .unwrap_err();
     assert!(matches!(err, StoreError::SessionNotFound(_)), "{err}");
     assert_eq!(inbound_state(t, "e2").await, "received");
-}
-
-async fn concurrent_claims_of_one_title_get_title_in_use(t: &TestStore) {
-    // Two handles, as two instances (or two processes) would have.
-    let other = t.another(hermesd::state::StoreOptions::default()).await;
-    let mut tasks = Vec::new();
-    for i in 0..16 {
-        let id = format!("s{i}");
-        session(&t.store, &id, "cli").await;
-        let store = if i % 2 == 0 {
-            t.store.clone()
-        } else {
-            other.clone()
-        };
-        tasks.push(tokio::spawn(async move {
-            store.set_session_title(&id, Some("Same")).await
-        }));
-    }
-    let mut set = 0;
-    for task in tasks {
-        match task.await.unwrap() {
-            Ok(()) => set += 1,
-            Err(StoreError::TitleInUse { title, .. }) => assert_eq!(title, "Same"),
-            Err(other) => panic!("a lost race must be TitleInUse, not {other}"),
-        }
-    }
-    assert_eq!(set, 1);
 }

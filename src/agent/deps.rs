@@ -182,7 +182,7 @@ impl AgentDeps {
             )
         });
         // Several instances on PostgreSQL share the memory files there.
-        let memory = match crate::gateway::shared_state::shared_files(config) {
+        let memory = match crate::state::shared_files(config) {
             Ok(Some(shared)) => memory.with_shared(shared).unwrap_or_else(|e| {
                 tracing::error!(error = %e, "cannot load the shared memory files; memory starts empty on this instance");
                 MemoryStore::new(

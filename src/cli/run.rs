@@ -210,11 +210,12 @@ async fn serve(
             return EXIT_FAILURE;
         }
     };
-    if let Some(pg) = store.postgres() {
+    if store.is_shared() {
+        let coord = store.coordinator();
         tracing::info!(
-            instance_id = pg.instance_id(),
-            database = pg.shown_url(),
-            lease_seconds = pg.lease_ttl().as_secs_f64(),
+            instance_id = coord.instance_id(),
+            database = store.shown_location(),
+            lease_seconds = coord.lease_ttl().as_secs_f64(),
             "state on PostgreSQL"
         );
     }

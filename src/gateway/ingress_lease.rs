@@ -1,4 +1,4 @@
-//! Ingress claims backed by leases in the shared PostgreSQL database: the core's side of
+//! Ingress claims backed by leases of the shared state's coordination: the core's side of
 //! [`hermes_adapter::Ingress`]. A claim on a key (`telegram-poll:<bot id>`,
 //! `discord-shard:<app id>:<n>`) is an `ingress` lease held by this instance; while held it
 //! is renewed every third of the lease time, and the holder's `lost` token fires at once when
@@ -6,7 +6,8 @@
 //! expired. Another instance takes the key over once the lease expires (a killed holder) or is
 //! released (a holder that stopped cleanly or lost it).
 //!
-//! On SQLite there is one instance, so the adapters get a solo [`Ingress`].
+//! When no other instance shares the state there is nothing to contend for, so the adapters
+//! get a solo [`Ingress`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,40 +15,41 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use hermes_adapter::{ClaimError, Ingress, IngressClaims, IngressHold};
-use sqlx::postgres::PgPool;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::coord::{Coordinator, Lease, LeaseScope};
 use crate::state::Store;
-use crate::state::postgres::{self, Lease, LeaseScope};
 
 /// Ingress claims of one instance on one shared database.
 #[derive(Debug, Clone)]
 pub struct LeaseClaims {
-    pool: PgPool,
+    coord: Coordinator,
     holder: String,
     ttl: Duration,
 }
 
 impl LeaseClaims {
-    pub fn new(pool: PgPool, holder: impl Into<String>, ttl: Duration) -> Self {
+    pub fn new(coord: impl Into<Coordinator>, holder: impl Into<String>, ttl: Duration) -> Self {
         Self {
-            pool,
+            coord: coord.into(),
             holder: holder.into(),
             ttl,
         }
     }
 
-    /// The adapters' ingress for `store`: lease-backed on PostgreSQL, solo on SQLite.
+    /// The adapters' ingress for `store`: lease-backed when other instances share the
+    /// state, solo otherwise.
     pub fn ingress_for(store: &Store) -> Ingress {
-        match store.postgres() {
-            Some(pg) => Ingress::shared(Arc::new(Self::new(
-                pg.pool().clone(),
-                pg.instance_id(),
-                pg.lease_ttl(),
-            ))),
-            None => Ingress::solo(),
+        let coord = store.coordinator();
+        if !coord.is_shared() {
+            return Ingress::solo();
         }
+        Ingress::shared(Arc::new(Self::new(
+            coord.clone(),
+            coord.instance_id(),
+            coord.lease_ttl(),
+        )))
     }
 
     /// How often a held lease is renewed, and how long a renewal may take.
@@ -63,7 +65,9 @@ impl LeaseClaims {
         // The hold is trusted until the lease time, counted from before the request left:
         // never later than the database's own expiry.
         let asked_at = Instant::now();
-        let lease = postgres::acquire(&self.pool, LeaseScope::Ingress, key, &self.holder, self.ttl)
+        let lease = self
+            .coord
+            .acquire(LeaseScope::Ingress, key, &self.holder, self.ttl)
             .await
             .map_err(|e| ClaimError(e.to_string()))?;
         let Some(lease) = lease else {
@@ -78,7 +82,7 @@ impl LeaseClaims {
             lost.clone(),
         ));
         let backing = Release {
-            pool: self.pool.clone(),
+            coord: self.coord.clone(),
             lease,
             renewal,
             lost: lost.clone(),
@@ -103,7 +107,7 @@ async fn keep_renewed(
         }
         let asked_at = Instant::now();
         let renewal = tokio::select! {
-            result = postgres::renew(&claims.pool, &lease, claims.ttl) => Some(result),
+            result = claims.coord.renew(&lease, claims.ttl) => Some(result),
             _ = tokio::time::sleep_until(trusted_until) => None,
             _ = lost.cancelled() => return,
         };
@@ -128,7 +132,7 @@ async fn keep_renewed(
 
 /// Stops the renewal and gives the lease up when the hold is dropped.
 struct Release {
-    pool: PgPool,
+    coord: Coordinator,
     lease: Lease,
     renewal: tokio::task::JoinHandle<()>,
     lost: CancellationToken,
@@ -138,11 +142,11 @@ impl Drop for Release {
     fn drop(&mut self) {
         self.renewal.abort();
         self.lost.cancel();
-        let (pool, lease) = (self.pool.clone(), self.lease.clone());
+        let (coord, lease) = (self.coord.clone(), self.lease.clone());
         // Releasing is a courtesy (the lease expires anyway): without a runtime, skip it.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                if let Err(e) = postgres::release(&pool, &lease).await {
+                if let Err(e) = coord.release(&lease).await {
                     tracing::debug!(key = %lease.key, error = %e, "ingress lease not released; it expires on its own");
                 }
             });
@@ -163,11 +167,11 @@ impl IngressClaims for LeaseClaims {
         self.renew_every()
     }
 
-    /// Instances holding a current instance lease (each open PostgreSQL store holds one);
+    /// Instances holding a current instance lease (each open shared store holds one);
     /// 1 when the count cannot be read, which only makes this instance claim more.
     fn live_instances(&self) -> BoxFuture<'_, usize> {
         async {
-            match postgres::count_current(&self.pool, LeaseScope::Instance).await {
+            match self.coord.count_current(LeaseScope::Instance).await {
                 Ok(n) => usize::try_from(n).unwrap_or(1).max(1),
                 Err(e) => {
                     tracing::warn!(error = %e, "could not count the live instances");

@@ -4,8 +4,7 @@
 
 use rusqlite::{Connection, Row, params};
 
-use super::Store;
-use super::commands::{Outcome, WriteCommand};
+use super::commands::Outcome;
 use super::error::StoreResult;
 use super::model::now_epoch;
 
@@ -31,38 +30,6 @@ pub struct DeadLetterRow {
     pub received_at: f64,
 }
 
-impl Store {
-    /// Keeps an undecodable inbound item. Durable when this returns; true when it is new,
-    /// false when the same platform and id were already kept (a redelivery).
-    pub async fn record_dead_letter(
-        &self,
-        platform: &str,
-        item_id: &str,
-        chat_id: Option<&str>,
-        raw: &str,
-        error: &str,
-    ) -> StoreResult<bool> {
-        let outcome = self
-            .write(WriteCommand::RecordDeadLetter {
-                platform: platform.to_owned(),
-                item_id: item_id.to_owned(),
-                chat_id: chat_id.map(str::to_owned),
-                raw: raw.to_owned(),
-                error: error.to_owned(),
-            })
-            .await?;
-        Ok(outcome.changed() > 0)
-    }
-
-    /// Every kept item, oldest first.
-    pub async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>> {
-        if let Some(pg) = self.postgres() {
-            return pg.dead_letters().await;
-        }
-        self.read(|c, _| list(c)).await
-    }
-}
-
 /// `INSERT OR IGNORE`: `Changed(1)` when kept, `Changed(0)` for a redelivery.
 pub fn record(
     conn: &Connection,
@@ -80,7 +47,7 @@ pub fn record(
     )?))
 }
 
-fn list(conn: &Connection) -> StoreResult<Vec<DeadLetterRow>> {
+pub(crate) fn list(conn: &Connection) -> StoreResult<Vec<DeadLetterRow>> {
     let mut stmt = conn.prepare(
         "SELECT platform, item_id, chat_id, raw, error, received_at
          FROM hermesd_dead_letters ORDER BY received_at, rowid",

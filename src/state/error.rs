@@ -1,4 +1,7 @@
-//! The store's error type: every failure a caller can see, each with a clear message.
+//! The store's error type: every failure a caller can see, each with a clear message. No
+//! backend's own error type shows in it: a driver's error travels inside an opaque
+//! [`BackendFailure`] (its message, and its source for logs), so callers match on what went
+//! wrong, never on which database said so.
 
 /// A failed store operation. Writes are never dropped silently: a caller either gets its
 /// result or one of these.
@@ -14,7 +17,7 @@ pub enum StoreError {
     InboundNotFound { platform: String, event_id: String },
     #[error("{0}")]
     Invalid(String),
-    #[error("Title '{title}' is already in use by session {holder}")]
+    #[error("title {title:?} already belongs to session {holder}")]
     TitleInUse { title: String, holder: String },
     #[error(
         "refusing to open the live database {0} from a test process (set HERMES_STATE_DB_GUARD_BYPASS=1 only if you really mean to)"
@@ -24,12 +27,56 @@ pub enum StoreError {
     WriteFailed(String),
     #[error("the state database writer has stopped")]
     Closed,
+    /// A fenced write (one made under a session lease) was refused: another instance holds
+    /// the session's lease now, so this instance must write nothing more for it.
+    #[error("the {scope} lease {key:?} is no longer held with fencing token {token}")]
+    LeaseLost {
+        scope: &'static str,
+        key: String,
+        token: i64,
+    },
+    /// The local database file (state.db) failed.
     #[error("sqlite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(SqliteFailure),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// The shared database failed (its message names the database, password redacted).
     #[error("{0}")]
-    Postgres(super::postgres::PgError),
+    Shared(BackendFailure),
+}
+
+/// The shared database's error, kept opaque so callers outside `state` never depend on its
+/// driver; shown as the driver's message.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct BackendFailure(Box<dyn std::error::Error + Send + Sync>);
+
+impl BackendFailure {
+    pub(crate) fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Box::new(error))
+    }
+}
+
+/// SQLite's error, kept opaque for the same reason; the writer looks inside for lock
+/// contention.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct SqliteFailure(rusqlite::Error);
+
+impl SqliteFailure {
+    pub(crate) fn is_busy(&self) -> bool {
+        is_busy(&self.0)
+    }
+
+    pub(crate) fn into_inner(self) -> rusqlite::Error {
+        self.0
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        StoreError::Sqlite(SqliteFailure(error))
+    }
 }
 
 impl From<super::postgres::PgError> for StoreError {
@@ -37,26 +84,34 @@ impl From<super::postgres::PgError> for StoreError {
     fn from(error: super::postgres::PgError) -> Self {
         match error {
             super::postgres::PgError::Query(sqlx::Error::PoolClosed) => StoreError::Closed,
-            other => StoreError::Postgres(other),
+            other => StoreError::shared(other),
         }
     }
 }
 
 impl StoreError {
+    /// The shared database's error as it is, a lost lease included (no closed-pool mapping:
+    /// for the driver errors of one statement, as they always were reported).
+    pub(crate) fn shared(error: super::postgres::PgError) -> Self {
+        match error {
+            super::postgres::PgError::LeaseLost { scope, key, token } => {
+                StoreError::LeaseLost { scope, key, token }
+            }
+            other => StoreError::Shared(BackendFailure::new(other)),
+        }
+    }
+
     /// True when SQLite reported lock contention (`SQLITE_BUSY` / `SQLITE_LOCKED`).
     pub fn is_busy(&self) -> bool {
         match self {
-            StoreError::Sqlite(e) => is_busy(e),
+            StoreError::Sqlite(failure) => failure.is_busy(),
             _ => false,
         }
     }
 
     /// True when a fenced write was refused because its session lease is no longer held.
     pub fn is_lease_lost(&self) -> bool {
-        matches!(
-            self,
-            StoreError::Postgres(super::postgres::PgError::LeaseLost { .. })
-        )
+        matches!(self, StoreError::LeaseLost { .. })
     }
 }
 

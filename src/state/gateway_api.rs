@@ -11,10 +11,12 @@ use serde_json::Value;
 
 use super::Store;
 use super::commands::{Outcome, WriteCommand};
+use super::cron_runs::{CronRun, CronRunEnd};
+use super::dead_letters::DeadLetterRow;
 use super::error::StoreResult;
-use super::gateway_read;
 use super::ledger::{InboundEvent, InboundRecord, InboundState, NewObligation, Obligation};
 use super::model::now_epoch;
+use super::sqlite::gateway_read;
 
 impl Store {
     /// Creates `gateway_routing`, `delivery_obligations` (Hermes's DDL) and
@@ -308,4 +310,124 @@ impl Store {
 
 fn changed(outcome: Outcome) -> bool {
     outcome.changed() > 0
+}
+
+// ---- dead letters (see `dead_letters.rs`) -------------------------------------------------
+
+impl Store {
+    /// Keeps an undecodable inbound item. Durable when this returns; true when it is new,
+    /// false when the same platform and id were already kept (a redelivery).
+    pub async fn record_dead_letter(
+        &self,
+        platform: &str,
+        item_id: &str,
+        chat_id: Option<&str>,
+        raw: &str,
+        error: &str,
+    ) -> StoreResult<bool> {
+        let outcome = self
+            .write(WriteCommand::RecordDeadLetter {
+                platform: platform.to_owned(),
+                item_id: item_id.to_owned(),
+                chat_id: chat_id.map(str::to_owned),
+                raw: raw.to_owned(),
+                error: error.to_owned(),
+            })
+            .await?;
+        Ok(outcome.changed() > 0)
+    }
+
+    /// Every kept item, oldest first.
+    pub async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>> {
+        if let Some(pg) = self.postgres() {
+            return pg.dead_letters().await;
+        }
+        self.read(|c, _| super::dead_letters::list(c)).await
+    }
+}
+
+// ---- cron run claims (see `cron_runs.rs`) ------------------------------------------------
+
+impl Store {
+    /// Claims a scheduled run for this process; false when it was already claimed (by a
+    /// process now or before), in which case it must not run.
+    pub async fn claim_cron_run(
+        &self,
+        job_id: &str,
+        scheduled_at: i64,
+        session_id: &str,
+    ) -> StoreResult<bool> {
+        let outcome = self
+            .write(WriteCommand::ClaimCronRun {
+                job_id: job_id.to_owned(),
+                scheduled_at,
+                session_id: session_id.to_owned(),
+                owner: self.inner.ledger_owner,
+            })
+            .await?;
+        Ok(outcome.changed() > 0)
+    }
+
+    /// Ends a claimed run and records its replies (pending) in one transaction; false when
+    /// the claim was no longer `running` (nothing recorded). Returns the obligation ids.
+    pub async fn finish_cron_run(&self, end: CronRunEnd) -> StoreResult<Option<Vec<String>>> {
+        let ids = end.obligation_ids();
+        let outcome = self
+            .write(WriteCommand::FinishCronRun {
+                end: Box::new(end),
+                owner: self.inner.ledger_owner,
+            })
+            .await?;
+        Ok((outcome.changed() > 0).then_some(ids))
+    }
+
+    /// Notes that `jobs.json` has the run's outcome.
+    pub async fn mark_cron_run_recorded(&self, job_id: &str, scheduled_at: i64) -> StoreResult<()> {
+        self.write(WriteCommand::MarkCronRunRecorded {
+            job_id: job_id.to_owned(),
+            scheduled_at,
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Claims still `running`, and ended runs whose outcome `jobs.json` has not had yet.
+    pub async fn open_cron_runs(&self) -> StoreResult<Vec<CronRun>> {
+        if let Some(pg) = self.postgres() {
+            return pg.open_cron_runs().await;
+        }
+        self.read(|c, _| {
+            let mut stmt = c.prepare(
+                "SELECT job_id, scheduled_at, state, session_id, owner_pid, owner_started_at,
+                        claimed_at, status, error, obligation_ids, job_recorded
+                 FROM hermesd_cron_runs WHERE state = 'running' OR job_recorded = 0
+                 ORDER BY claimed_at",
+            )?;
+            let rows = stmt
+                .query_map([], super::cron_runs::row)?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+        .await
+    }
+
+    /// Every claim of one job, newest first (for `cron status` and tests).
+    pub async fn cron_runs_of(&self, job_id: &str) -> StoreResult<Vec<CronRun>> {
+        if let Some(pg) = self.postgres() {
+            return pg.cron_runs_of(job_id).await;
+        }
+        let job_id = job_id.to_owned();
+        self.read(move |c, _| {
+            let mut stmt = c.prepare(
+                "SELECT job_id, scheduled_at, state, session_id, owner_pid, owner_started_at,
+                        claimed_at, status, error, obligation_ids, job_recorded
+                 FROM hermesd_cron_runs WHERE job_id = ?1 ORDER BY claimed_at DESC",
+            )?;
+            let rows = stmt
+                .query_map([job_id], super::cron_runs::row)?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+        .await
+    }
 }

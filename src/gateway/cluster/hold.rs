@@ -6,10 +6,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use sqlx::postgres::PgPool;
 use tokio::task::JoinHandle;
 
-use crate::state::postgres::{self, Lease, PgError};
+use crate::coord::{CoordError, Coordinator, Lease};
 
 /// A held session lease (see the module docs). Release it with `Cluster::release`; dropping
 /// it stops the renewals and lets it expire.
@@ -21,10 +20,10 @@ pub struct Held {
 }
 
 impl Held {
-    pub(super) fn start(pool: PgPool, lease: Lease) -> Self {
+    pub(super) fn start(coord: Coordinator, lease: Lease) -> Self {
         let lease = Arc::new(lease);
         let lost = Arc::new(AtomicBool::new(false));
-        let renewer = tokio::spawn(renew(pool, lease.clone(), lost.clone()));
+        let renewer = tokio::spawn(renew(coord, lease.clone(), lost.clone()));
         Self {
             lease,
             lost,
@@ -42,9 +41,9 @@ impl Held {
         self.lost.load(Ordering::SeqCst)
     }
 
-    pub(super) async fn release(self, pool: &PgPool) -> Result<bool, PgError> {
+    pub(super) async fn release(self, coord: &Coordinator) -> Result<bool, CoordError> {
         self.renewer.abort();
-        postgres::release(pool, &self.lease).await
+        coord.release(&self.lease).await
     }
 }
 
@@ -54,13 +53,13 @@ impl Drop for Held {
     }
 }
 
-async fn renew(pool: PgPool, lease: Arc<Lease>, lost: Arc<AtomicBool>) {
+async fn renew(coord: Coordinator, lease: Arc<Lease>, lost: Arc<AtomicBool>) {
     let every = lease.ttl / 3;
     loop {
         tokio::time::sleep(every).await;
-        match postgres::renew(&pool, &lease, lease.ttl).await {
+        match coord.renew(&lease, lease.ttl).await {
             Ok(_) => {}
-            Err(PgError::LeaseLost { .. }) => {
+            Err(CoordError::LeaseLost { .. }) => {
                 tracing::warn!(session_key = %lease.key, token = lease.token, "session lease lost; this instance writes nothing more for the session");
                 lost.store(true, Ordering::SeqCst);
                 return;

@@ -1,7 +1,8 @@
-//! Several active instances on one PostgreSQL database (`state.backend: postgres`): opening
-//! the configured store, and the session leases that let exactly one instance at a time run
-//! a session's turns (see "Coordination between instances" in ARCHITECTURE.md). The router
-//! drives them (`router/clustered.rs`); on SQLite none of this exists.
+//! Several active instances sharing one state (`state.backend: postgres`): opening the
+//! configured store, and the session leases (through the store's `coord::Coordinator`) that
+//! let exactly one instance at a time run a session's turns (see "Coordination between
+//! instances" in ARCHITECTURE.md). The router drives them (`router/clustered.rs`); with a
+//! state of its own (SQLite) an instance has none of this.
 //!
 //! Not here yet: Telegram polling leadership and Discord shard claims. They plug in as
 //! `LeaseScope::Ingress` leases held by the adapter's supervisor task (acquire before
@@ -15,8 +16,8 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
+use crate::coord::{CoordError, Coordinator, LeaseScope, WorkListener};
 use crate::state::Store;
-use crate::state::postgres::{self, LeaseScope, notify};
 
 pub use hold::Held;
 pub use open::{OpenError, open_configured_store};
@@ -30,7 +31,7 @@ const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(100);
 /// of session-work notifications to turns waiting for a session's lease.
 #[derive(Debug)]
 pub struct Cluster {
-    store: Store,
+    coord: Coordinator,
     instance: String,
     ttl: Duration,
     /// Session keys announced on the notification channel (by any instance, this one too).
@@ -38,14 +39,18 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// The coordination of `store`'s instance; `None` on SQLite (one instance owns the file).
+    /// The coordination of `store`'s instance; `None` when no other instance shares the
+    /// state (one instance owns the file).
     pub fn new(store: &Store) -> Option<Arc<Self>> {
-        let pg = store.postgres()?;
+        let coord = store.coordinator();
+        if !coord.is_shared() {
+            return None;
+        }
         let (woken, _) = broadcast::channel(1024);
         Some(Arc::new(Self {
-            store: store.clone(),
-            instance: pg.instance_id().to_owned(),
-            ttl: pg.lease_ttl(),
+            coord: coord.clone(),
+            instance: coord.instance_id().to_owned(),
+            ttl: coord.lease_ttl(),
             woken,
         }))
     }
@@ -63,25 +68,14 @@ impl Cluster {
         (self.ttl / 5).clamp(MIN_SWEEP_INTERVAL, MAX_SWEEP_INTERVAL)
     }
 
-    fn pg(&self) -> &postgres::PgStore {
-        self.store
-            .postgres()
-            .expect("a cluster exists only on PostgreSQL")
-    }
-
     /// Takes `session_key`'s lease if nobody holds it; it is renewed every third of the lease
     /// time until released.
-    pub async fn try_hold(&self, session_key: &str) -> Result<Option<Held>, postgres::PgError> {
-        let pg = self.pg();
-        let lease = postgres::acquire(
-            pg.pool(),
-            LeaseScope::Session,
-            session_key,
-            &self.instance,
-            self.ttl,
-        )
-        .await?;
-        Ok(lease.map(|lease| Held::start(pg.pool().clone(), lease)))
+    pub async fn try_hold(&self, session_key: &str) -> Result<Option<Held>, CoordError> {
+        let lease = self
+            .coord
+            .acquire(LeaseScope::Session, session_key, &self.instance, self.ttl)
+            .await?;
+        Ok(lease.map(|lease| Held::start(self.coord.clone(), lease)))
     }
 
     /// Waits until this instance holds `session_key`'s lease: retried when the key is
@@ -121,8 +115,7 @@ impl Cluster {
     /// Gives the lease up and tells the other instances the session is free.
     pub async fn release(&self, held: Held) {
         let key = held.lease().key.clone();
-        let pool = self.pg().pool();
-        if let Err(e) = held.release(pool).await {
+        if let Err(e) = held.release(&self.coord).await {
             tracing::warn!(session_key = %key, error = %e, "cannot release a session lease; it expires on its own");
         }
         self.announce(&key).await;
@@ -130,9 +123,14 @@ impl Cluster {
 
     /// Tells every instance (this one too) that `session_key` has work.
     pub async fn announce(&self, session_key: &str) {
-        if let Err(e) = notify::notify_session_work(self.pg().pool(), session_key).await {
+        if let Err(e) = self.coord.announce_session_work(session_key).await {
             tracing::warn!(session_key, error = %e, "cannot announce session work; the sweep will find it");
         }
+    }
+
+    /// A listener for the session keys any instance announces from now on.
+    pub async fn listen(&self) -> Result<Box<dyn WorkListener>, CoordError> {
+        self.coord.listen_session_work().await
     }
 
     /// Passes a notification on to the turns waiting for that session's lease here.

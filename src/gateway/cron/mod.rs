@@ -149,7 +149,8 @@ impl CronScheduler {
         tokio::spawn(async move { looping.run_loop().await });
         let watching = scheduler.clone();
         tokio::spawn(async move { watching.file.watch(&watching.stop, &watching.wake).await });
-        if let Some(every) = scheduler.router.store().postgres().map(|pg| pg.lease_ttl()) {
+        let coord = scheduler.router.store().coordinator().clone();
+        if let Some(every) = coord.is_shared().then(|| coord.lease_ttl()) {
             let sweeping = scheduler.clone();
             tokio::spawn(async move { sweeping.survivor_sweep(every).await });
         }

@@ -1,6 +1,6 @@
 //! Where the pairing files live: the home's pairing directory (one machine, shared with the
 //! Python gateway and `hermesd pairing`), or — several instances on PostgreSQL — shared rows
-//! with the same names and the same bytes (`state::postgres::SharedFiles`). The rules in
+//! with the same names and the same bytes (`coord::SharedFiles`). The rules in
 //! `store.rs` run unchanged over either.
 
 use std::fs::File;
@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::files::{self, FileLockGuard, JsonObject, ReadError};
-use crate::state::postgres::{SharedFiles, SharedLock};
+use crate::coord::{SharedFiles, SharedLock};
 
 /// The directory part of the pairing files' shared names (`pairing/<file>`).
 const SHARED_DIR: &str = "pairing";
@@ -32,7 +32,7 @@ pub(super) enum BackingLock<'a> {
 }
 
 pub(super) fn shared_name(path: &Path) -> String {
-    crate::state::postgres::shared_name(SHARED_DIR, path)
+    crate::coord::shared_name(SHARED_DIR, path)
 }
 
 impl Backing {

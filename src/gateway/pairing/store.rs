@@ -18,8 +18,8 @@ use super::{
     ApproveError, ApprovedUser, PairingError, PairingPaths, PairingRequest, dotenv_sync,
     validate_platform,
 };
+use crate::coord::SharedFiles;
 use crate::home::HermesHome;
-use crate::state::postgres::SharedFiles;
 
 type Pending = JsonObject<Slot<PendingEntry>>;
 type Approved = JsonObject<Slot<ApprovedEntry>>;
@@ -78,7 +78,8 @@ impl PairingStore {
     /// copies of the pairing files. The first instance to find no shared pairing files seeds
     /// them from its home's pairing directory, so approvals made before the move carry over;
     /// after that the directory is not read or written.
-    pub fn open_shared(home: &HermesHome, shared: SharedFiles) -> io::Result<Self> {
+    pub fn open_shared(home: &HermesHome, shared: impl Into<SharedFiles>) -> io::Result<Self> {
+        let shared = shared.into();
         let (active, alternate) = files::resolve_dirs(home.path());
         let store = Self::with_backing(home, active, alternate, Backing::Shared(shared));
         {

@@ -136,7 +136,7 @@ impl Router {
         if let Err(e) = std::fs::create_dir_all(&scope) {
             tracing::warn!(error = %e, "cannot create the sessions directory");
         }
-        let scope = if store.postgres().is_some() {
+        let scope = if store.is_shared() {
             // Instances sharing PostgreSQL have homes of their own (perhaps at different
             // paths); their routing entries are the cluster's, under one scope.
             String::new()

@@ -14,10 +14,12 @@ use super::store::PgStore;
 use crate::state::cron_runs::CronRun;
 use crate::state::dead_letters::DeadLetterRow;
 use crate::state::error::{StoreError, StoreResult};
-use crate::state::gateway_read::{INBOUND_COLUMNS, OBLIGATION_COLUMNS, inbound_event, split_ids};
 use crate::state::ledger::{
     InboundEvent, OBLIGATION_MAX_ATTEMPTS, OBLIGATION_STALE_AFTER_SECONDS, Obligation,
     ObligationState, OwnerStamp,
+};
+use crate::state::sqlite::gateway_read::{
+    INBOUND_COLUMNS, OBLIGATION_COLUMNS, inbound_event, split_ids,
 };
 
 fn bad_state(table: &str, state: &str) -> StoreError {
@@ -178,7 +180,9 @@ impl PgStore {
                 .fetch_all(self.pool())
                 .await
                 .db()?;
-        Ok(crate::state::gateway_read::parse_routing(scope, rows))
+        Ok(crate::state::sqlite::gateway_read::parse_routing(
+            scope, rows,
+        ))
     }
 
     /// Claims still `running`, and ended runs whose outcome `jobs.json` has not had yet.

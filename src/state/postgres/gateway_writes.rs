@@ -22,7 +22,7 @@ pub(super) trait Db<T> {
 
 impl<T> Db<T> for Result<T, sqlx::Error> {
     fn db(self) -> StoreResult<T> {
-        self.map_err(|e| StoreError::Postgres(e.into()))
+        self.map_err(|e| StoreError::shared(e.into()))
     }
 }
 

@@ -14,52 +14,14 @@ use sqlx::{Row, Transaction};
 
 use super::error::{PgError, PgResult};
 
-/// What a lease guards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LeaseScope {
-    /// One turn at a time per session key.
-    Session,
-    /// One instance per ingress (the Telegram poller, a Discord shard).
-    Ingress,
-    /// An instance itself (key = its id): held while it runs, so the work it owns
-    /// (obligations, cron runs) is taken over by others only once it has expired.
-    Instance,
-}
+pub use crate::coord::{Lease, LeaseScope};
 
-impl LeaseScope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LeaseScope::Session => "session",
-            LeaseScope::Ingress => "ingress",
-            LeaseScope::Instance => "instance",
-        }
-    }
-}
-
-/// A held lease, as of its last acquisition or renewal.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
-    pub scope: LeaseScope,
-    pub key: String,
-    pub holder: String,
-    /// The fencing token: higher than every earlier holder's token for this key.
-    pub token: i64,
-    /// The database's time when this hold ends unless renewed, in microseconds since the
-    /// Unix epoch.
-    pub expires_at_micros: i64,
-    /// The database's time of this acquisition, in microseconds since the Unix epoch.
-    pub acquired_at_micros: i64,
-    /// The hold time asked for at the last acquisition or renewal.
-    pub ttl: Duration,
-}
-
-impl Lease {
-    fn lost(&self) -> PgError {
-        PgError::LeaseLost {
-            scope: self.scope.as_str(),
-            key: self.key.clone(),
-            token: self.token,
-        }
+/// The error for a request made under `lease` after it was lost.
+fn lost(lease: &Lease) -> PgError {
+    PgError::LeaseLost {
+        scope: lease.scope.as_str(),
+        key: lease.key.clone(),
+        token: lease.token,
     }
 }
 
@@ -127,7 +89,7 @@ pub async fn renew(pool: &PgPool, lease: &Lease, ttl: Duration) -> PgResult<Leas
             ttl,
             ..lease.clone()
         }),
-        None => Err(lease.lost()),
+        None => Err(lost(lease)),
     }
 }
 
@@ -189,7 +151,7 @@ pub async fn begin_fenced(
         Some(_) => Ok(tx),
         None => {
             let _ = tx.rollback().await;
-            Err(lease.lost())
+            Err(lost(lease))
         }
     }
 }

@@ -3,8 +3,8 @@
 //! advisory lock, the `Store`'s writes and reads (`store.rs` and the session/gateway files),
 //! leases with fencing tokens, the session-work notifications and the shared files.
 
+mod coordination;
 mod error;
-mod fence_scope;
 mod gateway_reads;
 mod gateway_writes;
 mod instance;
@@ -28,15 +28,16 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
+pub use crate::coord::{current_fence, shared_name, with_fence};
+pub use coordination::PgCoordination;
 pub use error::{PgError, PgResult};
-pub use fence_scope::{current_fence, with_fence};
 pub use instance::InstanceOwner;
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, count_current, release, renew};
 pub use migrate::migrate;
 pub(crate) use search::search;
 pub use search::{SEARCH_TEXT, SEARCH_WORDS};
 pub(crate) use session_reads::*;
-pub use shared_files::{SharedFiles, SharedLock, shared_name};
+pub use shared_files::{SharedFiles, SharedLock};
 pub use store::{DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, PgStore, PgTx};
 pub(crate) use titles::{next_title_in_lineage, resolve_by_title};
 

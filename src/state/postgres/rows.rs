@@ -8,8 +8,8 @@ use sqlx::postgres::PgRow;
 
 use super::error::PgError;
 use super::pg_text::opt_from_pg;
-pub use crate::state::columns::{Columns, message, session};
 use crate::state::error::{StoreError, StoreResult};
+pub use crate::state::sqlite::columns::{Columns, message, session};
 
 /// A query failure as the store reports it.
 pub fn db(error: sqlx::Error) -> StoreError {
@@ -18,7 +18,7 @@ pub fn db(error: sqlx::Error) -> StoreError {
 
 /// The session and message columns, in the order [`session`] and [`message`] read them (the
 /// names and order `read.rs` uses; the SQL is the same on both backends).
-pub use crate::state::read::{MESSAGE_COLUMNS, SESSION_COLUMN_COUNT, SESSION_COLUMNS};
+pub use crate::state::sqlite::read::{MESSAGE_COLUMNS, SESSION_COLUMN_COUNT, SESSION_COLUMNS};
 
 impl Columns for PgRow {
     type Error = sqlx::Error;

@@ -23,8 +23,8 @@ use super::snippet;
 use crate::state::encode::{content_text, decode_content};
 use crate::state::error::StoreResult;
 use crate::state::model::{ContextLine, SearchHit, SearchQuery};
-use crate::state::search::{CONTEXT_CHARS, Plan, plan};
-use crate::state::titles::escape_like;
+use crate::state::sqlite::search::{CONTEXT_CHARS, Plan, plan};
+use crate::state::sqlite::titles::escape_like;
 
 /// The searched text of a message `m` (SQLite's FTS row: content, tool name, tool calls).
 macro_rules! search_text {

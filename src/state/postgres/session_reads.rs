@@ -15,7 +15,7 @@ use crate::state::error::{StoreError, StoreResult};
 use crate::state::model::{
     LineageEntry, Message, ModelStats, Session, SessionExport, SessionSummary,
 };
-use crate::state::titles::escape_like;
+use crate::state::sqlite::titles::escape_like;
 
 /// Characters of the first user message shown in a listing (SQLite's `SUBSTR(content, 1, 63)`).
 const PREVIEW_CHARS: usize = 63;

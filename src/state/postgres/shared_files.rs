@@ -88,16 +88,6 @@ impl Drop for SharedLock {
     }
 }
 
-/// The shared name of the file at `path` inside the home directory `dir` (`pairing`,
-/// `memories`): `<dir>/<file name>`.
-pub fn shared_name(dir: &str, path: &std::path::Path) -> String {
-    let file = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    format!("{dir}/{file}")
-}
-
 fn pg_error(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("shared files in PostgreSQL: {e}"))
 }
@@ -292,5 +282,33 @@ async fn serve(pool: PgPool, locks: Locks, request: Request, lock_id: u64) {
                 }
             }
         }
+    }
+}
+
+impl crate::coord::SharedFileStore for SharedFiles {
+    fn read(&self, name: &str) -> io::Result<Option<(Vec<u8>, i64)>> {
+        SharedFiles::read(self, name)
+    }
+
+    fn version(&self, name: &str) -> io::Result<Option<i64>> {
+        SharedFiles::version(self, name)
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        SharedFiles::write(self, name, bytes)
+    }
+
+    fn list(&self, prefix: &str) -> io::Result<Vec<String>> {
+        SharedFiles::list(self, prefix)
+    }
+
+    fn lock(&self, name: &str) -> io::Result<crate::coord::SharedLock> {
+        SharedFiles::lock(self, name).map(crate::coord::SharedLock::new)
+    }
+}
+
+impl From<SharedFiles> for crate::coord::SharedFiles {
+    fn from(files: SharedFiles) -> Self {
+        crate::coord::SharedFiles::new(Arc::new(files))
     }
 }

@@ -12,7 +12,7 @@ use sqlx::postgres::PgPool;
 use super::rows::db;
 use super::store::PgTx;
 use crate::state::error::{StoreError, StoreResult};
-use crate::state::titles::{
+use crate::state::sqlite::titles::{
     base_title, escape_like, newest_variant, next_title, sanitize_title, variant_number,
 };
 

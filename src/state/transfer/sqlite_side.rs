@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params_from_iter};
 use super::TransferError;
 use super::plan::{MARKER_KEY, TablePlan, ident};
 use super::value::{Cell, Value, coerce};
-use crate::state::connection::{PageCache, open_reader, open_writer};
+use crate::state::sqlite::connection::{PageCache, open_reader, open_writer};
 
 impl ToSql for Value {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
@@ -51,8 +51,8 @@ impl SqliteSide {
             crate::home::private::create_dir_all(parent).map_err(crate::state::StoreError::from)?;
         }
         let mut conn = open_writer(path, PageCache::default())?;
-        crate::state::schema::initialise(&mut conn)?;
-        crate::state::gateway_schema::ensure(&conn)?;
+        crate::state::sqlite::schema::initialise(&mut conn)?;
+        crate::state::sqlite::gateway_schema::ensure(&conn)?;
         Ok(Self {
             conn,
             path: path.to_owned(),

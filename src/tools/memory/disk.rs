@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::state::postgres::{SharedFiles, SharedLock};
+use crate::coord::{SharedFiles, SharedLock};
 
 use super::store::ENTRY_DELIMITER;
 use crate::tools::threats::scan_for_threats;
@@ -47,7 +47,7 @@ pub(super) enum MemoryLock {
 
 /// The shared-files name of a memory file.
 pub(super) fn shared_name(path: &Path) -> String {
-    crate::state::postgres::shared_name("memories", path)
+    crate::coord::shared_name("memories", path)
 }
 
 impl Backing {

@@ -101,8 +101,9 @@ impl MemoryStore {
     /// The first instance to find none there seeds them from its home's files.
     pub fn with_shared(
         mut self,
-        shared: crate::state::postgres::SharedFiles,
+        shared: impl Into<crate::coord::SharedFiles>,
     ) -> std::io::Result<Self> {
+        let shared = shared.into();
         for target in [Target::Memory, Target::User] {
             let path = self.path_for(target);
             let name = super::disk::shared_name(&path);

@@ -23,11 +23,11 @@ use std::time::Duration;
 
 use hermes_adapter::MessageEvent;
 
+use crate::coord::{ListenError, with_fence};
 use crate::gateway::cluster::{Cluster, Held};
 use crate::gateway::router::Router;
 use crate::gateway::router::cluster::journal_pull::untaken;
 use crate::gateway::router::slot::{Job, Slot};
-use crate::state::postgres::{notify, with_fence};
 use crate::state::{InboundEvent, InboundState};
 
 /// How a journaled event is named in a slot's `seen` set.
@@ -397,14 +397,11 @@ pub(in crate::gateway::router) fn start_cluster_tasks(
 async fn listen(router: std::sync::Weak<Router>, cluster: Arc<Cluster>) {
     let retry = cluster.sweep_interval();
     loop {
-        let pool = match router.upgrade() {
-            Some(router) if !router.is_shutting_down() => match router.store.postgres() {
-                Some(pg) => pg.pool().clone(),
-                None => return,
-            },
+        match router.upgrade() {
+            Some(router) if !router.is_shutting_down() => {}
             _ => return,
-        };
-        let mut listener = match notify::session_work_listener(&pool).await {
+        }
+        let mut listener = match cluster.listen().await {
             Ok(listener) => listener,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot listen for session work; polling only for now");
@@ -414,9 +411,9 @@ async fn listen(router: std::sync::Weak<Router>, cluster: Arc<Cluster>) {
         };
         loop {
             let key = match listener.recv().await {
-                Ok(notification) => notification.payload().to_owned(),
-                // The store closed its pool: the gateway is stopping, nothing was lost.
-                Err(_) if pool.is_closed() => return,
+                Ok(key) => key,
+                // The store was closed: the gateway is stopping, nothing was lost.
+                Err(ListenError::Closed) => return,
                 Err(e) => {
                     tracing::warn!(error = %e, "session-work notifications interrupted");
                     tokio::time::sleep(retry).await;

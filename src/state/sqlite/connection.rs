@@ -12,7 +12,7 @@ use std::time::Duration;
 use rand::Rng;
 use rusqlite::{Connection, OpenFlags};
 
-use super::error::StoreResult;
+use crate::state::error::StoreResult;
 
 /// Page cache of each read-pool connection, in KiB. Reads go through the memory map, so the
 /// cache mostly keeps decoded hot pages; a small cap keeps the ceiling known: with the pool's

@@ -1,7 +1,7 @@
 //! The session lease a task's writes are fenced by, without threading a fenced `Store`
 //! through every layer a turn touches (router, agent, tools): the router runs a turn inside
 //! [`with_fence`], and every write that task makes through any `Store` clone is fenced by
-//! that lease, as if made through [`crate::state::Store::fenced`]. Tasks spawned from it
+//! that lease, as if made through the store's `fenced` handle. Tasks spawned from it
 //! (reply delivery, titles) are not fenced: they do not write the turn's rows.
 
 use std::future::Future;

@@ -14,10 +14,11 @@ use rand::Rng;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
-use super::commands::{self, Outcome, WriteCommand};
-use super::error::{StoreError, StoreResult, is_busy};
-use super::fifo_gate::FifoGate;
-use super::schema::FTS_TABLES;
+use super::apply;
+use crate::state::commands::{Outcome, WriteCommand};
+use crate::state::error::{StoreError, StoreResult, is_busy};
+use crate::state::sqlite::fifo_gate::FifoGate;
+use crate::state::sqlite::schema::FTS_TABLES;
 
 /// The most commands committed in one transaction.
 pub const MAX_BATCH: usize = 512;
@@ -65,7 +66,7 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
-            busy_window: super::connection::BUSY_WINDOW,
+            busy_window: crate::state::sqlite::connection::BUSY_WINDOW,
             max_attempts: MAX_ATTEMPTS,
         }
     }
@@ -105,7 +106,7 @@ impl Writer {
 
     /// Runs until every sender is gone or a shutdown arrives; then checkpoints and closes.
     pub fn run(mut self) {
-        super::connection::set_busy_window(self.policy.busy_window);
+        crate::state::sqlite::connection::set_busy_window(self.policy.busy_window);
         let mut batch = Vec::with_capacity(MAX_BATCH);
         while let Some(first) = self.rx.blocking_recv() {
             let mut shutdown = None;
@@ -194,12 +195,12 @@ impl Writer {
         let mut results = Vec::with_capacity(batch.len());
         for request in batch {
             let savepoint = tx.savepoint()?;
-            match commands::apply(&savepoint, &request.command) {
+            match apply::apply(&savepoint, &request.command) {
                 Ok(outcome) => {
                     savepoint.commit()?;
                     results.push(Ok(outcome));
                 }
-                Err(StoreError::Sqlite(e)) if is_busy(&e) => return Err(e),
+                Err(StoreError::Sqlite(e)) if e.is_busy() => return Err(e.into_inner()),
                 Err(e) => {
                     drop(savepoint); // rolls back this command only
                     results.push(Err(e));

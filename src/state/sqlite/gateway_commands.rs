@@ -1,17 +1,17 @@
 //! The gateway's writes (inbound journal, delivery obligations, routing index), applied by
-//! the writer through [`super::commands::apply`]. Semantics follow Hermes 0.19's
+//! the writer through [`super::apply::apply`]. Semantics follow Hermes 0.19's
 //! `delivery_ledger.py` and `hermes_state.py` routing functions unless noted.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::commands::Outcome;
-use super::error::{StoreError, StoreResult};
-use super::gateway_schema::UNFINISHED_STATES;
-use super::ledger::{
+use crate::state::commands::Outcome;
+use crate::state::error::{StoreError, StoreResult};
+use crate::state::ledger::{
     MAX_ERROR_CHARS, NewObligation, OBLIGATION_MAX_ATTEMPTS, OBLIGATION_MAX_ROWS,
     OBLIGATION_RETENTION_SECONDS, OBLIGATION_STALE_AFTER_SECONDS, OwnerStamp, owner_alive,
 };
-use super::model::now_epoch;
+use crate::state::model::now_epoch;
+use crate::state::sqlite::gateway_schema::UNFINISHED_STATES;
 
 /// `INSERT OR IGNORE`: a platform redelivering an event we already hold changes nothing.
 /// `Changed(1)` when recorded, `Changed(0)` for a duplicate.
@@ -114,7 +114,7 @@ pub fn create_obligation(
     Ok(Outcome::Changed(inserted))
 }
 
-pub(super) fn insert_obligation(
+pub(crate) fn insert_obligation(
     conn: &Connection,
     o: &NewObligation,
     owner: OwnerStamp,

@@ -6,7 +6,7 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::error::StoreResult;
+use crate::state::error::StoreResult;
 
 pub const SCHEMA_VERSION: i64 = 11;
 

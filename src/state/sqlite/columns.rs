@@ -2,8 +2,8 @@
 //! to read a column ([`Columns`]); what the columns mean (nullable counters read as 0, JSON
 //! columns decoded leniently, content decoded from state.db's encoding) is written once here.
 
-use super::encode::{decode_content, decode_json, decode_tool_calls};
-use super::model::{Message, Session};
+use crate::state::encode::{decode_content, decode_json, decode_tool_calls};
+use crate::state::model::{Message, Session};
 
 /// Reading the columns of one result row.
 pub trait Columns {
@@ -33,7 +33,7 @@ impl Columns for rusqlite::Row<'_> {
     type Error = rusqlite::Error;
     /// Lenient: invalid UTF-8 from other writers becomes U+FFFD, numbers become text.
     fn text(&self, idx: usize) -> rusqlite::Result<Option<String>> {
-        super::encode::text(self, idx)
+        crate::state::encode::text(self, idx)
     }
     fn int(&self, idx: usize) -> rusqlite::Result<Option<i64>> {
         self.get(idx)

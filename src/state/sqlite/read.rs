@@ -3,13 +3,13 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::{Map, Value};
 
-use super::encode::{text, text_or_empty};
-use super::error::{StoreError, StoreResult};
-use super::model::{
+use crate::state::encode::{text, text_or_empty};
+use crate::state::error::{StoreError, StoreResult};
+use crate::state::model::{
     Content, LineageEntry, Message, ModelStats, Session, SessionExport, SessionSummary,
 };
-use super::schema::SchemaInfo;
-use super::titles::escape_like;
+use crate::state::sqlite::schema::SchemaInfo;
+use crate::state::sqlite::titles::escape_like;
 
 pub const SESSION_COLUMNS: &str = "s.id, s.source, s.user_id, s.model, s.model_config, \
     s.system_prompt, s.parent_session_id, s.started_at, s.ended_at, s.end_reason, \
@@ -23,11 +23,11 @@ pub const MESSAGE_COLUMNS: &str = "m.id, m.session_id, m.role, m.content, m.tool
     m.reasoning_content, m.reasoning_details, m.codex_reasoning_items, m.codex_message_items";
 
 pub fn session_from_row(r: &Row<'_>) -> rusqlite::Result<Session> {
-    super::columns::session(r)
+    crate::state::sqlite::columns::session(r)
 }
 
 fn message_from_row(r: &Row<'_>) -> rusqlite::Result<Message> {
-    super::columns::message(r)
+    crate::state::sqlite::columns::message(r)
 }
 
 /// Visibility filter for databases a newer Hermes has compacted (`messages.active`).

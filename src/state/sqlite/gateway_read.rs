@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 
-use super::error::StoreResult;
-use super::gateway_schema::UNFINISHED_STATES;
-use super::ledger::{
+use crate::state::error::StoreResult;
+use crate::state::ledger::{
     InboundEvent, InboundState, OBLIGATION_MAX_ATTEMPTS, OBLIGATION_STALE_AFTER_SECONDS,
     Obligation, ObligationState, owner_alive,
 };
+use crate::state::sqlite::gateway_schema::UNFINISHED_STATES;
 
 fn bad_state(table: &str, state: &str) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(
@@ -142,7 +142,7 @@ pub fn get_obligation(conn: &Connection, id: &str) -> StoreResult<Option<Obligat
 
 /// Replies to (re)send: undelivered rows (`pending`, `attempting`, `failed`) whose owner is no
 /// live process, within the attempt cap and the stale cutoff (rows past those are for
-/// [`abandon_stale`](super::Store::abandon_stale)). Oldest first.
+/// [`abandon_stale`](crate::state::Store::abandon_stale)). Oldest first.
 pub fn undelivered(conn: &Connection, now: f64) -> StoreResult<Vec<Obligation>> {
     let mut stmt = conn.prepare(&format!(
         "SELECT {OBLIGATION_COLUMNS} FROM delivery_obligations

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rusqlite::{OpenFlags, OptionalExtension};
 
-use super::error::StoreResult;
+use crate::state::error::StoreResult;
 
 /// How many problems `PRAGMA integrity_check` lists at most.
 const MAX_INTEGRITY_ROWS: u32 = 20;
@@ -70,11 +70,11 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let store = super::super::Store::open(&path).unwrap();
+        let store = crate::state::Store::open(&path).unwrap();
         runtime.block_on(store.close());
         let found = inspect_read_only(&path).unwrap();
         assert!(found.is_intact(), "{found:?}");
-        assert_eq!(found.schema_version, Some(super::super::SCHEMA_VERSION));
+        assert_eq!(found.schema_version, Some(crate::state::SCHEMA_VERSION));
     }
 
     #[test]

@@ -7,11 +7,11 @@ use regex::Regex;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, params_from_iter};
 
-use super::encode::{content_text, decode_content, text, text_or_empty};
-use super::error::StoreResult;
-use super::model::{ContextLine, SearchHit, SearchQuery};
-use super::read::active_filter;
-use super::schema::SchemaInfo;
+use crate::state::encode::{content_text, decode_content, text, text_or_empty};
+use crate::state::error::StoreResult;
+use crate::state::model::{ContextLine, SearchHit, SearchQuery};
+use crate::state::sqlite::read::active_filter;
+use crate::state::sqlite::schema::SchemaInfo;
 
 pub const MAX_FTS5_QUERY_CHARS: usize = 2048;
 pub(crate) const CONTEXT_CHARS: usize = 200;
@@ -146,7 +146,7 @@ pub fn search(
         Plan::Like(terms) => {
             let mut clauses = Vec::new();
             for term in terms {
-                let pattern = format!("%{}%", super::titles::escape_like(term));
+                let pattern = format!("%{}%", crate::state::sqlite::titles::escape_like(term));
                 clauses.push(
                     "(m.content LIKE ? ESCAPE '\\' OR m.tool_name LIKE ? ESCAPE '\\' \
                      OR m.tool_calls LIKE ? ESCAPE '\\')",

@@ -1,5 +1,5 @@
 //! The gateway's tables, created only when the gateway starts ([`Store::ensure_gateway_schema`]
-//! (super::Store::ensure_gateway_schema)), so a database made by `hermesd sessions` keeps
+//! (crate::state::Store::ensure_gateway_schema)), so a database made by `hermesd sessions` keeps
 //! exactly the seed's tables.
 //!
 //! `gateway_routing` and `delivery_obligations` are Hermes 0.19's own tables with its exact
@@ -10,7 +10,7 @@
 
 use rusqlite::Connection;
 
-use super::error::StoreResult;
+use crate::state::error::StoreResult;
 
 /// Hermes 0.19's routing index table (`hermes_state.py` SCHEMA_SQL), verbatim.
 pub const GATEWAY_ROUTING_SQL: &str = "CREATE TABLE IF NOT EXISTS gateway_routing (
@@ -61,7 +61,7 @@ pub const REPLY_EDITS_SQL: &str = "CREATE TABLE IF NOT EXISTS hermesd_reply_edit
     created_at REAL NOT NULL
 )";
 
-/// The states [`unfinished`](super::Store::unfinished_inbound) looks for, as SQL.
+/// The states [`unfinished`](crate::state::Store::unfinished_inbound) looks for, as SQL.
 pub const UNFINISHED_STATES: &str = "('received', 'processing')";
 
 /// A partial index holding only the unfinished events, so the startup scan stays small however
@@ -90,7 +90,7 @@ pub fn ensure(conn: &Connection) -> StoreResult<()> {
     conn.execute_batch(INBOUND_EVENTS_SQL)?;
     conn.execute_batch(REPLY_EDITS_SQL)?;
     conn.execute_batch(&inbound_unfinished_index_sql())?;
-    conn.execute_batch(super::dead_letters::DEAD_LETTERS_SQL)?;
-    conn.execute_batch(super::cron_runs::CRON_RUNS_SQL)?;
+    conn.execute_batch(crate::state::dead_letters::DEAD_LETTERS_SQL)?;
+    conn.execute_batch(crate::state::cron_runs::CRON_RUNS_SQL)?;
     Ok(())
 }

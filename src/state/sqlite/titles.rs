@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::error::{StoreError, StoreResult};
+use crate::state::error::{StoreError, StoreResult};
 
 pub const MAX_TITLE_LENGTH: usize = 100;
 

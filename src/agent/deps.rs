@@ -140,6 +140,19 @@ pub struct AgentDeps {
     offers: Arc<super::tool_offer::OfferCache>,
 }
 
+/// A tool a guest's turn named although `gateway.guest_tools` withholds it; the model reads
+/// the text as the tool's result.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "The tool {name} is not available in this conversation: the person asking is a guest of \
+     an allowed group, not an allowed user, and gateway.guest_tools does not include it. \
+     Answer without it; the bot's owner can add it to gateway.guest_tools or make the person \
+     an allowed user."
+)]
+pub struct WithheldTool {
+    name: String,
+}
+
 impl std::fmt::Debug for AgentDeps {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentDeps")
@@ -412,7 +425,7 @@ impl AgentDeps {
     }
 
     /// Refuses a tool call that `caller` may not make, saying what would allow it.
-    pub fn check_caller_may_use(&self, caller: &Caller, name: &str) -> Result<(), String> {
+    pub fn check_caller_may_use(&self, caller: &Caller, name: &str) -> Result<(), WithheldTool> {
         if caller.authority != Authority::Guest || self.guest_may_use(name) {
             return Ok(());
         }
@@ -422,12 +435,9 @@ impl AgentDeps {
             chat_id = %caller.chat_id,
             "a guest's turn called a tool withheld from guests; refused"
         );
-        Err(format!(
-            "The tool {name} is not available in this conversation: the person asking is a \
-             guest of an allowed group, not an allowed user, and gateway.guest_tools does not \
-             include it. Answer without it; the bot's owner can add it to gateway.guest_tools \
-             or make the person an allowed user."
-        ))
+        Err(WithheldTool {
+            name: name.to_owned(),
+        })
     }
 
     pub fn tool_ctx(&self, session_id: &str, cancel: CancellationToken) -> ToolCtx {

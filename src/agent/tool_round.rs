@@ -107,7 +107,7 @@ async fn execute(
     // A tool withheld from this turn's requester is refused even when the model names it
     // without having been offered it.
     if let Err(refusal) = deps.check_caller_may_use(agent.caller(), &call.name) {
-        return tool_error(refusal);
+        return tool_error(refusal.to_string());
     }
     let agent_level = ["todo", "memory", "session_search", "delegate_task"];
     if !agent_level.contains(&call.name.as_str()) {

@@ -18,6 +18,48 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use crate::home::HermesHome;
 use crate::process::{command_env, exit_code, find_bash, kill_group};
 
+/// Why a job's script gave no output to use. Its text is what the job's owner reads (in the
+/// alert of a `no_agent` job, or handed to the agent to report).
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    #[error("cannot use {}: {source}", dir.display())]
+    ScriptsDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create {}: {source}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("refused: the script {script:?} is outside {} (scripts must live there)", dir.display())]
+    Outside { script: String, dir: PathBuf },
+    #[error("the script {} does not exist", path.display())]
+    Missing { path: PathBuf },
+    #[error("the script {} is not a file", path.display())]
+    NotAFile { path: PathBuf },
+    #[error("cannot start {} for {}: {source}", interpreter.display(), path.display())]
+    Start {
+        interpreter: PathBuf,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the script {} was stopped after {seconds} s (cron.script_timeout_seconds)", path.display())]
+    TimedOut { path: PathBuf, seconds: u64 },
+    #[error("cannot wait for {}: {source}", path.display())]
+    Wait {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A non-zero exit; the text carries the code, stderr and stdout.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// Bytes kept of each of stdout and stderr.
 pub const OUTPUT_CAP: usize = 64 * 1024;
 
@@ -26,10 +68,13 @@ pub fn resolve(
     scripts_dir: &Path,
     script: &str,
     user_home: Option<&Path>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, ScriptError> {
     let dir = scripts_dir
         .canonicalize()
-        .map_err(|e| format!("cannot use {}: {e}", scripts_dir.display()))?;
+        .map_err(|source| ScriptError::ScriptsDir {
+            dir: scripts_dir.to_path_buf(),
+            source,
+        })?;
     let script = script.trim();
     let raw = match (script.strip_prefix('~'), user_home) {
         (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
@@ -44,16 +89,16 @@ pub fn resolve(
     };
     let resolved = joined.canonicalize().unwrap_or_else(|_| lexical(&joined));
     if !resolved.starts_with(&dir) {
-        return Err(format!(
-            "refused: the script {script:?} is outside {} (scripts must live there)",
-            dir.display()
-        ));
+        return Err(ScriptError::Outside {
+            script: script.to_owned(),
+            dir,
+        });
     }
     if !resolved.exists() {
-        return Err(format!("the script {} does not exist", resolved.display()));
+        return Err(ScriptError::Missing { path: resolved });
     }
     if !resolved.is_file() {
-        return Err(format!("the script {} is not a file", resolved.display()));
+        return Err(ScriptError::NotAFile { path: resolved });
     }
     Ok(resolved)
 }
@@ -125,10 +170,14 @@ pub async fn run(
     env: &BTreeMap<String, String>,
     script: &str,
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<String, ScriptError> {
     let scripts_dir = home.path().join("scripts");
-    crate::home::private::create_dir_all(&scripts_dir)
-        .map_err(|e| format!("cannot create {}: {e}", scripts_dir.display()))?;
+    crate::home::private::create_dir_all(&scripts_dir).map_err(|source| {
+        ScriptError::CreateDir {
+            dir: scripts_dir.clone(),
+            source,
+        }
+    })?;
     let user_home = env.get("HOME").map(PathBuf::from);
     let path = resolve(&scripts_dir, script, user_home.as_deref())?;
     let child_env = command_env(env, home);
@@ -161,12 +210,10 @@ pub async fn run(
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| {
-            format!(
-                "cannot start {} for {}: {e}",
-                interpreter.display(),
-                path.display()
-            )
+        .map_err(|source| ScriptError::Start {
+            interpreter: interpreter.clone(),
+            path: path.clone(),
+            source,
         })?;
     let pgid = child
         .id()
@@ -183,15 +230,17 @@ pub async fn run(
     .await;
     let Ok(((out, out_total), (err, err_total), status)) = finished else {
         kill_group(&mut child, pgid).await;
-        return Err(format!(
-            "the script {} was stopped after {} s (cron.script_timeout_seconds)",
-            path.display(),
-            timeout.as_secs()
-        ));
+        return Err(ScriptError::TimedOut {
+            path,
+            seconds: timeout.as_secs(),
+        });
     };
     let stdout = text(&out, out_total, &secrets);
     let stderr = text(&err, err_total, &secrets);
-    let status = status.map_err(|e| format!("cannot wait for {}: {e}", path.display()))?;
+    let status = status.map_err(|source| ScriptError::Wait {
+        path: path.clone(),
+        source,
+    })?;
     if status.success() {
         return Ok(stdout);
     }
@@ -201,7 +250,7 @@ pub async fn run(
             why.push_str(&format!("\n{name}:\n{stream}"));
         }
     }
-    Err(why)
+    Err(ScriptError::Failed(why))
 }
 
 #[cfg(test)]
@@ -229,22 +278,25 @@ mod tests {
             "/etc/passwd",
             "sub/../../secret.py",
         ] {
-            let e = resolve(&scripts, outside, None).unwrap_err();
+            let e = resolve(&scripts, outside, None).unwrap_err().to_string();
             assert!(e.starts_with("refused"), "{outside}: {e}");
         }
         assert!(
             resolve(&scripts, "~/x.py", Some(home.path()))
                 .unwrap_err()
+                .to_string()
                 .starts_with("refused")
         );
         assert!(
             resolve(&scripts, "missing.py", None)
                 .unwrap_err()
+                .to_string()
                 .contains("does not exist")
         );
         assert!(
             resolve(&scripts, "sub", None)
                 .unwrap_err()
+                .to_string()
                 .contains("not a file")
         );
     }

@@ -88,7 +88,7 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
                 if let Some(router) = adapter.webhook_router() {
                     match webhook_addr(env) {
                         Ok(addr) => built.webhooks.push((addr, router)),
-                        Err(e) => errors.push(e),
+                        Err(e) => errors.push(e.to_string()),
                     }
                 }
                 built.adapters.push(Arc::new(adapter));
@@ -190,7 +190,7 @@ fn slack(
 
 /// Where Telegram's webhook is served: `TELEGRAM_WEBHOOK_HOST` (default `0.0.0.0`, as the
 /// reference listens) and `TELEGRAM_WEBHOOK_PORT` (default 8443).
-fn webhook_addr(env: &BTreeMap<String, String>) -> Result<std::net::SocketAddr, String> {
+fn webhook_addr(env: &BTreeMap<String, String>) -> Result<std::net::SocketAddr, WebhookAddrError> {
     let host = env
         .get("TELEGRAM_WEBHOOK_HOST")
         .map(|h| h.trim())
@@ -203,11 +203,20 @@ fn webhook_addr(env: &BTreeMap<String, String>) -> Result<std::net::SocketAddr, 
         .unwrap_or("8443");
     let ip: std::net::IpAddr = host
         .parse()
-        .map_err(|_| format!("TELEGRAM_WEBHOOK_HOST: {host:?} is not an IP address"))?;
+        .map_err(|_| WebhookAddrError::Host(host.to_owned()))?;
     let port: u16 = port
         .parse()
-        .map_err(|_| format!("TELEGRAM_WEBHOOK_PORT: {port:?} is not a port number"))?;
+        .map_err(|_| WebhookAddrError::Port(port.to_owned()))?;
     Ok(std::net::SocketAddr::new(ip, port))
+}
+
+/// A Telegram webhook listen address the environment got wrong.
+#[derive(Debug, thiserror::Error)]
+enum WebhookAddrError {
+    #[error("TELEGRAM_WEBHOOK_HOST: {0:?} is not an IP address")]
+    Host(String),
+    #[error("TELEGRAM_WEBHOOK_PORT: {0:?} is not a port number")]
+    Port(String),
 }
 
 /// Serves the platforms' webhook routes until `stop` fires (TCP_NODELAY on).

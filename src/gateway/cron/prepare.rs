@@ -79,12 +79,12 @@ pub(super) fn with_base_url(
     client: ModelClient,
     provider: Option<&str>,
     base_url: &str,
-) -> Result<ModelClient, String> {
+) -> Result<ModelClient, BaseUrlRefused> {
     let base_url = base_url.trim().trim_end_matches('/');
     let Some(provider) = provider else {
-        return Err(format!(
-            "refused for safety: base_url {base_url:?} needs an explicit provider (the default provider's key is not sent to a job's own URL)"
-        ));
+        return Err(BaseUrlRefused::NoProvider {
+            base_url: base_url.to_owned(),
+        });
     };
     let host = |url: &str| {
         reqwest::Url::parse(url)
@@ -98,10 +98,32 @@ pub(super) fn with_base_url(
         .unwrap_or_default();
     match (host(base_url), host(&configured)) {
         (Some(wanted), Some(own)) if wanted == own => Ok(client.with_primary_base_url(base_url)),
-        (None, _) => Err(format!("base_url {base_url:?} is not a URL")),
-        _ => Err(format!(
-            "refused for safety: base_url {base_url:?} is not on the host of provider {provider:?} ({}); its key is only sent there",
-            host(&configured).unwrap_or_else(|| "unknown".into())
-        )),
+        (None, _) => Err(BaseUrlRefused::NotAUrl {
+            base_url: base_url.to_owned(),
+        }),
+        _ => Err(BaseUrlRefused::OtherHost {
+            base_url: base_url.to_owned(),
+            provider: provider.to_owned(),
+            host: host(&configured).unwrap_or_else(|| "unknown".into()),
+        }),
     }
+}
+
+/// Why a job's own `base_url` was not used.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BaseUrlRefused {
+    #[error(
+        "refused for safety: base_url {base_url:?} needs an explicit provider (the default provider's key is not sent to a job's own URL)"
+    )]
+    NoProvider { base_url: String },
+    #[error("base_url {base_url:?} is not a URL")]
+    NotAUrl { base_url: String },
+    #[error(
+        "refused for safety: base_url {base_url:?} is not on the host of provider {provider:?} ({host}); its key is only sent there"
+    )]
+    OtherHost {
+        base_url: String,
+        provider: String,
+        host: String,
+    },
 }

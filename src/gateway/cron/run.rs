@@ -177,7 +177,7 @@ impl JobRunner {
             let client = match base_url {
                 Some(url) => match prepare::with_base_url(client, job.provider(), url) {
                     Ok(client) => client,
-                    Err(e) => return RunResult::Failed(e),
+                    Err(e) => return RunResult::Failed(e.to_string()),
                 },
                 None => client,
             };

@@ -90,10 +90,10 @@ fn render_block(server: &str, block: &Value, media_dir: &Path) -> Option<String>
 }
 
 /// Writes base64 `data` to `<dir>/<sha256>.<ext>` (same content, same file).
-fn save_media(data: &str, mime: &str, dir: &Path) -> Result<PathBuf, String> {
+fn save_media(data: &str, mime: &str, dir: &Path) -> Result<PathBuf, MediaNotKept> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data.trim())
-        .map_err(|e| format!("not base64 ({e})"))?;
+        .map_err(MediaNotKept::NotBase64)?;
     let ext = match mime {
         "image/png" => "png",
         "image/jpeg" | "image/jpg" => "jpg",
@@ -105,10 +105,19 @@ fn save_media(data: &str, mime: &str, dir: &Path) -> Result<PathBuf, String> {
         _ => "bin",
     };
     let name = format!("{}.{ext}", hex::encode(Sha256::digest(&bytes)));
-    crate::home::private::create_dir_all(dir).map_err(|e| e.to_string())?;
+    crate::home::private::create_dir_all(dir).map_err(MediaNotKept::Disk)?;
     let path = dir.join(name);
-    crate::home::private::write(&path, &bytes).map_err(|e| e.to_string())?;
+    crate::home::private::write(&path, &bytes).map_err(MediaNotKept::Disk)?;
     Ok(path)
+}
+
+/// Why an image or audio block of a tool result was not saved for the model.
+#[derive(Debug, thiserror::Error)]
+enum MediaNotKept {
+    #[error("not base64 ({0})")]
+    NotBase64(#[source] base64::DecodeError),
+    #[error("{0}")]
+    Disk(#[source] std::io::Error),
 }
 
 #[cfg(test)]

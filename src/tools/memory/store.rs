@@ -17,6 +17,15 @@ use crate::tools::threats::first_threat_message;
 pub const ENTRY_DELIMITER: &str = "\n§\n";
 pub const DEFAULT_MEMORY_CHAR_LIMIT: usize = 2200;
 pub const DEFAULT_USER_CHAR_LIMIT: usize = 1375;
+
+/// A memory file that could not be written; the model reads its text as the tool's error.
+#[derive(Debug, thiserror::Error)]
+#[error("Failed to write memory file {}: {source}", path.display())]
+pub struct MemoryWriteError {
+    path: std::path::PathBuf,
+    #[source]
+    source: std::io::Error,
+}
 /// Failed consolidations per turn before the tool tells the model to stop retrying.
 const MAX_CONSOLIDATION_FAILURES_PER_TURN: u32 = 3;
 
@@ -285,12 +294,12 @@ impl MemoryStore {
         *state.entries(target) = dedup(self.read_entries(target));
     }
 
-    pub(super) fn save(&self, state: &mut State, target: Target) -> Result<(), String> {
+    pub(super) fn save(&self, state: &mut State, target: Target) -> Result<(), MemoryWriteError> {
         let content = state.entries(target).join(ENTRY_DELIMITER);
         let path = self.path_for(target);
         self.backing
             .write(&path, content.as_bytes())
-            .map_err(|e| format!("Failed to write memory file {}: {e}", path.display()))
+            .map_err(|source| MemoryWriteError { path, source })
     }
 
     pub(super) fn with_lock<T>(&self, target: Target, f: impl FnOnce(&mut State) -> T) -> T {
@@ -299,8 +308,8 @@ impl MemoryStore {
         f(&mut state)
     }
 
-    pub(super) fn write_failed(error: String) -> Value {
-        json!({"success": false, "error": error})
+    pub(super) fn write_failed(error: MemoryWriteError) -> Value {
+        json!({"success": false, "error": error.to_string()})
     }
 
     /// Appends an entry.

@@ -85,21 +85,22 @@ pub async fn supervise(
         }
         let delay = match outcome {
             RunOutcome::Fatal(message) => {
-                tracing::error!(adapter = name, error = %message, "adapter failed and will not be restarted; fix the cause and restart hermesd");
+                // The state first, then the line: whoever reads the line finds /ready agreeing.
                 health.set(name, AdapterState::Failed, Some(&message));
+                tracing::error!(adapter = name, error = %message, "adapter failed and will not be restarted; fix the cause and restart hermesd");
                 break;
             }
             RunOutcome::Stalled(silent) => {
                 let message = format!("no progress for {}s; restarting", silent.as_secs());
-                tracing::warn!(adapter = name, "{message}");
                 health.set(name, AdapterState::Degraded, Some(&message));
+                tracing::warn!(adapter = name, "{message}");
                 Duration::ZERO
             }
             RunOutcome::Ended(message) => {
                 failures += 1;
                 let delay = backoff.delay(failures);
-                tracing::warn!(adapter = name, error = %message, retry_in_secs = delay.as_secs(), "adapter stopped; restarting with backoff");
                 health.set(name, AdapterState::Degraded, Some(&message));
+                tracing::warn!(adapter = name, error = %message, retry_in_secs = delay.as_secs(), "adapter stopped; restarting with backoff");
                 delay
             }
         };

@@ -268,7 +268,7 @@ async fn clarify_asks_through_the_callback() {
     ctx.clarify = Some(Arc::new(
         move |request: hermesd::tools::clarify::ClarifyRequest| {
             *recorder.lock().unwrap() = Some(request);
-            Box::pin(async { Ok::<_, String>(" prod ".to_owned()) })
+            Box::pin(async { Ok::<_, hermesd::tools::clarify::ClarifyError>(" prod ".to_owned()) })
         },
     ));
     let answered = parse(&registry.dispatch("clarify", args, ctx.clone()).await);
@@ -280,10 +280,13 @@ async fn clarify_asks_through_the_callback() {
     assert_eq!(request.session_id, "test-session");
 
     ctx.clarify = Some(Arc::new(|_| {
-        Box::pin(async { Err::<String, _>("chat closed".to_owned()) })
+        Box::pin(async { Err::<String, _>(hermesd::tools::clarify::ClarifyError::Cancelled) })
     }));
     let failed = parse(&registry.dispatch("clarify", args, ctx).await);
-    assert_eq!(failed["error"], "Failed to get user input: chat closed");
+    assert_eq!(
+        failed["error"],
+        "Failed to get user input: the question was cancelled"
+    );
 }
 
 /// Dynamic (MCP) tools: selected by their server's toolset, its bare name or `mcp`; a

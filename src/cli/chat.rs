@@ -128,7 +128,7 @@ fn clarify_prompt(lines: Lines) -> ClarifyCallback {
                 .await
                 .recv()
                 .await
-                .ok_or_else(|| "no answer: input closed".to_owned())?;
+                .ok_or(crate::tools::clarify::ClarifyError::InputClosed)?;
             let answer = answer.trim().to_owned();
             let picked = request.choices.as_ref().and_then(|choices| {
                 answer

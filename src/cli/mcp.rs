@@ -30,7 +30,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: McpComman
         Err(code) => return code,
     };
     let servers = &loaded.config.mcp_servers;
-    let net = crate::gateway::router::mcp_net(&loaded.config);
+    let net = crate::agent::assembly::mcp_net(&loaded.config);
     let runtime = match small_runtime() {
         Ok(runtime) => runtime,
         Err(e) => {

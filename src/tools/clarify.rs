@@ -24,10 +24,27 @@ pub struct ClarifyRequest {
     pub choices: Option<Vec<String>>,
 }
 
-/// Asks the user and resolves to their answer (a choice or free text), or an error text
-/// when the question could not be asked.
+/// Why a question got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClarifyError {
+    /// No running turn in any chat belongs to the asking session.
+    #[error("no chat is waiting for this question")]
+    NoChat,
+    /// The question was withdrawn before anyone answered (the turn ended or was stopped).
+    #[error("the question was cancelled")]
+    Cancelled,
+    /// The gateway is stopping.
+    #[error("the gateway is shutting down")]
+    ShuttingDown,
+    /// The terminal's input ended before an answer (`hermesd chat`).
+    #[error("no answer: input closed")]
+    InputClosed,
+}
+
+/// Asks the user and resolves to their answer (a choice or free text), or why the
+/// question could not be asked or answered.
 pub type ClarifyCallback =
-    Arc<dyn Fn(ClarifyRequest) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
+    Arc<dyn Fn(ClarifyRequest) -> BoxFuture<'static, Result<String, ClarifyError>> + Send + Sync>;
 
 /// One choice as display text: strings as they are; objects by `label`, `description`,
 /// `text` or `title`; lists joined. Anything else unusable is dropped.

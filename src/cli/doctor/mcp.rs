@@ -49,7 +49,7 @@ pub fn checks(loaded: &LoadedConfig, offline: bool, timeout: Duration) -> Vec<Ch
     if to_probe.is_empty() {
         return checks;
     }
-    let net = crate::gateway::router::mcp_net(&loaded.config);
+    let net = crate::agent::assembly::mcp_net(&loaded.config);
     let runtime = match super::super::small_runtime() {
         Ok(runtime) => runtime,
         Err(e) => {

@@ -56,7 +56,7 @@ fn agent_inputs_changed(old: &Live, new: &LoadedConfig) -> bool {
 pub(super) fn apply_reload(router: &Router, loaded: &LoadedConfig) {
     router.mcp.apply(
         &loaded.config.mcp_servers,
-        &super::mcp_net(&loaded.config),
+        &crate::agent::assembly::mcp_net(&loaded.config),
         &loaded.env,
     );
     let old = router.live();
@@ -67,7 +67,7 @@ pub(super) fn apply_reload(router: &Router, loaded: &LoadedConfig) {
                 &router.home,
                 loaded,
                 router.store.clone(),
-                prompts::user_prompts(router.me.clone()),
+                prompts::user_prompts(Arc::downgrade(&router.prompts)),
                 Some(client),
                 &router.mcp,
             )
@@ -87,5 +87,5 @@ pub(super) fn apply_reload(router: &Router, loaded: &LoadedConfig) {
         auth: AuthPolicy::from_config(&loaded.config, &loaded.env),
         agent,
     });
-    *router.live.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+    router.live.replace(fresh);
 }

@@ -9,7 +9,10 @@ mod busy;
 mod cluster;
 pub mod commands;
 mod fault;
+mod gatekeeper;
+mod handles;
 mod live;
+mod liveness;
 mod responder;
 mod session;
 pub mod slot;
@@ -17,36 +20,45 @@ mod slot_table;
 mod steer;
 mod turn;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt;
 use hermes_adapter::{DeadLetter, MessageEvent, RecordOutcome};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::AgentDeps;
 use crate::config::LoadedConfig;
-use crate::gateway::authorize::{Admission, AuthPolicy, Authority, admit, authority};
+use crate::gateway::authorize::{Admission, AuthPolicy, Authority};
 use crate::gateway::metrics::GatewayMetrics;
-use crate::gateway::pairing::PairingStore;
 use crate::gateway::routing::RoutingIndex;
 use crate::gateway::session_key::{KeyPolicy, build_session_key};
 use crate::home::HermesHome;
 use crate::state::{InboundRecord, Store};
 
+use busy::{BusyRules, Placement};
 pub use cluster::recovery::Recovered;
+use cluster::{ClusterLink, SlotWork};
+use commands::Command;
+use gatekeeper::Gatekeeper;
+use handles::{LiveCell, Paused, Stopping};
 pub use live::{Live, NoProvider};
 use responder::Responder;
 pub use responder::dead_letter::DEAD_LETTER_NOTICE;
 pub use responder::platforms::PlatformLink;
 use session::Sessions;
-use slot::Job;
 pub use slot::{ApiReply, ApiResponder, ApiTurnError};
+use slot::{Job, Slot};
 use slot_table::SlotTable;
 pub use turn::budget::{TURN_IDLE_WARNING, TURN_TIMEOUT_NOTICE};
 pub use turn::no_provider_text;
+use turn::prompts::PromptDesk;
+use turn::{TurnEnd, TurnRunner};
 
 /// The platform name of the HTTP API: its requests are answered in the HTTP response, not
 /// through the delivery ledger.
@@ -66,35 +78,44 @@ pub struct RouterParts {
     pub client: Option<crate::agent::provider::ModelClient>,
 }
 
-/// The shared router (see the module docs).
+/// The shared router (see the module docs): a façade over the parts below, each a struct
+/// naming what it uses. The router itself decides only the order of things: admit,
+/// journal, place (the busy rules), run (a command or a turn), answer.
 pub struct Router {
     home: HermesHome,
     store: Store,
     /// What a reload may change (authorization, display, resets, the model): see `live.rs`.
-    live: RwLock<Arc<Live>>,
-    pairing: PairingStore,
+    live: Arc<LiveCell>,
+    /// Who is let in, and how far they are trusted (`gatekeeper.rs`).
+    gate: Arc<Gatekeeper>,
     key_policy: KeyPolicy,
     /// Which session each key talks in; shared with the responder and the session book.
     routing: Arc<RoutingIndex>,
     /// Recording and sending replies, and the platforms they go to (`responder/`).
     responder: Arc<Responder>,
     /// The routing entries as sessions: resets, repoints, the cached agent (`session.rs`).
-    sessions: Sessions,
+    sessions: Arc<Sessions>,
     /// One slot per active session key (`slot_table.rs`).
-    slots: SlotTable,
+    slots: Arc<SlotTable>,
+    /// Where work goes in a slot: interrupt, queue or steer (`busy.rs`).
+    busy: BusyRules,
+    /// Agent turns (`turn/`).
+    turns: TurnRunner,
+    /// Where a running turn's approval and clarify questions go (`turn/prompts.rs`).
+    prompts: Arc<PromptDesk>,
     /// Held by a turn while it runs, released before its reply is sent (see `responder/outbox.rs`).
     turn_limit: Arc<Semaphore>,
     metrics: Arc<GatewayMetrics>,
-    paused: Mutex<HashSet<String>>,
+    paused: Paused,
     started: Instant,
     restart: AtomicBool,
-    shutting_down: AtomicBool,
+    stopping: Stopping,
     /// Fired by `/restart`: the runner drains and exits 75.
     pub stop_requested: CancellationToken,
     /// The MCP servers whose tools every agent's registry reads.
     mcp: crate::tools::mcp::McpHub,
-    /// PostgreSQL: the session leases shared with the other instances (`cluster/`).
-    cluster: Option<Arc<crate::gateway::cluster::Cluster>>,
+    /// PostgreSQL: the sessions shared with the other instances (`cluster/`).
+    cluster: Option<Arc<ClusterLink>>,
     me: Weak<Router>,
 }
 
@@ -105,12 +126,6 @@ impl std::fmt::Debug for Router {
             .field("routes", &self.routing.len())
             .finish_non_exhaustive()
     }
-}
-
-/// The networking MCP's HTTP servers are reached through: the configured proxies and CA
-/// files (already checked when the configuration loaded; the direct default otherwise).
-pub(crate) fn mcp_net(config: &crate::config::Config) -> hermes_adapter::net::Net {
-    crate::agent::assembly::mcp_net(config)
 }
 
 impl Router {
@@ -132,20 +147,7 @@ impl Router {
             client,
         } = parts;
         store.ensure_gateway_schema().await?;
-        let scope = home.path().join("sessions");
-        if let Err(e) = std::fs::create_dir_all(&scope) {
-            tracing::warn!(error = %e, "cannot create the sessions directory");
-        }
-        let scope = if store.is_shared() {
-            // Instances sharing PostgreSQL have homes of their own (perhaps at different
-            // paths); their routing entries are the cluster's, under one scope.
-            String::new()
-        } else {
-            std::fs::canonicalize(&scope)
-                .unwrap_or(scope)
-                .display()
-                .to_string()
-        };
+        let scope = session::routing_scope(&home, &store);
         let routing = Arc::new(RoutingIndex::load(&store, scope).await?);
         let pairing = crate::gateway::shared_state::pairing_store(&home, &loaded.config)?
             .with_env(loaded.env.clone());
@@ -172,50 +174,92 @@ impl Router {
             routing.clone(),
             key_policy,
         ));
-        let sessions = Sessions::new(store.clone(), routing.clone(), key_policy);
-        let mcp = crate::agent::assembly::start_mcp(&loaded);
-        let router = Arc::new_cyclic(|me: &Weak<Router>| {
-            let prompts = turn::prompts::user_prompts(me.clone());
-            let agent =
-                crate::agent::assemble(&home, &loaded, store.clone(), prompts, client, &mcp)
-                    .map_err(NoProvider::from);
-            Router {
-                home: home.clone(),
-                store: store.clone(),
-                live: RwLock::new(Arc::new(Live {
-                    config: loaded.config.clone(),
-                    env: loaded.env.clone(),
-                    auth,
-                    agent,
-                })),
-                pairing,
-                key_policy,
-                routing,
-                responder,
-                sessions,
-                slots: SlotTable::default(),
-                turn_limit: Arc::new(Semaphore::new(max_concurrent_turns.max(1))),
-                metrics,
-                paused: Mutex::new(HashSet::new()),
-                started: Instant::now(),
-                restart: AtomicBool::new(false),
-                shutting_down: AtomicBool::new(false),
-                stop_requested: CancellationToken::new(),
-                mcp: mcp.clone(),
-                cluster: crate::gateway::cluster::Cluster::new(&store),
-                me: me.clone(),
-            }
+        let sessions = Arc::new(Sessions::new(store.clone(), routing.clone(), key_policy));
+        let slots = Arc::new(SlotTable::default());
+        let prompts = Arc::new(PromptDesk {
+            slots: slots.clone(),
+            routing: routing.clone(),
+            responder: responder.clone(),
         });
-        let live = router.live();
-        if let Err(reason) = &live.agent {
+        let mcp = crate::agent::assembly::start_mcp(&loaded);
+        let agent = crate::agent::assemble(
+            &home,
+            &loaded,
+            store.clone(),
+            turn::prompts::user_prompts(Arc::downgrade(&prompts)),
+            client,
+            &mcp,
+        )
+        .map_err(NoProvider::from);
+        if let Err(reason) = &agent {
             tracing::warn!("{reason}; messages will be answered with setup instructions");
         }
-        if let Some(cluster) = &router.cluster {
+        let live = LiveCell::new(Live {
+            config: loaded.config.clone(),
+            env: loaded.env.clone(),
+            auth,
+            agent,
+        });
+        let gate = Arc::new(Gatekeeper {
+            live: live.clone(),
+            pairing,
+        });
+        let stopping = Stopping::default();
+        let paused = Paused::default();
+        let turn_limit = Arc::new(Semaphore::new(max_concurrent_turns.max(1)));
+        let cluster = crate::gateway::cluster::Cluster::new(&store).map(|cluster| {
+            Arc::new(ClusterLink {
+                cluster,
+                store: store.clone(),
+                slots: slots.clone(),
+                responder: responder.clone(),
+                routing: routing.clone(),
+                gate: gate.clone(),
+                metrics: metrics.clone(),
+                turn_limit: turn_limit.clone(),
+                stopping: stopping.clone(),
+            })
+        });
+        let router = Arc::new_cyclic(|me: &Weak<Router>| Router {
+            busy: BusyRules {
+                live: live.clone(),
+                metrics: metrics.clone(),
+                paused: paused.clone(),
+            },
+            turns: TurnRunner {
+                live: live.clone(),
+                sessions: sessions.clone(),
+                responder: responder.clone(),
+                metrics: metrics.clone(),
+                stopping: stopping.clone(),
+            },
+            home,
+            store,
+            live,
+            gate,
+            key_policy,
+            routing,
+            responder,
+            sessions,
+            slots,
+            prompts,
+            turn_limit,
+            metrics,
+            paused,
+            started: Instant::now(),
+            restart: AtomicBool::new(false),
+            stopping,
+            stop_requested: CancellationToken::new(),
+            mcp,
+            cluster,
+            me: me.clone(),
+        });
+        if let Some(link) = &router.cluster {
             tracing::info!(
-                instance_id = cluster.instance_id(),
+                instance_id = link.cluster.instance_id(),
                 "sharing sessions with other instances through PostgreSQL"
             );
-            cluster::start_cluster_tasks(&router, cluster);
+            cluster::start_cluster_tasks(link, &router);
         }
         Ok(router)
     }
@@ -228,11 +272,7 @@ impl Router {
     /// From now on an interrupted turn is left unfinished in the journal, so the next start
     /// resumes it instead of dropping it.
     pub fn begin_shutdown(&self) {
-        self.shutting_down.store(true, Ordering::SeqCst);
-    }
-
-    pub(crate) fn is_shutting_down(&self) -> bool {
-        self.shutting_down.load(Ordering::SeqCst)
+        self.stopping.set();
     }
 
     pub fn routes(&self) -> usize {
@@ -257,10 +297,10 @@ impl Router {
         GatewayMetrics::incr(&self.metrics.events_in);
         // One decision per event, from one policy snapshot: a refused sender's reply is
         // worked out in the same pass instead of asking the policy again.
-        let authority = match self.admit(&event.source).await {
+        let authority = match self.gate.admit(&event.source).await {
             Admission::Admitted(authority) => authority,
             Admission::Refused(reply) => {
-                self.deny(&event, reply).await;
+                gatekeeper::deny(&self.responder, &event, reply).await;
                 return RecordOutcome::Refused;
             }
         };
@@ -294,8 +334,8 @@ impl Router {
             authority,
         };
         match &self.cluster {
-            Some(cluster) => cluster::offer_clustered(self, cluster, key, job),
-            None => busy::dispatch(self, key, job),
+            Some(link) => link.offer(&self.arc(), key, job),
+            None => self.place(key, job),
         }
         RecordOutcome::Recorded
     }
@@ -310,8 +350,7 @@ impl Router {
         GatewayMetrics::incr(&self.metrics.events_in);
         let key = self.session_key(&event);
         let (reply, answer) = tokio::sync::oneshot::channel();
-        busy::dispatch(
-            self,
+        self.place(
             key,
             Job {
                 event,
@@ -324,57 +363,6 @@ impl Router {
             },
         );
         answer.await.unwrap_or(Err(ApiTurnError::ShuttingDown))
-    }
-
-    /// How far the sender of `source` is trusted; `None` when they may not use the bot.
-    /// The pairing files are read on tokio's blocking pool, not on a runtime thread.
-    pub(crate) async fn authority_of(
-        &self,
-        source: &hermes_adapter::SessionSource,
-    ) -> Option<Authority> {
-        let router = self.arc();
-        let asker = source.clone();
-        tokio::task::spawn_blocking(move || authority(&asker, &router.live().auth, &router.pairing))
-            .await
-            .unwrap_or(None)
-    }
-
-    /// Whether the sender of `source` is admitted, and what a refused one is told, decided
-    /// once. The pairing files are read (and a pairing request written) on tokio's blocking
-    /// pool, not on a runtime thread.
-    async fn admit(&self, source: &hermes_adapter::SessionSource) -> Admission {
-        let now = crate::state::now_epoch();
-        let router = self.arc();
-        let asker = source.clone();
-        tokio::task::spawn_blocking(move || {
-            admit(&asker, &router.live().auth, &router.pairing, now)
-        })
-        .await
-        .unwrap_or(Admission::Refused(Ok(None)))
-    }
-
-    /// An unauthorized sender: a pairing code for a DM where the platform pairs, else nothing.
-    async fn deny(
-        &self,
-        event: &MessageEvent,
-        reply: Result<Option<String>, crate::gateway::pairing::PairingError>,
-    ) {
-        let reply = match reply {
-            Ok(reply) => reply,
-            Err(e) => {
-                tracing::warn!(error = %e, "pairing store unavailable");
-                None
-            }
-        };
-        tracing::info!(
-            platform = %event.source.platform,
-            user_id = event.source.user_id.as_deref().unwrap_or(""),
-            paired = reply.is_some(),
-            "unauthorized message ignored"
-        );
-        if let Some(text) = reply {
-            self.responder.send_direct(&event.source, &text).await;
-        }
     }
 
     /// Evicts slots idle longer than `idle` with nothing queued or running, bounding memory
@@ -411,7 +399,7 @@ impl Router {
 
     /// The current reloadable settings (`live.rs`).
     pub(crate) fn live(&self) -> Arc<Live> {
-        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.live.get()
     }
 
     /// Applies a validated, reloaded configuration at once (`live.rs`).
@@ -425,20 +413,30 @@ impl Router {
         responder::dead_letter::handle_dead_letter(self, letter).await
     }
 
-    /// Every reason the daemon cannot answer right now; empty when it can (`cluster/liveness.rs`).
+    /// Every reason the daemon cannot answer right now; empty when it can (`liveness.rs`).
     pub fn liveness_problems(&self) -> Vec<String> {
-        cluster::liveness::liveness_problems(self)
+        liveness::liveness_problems(&self.store, &self.live().config.agent, &self.slots)
     }
 
     /// Queues the unfinished turns; call before adapters deliver new events so each
     /// session's recovered work runs first (`cluster/recovery.rs`).
     pub async fn recover_turns(&self) -> Recovered {
-        cluster::recovery::recover_turns(self).await
+        let (report, jobs) =
+            cluster::recovery::unfinished_turns(&self.store, &self.responder, &self.gate).await;
+        for (key, job) in jobs {
+            match &self.cluster {
+                // The instance that takes the session's lease runs its unfinished events
+                // (perhaps another one; those still held run where they are).
+                Some(link) => link.kick(&self.arc(), &key),
+                None => self.place(key, job),
+            }
+        }
+        report
     }
 
     /// Queues every reply still owed on its chat's lane (after adapters can send).
     pub async fn resend_replies(&self) -> usize {
-        cluster::recovery::resend_replies(self).await
+        cluster::recovery::resend_replies(&self.store, &self.responder).await
     }
 
     /// The chat platforms this gateway runs, sorted (where scheduled jobs can deliver).
@@ -469,11 +467,122 @@ impl Router {
         }
     }
 
-    /// Whether `platform` was paused with `/platform pause`.
-    pub(super) fn is_paused(&self, platform: &str) -> bool {
-        self.paused
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(platform)
+    /// Puts `job` into `key`'s slot through the busy rules and carries out where they
+    /// placed it.
+    fn place(&self, key: String, job: Job) {
+        let slot = self.slots.get_or_create(&key);
+        let responder = self.responder.clone();
+        match self.busy.place(&slot, job) {
+            Placement::Queued => {}
+            Placement::StartWorker => self.start_worker(&slot),
+            Placement::Answer(job, text) => {
+                tokio::spawn(async move { responder.respond(&job, &text).await });
+            }
+            Placement::Ignore(job) => {
+                tokio::spawn(async move { responder.answer_silently(&job).await });
+            }
+            Placement::Acknowledge(source, text) => {
+                tokio::spawn(async move { responder.send_direct(&source, &text).await });
+            }
+            Placement::CommandNow(job, command) => {
+                let router = self.arc();
+                tokio::spawn(
+                    async move { commands::run_command(&router, &slot, job, command).await },
+                );
+            }
+        }
+    }
+
+    /// Starts the worker of `slot`, which the caller claimed (`SlotState::claim_worker`):
+    /// it runs the slot's jobs in order, one at a time, then exits.
+    fn start_worker(&self, slot: &Arc<Slot>) {
+        let (router, slot) = (self.arc(), slot.clone());
+        tokio::spawn(async move {
+            match router.cluster.clone() {
+                Some(link) => link.drain(&*router, slot).await,
+                None => router.drain(slot).await,
+            }
+        });
+    }
+
+    async fn drain(&self, slot: Arc<Slot>) {
+        let depth = &self.metrics.router_queue_depth;
+        loop {
+            let job = {
+                let mut state = slot.lock();
+                match state.dequeue(depth) {
+                    Some(job) => job,
+                    None => {
+                        state.worker = false;
+                        state.last_active = Some(Instant::now());
+                        return;
+                    }
+                }
+            };
+            let job = turn::pending_media::with_media_fetched(&self.responder, job).await;
+            let Ok(_permit) = self.turn_limit.clone().acquire_owned().await else {
+                return;
+            };
+            self.run_job(&slot, job).await;
+        }
+    }
+
+    /// Runs one job, isolated: a panic anywhere in it (outside tool dispatch, which wraps
+    /// its own) is caught here, so the event is still answered, the slot no longer says
+    /// "running" and the worker goes on with the next job instead of dying with the slot
+    /// wedged.
+    async fn run_job(&self, slot: &Arc<Slot>, job: Job) {
+        let copy = job.clone();
+        let command = match job.event.source.platform == API_PLATFORM {
+            true => None,
+            false => Command::parse(&job.event),
+        };
+        let run = async {
+            match command {
+                Some(command) => commands::run_command(self, slot, job, command).await,
+                None => self.run_turn(slot, job).await,
+            }
+        };
+        if let Err(panic) = AssertUnwindSafe(run).catch_unwind().await {
+            let leftover = self.turns.turn_panicked(slot, &copy, panic).await;
+            self.carry_over(slot, &copy, leftover).await;
+        }
+    }
+
+    /// Runs `job` as an agent turn and settles how it ended.
+    async fn run_turn(&self, slot: &Arc<Slot>, job: Job) {
+        match self.turns.run(slot, &job).await {
+            TurnEnd::Finished(leftover) => self.carry_over(slot, &job, leftover).await,
+            TurnEnd::LeaseLost { error, recorded } => cluster::lease_lost(
+                &self.metrics.router_queue_depth,
+                slot,
+                &job,
+                &error,
+                recorded,
+            ),
+        }
+    }
+
+    /// Steer texts a finished turn never read become the session's next turn (`steer.rs`).
+    async fn carry_over(&self, slot: &Arc<Slot>, job: &Job, leftover: Vec<String>) {
+        let depth = &self.metrics.router_queue_depth;
+        if steer::carry_over_steer(&self.store, &self.stopping, depth, slot, job, leftover).await {
+            self.start_worker(slot);
+        }
+    }
+}
+
+/// The router's workers, as the cluster link reaches them.
+impl SlotWork for Router {
+    fn place(&self, key: String, job: Job) {
+        Router::place(self, key, job);
+    }
+
+    fn start_worker(self: &Arc<Self>, slot: &Arc<Slot>) {
+        Router::start_worker(self, slot);
+    }
+
+    fn run_job(&self, slot: &Arc<Slot>, job: Job) -> impl Future<Output = ()> + Send {
+        Router::run_job(self, slot, job)
     }
 }

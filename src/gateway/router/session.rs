@@ -50,6 +50,23 @@ pub(super) fn origin_json(source: &SessionSource) -> Value {
 
 /// The routing index seen as conversations: which session a key talks in, when it is
 /// reset, where `/new` and `/resume` point it, and the agent a turn in it runs.
+/// The scope the routing entries of this home are kept under: the canonical path of its
+/// sessions directory (made if missing). Instances sharing PostgreSQL have homes of their
+/// own, perhaps at different paths; their entries are the cluster's, under one empty scope.
+pub(super) fn routing_scope(home: &crate::home::HermesHome, store: &Store) -> String {
+    let scope = home.path().join("sessions");
+    if let Err(e) = std::fs::create_dir_all(&scope) {
+        tracing::warn!(error = %e, "cannot create the sessions directory");
+    }
+    if store.is_shared() {
+        return String::new();
+    }
+    std::fs::canonicalize(&scope)
+        .unwrap_or(scope)
+        .display()
+        .to_string()
+}
+
 #[derive(Debug)]
 pub(super) struct Sessions {
     store: Store,

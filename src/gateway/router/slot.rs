@@ -105,7 +105,7 @@ pub struct ApiReply {
 }
 
 /// One unit of work for a slot's worker.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Job {
     pub event: MessageEvent,
     /// A turn a previous process started: its user message is already stored.
@@ -161,6 +161,12 @@ pub struct SlotState {
 }
 
 impl SlotState {
+    /// Marks the slot as drained by a worker; `true` when none was, and the caller must
+    /// start one.
+    pub fn claim_worker(&mut self) -> bool {
+        !std::mem::replace(&mut self.worker, true)
+    }
+
     /// Queues `job`, counting it in the router's queue-depth gauge.
     pub fn enqueue(&mut self, job: Job, depth: &std::sync::atomic::AtomicU64) {
         self.queue.push_back(job);

@@ -3,13 +3,13 @@
 //! become the session's next turn, journaled like any inbound event so a restart still runs
 //! them, instead of vanishing after the user was told they were steered.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hermes_adapter::MessageEvent;
 
-use super::Router;
+use super::handles::Stopping;
 use super::slot::{Job, QUEUE_CAP, Running, Slot};
-use crate::state::InboundRecord;
+use crate::state::{InboundRecord, Store};
 
 /// Puts `text` in the running turn's steer inbox; `false` when the inbox already holds
 /// `QUEUE_CAP` texts (the caller answers as it does for a full queue).
@@ -40,15 +40,18 @@ fn steer_event_id(parent: &str) -> String {
 
 /// Journals the leftover steer texts of `job`'s turn as a new event and puts it at the
 /// head of the slot's queue (unless shutting down: the journal then hands it to the next
-/// start, which runs every unfinished event).
+/// start, which runs every unfinished event). `true` when the slot has no worker and the
+/// caller must start one.
 pub(super) async fn carry_over_steer(
-    router: &Router,
-    slot: &Arc<Slot>,
+    store: &Store,
+    stopping: &Stopping,
+    depth: &AtomicU64,
+    slot: &Slot,
     job: &Job,
     texts: Vec<String>,
-) {
+) -> bool {
     if texts.is_empty() || job.api.is_some() {
-        return;
+        return false;
     }
     let mut event = MessageEvent::text(
         &steer_event_id(&job.event.event_id),
@@ -57,22 +60,21 @@ pub(super) async fn carry_over_steer(
     );
     event.timestamp = crate::state::now_epoch();
     let payload = serde_json::to_value(&event).unwrap_or_default();
-    let recorded = router
-        .store
+    let recorded = store
         .record_inbound(&event.source.platform, &event.event_id, &slot.key, payload)
         .await;
     match recorded {
         Ok(InboundRecord::Recorded) => {}
-        Ok(InboundRecord::Duplicate) => return,
+        Ok(InboundRecord::Duplicate) => return false,
         Err(e) => {
             tracing::error!(session_key = %slot.key, event_id = %event.event_id, error = %e,
                 "cannot journal leftover steer text; it is lost");
-            return;
+            return false;
         }
     }
     tracing::debug!(session_key = %slot.key, event_id = %event.event_id, "leftover steer text becomes the next turn");
-    if router.is_shutting_down() {
-        return;
+    if stopping.is_set() {
+        return false;
     }
     let mut state = slot.lock();
     state.queue.push_front(Job {
@@ -81,11 +83,8 @@ pub(super) async fn carry_over_steer(
         api: None,
         authority: job.authority,
     });
-    router
-        .metrics
-        .router_queue_depth
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    super::busy::ensure_worker(router, slot, &mut state);
+    depth.fetch_add(1, Ordering::Relaxed);
+    state.claim_worker()
 }
 
 #[cfg(test)]

@@ -9,72 +9,73 @@
 
 use std::sync::Arc;
 
-use crate::gateway::router::Router;
 use crate::gateway::router::cluster::seen_key;
+use crate::gateway::router::cluster::{ClusterLink, SlotWork};
 use crate::gateway::router::slot::{Slot, SlotState};
 use crate::state::InboundState;
 
 /// Starts taking up `slot`'s journaled events, or asks the running pull to look again.
-pub(in crate::gateway::router) fn pull_journaled(
-    router: &Router,
-    slot: &Arc<Slot>,
-    state: &mut SlotState,
-) {
-    if state.pulling {
-        state.pull_again = true;
-        return;
-    }
-    state.pulling = true;
-    let router = router.arc();
-    let slot = slot.clone();
-    tokio::spawn(async move { pull_loop(router, slot).await });
-}
-
-/// One pull at a time per slot, so events are taken up in the journal's order.
-pub(in crate::gateway::router) async fn pull_loop(router: Arc<Router>, slot: Arc<Slot>) {
-    loop {
-        take_up_received(&router, &slot).await;
-        let mut state = slot.lock();
-        if !state.pull_again || !state.held {
-            state.pulling = false;
-            state.pull_again = false;
+impl ClusterLink {
+    pub(in crate::gateway::router) fn pull_journaled<W: SlotWork>(
+        self: &Arc<Self>,
+        work: &Arc<W>,
+        slot: &Arc<Slot>,
+        state: &mut SlotState,
+    ) {
+        if state.pulling {
+            state.pull_again = true;
             return;
         }
-        state.pull_again = false;
+        state.pulling = true;
+        let (link, work, slot) = (self.clone(), work.clone(), slot.clone());
+        tokio::spawn(async move { link.pull_loop(&*work, slot).await });
     }
-}
 
-/// Dispatches the session's received events nobody here has taken up yet, oldest first,
-/// while the lease is still held.
-pub(in crate::gateway::router) async fn take_up_received(router: &Router, slot: &Arc<Slot>) {
-    let unfinished = match router.store.unfinished_inbound().await {
-        Ok(events) => events,
-        Err(e) => {
-            tracing::warn!(session_key = %slot.key, error = %e, "cannot read the session's new events; the turn boundary picks them up");
-            return;
-        }
-    };
-    let received = unfinished
-        .iter()
-        .filter(|e| e.session_key == slot.key && e.state == InboundState::Received);
-    for journaled in received {
-        let name = seen_key(&journaled.platform, &journaled.event_id);
-        if !untaken(&slot.lock(), &name) {
-            continue;
-        }
-        let Some(job) = crate::gateway::router::cluster::journaled_job(router, journaled).await
-        else {
-            continue;
-        };
-        {
-            // Checked again: the worker's own look at the journal may have taken it.
+    /// One pull at a time per slot, so events are taken up in the journal's order.
+    async fn pull_loop<W: SlotWork>(&self, work: &W, slot: Arc<Slot>) {
+        loop {
+            self.take_up_received(work, &slot).await;
             let mut state = slot.lock();
-            if !state.held || !untaken(&state, &name) {
+            if !state.pull_again || !state.held {
+                state.pulling = false;
+                state.pull_again = false;
+                return;
+            }
+            state.pull_again = false;
+        }
+    }
+
+    /// Dispatches the session's received events nobody here has taken up yet, oldest first,
+    /// while the lease is still held.
+    async fn take_up_received<W: SlotWork>(&self, work: &W, slot: &Arc<Slot>) {
+        let unfinished = match self.store.unfinished_inbound().await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::warn!(session_key = %slot.key, error = %e, "cannot read the session's new events; the turn boundary picks them up");
+                return;
+            }
+        };
+        let received = unfinished
+            .iter()
+            .filter(|e| e.session_key == slot.key && e.state == InboundState::Received);
+        for journaled in received {
+            let name = seen_key(&journaled.platform, &journaled.event_id);
+            if !untaken(&slot.lock(), &name) {
                 continue;
             }
-            state.seen.insert(name);
+            let Some(job) = self.journaled_job(journaled).await else {
+                continue;
+            };
+            {
+                // Checked again: the worker's own look at the journal may have taken it.
+                let mut state = slot.lock();
+                if !state.held || !untaken(&state, &name) {
+                    continue;
+                }
+                state.seen.insert(name);
+            }
+            work.place(slot.key.clone(), job);
         }
-        crate::gateway::router::busy::dispatch(router, slot.key.clone(), job);
     }
 }
 

@@ -3,9 +3,14 @@
 //! journaled but never answered run again — a started turn continues from its stored
 //! history instead of repeating the user's message.
 
-use crate::gateway::router::Router;
+use std::sync::Arc;
+
+use crate::gateway::router::cluster::journaled_job;
+use crate::gateway::router::gatekeeper::Gatekeeper;
+use crate::gateway::router::responder::Responder;
 use crate::gateway::router::responder::outbox::Outgoing;
-use crate::state::now_epoch;
+use crate::gateway::router::slot::Job;
+use crate::state::{Store, now_epoch};
 
 /// What recovery found.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -15,20 +20,25 @@ pub struct Recovered {
     pub turns_restarted: usize,
 }
 
-/// Queues the unfinished turns; call before adapters deliver new events so each
+/// The unfinished turns, oldest first, as jobs for their session keys, with the count of
+/// each kind; the router queues them before adapters deliver new events, so each
 /// session's recovered work runs first.
-pub(in crate::gateway::router) async fn recover_turns(router: &Router) -> Recovered {
+pub(in crate::gateway::router) async fn unfinished_turns(
+    store: &Store,
+    responder: &Responder,
+    gate: &Arc<Gatekeeper>,
+) -> (Recovered, Vec<(String, Job)>) {
     let mut report = Recovered::default();
-    let unfinished = match router.store.unfinished_inbound().await {
+    let unfinished = match store.unfinished_inbound().await {
         Ok(events) => events,
         Err(e) => {
             tracing::error!(error = %e, "cannot read unfinished turns");
-            return report;
+            return (report, Vec::new());
         }
     };
+    let mut jobs = Vec::new();
     for journaled in unfinished {
-        let Some(job) = crate::gateway::router::cluster::journaled_job(router, &journaled).await
-        else {
+        let Some(job) = journaled_job(store, responder, gate, &journaled).await else {
             continue;
         };
         if job.resumed {
@@ -36,25 +46,21 @@ pub(in crate::gateway::router) async fn recover_turns(router: &Router) -> Recove
         } else {
             report.turns_restarted += 1;
         }
-        match &router.cluster {
-            // The instance that takes the session's lease runs its unfinished events
-            // (perhaps another one; those still held run where they are).
-            Some(_) => crate::gateway::router::cluster::kick(router, &journaled.session_key),
-            None => {
-                crate::gateway::router::busy::dispatch(router, journaled.session_key.clone(), job)
-            }
-        }
+        jobs.push((journaled.session_key, job));
     }
-    report
+    (report, jobs)
 }
 
 /// Queues every reply still owed on its chat's lane (after adapters can send).
-pub(in crate::gateway::router) async fn resend_replies(router: &Router) -> usize {
+pub(in crate::gateway::router) async fn resend_replies(
+    store: &Store,
+    responder: &Arc<Responder>,
+) -> usize {
     let now = now_epoch();
-    if let Err(e) = router.store.abandon_stale(now).await {
+    if let Err(e) = store.abandon_stale(now).await {
         tracing::warn!(error = %e, "cannot abandon stale replies");
     }
-    let owed = match router.store.undelivered(now).await {
+    let owed = match store.undelivered(now).await {
         Ok(owed) => owed,
         Err(e) => {
             tracing::error!(error = %e, "cannot read undelivered replies");
@@ -63,7 +69,7 @@ pub(in crate::gateway::router) async fn resend_replies(router: &Router) -> usize
     };
     let mut sent = 0;
     for obligation in owed {
-        if router.responder.link(&obligation.platform).is_none() {
+        if responder.link(&obligation.platform).is_none() {
             continue;
         }
         // Each chat's lane sends them oldest first; chats do not wait for each other.
@@ -72,9 +78,7 @@ pub(in crate::gateway::router) async fn resend_replies(router: &Router) -> usize
             reply_to: None,
             event_id: None,
         };
-        router
-            .responder
-            .send_later(&obligation.platform, &obligation.chat_id, vec![reply]);
+        responder.send_later(&obligation.platform, &obligation.chat_id, vec![reply]);
         sent += 1;
     }
     sent

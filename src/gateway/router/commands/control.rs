@@ -74,8 +74,11 @@ pub(super) fn queue_command(
         &router.metrics.router_queue_depth,
     );
     let depth = state.queue.len();
-    crate::gateway::router::busy::ensure_worker(router, slot, &mut state);
+    let start = state.claim_worker();
     drop(state);
+    if start {
+        router.start_worker(slot);
+    }
     if busy {
         let ack = if depth <= 1 {
             "Queued for the next turn.".to_owned()

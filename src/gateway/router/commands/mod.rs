@@ -225,7 +225,7 @@ async fn run_as_turn(router: &Router, slot: &Arc<Slot>, job: Job, text: String) 
         api: job.api,
         authority: job.authority,
     };
-    super::turn::run_turn(router, slot, job).await;
+    router.run_turn(slot, job).await;
 }
 
 /// Why a guest may not run `command` here, if they may not (`authority.rs`); the

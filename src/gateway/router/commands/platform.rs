@@ -47,7 +47,7 @@ pub(super) fn platform_command(router: &Router, args: &str) -> String {
     let mut words = args.split_whitespace();
     let action = words.next().unwrap_or("list");
     let target = words.next().map(str::to_lowercase);
-    let mut paused = router.paused.lock().unwrap_or_else(|e| e.into_inner());
+    let mut paused = router.paused.lock();
     match (action, target) {
         ("list", _) => {
             let mut names: Vec<&String> = router.responder.platforms.keys().collect();

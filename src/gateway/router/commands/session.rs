@@ -230,8 +230,12 @@ pub(super) async fn title_command(
                 .flatten()
                 .and_then(|s| s.title)
                 .unwrap_or_else(|| name.to_owned());
-            crate::gateway::router::turn::title::rename_session_thread(router, source, &title)
-                .await;
+            crate::gateway::router::turn::title::rename_session_thread(
+                &router.responder,
+                source,
+                &title,
+            )
+            .await;
             format!("✏️ Session title set: **{title}**")
         }
         Err(e) => crate::gateway::router::turn::failure::store_error_text(&e, "setting a title"),

@@ -49,7 +49,7 @@ pub(in crate::gateway::router) async fn handle_dead_letter(
             let asker = source.clone();
             let checker = router.clone();
             let authorized = tokio::task::spawn_blocking(move || {
-                is_authorized(&asker, &checker.live().auth, &checker.pairing)
+                is_authorized(&asker, &checker.live().auth, &checker.gate.pairing)
             })
             .await
             .unwrap_or(false);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use crate::gateway::router::Router;
+use crate::gateway::router::responder::Responder;
 use crate::gateway::router::slot::Slot;
 
 /// How long a cancelled turn may take to wind down before the probe calls it stuck.
@@ -37,14 +37,15 @@ impl Drop for BudgetGuard {
 
 /// Watches the running turn of `slot` against the configured budget.
 pub(in crate::gateway::router) fn watch_turn_budget(
-    router: &Router,
+    settings: &crate::config::AgentConfig,
+    responder: &Arc<Responder>,
     slot: &Arc<Slot>,
 ) -> BudgetGuard {
-    let budget = router.live().config.agent.gateway_timeout_secs;
+    let budget = settings.gateway_timeout_secs;
     if budget == 0 {
         return BudgetGuard(None);
     }
-    let warning = match router.live().config.agent.gateway_timeout_warning_secs {
+    let warning = match settings.gateway_timeout_warning_secs {
         0 => None,
         secs if secs >= budget => None,
         secs => Some(Duration::from_secs(secs)),
@@ -52,7 +53,7 @@ pub(in crate::gateway::router) fn watch_turn_budget(
     let budget = Duration::from_secs(budget);
     let check_every = (budget / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
     let slot = slot.clone();
-    let router = router.arc();
+    let responder = responder.clone();
     BudgetGuard(Some(tokio::spawn(async move {
         let mut warned = false;
         loop {
@@ -70,10 +71,7 @@ pub(in crate::gateway::router) fn watch_turn_budget(
             if let Some(source) = warn_to {
                 // Once per turn, said outside the slot's lock.
                 warned = true;
-                router
-                    .responder
-                    .send_direct(&source, TURN_IDLE_WARNING)
-                    .await;
+                responder.send_direct(&source, TURN_IDLE_WARNING).await;
             }
             let mut state = slot.lock();
             let waiting_on_user = state.approval.is_some() || state.clarify.is_some();

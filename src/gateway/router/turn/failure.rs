@@ -7,52 +7,51 @@ use std::sync::Arc;
 
 use crate::gateway::incident::Incident;
 use crate::gateway::metrics::GatewayMetrics;
-use crate::gateway::router::Router;
+use crate::gateway::router::responder::Responder;
 use crate::gateway::router::slot::{Job, Slot};
+use crate::gateway::router::turn::TurnRunner;
 use crate::state::StoreError;
 
 /// Cleans up after `job` panicked (see `run_job`): the slot stops saying "running", the
 /// cached agent is dropped (the next turn reloads the conversation from state.db), the
-/// event is answered and counted, and steer texts the turn never read still run.
-pub(in crate::gateway::router) async fn turn_panicked(
-    router: &Router,
-    slot: &Arc<Slot>,
-    job: &Job,
-    panic: Box<dyn Any + Send>,
-) {
-    // Read before any await: the payload is not `Sync`.
-    let message = panic_message(panic.as_ref());
-    drop(panic);
-    GatewayMetrics::incr(&router.metrics.turn_panics);
-    let running = {
-        let mut state = slot.lock();
-        state.agent = None;
-        state.running.take()
-    };
-    let incident = Incident::new();
-    tracing::error!(
-        incident = incident.id(),
-        session_key = %slot.key,
-        platform = %job.event.source.platform,
-        event_id = %job.event.event_id,
-        panic = %message,
-        "a turn panicked; its session goes on"
-    );
-    answer_incident(router, job, &incident).await;
-    if let Some(running) = running.filter(|running| !running.stopped) {
-        crate::gateway::router::steer::carry_over_steer(
-            router,
-            slot,
-            job,
-            crate::gateway::router::steer::leftover(&running),
-        )
-        .await;
+/// event is answered and counted, and the steer texts the turn never read are returned to
+/// run next.
+impl TurnRunner {
+    pub(in crate::gateway::router) async fn turn_panicked(
+        &self,
+        slot: &Arc<Slot>,
+        job: &Job,
+        panic: Box<dyn Any + Send>,
+    ) -> Vec<String> {
+        // Read before any await: the payload is not `Sync`.
+        let message = panic_message(panic.as_ref());
+        drop(panic);
+        GatewayMetrics::incr(&self.metrics.turn_panics);
+        let running = {
+            let mut state = slot.lock();
+            state.agent = None;
+            state.running.take()
+        };
+        let incident = Incident::new();
+        tracing::error!(
+            incident = incident.id(),
+            session_key = %slot.key,
+            platform = %job.event.source.platform,
+            event_id = %job.event.event_id,
+            panic = %message,
+            "a turn panicked; its session goes on"
+        );
+        answer_incident(&self.responder, job, &incident).await;
+        match running.filter(|running| !running.stopped) {
+            Some(running) => crate::gateway::router::steer::leftover(&running),
+            None => Vec::new(),
+        }
     }
 }
 
 /// Answers `job` with `incident`'s sentence (an API request gets it as its error).
 pub(in crate::gateway::router) async fn answer_incident(
-    router: &Router,
+    responder: &Arc<Responder>,
     job: &Job,
     incident: &Incident,
 ) {
@@ -61,7 +60,7 @@ pub(in crate::gateway::router) async fn answer_incident(
             api,
             crate::gateway::router::slot::ApiTurnError::Incident(incident.user_text()),
         ),
-        None => router.responder.respond(job, &incident.user_text()).await,
+        None => responder.respond(job, &incident.user_text()).await,
     }
 }
 

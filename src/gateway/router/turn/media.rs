@@ -3,11 +3,14 @@
 //! explained in one line each, and an event left with nothing for the model is answered
 //! with those lines instead of a turn.
 
+use std::sync::Arc;
+
 use hermes_adapter::MessageEvent;
 
 use crate::agent::message::ImagePart;
 use crate::gateway::inbound_media;
-use crate::gateway::router::Router;
+use crate::gateway::router::live::Live;
+use crate::gateway::router::responder::Responder;
 use crate::gateway::router::slot::Job;
 use crate::gateway::router::turn::turn_text;
 
@@ -19,7 +22,8 @@ pub(in crate::gateway::router) struct TurnStart {
 
 /// The turn for `job`, or `None` when the event was answered here (nothing usable).
 pub(in crate::gateway::router) async fn turn_start(
-    router: &Router,
+    responder: &Arc<Responder>,
+    live: &Live,
     job: &Job,
     model: &str,
 ) -> Option<TurnStart> {
@@ -31,21 +35,17 @@ pub(in crate::gateway::router) async fn turn_start(
             images: Vec::new(),
         });
     }
-    let live = router.live();
     let input =
         inbound_media::prepare(event, &turn_text(event), &live.config, &live.env, model).await;
     for echo in &input.echoes {
-        router.responder.send_direct(&event.source, echo).await;
+        responder.send_direct(&event.source, echo).await;
     }
     if !input.usable {
-        router
-            .responder
-            .respond(job, &input.notices.join("\n"))
-            .await;
+        responder.respond(job, &input.notices.join("\n")).await;
         return None;
     }
     for notice in &input.notices {
-        router.responder.send_direct(&event.source, notice).await;
+        responder.send_direct(&event.source, notice).await;
     }
     Some(TurnStart {
         text: input.text,

@@ -7,7 +7,7 @@
 
 use hermes_adapter::MessageEvent;
 
-use crate::gateway::router::Router;
+use crate::gateway::router::responder::Responder;
 use crate::gateway::router::slot::Job;
 use crate::gateway::router::turn::TYPING_INTERVAL;
 use crate::gateway::typing::TypingLoop;
@@ -17,11 +17,14 @@ use crate::gateway::typing::TypingLoop;
 /// platform's rate limits holds no permit other chats need. Typing shows during the
 /// download; the adapter's own transfer timeouts bound it. A resumed turn has its user
 /// message stored already, and an API request carries no attachments.
-pub(in crate::gateway::router) async fn with_media_fetched(router: &Router, mut job: Job) -> Job {
+pub(in crate::gateway::router) async fn with_media_fetched(
+    responder: &Responder,
+    mut job: Job,
+) -> Job {
     if job.resumed || job.api.is_some() || job.event.pending_media.is_empty() {
         return job;
     }
-    if let Some(link) = router.responder.link(&job.event.source.platform) {
+    if let Some(link) = responder.link(&job.event.source.platform) {
         let event = &job.event;
         let _typing = link.typing.then(|| {
             TypingLoop::start(

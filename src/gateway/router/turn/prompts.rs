@@ -11,33 +11,44 @@ use hermes_adapter::{Button, SessionSource};
 use tokio::sync::oneshot;
 
 use crate::agent::UserPrompts;
-use crate::gateway::router::Router;
 use crate::gateway::router::authority::Pending;
+use crate::gateway::router::responder::Responder;
 use crate::gateway::router::slot::Slot;
+use crate::gateway::router::slot_table::SlotTable;
+use crate::gateway::routing::RoutingIndex;
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
-use crate::tools::clarify::ClarifyRequest;
+use crate::tools::clarify::{ClarifyError, ClarifyRequest};
 
 /// Longest command shown in an approval prompt (Hermes caps the preview at 3800).
 const COMMAND_PREVIEW_CHARS: usize = 3800;
 
-pub(in crate::gateway::router) fn user_prompts(router: Weak<Router>) -> UserPrompts {
-    let for_approval = router.clone();
+/// Where a turn's questions go: the slot running the asking session, and its chat.
+pub(in crate::gateway::router) struct PromptDesk {
+    pub slots: Arc<SlotTable>,
+    pub routing: Arc<RoutingIndex>,
+    pub responder: Arc<Responder>,
+}
+
+/// The agent's prompt callbacks, asking through `desk` while it lives (the router holds
+/// it; the agent holds only these callbacks).
+pub(in crate::gateway::router) fn user_prompts(desk: Weak<PromptDesk>) -> UserPrompts {
+    let for_approval = desk.clone();
     let approval: crate::tools::approval::ApprovalPrompt = Arc::new(move |request| {
-        let router = for_approval.clone();
+        let desk = for_approval.clone();
         async move {
-            match router.upgrade() {
-                Some(router) => ask_approval(&router, request).await,
+            match desk.upgrade() {
+                Some(desk) => desk.ask_approval(request).await,
                 None => ApprovalDecision::Deny,
             }
         }
         .boxed()
     });
     let clarify: crate::tools::clarify::ClarifyCallback = Arc::new(move |request| {
-        let router = router.clone();
+        let desk = desk.clone();
         async move {
-            match router.upgrade() {
-                Some(router) => ask_clarify(&router, request).await,
-                None => Err("the gateway is shutting down".to_owned()),
+            match desk.upgrade() {
+                Some(desk) => desk.ask_clarify(request).await,
+                None => Err(ClarifyError::ShuttingDown),
             }
         }
         .boxed()
@@ -85,65 +96,57 @@ fn approval_buttons(allow_permanent: bool) -> Vec<Button> {
     buttons
 }
 
-/// The slot running `session_id` and where its prompts go.
-pub(in crate::gateway::router) fn slot_running(
-    router: &Router,
-    session_id: &str,
-) -> Option<(Arc<Slot>, SessionSource)> {
-    router.slots.find_map(|slot| {
-        let state = slot.lock();
-        let running = state.running.as_ref()?;
-        let agent_session = router.routing.get(&slot.key).map(|e| e.session_id);
-        let matches =
-            agent_session.as_deref() == Some(session_id) || running.source.chat_id == session_id;
-        matches.then(|| (slot.clone(), running.source.clone()))
-    })
-}
-
-pub(in crate::gateway::router) async fn ask_approval(
-    router: &Router,
-    request: ApprovalRequest,
-) -> ApprovalDecision {
-    let Some((slot, source)) = slot_running(router, &request.session_id) else {
-        tracing::warn!(session_id = %request.session_id, "approval requested outside a chat turn; denied");
-        return ApprovalDecision::Deny;
-    };
-    let (tx, rx) = oneshot::channel();
-    slot.lock().approval = Some(Pending::new(tx, source.user_id.clone()));
-    let text = approval_text(&request);
-    router
-        .responder
-        .send_prompt(&source, &text, approval_buttons(request.allow_permanent))
-        .await;
-    rx.await.unwrap_or(ApprovalDecision::Deny)
-}
-
-pub(in crate::gateway::router) async fn ask_clarify(
-    router: &Router,
-    request: ClarifyRequest,
-) -> Result<String, String> {
-    let Some((slot, source)) = slot_running(router, &request.session_id) else {
-        return Err("no chat is waiting for this question".to_owned());
-    };
-    let (tx, rx) = oneshot::channel();
-    slot.lock().clarify = Some(Pending::new(tx, source.user_id.clone()));
-    let choices = request.choices.clone().unwrap_or_default();
-    let mut text = format!("❓ {}", request.question);
-    for (i, choice) in choices.iter().enumerate() {
-        text.push_str(&format!("\n{}. {choice}", i + 1));
-    }
-    let buttons = choices
-        .iter()
-        .filter(|c| c.len() <= 64 && !c.starts_with('/'))
-        .map(|c| Button {
-            label: c.clone(),
-            data: c.clone(),
+impl PromptDesk {
+    /// The slot running `session_id` and where its prompts go.
+    fn slot_running(&self, session_id: &str) -> Option<(Arc<Slot>, SessionSource)> {
+        self.slots.find_map(|slot| {
+            let state = slot.lock();
+            let running = state.running.as_ref()?;
+            let agent_session = self.routing.get(&slot.key).map(|e| e.session_id);
+            let matches = agent_session.as_deref() == Some(session_id)
+                || running.source.chat_id == session_id;
+            matches.then(|| (slot.clone(), running.source.clone()))
         })
-        .collect();
-    router.responder.send_prompt(&source, &text, buttons).await;
-    rx.await
-        .map_err(|_| "the question was cancelled".to_owned())
-        .map(|answer| resolve_choice(&answer, &choices))
+    }
+
+    async fn ask_approval(&self, request: ApprovalRequest) -> ApprovalDecision {
+        let Some((slot, source)) = self.slot_running(&request.session_id) else {
+            tracing::warn!(session_id = %request.session_id, "approval requested outside a chat turn; denied");
+            return ApprovalDecision::Deny;
+        };
+        let (tx, rx) = oneshot::channel();
+        slot.lock().approval = Some(Pending::new(tx, source.user_id.clone()));
+        let text = approval_text(&request);
+        self.responder
+            .send_prompt(&source, &text, approval_buttons(request.allow_permanent))
+            .await;
+        rx.await.unwrap_or(ApprovalDecision::Deny)
+    }
+
+    async fn ask_clarify(&self, request: ClarifyRequest) -> Result<String, ClarifyError> {
+        let Some((slot, source)) = self.slot_running(&request.session_id) else {
+            return Err(ClarifyError::NoChat);
+        };
+        let (tx, rx) = oneshot::channel();
+        slot.lock().clarify = Some(Pending::new(tx, source.user_id.clone()));
+        let choices = request.choices.clone().unwrap_or_default();
+        let mut text = format!("❓ {}", request.question);
+        for (i, choice) in choices.iter().enumerate() {
+            text.push_str(&format!("\n{}. {choice}", i + 1));
+        }
+        let buttons = choices
+            .iter()
+            .filter(|c| c.len() <= 64 && !c.starts_with('/'))
+            .map(|c| Button {
+                label: c.clone(),
+                data: c.clone(),
+            })
+            .collect();
+        self.responder.send_prompt(&source, &text, buttons).await;
+        rx.await
+            .map_err(|_| ClarifyError::Cancelled)
+            .map(|answer| resolve_choice(&answer, &choices))
+    }
 }
 
 /// A reply of `2` picks the second choice; anything else is the answer as typed.

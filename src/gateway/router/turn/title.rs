@@ -5,12 +5,14 @@
 //! lives in — the adapter renames only threads it opened itself. Nothing here can delay or
 //! change a reply; failures are logged, never shown to the user.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use hermes_adapter::{ChatType, SessionSource};
 
 use crate::agent::title;
-use crate::gateway::router::Router;
+use crate::gateway::router::live::Live;
+use crate::gateway::router::responder::Responder;
 use crate::state::StoreError;
 
 /// The first failed title generation is a warning; later ones are debug lines, so a
@@ -20,21 +22,21 @@ static FAILURE_WARNED: AtomicBool = AtomicBool::new(false);
 /// Starts titling `session_id` in the background when this was an early exchange of a
 /// chat session and `auxiliary.title_generation.enabled` is on.
 pub(in crate::gateway::router) fn spawn_auto_title(
-    router: &Router,
+    live: &Live,
+    responder: &Arc<Responder>,
     source: &SessionSource,
     session_id: &str,
     user_message: &str,
     reply: &str,
     early_exchange: bool,
 ) {
-    let live = router.live();
     if !live.config.auxiliary.title_generation.enabled || !early_exchange {
         return;
     }
     let Ok(deps) = &live.agent else {
         return;
     };
-    let (deps, router) = (deps.clone(), router.arc());
+    let (deps, responder) = (deps.clone(), responder.clone());
     let (source, session_id) = (source.clone(), session_id.to_owned());
     let (user_message, reply) = (user_message.to_owned(), reply.to_owned());
     tokio::spawn(async move {
@@ -58,7 +60,7 @@ pub(in crate::gateway::router) fn spawn_auto_title(
             return;
         };
         tracing::info!(session_id = %session_id, title = %stored, "session titled");
-        rename_session_thread(&router, &source, &stored).await;
+        rename_session_thread(&responder, &source, &stored).await;
     });
 }
 
@@ -66,15 +68,14 @@ pub(in crate::gateway::router) fn spawn_auto_title(
 /// whether the thread is one it opened: a Discord auto-thread, a Slack assistant thread
 /// in a DM).
 pub(in crate::gateway::router) async fn rename_session_thread(
-    router: &Router,
+    responder: &Responder,
     source: &SessionSource,
     title: &str,
 ) {
     if source.chat_type != ChatType::Thread && source.chat_type != ChatType::Dm {
         return;
     }
-    let (Some(thread_id), Some(link)) =
-        (&source.thread_id, router.responder.link(&source.platform))
+    let (Some(thread_id), Some(link)) = (&source.thread_id, responder.link(&source.platform))
     else {
         return;
     };

@@ -6,18 +6,24 @@
 
 use std::time::Duration;
 
-use crate::gateway::router::Router;
-use crate::gateway::router::turn::budget::stuck;
+use super::slot_table::SlotTable;
+use super::turn::budget::stuck;
+use crate::config::AgentConfig;
+use crate::state::Store;
 
 /// Every reason the daemon cannot answer right now; empty when it can.
-pub(in crate::gateway::router) fn liveness_problems(router: &Router) -> Vec<String> {
+pub(super) fn liveness_problems(
+    store: &Store,
+    settings: &AgentConfig,
+    slots: &SlotTable,
+) -> Vec<String> {
     let mut problems = Vec::new();
-    if !router.store.writer_alive() {
+    if !store.writer_alive() {
         problems.push("the state.db writer thread is not running".to_owned());
     }
-    let budget = router.live().config.agent.gateway_timeout_secs;
+    let budget = settings.gateway_timeout_secs;
     if budget > 0 {
-        let stuck = turns_running_longer_than(router, Duration::from_secs(budget));
+        let stuck = turns_running_longer_than(slots, Duration::from_secs(budget));
         if !stuck.is_empty() {
             problems.push(format!(
                 "{} session(s) idle past the {budget} s turn budget (agent.gateway_timeout) and not winding down: {}",
@@ -32,11 +38,8 @@ pub(in crate::gateway::router) fn liveness_problems(router: &Router) -> Vec<Stri
 /// Session keys whose turn has been idle longer than `budget` plus the cancellation's
 /// grace while not waiting for an approval or a clarify answer (waiting on a person is
 /// not being stuck).
-pub(in crate::gateway::router) fn turns_running_longer_than(
-    router: &Router,
-    budget: Duration,
-) -> Vec<String> {
-    router.slots.keys_where(|slot| {
+fn turns_running_longer_than(slots: &SlotTable, budget: Duration) -> Vec<String> {
+    slots.keys_where(|slot| {
         let state = slot.lock();
         state.approval.is_none()
             && state.clarify.is_none()

@@ -145,6 +145,14 @@ async fn duplicate_inbound_events_are_refused_even_after_reopen(t: &TestStore) {
         store.unfinished_inbound().await.unwrap()[0].state,
         InboundState::Processing
     );
+    // The per-session question a cluster asks before taking a lease.
+    assert!(store.has_unfinished_inbound("k").await.unwrap());
+    assert!(!store.has_unfinished_inbound("other-key").await.unwrap());
+    store
+        .mark_inbound("telegram", "u-1", InboundState::Answered)
+        .await
+        .unwrap();
+    assert!(!store.has_unfinished_inbound("k").await.unwrap());
     store.close().await;
 }
 

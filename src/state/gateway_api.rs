@@ -79,6 +79,17 @@ impl Store {
         self.read(|c, _| gateway_read::unfinished_inbound(c)).await
     }
 
+    /// Whether `session_key` has an event received or in progress: work for whoever
+    /// holds the session. Reads the partial index of unfinished events, not the journal.
+    pub async fn has_unfinished_inbound(&self, session_key: &str) -> StoreResult<bool> {
+        if let Some(pg) = self.postgres() {
+            return pg.has_unfinished_inbound(session_key).await;
+        }
+        let key = session_key.to_owned();
+        self.read(move |c, _| gateway_read::has_unfinished_inbound(c, &key))
+            .await
+    }
+
     pub async fn get_inbound(
         &self,
         platform: &str,

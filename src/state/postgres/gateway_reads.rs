@@ -99,6 +99,18 @@ impl PgStore {
         rows.iter().map(inbound).collect()
     }
 
+    pub(crate) async fn has_unfinished_inbound(&self, session_key: &str) -> StoreResult<bool> {
+        let row = sqlx::query(
+            "SELECT EXISTS (SELECT 1 FROM hermesd_inbound_events \
+             WHERE state IN ('received', 'processing') AND session_key = $1) AS found",
+        )
+        .bind(session_key)
+        .fetch_one(self.pool())
+        .await
+        .db()?;
+        Ok(row.get("found"))
+    }
+
     pub(crate) async fn get_inbound(
         &self,
         platform: &str,

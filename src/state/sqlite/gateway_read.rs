@@ -77,6 +77,18 @@ pub fn unfinished_inbound(conn: &Connection) -> StoreResult<Vec<InboundEvent>> {
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Whether `session_key` has an event received or in progress.
+pub fn has_unfinished_inbound(conn: &Connection, session_key: &str) -> StoreResult<bool> {
+    Ok(conn.query_row(
+        &format!(
+            "SELECT EXISTS (SELECT 1 FROM hermesd_inbound_events
+             WHERE state IN {UNFINISHED_STATES} AND session_key = ?1)"
+        ),
+        [session_key],
+        |r| r.get(0),
+    )?)
+}
+
 /// Ledger rows still owed: `pending` or `attempting`.
 pub fn owed_replies(conn: &Connection) -> StoreResult<u64> {
     let count: i64 = conn.query_row(

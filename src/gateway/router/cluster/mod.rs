@@ -168,7 +168,23 @@ impl ClusterLink {
         loop {
             // An HTTP request is answered by the instance its client is connected to, so
             // it waits for the lease; a chat event may be run by whoever holds it.
-            let api_waiting = slot.lock().queue.iter().any(|job| job.api.is_some());
+            let (api_waiting, queued) = {
+                let state = slot.lock();
+                let api = state.queue.iter().any(|job| job.api.is_some());
+                (api, !state.queue.is_empty())
+            };
+            // A lease is taken only for work: a notification (a release elsewhere, an
+            // announcement this instance made itself) names a session that may have none
+            // left, and an idle cluster must stay quiet — no lease, no token drawn, no
+            // notification.
+            if !queued && !self.has_work(&slot.key).await {
+                let mut state = slot.lock();
+                if state.queue.is_empty() {
+                    state.worker = false;
+                    return;
+                }
+                continue;
+            }
             let held = if api_waiting {
                 cluster
                     .hold_waiting(&slot.key, || self.stopping.is_set())
@@ -228,6 +244,18 @@ impl ClusterLink {
                 return;
             }
         }
+    }
+
+    /// Whether `key`'s session has journaled events still to answer. When the journal
+    /// cannot be read, the lease is tried as before (its holder reads the journal again).
+    async fn has_work(&self, key: &str) -> bool {
+        self.store
+            .has_unfinished_inbound(key)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(session_key = %key, error = %e, "cannot check the session for work; trying its lease");
+                true
+            })
     }
 
     /// Runs the slot's jobs and the session's unfinished journaled events under `held`, in

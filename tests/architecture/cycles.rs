@@ -70,11 +70,6 @@ const ALLOWED_CYCLES: &[(&str, &[&str], &str)] = &[
         "found by this check; not broken yet",
     ),
     (
-        "src/agent",
-        &["event_channel", "events", "tool_round", "worker"],
-        "found by this check; not broken yet",
-    ),
-    (
         "src/agent/provider",
         &[
             "anthropic_messages",
@@ -102,16 +97,6 @@ const ALLOWED_CYCLES: &[(&str, &[&str], &str)] = &[
         "found by this check; not broken yet",
     ),
     (
-        "src/gateway/api_server",
-        &["chat", "sse"],
-        "found by this check; not broken yet",
-    ),
-    (
-        "src/gateway/cron",
-        &["prepare", "run"],
-        "found by this check; not broken yet",
-    ),
-    (
         "src/state",
         &[
             "commands",
@@ -135,28 +120,8 @@ const ALLOWED_CYCLES: &[(&str, &[&str], &str)] = &[
         "found by this check; not broken yet",
     ),
     (
-        "src/tools",
-        &["clarify", "context", "overlay", "registry"],
-        "found by this check; not broken yet",
-    ),
-    (
         "src/tools/approval",
         &["interpreters", "judge", "paths"],
-        "found by this check; not broken yet",
-    ),
-    (
-        "src/tools/files",
-        &["v4a", "write"],
-        "found by this check; not broken yet",
-    ),
-    (
-        "src/tools/memory",
-        &["disk", "store"],
-        "found by this check; not broken yet",
-    ),
-    (
-        "src/tools/skills",
-        &["edit_error", "manage"],
         "found by this check; not broken yet",
     ),
 ];

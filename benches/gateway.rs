@@ -4,7 +4,8 @@
 //! and with 10,000 sessions in the routing index; time from spawn to `/ready`; and, under
 //! saturation (many more clients than `max_concurrent_runs`, a model answering slowly),
 //! how many requests were shed with 429 and whether RSS stays flat. Prints one JSON report
-//! (also written to `target/bench-gateway.json`). `-- --quick` is the CI size.
+//! (also written to `target/bench-gateway.json`). `-- --quick` is the CI size;
+//! `-- --saturation-only` and `-- --routes-only` run one part.
 
 #[path = "../tests/support/fake_model.rs"]
 mod fake_model;
@@ -176,12 +177,16 @@ async fn saturation(model: &FakeModel, cap: u32, clients: usize, seconds: u64) -
            "rss_samples": samples.len()})
 }
 
-/// `-- --saturation-only`: just the saturation figures.
-fn saturation_only(quick: bool) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// `-- --saturation-only`: just the saturation figures.
+fn saturation_only(quick: bool) {
+    let runtime = runtime();
     let report = runtime.block_on(async {
         let model = FakeModel::start_in_background();
         let (clients, seconds) = if quick { (100, 5) } else { (400, 20) };
@@ -216,15 +221,39 @@ async fn seed_routes(home: &std::path::Path, count: usize) {
     store.close().await;
 }
 
+/// `-- --routes-only`: just RSS and start-up time with 10,000 routes in the index.
+fn routes_only() {
+    let runtime = runtime();
+    let report = runtime.block_on(async {
+        let model = FakeModel::start_in_background();
+        let (rss, ready) = routes_10k(&model).await;
+        json!({"bench": "gateway", "rss_10k_routes_kib": rss,
+               "ready_10k_routes_ms": ready.as_millis(), "targets": {"rss_10k_mb": 60}})
+    });
+    println!("{report}");
+}
+
+/// The daemon started on a home holding 10,000 routing entries: its RSS once ready and
+/// settled, and the time to `/ready`.
+async fn routes_10k(model: &FakeModel) -> (u64, Duration) {
+    let home = bench_dir();
+    seed_routes(home.path(), 10_000).await;
+    let (daemon, ready) = spawn(home.path(), model).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rss = rss_kib(daemon.child.id());
+    drop(daemon);
+    (rss, ready)
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     if std::env::args().any(|a| a == "--saturation-only") {
         return saturation_only(quick);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    if std::env::args().any(|a| a == "--routes-only") {
+        return routes_only();
+    }
+    let runtime = runtime();
     let report = runtime.block_on(async {
         let model = FakeModel::start_in_background();
         let home = bench_dir();
@@ -243,12 +272,7 @@ fn main() {
         let direct_summary = percentiles(direct.clone());
         drop(daemon);
 
-        let home2 = bench_dir();
-        seed_routes(home2.path(), 10_000).await;
-        let (daemon2, ready_10k) = spawn(home2.path(), &model).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let rss_10k = rss_kib(daemon2.child.id());
-        drop(daemon2);
+        let (rss_10k, ready_10k) = routes_10k(&model).await;
 
         let slow_model = FakeModel::start_in_background();
         let (clients, seconds) = if quick { (100, 5) } else { (400, 20) };

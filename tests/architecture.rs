@@ -1,7 +1,8 @@
 //! The never-rules of ARCHITECTURE.md, checked over the source tree the way rust-analyzer's
 //! `tidy` test does: every `crate::…` path names an edge from the folder it is written in to
 //! the folder it reaches, and an edge that runs up a floor or breaks an invariant fails here.
-//! Also the size rules: no source file over 600 lines, no type whose inherent methods are
+//! Also no import circle between the sibling modules of a folder (`architecture/cycles.rs`),
+//! and the size rules: no source file over 600 lines, no type whose inherent methods are
 //! spread over more than three files.
 //!
 //! The checker is plain functions over (path, text) pairs so the test at the bottom can feed
@@ -9,6 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+#[path = "architecture/cycles.rs"]
+mod cycles;
 
 /// The floors of the main crate, lowest first. A module may reach its own floor or any floor
 /// below; reaching up is an arrow back up. Modules on one floor do not reach each other.
@@ -377,6 +381,12 @@ fn no_arrow_runs_back_up_and_no_never_rule_is_broken() {
 }
 
 #[test]
+fn no_import_circle_between_sibling_modules() {
+    let files = read_tree(&root(), &["src", "adapters"], ".rs");
+    report("import circles", &cycles::check_circles(&files));
+}
+
+#[test]
 fn files_stay_small_and_types_live_in_few_files() {
     let files = read_tree(&root(), &["src", "adapters", "tests"], ".rs");
     report("size rules", &check_sizes(&files));
@@ -449,4 +459,57 @@ fn the_checker_catches_big_files_and_spread_types() {
     assert_eq!(crate_of("src/gateway/cron/mod.rs"), "");
     assert_eq!(crate_of("adapters/slack/src/x.rs"), "adapters/slack");
     assert_eq!(crate_of("tests/discord_rig/mod.rs"), "tests/discord_rig");
+}
+
+#[test]
+fn the_checker_catches_an_import_circle() {
+    let tree = |files: &[(&str, &str)]| -> Vec<(String, String)> {
+        files
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect()
+    };
+    let circle = tree(&[
+        ("src/lib.rs", "pub mod gw;\n"),
+        ("src/gw/mod.rs", "mod a;\nmod b;\nmod c;\npub struct Top;\n"),
+        ("src/gw/a.rs", "use super::b::B;\nuse super::Top;\n"),
+        ("src/gw/b/mod.rs", "mod inner;\npub struct B;\n"),
+        (
+            "src/gw/b/inner.rs",
+            "fn f() { crate::gw::c::run(); }\nuse super::B;\n",
+        ),
+        ("src/gw/c.rs", "use crate::gw::{Top, a::{self, A}};\n"),
+    ]);
+    let found = cycles::check_circles_with(&circle, &[]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].file, "src/gw");
+    assert!(
+        found[0].rule.contains("a, b, c") && found[0].rule.contains("src/gw/b/inner.rs"),
+        "{found:?}"
+    );
+    let allowed: &[(&str, &[&str], &str)] = &[("src/gw", &["a", "b", "c"], "synthetic")];
+    assert_eq!(cycles::check_circles_with(&circle, allowed), Vec::new());
+    let partly: &[(&str, &[&str], &str)] = &[("src/gw", &["a", "b"], "synthetic")];
+    assert_eq!(cycles::check_circles_with(&circle, partly).len(), 1);
+
+    // A child using its parent's items, a test module's `super`, a comment and a string
+    // are no edges; so no circle.
+    let acyclic = tree(&[
+        ("src/gw/mod.rs", "mod a;\nmod b;\npub use a::A;\n"),
+        (
+            "src/gw/a.rs",
+            "use super::b::B;\n#[cfg(test)]\nmod tests {\n    use super::super::b;\n    use super::*;\n}\n",
+        ),
+        (
+            "src/gw/b.rs",
+            "use crate::gw::A; // crate::gw::a::A\nconst S: &str = \"super::a\";\nconst C: char = '{';\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+        ),
+    ]);
+    assert_eq!(cycles::check_circles_with(&acyclic, &[]), Vec::new());
+    // ... but a `super::super::a` from inside b's test module is b → a.
+    let mut via_test = acyclic.clone();
+    via_test[2]
+        .1
+        .push_str("#[cfg(test)]\nmod more {\n    use super::super::a::A;\n}\n");
+    assert_eq!(cycles::check_circles_with(&via_test, &[]).len(), 1);
 }

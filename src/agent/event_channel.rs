@@ -49,7 +49,13 @@ pub fn event_channel() -> (EventSink, EventStream) {
     )
 }
 
-/// The sending side; clone it freely.
+/// Sends `event` where a turn's events go. A closed receiver is fine: events are
+/// informational.
+pub(crate) fn emit(sink: &EventSink, event: AgentEvent) {
+    let _ = sink.send(event);
+}
+
+/// The sending side (where a turn's events go); clone it freely.
 #[derive(Debug)]
 pub struct EventSink {
     shared: Arc<Shared>,

@@ -38,10 +38,3 @@ pub enum AgentEvent {
     },
     Status(String),
 }
-
-/// Where a turn's events go. A closed receiver is fine: events are informational.
-pub use super::event_channel::EventSink;
-
-pub(crate) fn emit(sink: &EventSink, event: AgentEvent) {
-    let _ = sink.send(event);
-}

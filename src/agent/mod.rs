@@ -18,14 +18,13 @@ pub mod title;
 mod todo_history;
 mod tool_images;
 pub mod tool_offer;
-mod tool_round;
 mod turn_images;
 mod worker;
 
 pub use activity::Activity;
 pub use assembly::assemble;
 pub use deps::{AgentDeps, AgentSettings, UserPrompts};
-pub use event_channel::{EventStream, event_channel};
-pub use events::{AgentEvent, EventSink};
+pub use event_channel::{EventSink, EventStream, event_channel};
+pub use events::AgentEvent;
 pub use session_id::new_session_id;
 pub use worker::{Agent, AgentError, SteerInbox, TurnOutcome};

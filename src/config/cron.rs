@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::known_keys::{IGNORED_CRON, warn_unknown};
 use super::parse::{Issues, at};
-use super::raw::{Section, Unknown};
+use super::shape::{Section, Unknown};
 
 /// `cron:` as written.
 #[derive(Debug, Clone, Default, Deserialize)]

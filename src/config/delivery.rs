@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::known_keys::warn_unknown;
 use super::parse::{Issues, at};
-use super::raw::{Section, Unknown};
+use super::shape::{Section, Unknown};
 
 /// The longest accepted deadline: the ledger abandons a reply a day after it was recorded
 /// (Hermes's `STALE_AFTER_SECONDS`), so waiting longer could never deliver it.

@@ -6,7 +6,7 @@
 //! only costs a spurious warning, never an error.
 
 use super::parse::Issues;
-use super::raw::Unknown;
+use super::shape::Unknown;
 
 /// Top-level Hermes sections for features hermesd does not implement (yet).
 #[rustfmt::skip]

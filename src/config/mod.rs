@@ -28,6 +28,7 @@ mod prompt;
 mod raw;
 mod secret;
 mod sections;
+mod shape;
 mod skills;
 mod state;
 pub mod toolset_names;

@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::choice::Choice;
 use super::error::ConfigError;
-use super::raw::Section;
 use super::secret::{REDACTED, Secret};
+use super::shape::Section;
 
 /// A value together with the name to blame for it: a dotted config key or an env var name.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,24 +10,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Keys of a mapping that no field claimed, with their values.
-pub type Unknown = BTreeMap<String, Value>;
-
-/// A mapping-valued key: the parsed mapping, or whatever non-mapping value was written there.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum Section<T> {
-    Map(T),
-    Invalid(Value),
-}
-
-/// A list-valued key whose items have structure (`fallback_providers`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum ListOf<T> {
-    List(Vec<T>),
-    Invalid(Value),
-}
+pub use super::shape::{ListOf, Section, Unknown};
 
 /// Top level of `config.yaml` (after `HERMES__*` overrides were layered on by the config crate).
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::known_keys::warn_unknown;
 use super::parse::{Issues, at, kind};
-use super::raw::{Section, Unknown};
+use super::shape::{Section, Unknown};
 
 /// `skills.*` keys Hermes has that hermesd accepts without acting on them.
 #[rustfmt::skip]

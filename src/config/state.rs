@@ -13,8 +13,8 @@ use super::choice::StateBackend;
 use super::env_overrides::env_leaf;
 use super::known_keys::warn_unknown;
 use super::parse::{Issues, at};
-use super::raw::{Section, Unknown};
 use super::secret::Secret;
+use super::shape::{Section, Unknown};
 
 /// The environment variable that beats `state.postgres_url`.
 pub const DATABASE_URL_ENV: &str = "HERMES_DATABASE_URL";

@@ -46,8 +46,19 @@ impl RouteEntry {
 
     /// Reads a stored Hermes dict; `None` when it has no usable session id.
     pub fn from_json(session_key: &str, value: &Value) -> Option<Self> {
-        let mut fields = value.as_object()?.clone();
-        let session_id = fields.remove("session_id")?.as_str()?.to_owned();
+        value.as_object()?;
+        Self::from_value(session_key, value.clone())
+    }
+
+    /// [`RouteEntry::from_json`] taking the dict by value, so nothing is copied.
+    fn from_value(session_key: &str, value: Value) -> Option<Self> {
+        let Value::Object(mut fields) = value else {
+            return None;
+        };
+        let session_id = match fields.remove("session_id")? {
+            Value::String(id) => id,
+            _ => return None,
+        };
         fields.remove("session_key");
         let updated_at = fields
             .remove("updated_at")
@@ -85,22 +96,73 @@ impl RouteEntry {
     }
 }
 
+/// An entry as the index holds it: the fields hermesd reads on every event typed, the rest
+/// of the Hermes dict as its compact JSON text. A parsed `serde_json` map costs about 1.5 KB
+/// per entry (a tree node and a `String` per key and value); the text is a tenth of that,
+/// which is what keeps a gateway with 10,000 conversations within its memory target. The
+/// text is parsed again only when an entry is read whole (`get`, a move).
+#[derive(Debug)]
+struct Packed {
+    session_id: Box<str>,
+    updated_at: f64,
+    /// `serde_json` text of [`RouteEntry::fields`]: written by `serde_json` from a map, so it
+    /// parses back to the same map (keys sorted either way, floats exact with
+    /// `float_roundtrip`).
+    fields: Box<str>,
+}
+
+impl Packed {
+    fn pack(entry: RouteEntry) -> (String, Self) {
+        let packed = Self {
+            session_id: entry.session_id.into_boxed_str(),
+            updated_at: entry.updated_at,
+            fields: Value::Object(entry.fields).to_string().into_boxed_str(),
+        };
+        (entry.session_key, packed)
+    }
+
+    fn unpack(&self, session_key: &str) -> RouteEntry {
+        let fields = match serde_json::from_str::<Map<String, Value>>(&self.fields) {
+            Ok(map) => map,
+            // Not expected: the text is a map serde_json wrote, no deeper than the stored
+            // dict it came from (which serde_json read under the same nesting limit).
+            Err(e) => {
+                tracing::error!(session_key, error = %e, "packed routing entry did not parse back");
+                Map::new()
+            }
+        };
+        RouteEntry {
+            session_key: session_key.to_owned(),
+            session_id: self.session_id.to_string(),
+            updated_at: self.updated_at,
+            fields,
+        }
+    }
+}
+
 /// The in-memory index, loaded once at start and written through on every change.
 #[derive(Debug)]
 pub struct RoutingIndex {
     scope: String,
-    entries: Mutex<HashMap<String, RouteEntry>>,
+    entries: Mutex<HashMap<String, Packed>>,
 }
 
 impl RoutingIndex {
     /// Loads the entries stored for `scope` (Hermes: the resolved `sessions` directory).
     pub async fn load(store: &Store, scope: String) -> StoreResult<Self> {
         let stored = store.load_routing(&scope).await?;
-        let entries = stored
-            .iter()
-            .filter(|(key, _)| !key.starts_with('_'))
-            .filter_map(|(key, value)| Some((key.clone(), RouteEntry::from_json(key, value)?)))
-            .collect();
+        let mut entries = HashMap::with_capacity(stored.len());
+        // Each stored tree is dropped as soon as its entry is packed.
+        for (key, value) in stored {
+            if key.starts_with('_') {
+                continue;
+            }
+            if let Some(entry) = RouteEntry::from_value(&key, value) {
+                let (key, packed) = Packed::pack(entry);
+                entries.insert(key, packed);
+            }
+        }
+        entries.shrink_to_fit();
         Ok(Self {
             scope,
             entries: Mutex::new(entries),
@@ -114,20 +176,24 @@ impl RoutingIndex {
     /// Reads the stored entry of `key` again (PostgreSQL: another instance may have routed
     /// the session to a new session id since this one loaded it).
     pub async fn reload_key(&self, store: &Store, key: &str) -> StoreResult<()> {
-        let stored = store.load_routing(&self.scope).await?;
+        let mut stored = store.load_routing(&self.scope).await?;
         let entry = stored
-            .get(key)
-            .and_then(|value| RouteEntry::from_json(key, value));
+            .remove(key)
+            .and_then(|value| RouteEntry::from_value(key, value));
+        drop(stored);
         let mut entries = self.lock();
         match entry {
-            Some(entry) => entries.insert(key.to_owned(), entry),
+            Some(entry) => {
+                let (key, packed) = Packed::pack(entry);
+                entries.insert(key, packed)
+            }
             None => entries.remove(key),
         };
         Ok(())
     }
 
     pub fn get(&self, key: &str) -> Option<RouteEntry> {
-        self.lock().get(key).cloned()
+        self.lock().get(key).map(|packed| packed.unpack(key))
     }
 
     pub fn len(&self) -> usize {
@@ -141,9 +207,9 @@ impl RoutingIndex {
     /// The key currently routed to `session_id`, if any.
     pub fn key_for_session(&self, session_id: &str) -> Option<String> {
         self.lock()
-            .values()
-            .find(|e| e.session_id == session_id)
-            .map(|e| e.session_key.clone())
+            .iter()
+            .find(|(_, packed)| &*packed.session_id == session_id)
+            .map(|(key, _)| key.clone())
     }
 
     /// Stores `entry` durably, then in memory.
@@ -151,7 +217,8 @@ impl RoutingIndex {
         store
             .save_routing_entry(&self.scope, &entry.session_key, &entry.to_json())
             .await?;
-        self.lock().insert(entry.session_key.clone(), entry);
+        let (key, packed) = Packed::pack(entry);
+        self.lock().insert(key, packed);
         Ok(())
     }
 
@@ -168,14 +235,14 @@ impl RoutingIndex {
         let marker = format!(":{platform}:group:{old}");
         let moving: Vec<RouteEntry> = self
             .lock()
-            .values()
-            .filter(|e| {
-                e.session_key.find(&marker).is_some_and(|at| {
-                    let rest = &e.session_key[at + marker.len()..];
+            .iter()
+            .filter(|(key, _)| {
+                key.find(&marker).is_some_and(|at| {
+                    let rest = &key[at + marker.len()..];
                     rest.is_empty() || rest.starts_with(':')
                 })
             })
-            .cloned()
+            .map(|(key, packed)| packed.unpack(key))
             .collect();
         for mut entry in moving.iter().cloned() {
             let old_key = entry.session_key.clone();
@@ -207,7 +274,7 @@ impl RoutingIndex {
         Ok(true)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RouteEntry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Packed>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -281,5 +348,30 @@ mod tests {
         assert_eq!(back["input_tokens"], 12);
         assert_eq!(back["updated_at"], stored["updated_at"]);
         assert!(RouteEntry::from_json("k", &json!({"no": "id"})).is_none());
+        assert!(RouteEntry::from_json("k", &json!({"session_id": 7})).is_none());
+        assert!(RouteEntry::from_json("k", &json!(["session_id"])).is_none());
+    }
+
+    #[test]
+    fn a_packed_entry_reads_back_as_it_was_stored() {
+        let stored = json!({
+            "session_key": "agent:main:telegram:group:-100:7",
+            "session_id": "20261129_174425_b88c7b79",
+            "created_at": "2026-11-29T17:44:25.000000",
+            "updated_at": "2026-11-29T17:44:26.500000",
+            "origin": {"platform": "telegram", "chat_id": "-100", "chat_name": "Café ☕ \"quoted\"",
+                       "thread": null, "nested": {"list": [1, -2, 3.000_000_000_000_1, 1e300]}},
+            "input_tokens": u64::MAX,
+            "cost": 0.1,
+            "suspended": false,
+        });
+        let entry = RouteEntry::from_json("agent:main:telegram:group:-100:7", &stored).unwrap();
+        let (key, packed) = Packed::pack(entry.clone());
+        assert_eq!(key, entry.session_key);
+        assert!(packed.fields.len() < 400, "{}", packed.fields);
+        let back = packed.unpack(&key);
+        assert_eq!(back, entry);
+        assert_eq!(back.to_json(), stored);
+        assert_eq!(back.to_json().to_string(), entry.to_json().to_string());
     }
 }

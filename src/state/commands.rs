@@ -3,6 +3,7 @@
 
 use super::ledger::{InboundState, NewObligation, OwnerStamp};
 use super::model::{NewMessage, NewSession, UsageDelta};
+pub use super::outcome::Outcome;
 
 /// One write, sent to the writer thread.
 #[derive(Debug, Clone)]
@@ -145,23 +146,4 @@ pub enum WriteCommand {
         scope: String,
         entries: Vec<(String, String)>,
     },
-}
-
-/// What a successful write reports back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Done,
-    /// The id of an inserted row.
-    RowId(i64),
-    /// How many rows the write changed.
-    Changed(usize),
-}
-
-impl Outcome {
-    pub fn changed(self) -> usize {
-        match self {
-            Outcome::Changed(n) => n,
-            Outcome::Done | Outcome::RowId(_) => 0,
-        }
-    }
 }

@@ -7,10 +7,10 @@
 
 use rusqlite::{Connection, Row, params};
 
-use super::commands::Outcome;
 use super::error::StoreResult;
 use super::ledger::{MAX_ERROR_CHARS, NewObligation, OwnerStamp};
 use super::model::now_epoch;
+use super::outcome::Outcome;
 use super::sqlite::gateway_commands::insert_obligation;
 use super::sqlite::gateway_read::split_ids;
 

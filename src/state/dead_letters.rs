@@ -4,9 +4,9 @@
 
 use rusqlite::{Connection, Row, params};
 
-use super::commands::Outcome;
 use super::error::StoreResult;
 use super::model::now_epoch;
+use super::outcome::Outcome;
 
 /// The dead-letter table, created with the rest of the gateway schema.
 pub const DEAD_LETTERS_SQL: &str = "CREATE TABLE IF NOT EXISTS hermesd_dead_letters (

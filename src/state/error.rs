@@ -79,28 +79,7 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
-impl From<super::postgres::PgError> for StoreError {
-    /// A closed PostgreSQL pool is the closed store, as a stopped writer is on SQLite.
-    fn from(error: super::postgres::PgError) -> Self {
-        match error {
-            super::postgres::PgError::Query(sqlx::Error::PoolClosed) => StoreError::Closed,
-            other => StoreError::shared(other),
-        }
-    }
-}
-
 impl StoreError {
-    /// The shared database's error as it is, a lost lease included (no closed-pool mapping:
-    /// for the driver errors of one statement, as they always were reported).
-    pub(crate) fn shared(error: super::postgres::PgError) -> Self {
-        match error {
-            super::postgres::PgError::LeaseLost { scope, key, token } => {
-                StoreError::LeaseLost { scope, key, token }
-            }
-            other => StoreError::Shared(BackendFailure::new(other)),
-        }
-    }
-
     /// True when SQLite reported lock contention (`SQLITE_BUSY` / `SQLITE_LOCKED`).
     pub fn is_busy(&self) -> bool {
         match self {

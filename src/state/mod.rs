@@ -18,6 +18,7 @@ mod gateway_api;
 pub mod guard;
 mod ledger;
 mod model;
+mod outcome;
 pub mod postgres;
 mod sessions_api;
 mod shared_files;

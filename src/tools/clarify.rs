@@ -2,11 +2,9 @@
 //! question the loop forwards to the user through a [`ClarifyCallback`]. It is interactive,
 //! so the loop runs it on its own, never alongside other tool calls.
 
-use std::sync::Arc;
-
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
+pub use super::clarify_request::{ClarifyCallback, ClarifyError, ClarifyRequest};
 use super::context::ToolCtx;
 use super::error::ToolError;
 use super::registry::{ToolEntry, handler};
@@ -14,37 +12,6 @@ use super::tool_error;
 
 /// Predefined answers offered at most; the UI always adds "Other (type your answer)".
 pub const MAX_CHOICES: usize = 4;
-
-/// A question for the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClarifyRequest {
-    pub session_id: String,
-    pub question: String,
-    /// `None` for an open-ended question.
-    pub choices: Option<Vec<String>>,
-}
-
-/// Why a question got no answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ClarifyError {
-    /// No running turn in any chat belongs to the asking session.
-    #[error("no chat is waiting for this question")]
-    NoChat,
-    /// The question was withdrawn before anyone answered (the turn ended or was stopped).
-    #[error("the question was cancelled")]
-    Cancelled,
-    /// The gateway is stopping.
-    #[error("the gateway is shutting down")]
-    ShuttingDown,
-    /// The terminal's input ended before an answer (`hermesd chat`).
-    #[error("no answer: input closed")]
-    InputClosed,
-}
-
-/// Asks the user and resolves to their answer (a choice or free text), or why the
-/// question could not be asked or answered.
-pub type ClarifyCallback =
-    Arc<dyn Fn(ClarifyRequest) -> BoxFuture<'static, Result<String, ClarifyError>> + Send + Sync>;
 
 /// One choice as display text: strings as they are; objects by `label`, `description`,
 /// `text` or `title`; lists joined. Anything else unusable is dropped.

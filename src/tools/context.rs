@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::approval::{ApprovalGate, ApprovalSettings, DetectionEnv};
-use super::clarify::ClarifyCallback;
+use super::clarify_request::ClarifyCallback;
 use super::process_registry::ProcessRegistry;
 use crate::home::HermesHome;
 use crate::state::Store;

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use super::registry::ToolEntry;
+use super::entry::ToolEntry;
 
 /// The current dynamic tools by name; cheap to clone (all clones share one map).
 #[derive(Debug, Clone, Default)]
@@ -71,7 +71,7 @@ impl ToolOverlay {
 mod tests {
     use super::*;
     use crate::tools::ToolError;
-    use crate::tools::registry::handler;
+    use crate::tools::entry::handler;
     use serde_json::{Value, json};
 
     fn entry(name: &str) -> ToolEntry {

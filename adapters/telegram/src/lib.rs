@@ -24,6 +24,7 @@ mod outbound;
 mod polling;
 mod settings;
 mod webhook;
+mod webhook_rules;
 
 pub use adapter::{MESSAGE_LIMIT, TelegramAdapter};
 pub use commands::{menu as command_menu, sanitize_name as sanitize_command_name};

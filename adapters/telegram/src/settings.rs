@@ -111,7 +111,7 @@ impl Settings {
         let webhook = match (webhook_url, webhook_secret) {
             (Some(url), Some(secret)) => {
                 read.errors
-                    .extend(crate::webhook::check_set_webhook_rules(&url, &secret));
+                    .extend(crate::webhook_rules::check_set_webhook_rules(&url, &secret));
                 Some(WebhookSettings {
                     url,
                     secret: Secret::new(secret),

@@ -3,11 +3,11 @@
 
 use std::pin::pin;
 
-use super::client::HttpSettings;
 use super::endpoint::Endpoint;
 use super::error::ProviderError;
 use super::parts::ReplyParts;
 use super::prepared::Prepared;
+use super::settings::HttpSettings;
 use super::sse::SseParser;
 use super::transport::{self, is_event_stream, next_chunk, read_body, send};
 use super::types::{ModelReply, StreamDelta};

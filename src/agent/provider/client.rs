@@ -1,45 +1,14 @@
 //! `ModelClient`: the primary endpoint and its fallbacks behind one `complete` call.
 
-use std::time::Duration;
-
 use super::call::call_endpoint;
 use super::endpoint::{Endpoint, endpoints_from_config};
 use super::error::{Attempt, ProviderError};
 use super::policy::{NextStep, next_step};
 use super::prepared::Prepared;
+use super::settings::HttpSettings;
 use super::types::{ModelReply, ModelRequest, StreamDelta};
 use crate::config::Config;
 use hermes_adapter::net::Net;
-
-/// Timeouts and retry limits of model calls.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HttpSettings {
-    pub connect_timeout: Duration,
-    /// Non-streamed: the whole reply. Streamed: until the response headers arrive.
-    pub request_timeout: Duration,
-    /// Streamed: the longest silence between two chunks. Reasoning models think quietly for
-    /// minutes, hence Hermes' generous default.
-    pub stall_timeout: Duration,
-    /// The longest `retry-after` we wait on one endpoint before moving to the next.
-    pub max_retry_after: Duration,
-    /// Retries per endpoint (for 429 with `retry-after`, 5xx, connection errors).
-    pub retries: u32,
-    /// The first retry's wait when the server names none; doubled for each further retry.
-    pub retry_backoff: Duration,
-}
-
-impl Default for HttpSettings {
-    fn default() -> Self {
-        Self {
-            connect_timeout: Duration::from_secs(15),
-            request_timeout: Duration::from_secs(600),
-            stall_timeout: Duration::from_secs(180),
-            max_retry_after: Duration::from_secs(30),
-            retries: 2,
-            retry_backoff: Duration::from_secs(2),
-        }
-    }
-}
 
 /// Calls the configured model, falling back along the chain. Cheap to clone: the HTTP
 /// connection pool is shared.

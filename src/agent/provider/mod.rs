@@ -19,15 +19,17 @@ mod parts;
 mod policy;
 mod prepared;
 mod sampling;
+mod settings;
 mod sse;
 mod transport;
 mod types;
 mod wire;
 
 pub use anthropic_messages::DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS;
-pub use client::{HttpSettings, ModelChoice, ModelClient};
+pub use client::{ModelChoice, ModelClient};
 pub use endpoint::{Endpoint, EntryError, auxiliary_endpoint};
 pub use error::{Attempt, ProviderError};
 pub use mode::{ApiMode, KnownProvider, canonical_provider, known_provider, resolve_api_mode};
+pub use settings::HttpSettings;
 pub use sse::{SseEvent, SseParser};
 pub use types::{FinishReason, ModelReply, ModelRequest, StreamDelta, Usage};

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::client::HttpSettings;
 use super::error::ProviderError;
+use super::settings::HttpSettings;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NextStep {

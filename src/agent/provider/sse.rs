@@ -9,6 +9,19 @@ pub struct SseEvent {
     pub data: String,
 }
 
+/// Unnamed events carrying `payloads` as their data: test input for each mode's stream
+/// reader.
+#[cfg(test)]
+pub(crate) fn data_events(payloads: &[&str]) -> Vec<SseEvent> {
+    payloads
+        .iter()
+        .map(|data| SseEvent {
+            event: None,
+            data: (*data).to_owned(),
+        })
+        .collect()
+}
+
 /// A line longer than this is not an SSE stream we can use (and would otherwise grow memory
 /// without bound).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;

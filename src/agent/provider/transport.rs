@@ -7,8 +7,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use super::client::HttpSettings;
 use super::error::{ProviderError, clean_message, error_body_message};
+use super::settings::HttpSettings;
 use crate::config::Secret;
 
 /// A body larger than this is not a chat reply.

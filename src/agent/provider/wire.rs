@@ -89,19 +89,3 @@ impl StreamReader {
         }
     }
 }
-
-/// Feeds `data` payloads through the mode's stream reader (test helper shared by the
-/// per-mode stream tests).
-#[cfg(test)]
-pub(crate) fn read_events(mode: ApiMode, events: &[&str]) -> Result<ReplyParts, ProviderError> {
-    let mut reader = StreamReader::new(mode);
-    let mut on_delta = |_: StreamDelta| {};
-    for data in events {
-        let event = SseEvent {
-            event: None,
-            data: (*data).to_owned(),
-        };
-        reader.event(&event, &mut on_delta)?;
-    }
-    reader.finish()
-}

@@ -6,7 +6,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Agent, AgentError};
 use crate::agent::compress;
-use crate::agent::events::{AgentEvent, EventSink, emit};
+use crate::agent::event_channel::{EventSink, emit};
+use crate::agent::events::AgentEvent;
 use crate::agent::history;
 use crate::agent::message::ChatMessage;
 use crate::agent::provider::ModelRequest;

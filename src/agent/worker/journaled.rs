@@ -5,7 +5,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::{Agent, AgentError, TurnOutcome};
-use crate::agent::events::EventSink;
+use crate::agent::event_channel::EventSink;
 use crate::agent::history;
 use crate::agent::message::{ChatMessage, ImagePart};
 

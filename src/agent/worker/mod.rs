@@ -9,6 +9,7 @@
 
 mod compression;
 mod journaled;
+mod tool_round;
 
 use std::sync::Arc;
 
@@ -16,11 +17,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::IterationBudget;
 use super::deps::AgentDeps;
-use super::events::{AgentEvent, EventSink, emit};
+use super::event_channel::{EventSink, emit};
+use super::events::AgentEvent;
 use super::history;
 use super::message::{ChatMessage, ImagePart};
 use super::provider::{ModelReply, ModelRequest, ProviderError, StreamDelta};
-use super::tool_round;
 use crate::state::{NewSession, StoreError, UsageDelta};
 
 /// Why a turn could not complete.

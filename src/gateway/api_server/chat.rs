@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use hermes_adapter::{ChatType, MessageEvent, SessionSource};
 use serde_json::{Value, json};
@@ -14,6 +14,7 @@ use super::ApiState;
 use super::admission::RequestLimits;
 use super::admission::{Refusal, check_declared_length, log_refusal, read_body};
 use super::errors::{bad_request, check_auth, openai_error};
+use super::ids::{SESSION_HEADER, completion_id, with_session};
 use super::layers::hold_permit_while_streaming;
 use crate::gateway::router::API_PLATFORM;
 use crate::state::{NewMessage, NewSession, now_epoch};
@@ -27,7 +28,6 @@ fn refuse(refusal: Refusal) -> Box<Response> {
     Box::new(refusal.response())
 }
 
-pub const SESSION_HEADER: &str = "X-Hermes-Session-Id";
 const MAX_SESSION_HEADER_LEN: usize = 256;
 
 pub async fn health() -> Json<Value> {
@@ -288,17 +288,6 @@ async fn run_completion(state: &ApiState, headers: &HeaderMap, request: ChatRequ
             &session_id,
         ),
     }
-}
-
-pub fn with_session(mut response: Response, session_id: &str) -> Response {
-    if let Ok(value) = HeaderValue::from_str(session_id) {
-        response.headers_mut().insert(SESSION_HEADER, value);
-    }
-    response
-}
-
-pub fn completion_id() -> String {
-    format!("chatcmpl-{:029x}", rand::random::<u128>() >> 12)
 }
 
 fn api_event(session_id: &str, text: &str) -> MessageEvent {

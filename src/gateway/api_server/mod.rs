@@ -13,6 +13,7 @@
 mod admission;
 mod chat;
 mod errors;
+mod ids;
 mod layers;
 mod skills;
 mod sse;

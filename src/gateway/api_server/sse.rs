@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::ApiState;
-use super::chat::{completion_id, with_session};
+use super::ids::{completion_id, with_session};
 use crate::agent::AgentEvent;
 use crate::gateway::router::ApiTurnError;
 use crate::state::now_epoch;

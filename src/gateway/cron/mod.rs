@@ -63,6 +63,17 @@ struct Outcome {
     delivery_error: Option<String>,
 }
 
+/// How a run ended (the script step, the agent run and recovery each produce one).
+#[derive(Debug, Clone)]
+enum RunResult {
+    Reply(String),
+    Failed(String),
+    /// Failed, with this message delivered as it is (a `no_agent` script's failure).
+    Alert(String),
+    /// Its process stopped or died before it finished (recorded as `interrupted`).
+    Interrupted(String),
+}
+
 /// The zone schedules are read in (checked when the config was loaded).
 fn zone(router: &Router) -> Zone {
     Zone::parse(&router.live().config.cron.timezone).unwrap_or(Zone::Host)

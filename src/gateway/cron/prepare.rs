@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::run::RunResult;
+use super::RunResult;
 use crate::agent::provider::ModelClient;
 use crate::cron::JobRecord;
 use crate::cron::output::SILENT_MARKER;

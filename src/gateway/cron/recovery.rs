@@ -11,7 +11,7 @@
 //! queues the outcomes and closes the runs through its runner).
 
 use super::Outcome;
-use super::run::RunResult;
+use super::RunResult;
 use crate::cron::JobRecord;
 use crate::state::{CronRun, Store};
 

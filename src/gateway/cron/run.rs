@@ -11,7 +11,7 @@ use chrono::Utc;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::{Outcome, OutcomeQueue, prepare, zone};
+use super::{Outcome, OutcomeQueue, RunResult, prepare, zone};
 use crate::agent::Agent;
 use crate::config::Config;
 use crate::cron::JobsStore;
@@ -28,17 +28,6 @@ pub(super) struct Claimed {
     pub job: JobRecord,
     pub scheduled_at: i64,
     pub session_id: String,
-}
-
-/// How a run ended.
-#[derive(Debug, Clone)]
-pub(super) enum RunResult {
-    Reply(String),
-    Failed(String),
-    /// Failed, with this message delivered as it is (a `no_agent` script's failure).
-    Alert(String),
-    /// Its process stopped or died before it finished (recorded as `interrupted`).
-    Interrupted(String),
 }
 
 /// A platform's configured home channel: `(chat_id, thread_id)`.

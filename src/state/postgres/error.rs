@@ -1,4 +1,7 @@
-//! Errors of the PostgreSQL backend. None of them carries the connection URL unredacted.
+//! Errors of the PostgreSQL backend, and how each becomes the store's backend-neutral
+//! [`StoreError`]. None of them carries the connection URL unredacted.
+
+use crate::state::error::{BackendFailure, StoreError};
 
 /// A failed PostgreSQL operation.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +33,25 @@ impl PgError {
             source,
         }
     }
+
+    /// The shared database's error as it is, a lost lease included (no closed-pool mapping:
+    /// for the driver errors of one statement, as they always were reported).
+    pub(crate) fn into_shared(self) -> StoreError {
+        match self {
+            PgError::LeaseLost { scope, key, token } => StoreError::LeaseLost { scope, key, token },
+            other => StoreError::Shared(BackendFailure::new(other)),
+        }
+    }
 }
 
 pub type PgResult<T> = Result<T, PgError>;
+
+impl From<PgError> for StoreError {
+    /// A closed PostgreSQL pool is the closed store, as a stopped writer is on SQLite.
+    fn from(error: PgError) -> Self {
+        match error {
+            PgError::Query(sqlx::Error::PoolClosed) => StoreError::Closed,
+            other => other.into_shared(),
+        }
+    }
+}

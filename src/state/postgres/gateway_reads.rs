@@ -8,9 +8,9 @@ use sqlx::AssertSqlSafe;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-use super::gateway_writes::Db;
 use super::ledger_writes::pg_owner_alive;
 use super::store::PgStore;
+use super::tx::Db;
 use crate::state::cron_runs::CronRun;
 use crate::state::dead_letters::DeadLetterRow;
 use crate::state::error::{StoreError, StoreResult};

@@ -8,28 +8,12 @@
 
 use super::instance::InstanceOwner;
 use super::ledger_writes::{self, Owner};
-use super::store::PgTx;
+use super::tx::{Db, PgTx, changed};
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::cron_runs::{CRON_RUN_RETENTION_SECONDS, CronRunEnd};
-use crate::state::error::{StoreError, StoreResult};
+use crate::state::error::StoreResult;
 use crate::state::ledger::InboundState;
 use crate::state::model::now_epoch;
-
-/// Turns a driver error into the store's error, for `?`.
-pub(super) trait Db<T> {
-    fn db(self) -> StoreResult<T>;
-}
-
-impl<T> Db<T> for Result<T, sqlx::Error> {
-    fn db(self) -> StoreResult<T> {
-        self.map_err(|e| StoreError::shared(e.into()))
-    }
-}
-
-/// How many rows a statement changed, as the SQLite writer reports it.
-pub(super) fn changed(done: sqlx::postgres::PgQueryResult) -> usize {
-    usize::try_from(done.rows_affected()).unwrap_or(usize::MAX)
-}
 
 pub async fn apply(
     tx: &mut PgTx,

@@ -3,9 +3,8 @@
 //! instance: a row belongs to the instance (and lease token) that created or last claimed
 //! it, and is another instance's to claim or abandon only once that lease has expired.
 
-use super::gateway_writes::{Db, changed};
 use super::instance::InstanceOwner;
-use super::store::PgTx;
+use super::tx::{Db, PgTx, changed};
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::error::{StoreError, StoreResult};
 use crate::state::ledger::{

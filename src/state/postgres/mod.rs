@@ -22,6 +22,7 @@ mod shared_files;
 mod snippet;
 mod store;
 mod titles;
+mod tx;
 
 use std::str::FromStr;
 use std::time::Duration;

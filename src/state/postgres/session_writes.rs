@@ -6,8 +6,8 @@ use sqlx::Row;
 
 use super::pg_text::{opt_to_pg, to_pg};
 use super::rows::db;
-use super::store::PgTx;
 use super::titles::set_title;
+use super::tx::PgTx;
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::encode::{encode_content, encode_json, tool_call_count};
 use crate::state::error::{StoreError, StoreResult};

@@ -3,14 +3,14 @@
 //! session lease (a fenced `Store`, see [`crate::state::Store::fenced`]) runs in a fenced
 //! transaction, so a holder that lost its lease cannot write anything afterwards.
 
-use sqlx::Transaction;
 use std::time::Duration;
 
-use sqlx::postgres::{PgPool, Postgres};
+use sqlx::postgres::PgPool;
 
 use super::error::PgError;
 use super::instance::{InstanceLease, InstanceOwner};
 use super::lease::{Lease, begin_fenced};
+pub use super::tx::PgTx;
 use crate::state::StoreOptions;
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::error::StoreResult;
@@ -37,9 +37,6 @@ pub struct PgStore {
     /// This instance's own lease: the gateway work it owns is alive while it holds it.
     instance: InstanceLease,
 }
-
-/// A write transaction: plain, or fenced by a session lease.
-pub type PgTx = Transaction<'static, Postgres>;
 
 impl PgStore {
     /// Connects to `url` and brings its schema up to date (under the migrator's advisory

@@ -10,7 +10,7 @@ use sqlx::Row;
 use sqlx::postgres::PgPool;
 
 use super::rows::db;
-use super::store::PgTx;
+use super::tx::PgTx;
 use crate::state::error::{StoreError, StoreResult};
 use crate::state::sqlite::titles::{
     base_title, escape_like, newest_variant, next_title, sanitize_title, variant_number,

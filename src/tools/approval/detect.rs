@@ -1,6 +1,6 @@
 //! Detection: hardline commands (never run), dangerous commands (ask first) and the
 //! `sudo -S` guard. The command is parsed (`parse.rs`) and every simple command judged
-//! (`judge.rs`); the Hermes pattern table is kept as a floor and run over the command's text
+//! (`judge/`); the Hermes pattern table is kept as a floor and run over the command's text
 //! and over a plain rendering of every simple command and pipeline the parser found, so
 //! quoting and escapes cannot hide a command from it and Hermes's approval keys still apply.
 

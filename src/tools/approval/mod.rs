@@ -7,13 +7,11 @@
 mod allowlist;
 mod detect;
 mod gate;
-mod interpreters;
 mod judge;
 #[cfg(test)]
 mod judge_tests;
 mod normalize;
 pub mod parse;
-mod paths;
 #[cfg(test)]
 mod pattern_tests;
 mod patterns;

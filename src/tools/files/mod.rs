@@ -3,6 +3,7 @@
 //! roots by [`crate::tools::paths`]. File I/O runs on the blocking pool.
 
 mod diff;
+mod edit;
 mod guard;
 mod read;
 mod search;

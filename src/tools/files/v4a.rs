@@ -10,9 +10,9 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use super::diff::unified_diff;
+use super::edit::{ReplaceError, read_text, replace_exact, write_preserving};
 use super::guard::unapproved;
 use super::text::strip_bom;
-use super::write::{ReplaceError, read_text, replace_exact, write_preserving};
 use crate::tools::context::ToolCtx;
 use crate::tools::paths::resolve;
 use crate::tools::tool_error;

@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::coord::{SharedFiles, SharedLock};
-
-use super::store::ENTRY_DELIMITER;
 use crate::tools::threats::scan_for_threats;
+
+/// What separates two entries in a memory file.
+pub const ENTRY_DELIMITER: &str = "\n§\n";
 
 pub(super) fn char_len(entries: &[String]) -> usize {
     entries.join(ENTRY_DELIMITER).chars().count()

@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-pub use store::{
-    DEFAULT_MEMORY_CHAR_LIMIT, DEFAULT_USER_CHAR_LIMIT, ENTRY_DELIMITER, MemoryStore, Target,
-};
+pub use disk::ENTRY_DELIMITER;
+pub use store::{DEFAULT_MEMORY_CHAR_LIMIT, DEFAULT_USER_CHAR_LIMIT, MemoryStore, Target};
 
 use super::tool_error;
 

@@ -9,12 +9,11 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::{Value, json};
 
-use super::disk::{Backing, char_len, dedup, parse_entries, sanitize};
+use super::disk::{Backing, ENTRY_DELIMITER, char_len, dedup, parse_entries, sanitize};
 use crate::home::HermesHome;
 use crate::tools::output::thousands;
 use crate::tools::threats::first_threat_message;
 
-pub const ENTRY_DELIMITER: &str = "\n§\n";
 pub const DEFAULT_MEMORY_CHAR_LIMIT: usize = 2200;
 pub const DEFAULT_USER_CHAR_LIMIT: usize = 1375;
 

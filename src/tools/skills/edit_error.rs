@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::manage::{
+use super::limits::{
     MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_SKILL_CHARS, MAX_SUPPORT_FILE_BYTES,
 };
 use crate::skills::SUPPORT_DIRS;

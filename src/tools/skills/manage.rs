@@ -12,17 +12,14 @@ use serde_json::{Value, json};
 
 use super::edit_error::{SkillEditError, io_error};
 use super::fail;
+use super::limits::{
+    MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_SKILL_CHARS, MAX_SUPPORT_FILE_BYTES,
+};
 use crate::skills::{SUPPORT_DIRS, Skill, discover, find, frontmatter};
 use crate::tools::approval::write_atomically;
 use crate::tools::context::ToolCtx;
 use crate::tools::error::ToolError;
 use crate::tools::registry::{ToolEntry, handler};
-
-/// Hermes's limits for agent-written skills.
-pub const MAX_NAME_CHARS: usize = 64;
-pub const MAX_DESCRIPTION_CHARS: usize = 1024;
-pub const MAX_SKILL_CHARS: usize = 100_000;
-pub const MAX_SUPPORT_FILE_BYTES: usize = 1_048_576;
 
 static VALID_NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[a-z0-9][a-z0-9._-]*$").expect("name pattern"));

@@ -5,6 +5,7 @@
 
 mod edit_error;
 mod guard;
+mod limits;
 mod manage;
 mod view;
 
@@ -15,7 +16,7 @@ use super::error::ToolError;
 use super::registry::{ToolEntry, handler};
 use crate::skills::{Skill, enabled};
 
-pub use manage::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_SKILL_CHARS, MAX_SUPPORT_FILE_BYTES};
+pub use limits::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_SKILL_CHARS, MAX_SUPPORT_FILE_BYTES};
 
 /// The skills this call may see: those enabled on the session's platform.
 fn visible(ctx: &ToolCtx) -> Vec<Skill> {

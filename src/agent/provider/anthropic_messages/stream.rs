@@ -184,10 +184,11 @@ mod tests {
     use super::*;
 
     fn read(events: &[&str]) -> Result<ReplyParts, ProviderError> {
-        crate::agent::provider::wire::read_events(
-            crate::agent::provider::ApiMode::AnthropicMessages,
-            events,
-        )
+        let mut reader = AnthropicStream::default();
+        for event in crate::agent::provider::sse::data_events(events) {
+            reader.event(&event, &mut |_| {})?;
+        }
+        reader.finish()
     }
 
     #[test]

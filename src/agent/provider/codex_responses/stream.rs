@@ -119,10 +119,11 @@ mod tests {
     use super::*;
 
     fn read(events: &[&str]) -> Result<ReplyParts, ProviderError> {
-        crate::agent::provider::wire::read_events(
-            crate::agent::provider::ApiMode::CodexResponses,
-            events,
-        )
+        let mut reader = ResponsesStream::default();
+        for event in crate::agent::provider::sse::data_events(events) {
+            reader.event(&event, &mut |_| {})?;
+        }
+        reader.finish()
     }
 
     #[test]

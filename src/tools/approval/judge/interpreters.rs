@@ -2,12 +2,12 @@
 //! inline `-c`/`-e` option, a file, standard input), which producers (downloads, decoders)
 //! may not feed one, and read-only tools whose options run a program.
 
-use super::judge::{
+use super::{
     Context, Finding, KEY_DECODED_TO_INTERPRETER, KEY_INLINE_SCRIPT, KEY_INTERPRETER_HEREDOC,
     KEY_PIPED_PROGRAM, KEY_PROGRAM_OPTION, KEY_REMOTE_PROCESS_SUBSTITUTION,
     KEY_REMOTE_TO_INTERPRETER, KEY_SHELL_HEREDOC, judge_code, judge_text, push, short_flags,
 };
-use super::parse::{Invocation, Producer, RedirectKind, Scope, Word};
+use crate::tools::approval::parse::{Invocation, Producer, RedirectKind, Scope, Word};
 
 const SHELLS: &[&str] = &[
     "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "busybox", "rbash",

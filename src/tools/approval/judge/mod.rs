@@ -2,15 +2,22 @@
 //! user's approval, and why. Each rule names the Hermes approval key it shares where Hermes
 //! has the same category (so a `command_allowlist` written by either side still matches), or
 //! a key of its own where Hermes has none.
+//!
+//! Its two parts, `interpreters.rs` (where a program comes from) and `paths.rs` (which files
+//! a command touches), live inside it: the judge and the interpreter rules call each other
+//! (an inline `-c` program is judged again as a script).
+
+mod interpreters;
+mod paths;
 
 use std::path::{Path, PathBuf};
 
-use super::interpreters::{
+use self::interpreters::{
     inline_code_options, is_interpreter, is_shell, judge_interpreter, judge_program_options,
     judge_shell, producer_kind,
 };
-use super::parse::{Invocation, Scope, Script, Word, basename, read_script};
-use super::paths::{Access, accesses};
+use self::paths::{Access, accesses};
+use crate::tools::approval::parse::{Invocation, Scope, Script, Word, basename, read_script};
 use crate::tools::sensitive::{Guarded, Places};
 
 pub const KEY_RECURSIVE_DELETE: &str = "recursive delete";

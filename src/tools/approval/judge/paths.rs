@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use super::judge::{Context, path_candidates};
-use super::parse::{Invocation, RedirectKind, Word, basename, literal};
+use super::{Context, path_candidates};
+use crate::tools::approval::parse::{Invocation, RedirectKind, Word, basename, literal};
 
 /// One file the command touches.
 #[derive(Debug)]
@@ -78,7 +78,7 @@ pub fn accesses(inv: &Invocation, ctx: &Context<'_>) -> Vec<Access> {
             RedirectKind::HereText | RedirectKind::Duplicate => {}
         }
     }
-    let words = super::judge::strip_wrappers(&inv.words);
+    let words = super::strip_wrappers(&inv.words);
     let Some(name) = words.first().and_then(|w| w.value.as_deref()) else {
         return out;
     };

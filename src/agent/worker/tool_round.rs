@@ -9,9 +9,10 @@ use futures_util::future::{BoxFuture, join_all};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::events::{AgentEvent, EventSink, emit};
-use super::message::ToolCall;
-use super::worker::Agent;
+use super::Agent;
+use crate::agent::event_channel::{EventSink, emit};
+use crate::agent::events::AgentEvent;
+use crate::agent::message::ToolCall;
 use crate::state::NewSession;
 use crate::tools::delegate::DelegateArgs;
 use crate::tools::session_search::{SessionSearchArgs, session_search};
@@ -161,7 +162,7 @@ fn delegate<'a>(
             .iter()
             .enumerate()
             .map(|(index, task)| async move {
-                let child_id = super::session_id::new_session_id();
+                let child_id = crate::agent::session_id::new_session_id();
                 let mut session = NewSession::new(child_id.clone(), "tool");
                 session.parent_session_id = Some(agent.session_id().to_owned());
                 session.model = Some(deps.model_name());
@@ -172,7 +173,7 @@ fn delegate<'a>(
                 let mut child = Agent::sub_agent(
                     std::sync::Arc::clone(agent.deps_arc()),
                     child_id.clone(),
-                    super::deps::DELEGATE_MAX_TURNS,
+                    crate::agent::deps::DELEGATE_MAX_TURNS,
                     agent.depth() + 1,
                     agent.tool_platform(),
                 );
@@ -188,7 +189,7 @@ fn delegate<'a>(
                 };
                 // Nobody shows a child's progress: with its display gone at once, the child's
                 // events are discarded as they come instead of piling up for its whole run.
-                let (sink, display) = super::event_channel::event_channel();
+                let (sink, display) = crate::agent::event_channel::event_channel();
                 drop(display);
                 let outcome = child.run_turn(&prompt, &sink, &cancel.child_token()).await;
                 let _ = deps.store.end_session(&child_id, "delegate_complete").await;

@@ -232,6 +232,10 @@ fn check_manifests(manifests: &[(String, String)]) -> Vec<Violation> {
     found
 }
 
+/// Façades whose inherent methods all live in one file: a reader finds every entry point
+/// there, and a part's behaviour in the part's own struct, not in another `impl` block.
+const FACADES: &[(&str, &str)] = &[("Router", "src/gateway/router/mod.rs")];
+
 fn check_sizes(files: &[(String, String)]) -> Vec<Violation> {
     let mut found = Vec::new();
     let mut impl_files: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
@@ -251,6 +255,20 @@ fn check_sizes(files: &[(String, String)]) -> Vec<Violation> {
                     .or_default()
                     .insert(path.clone());
             }
+        }
+    }
+    for (name, home) in FACADES {
+        let elsewhere: Vec<&String> = impl_files
+            .get(&(String::new(), name.to_string()))
+            .into_iter()
+            .flatten()
+            .filter(|file| file.as_str() != *home)
+            .collect();
+        if let Some(first) = elsewhere.first() {
+            found.push(Violation {
+                file: (*first).clone(),
+                rule: format!("`impl {name}` outside {home}: the façade has one file"),
+            });
         }
     }
     for ((_, name), files) in impl_files {
@@ -444,13 +462,25 @@ fn the_checker_catches_big_files_and_spread_types() {
         .map(|i| {
             (
                 format!("src/r/{i}.rs"),
-                "impl<'a> Router<'a> {\n}\nimpl Display for X {\n}\n".into(),
+                "impl<'a> Widget<'a> {\n}\nimpl Display for X {\n}\n".into(),
             )
         })
         .collect();
     let found = check_sizes(&spread);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].rule.contains("Router"));
+    assert!(found[0].rule.contains("Widget"));
+    let stray = check_sizes(&[
+        (
+            "src/gateway/router/mod.rs".into(),
+            "impl Router {\n}\n".into(),
+        ),
+        (
+            "src/gateway/router/turn.rs".into(),
+            "impl Router {\n}\n".into(),
+        ),
+    ]);
+    assert_eq!(stray.len(), 1, "{stray:?}");
+    assert!(stray[0].rule.contains("outside src/gateway/router/mod.rs"));
     assert_eq!(inherent_impl_target("impl fmt::Display for Secret {"), None);
     assert_eq!(
         inherent_impl_target("impl Store {").as_deref(),

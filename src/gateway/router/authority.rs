@@ -7,7 +7,6 @@
 use hermes_adapter::SessionSource;
 use tokio::sync::oneshot;
 
-use super::Router;
 use crate::tools::approval::ApprovalDecision;
 use crate::tools::context::Authority;
 
@@ -102,44 +101,6 @@ impl AnswerRefusal {
                 .to_owned(),
         }
     }
-}
-
-/// The refusal for a guest's answer to a question pending in its session that they may
-/// not answer — `/approve` or `/deny` (typed, or a button's data), a plain approval
-/// word, or a clarify answer (typed or a choice button) — decided before the event is
-/// recorded: the adapter then treats a click as refused, so the prompt keeps its buttons
-/// for the person who may answer it. The slot's own checks (`busy.rs`, `commands/`)
-/// cover events taken up from another instance's journal.
-pub(super) fn refused_answer(
-    router: &Router,
-    event: &hermes_adapter::MessageEvent,
-    authority: Authority,
-) -> Option<String> {
-    if authority.is_trusted() {
-        return None;
-    }
-    let command = super::commands::Command::parse(event);
-    let approval_answer = match &command {
-        Some(command) => match (command.name.as_str(), command.args.trim()) {
-            ("deny", _) => Some(ApprovalDecision::Deny),
-            ("approve", "always" | "all") => Some(ApprovalDecision::Always),
-            ("approve", "session") => Some(ApprovalDecision::Session),
-            ("approve", _) => Some(ApprovalDecision::Once),
-            _ => return None,
-        },
-        None => super::busy::approval_word(&event.text),
-    };
-    let slot = router.slots.get(&router.session_key(event))?;
-    let state = slot.lock();
-    let (asker, decision, what) = match (&state.approval, &state.clarify, approval_answer) {
-        (Some(pending), _, Some(decision)) => (pending.asker.clone(), Some(decision), "approval"),
-        (_, Some(pending), _) if command.is_none() => (pending.asker.clone(), None, "question"),
-        _ => return None,
-    };
-    drop(state);
-    let refusal = check_answer(asker.as_deref(), &event.source, authority, decision).err()?;
-    log_refusal(&event.source, what, "may not answer this question");
-    Some(refusal.text(what))
 }
 
 /// Logs a refusal for the operator (ids only, never message text).

@@ -10,31 +10,17 @@ use hermes_adapter::{MessageEvent, SessionSource};
 
 use super::authority::{check_answer, log_refusal};
 use super::commands::Command;
+use super::commands::answers::{approval_word, decision_text};
 use super::handles::{LiveCell, Paused};
 use super::live::Live;
 use super::slot::{Job, QUEUE_CAP, Slot, SlotState};
 use super::{API_PLATFORM, steer};
 use crate::config::BusyInputMode;
 use crate::gateway::metrics::GatewayMetrics;
-use crate::tools::approval::ApprovalDecision;
 use crate::tools::context::Authority;
 
 /// At most one busy acknowledgement per session in this window (`_BUSY_ACK_COOLDOWN`).
 pub const BUSY_ACK_COOLDOWN: Duration = Duration::from_secs(30);
-
-/// Plain words that answer a pending approval (Hermes's lists).
-pub fn approval_word(text: &str) -> Option<ApprovalDecision> {
-    let word = text.trim().to_lowercase();
-    match word.as_str() {
-        "approve" | "yes" | "ok" | "okay" | "confirm" | "y" | "👍" | "once" => {
-            Some(ApprovalDecision::Once)
-        }
-        "always" | "approve always" => Some(ApprovalDecision::Always),
-        "session" | "approve session" => Some(ApprovalDecision::Session),
-        "deny" | "no" | "reject" | "cancel" | "n" | "👎" => Some(ApprovalDecision::Deny),
-        _ => None,
-    }
-}
 
 /// What happened to an event that arrived while its session was busy.
 enum BusyAction {
@@ -209,15 +195,6 @@ fn busy_detail(live: &Live, state: &SlotState, event: &MessageEvent) -> String {
     }
 }
 
-fn decision_text(decision: ApprovalDecision) -> &'static str {
-    match decision {
-        ApprovalDecision::Once => "✅ Approved once.",
-        ApprovalDecision::Session => "✅ Approved for this session.",
-        ApprovalDecision::Always => "✅ Approved permanently.",
-        ApprovalDecision::Deny => "❌ Denied.",
-    }
-}
-
 fn ack_text(action: &BusyAction, detail: &str) -> String {
     match action {
         BusyAction::Steered => format!(
@@ -232,24 +209,9 @@ fn ack_text(action: &BusyAction, detail: &str) -> String {
     }
 }
 
-pub(super) fn approval_reply(decision: ApprovalDecision) -> &'static str {
-    decision_text(decision)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn plain_words_resolve_approvals() {
-        assert_eq!(approval_word(" Yes "), Some(ApprovalDecision::Once));
-        assert_eq!(approval_word("👎"), Some(ApprovalDecision::Deny));
-        assert_eq!(
-            approval_word("approve always"),
-            Some(ApprovalDecision::Always)
-        );
-        assert_eq!(approval_word("yes please run it"), None);
-    }
 
     #[test]
     fn ack_texts_name_the_action_and_carry_the_detail() {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::Router;
-use super::turn::prompts;
+use super::prompts;
 use crate::agent::AgentDeps;
 use crate::agent::provider::{ModelClient, ProviderError};
 use crate::config::{Config, LoadedConfig};

@@ -13,6 +13,7 @@ mod gatekeeper;
 mod handles;
 mod live;
 mod liveness;
+mod prompts;
 mod responder;
 mod session;
 pub mod slot;
@@ -48,6 +49,7 @@ use commands::Command;
 use gatekeeper::Gatekeeper;
 use handles::{LiveCell, Paused, Stopping};
 pub use live::{Live, NoProvider};
+use prompts::PromptDesk;
 use responder::Responder;
 pub use responder::dead_letter::DEAD_LETTER_NOTICE;
 pub use responder::platforms::PlatformLink;
@@ -57,7 +59,6 @@ use slot::{Job, Slot};
 use slot_table::SlotTable;
 pub use turn::budget::{TURN_IDLE_WARNING, TURN_TIMEOUT_NOTICE};
 pub use turn::no_provider_text;
-use turn::prompts::PromptDesk;
 use turn::{TurnEnd, TurnRunner};
 
 /// The platform name of the HTTP API: its requests are answered in the HTTP response, not
@@ -186,7 +187,7 @@ impl Router {
             &home,
             &loaded,
             store.clone(),
-            turn::prompts::user_prompts(Arc::downgrade(&prompts)),
+            prompts::user_prompts(Arc::downgrade(&prompts)),
             client,
             &mcp,
         )
@@ -304,7 +305,7 @@ impl Router {
                 return RecordOutcome::Refused;
             }
         };
-        if let Some(refusal) = authority::refused_answer(self, &event, authority) {
+        if let Some(refusal) = commands::answers::refused_answer(self, &event, authority) {
             self.responder.send_direct(&event.source, &refusal).await;
             return RecordOutcome::Refused;
         }

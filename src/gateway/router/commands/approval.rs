@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
+use super::answers::decision_text;
 use super::{CommandCtx, Reply};
 use crate::gateway::router::Router;
 use crate::gateway::router::authority::{Gate, check_answer, log_refusal};
-use crate::gateway::router::busy::approval_reply;
 use crate::gateway::router::slot::{Job, Slot};
 use crate::tools::approval::ApprovalDecision;
 
@@ -83,6 +83,6 @@ pub(super) fn resolve_approval(
             "✅ Command approved (pattern approved permanently). The agent is resuming..."
                 .to_owned()
         }
-        ApprovalDecision::Deny => approval_reply(decision).replace("Denied.", "Command denied."),
+        ApprovalDecision::Deny => decision_text(decision).replace("Denied.", "Command denied."),
     }
 }

@@ -4,6 +4,7 @@
 //! [`CommandCtx`]: `/model` lives in `model.rs`, `/sethome` in `platform.rs`, and so on.
 //! Names, aliases and reply texts follow Hermes 0.19.
 
+pub(in crate::gateway::router) mod answers;
 mod approval;
 mod control;
 mod cron;

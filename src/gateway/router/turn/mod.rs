@@ -6,7 +6,6 @@ pub(super) mod failure;
 pub(super) mod media;
 pub(super) mod pending_media;
 pub(super) mod progress;
-pub(super) mod prompts;
 pub(super) mod title;
 
 use std::sync::{Arc, Mutex};

@@ -23,7 +23,7 @@ use crate::tools::clarify::{ClarifyError, ClarifyRequest};
 const COMMAND_PREVIEW_CHARS: usize = 3800;
 
 /// Where a turn's questions go: the slot running the asking session, and its chat.
-pub(in crate::gateway::router) struct PromptDesk {
+pub(super) struct PromptDesk {
     pub slots: Arc<SlotTable>,
     pub routing: Arc<RoutingIndex>,
     pub responder: Arc<Responder>,
@@ -31,7 +31,7 @@ pub(in crate::gateway::router) struct PromptDesk {
 
 /// The agent's prompt callbacks, asking through `desk` while it lives (the router holds
 /// it; the agent holds only these callbacks).
-pub(in crate::gateway::router) fn user_prompts(desk: Weak<PromptDesk>) -> UserPrompts {
+pub(super) fn user_prompts(desk: Weak<PromptDesk>) -> UserPrompts {
     let for_approval = desk.clone();
     let approval: crate::tools::approval::ApprovalPrompt = Arc::new(move |request| {
         let desk = for_approval.clone();

@@ -71,7 +71,9 @@ impl Store {
         Ok(outcome.changed() > 0)
     }
 
-    /// Received or processing events, oldest first: the turns to resume after a restart.
+    /// Received or processing events in the order they were journaled (the journal's own
+    /// sequence, never a host's clock, so skew between instances cannot reorder a chat):
+    /// the turns to resume after a restart.
     pub async fn unfinished_inbound(&self) -> StoreResult<Vec<InboundEvent>> {
         if let Some(pg) = self.postgres() {
             return pg.unfinished_inbound().await;

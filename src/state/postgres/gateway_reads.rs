@@ -86,11 +86,11 @@ fn cron_run(r: &PgRow) -> StoreResult<CronRun> {
 }
 
 impl PgStore {
-    /// Received or processing events, oldest first.
+    /// Received or processing events in journal order (`seq`, not `received_at`).
     pub(crate) async fn unfinished_inbound(&self) -> StoreResult<Vec<InboundEvent>> {
         let sql = format!(
             "SELECT {INBOUND_COLUMNS} FROM hermesd_inbound_events \
-             WHERE state IN ('received', 'processing') ORDER BY received_at, seq"
+             WHERE state IN ('received', 'processing') ORDER BY seq"
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
             .fetch_all(self.pool())

@@ -67,11 +67,11 @@ pub(crate) fn split_ids(joined: Option<String>) -> Vec<String> {
 pub(crate) const INBOUND_COLUMNS: &str = "platform, event_id, session_key, state, payload_json, \
     received_at, updated_at, reply_obligation_id";
 
-/// Events received or in progress, oldest first: the turns to resume after a restart.
+/// Events received or in progress in journal order (`rowid`: one writer appends).
 pub fn unfinished_inbound(conn: &Connection) -> StoreResult<Vec<InboundEvent>> {
     let mut stmt = conn.prepare(&format!(
         "SELECT {INBOUND_COLUMNS} FROM hermesd_inbound_events
-         WHERE state IN {UNFINISHED_STATES} ORDER BY received_at, rowid"
+         WHERE state IN {UNFINISHED_STATES} ORDER BY rowid"
     ))?;
     let rows = stmt.query_map([], inbound_from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)

@@ -286,7 +286,7 @@ impl ClusterLink {
     }
 
     /// Brings the session's unfinished journaled events into the slot's queue and puts the
-    /// queue in the journal's order (`received_at`), wherever each event was received: HTTP
+    /// queue in the journal's order (its sequence, not a host's clock), wherever each event was received: HTTP
     /// requests (not journaled) first, then the events oldest first, then anything queued
     /// that the journal no longer lists as unfinished.
     async fn order_by_journal(&self, slot: &Arc<Slot>) {
@@ -301,7 +301,6 @@ impl ClusterLink {
             .into_iter()
             .filter(|e| e.session_key == slot.key)
             .collect();
-        ours.sort_by(|a, b| a.received_at.total_cmp(&b.received_at));
         // Decode the events not yet taken up (outside the slot's lock: it may write).
         let untaken: Vec<&InboundEvent> = {
             let state = slot.lock();

@@ -38,6 +38,7 @@ pub use error::{BackendFailure, SqliteFailure, StoreError, StoreResult};
 pub use ledger::*;
 pub use model::*;
 pub use shared_files::shared_files;
+pub use sqlite::capabilities::{Capabilities, OptionalIndex};
 pub use sqlite::connection::{PageCache, READER_CACHE_KIB, WRITER_CACHE_KIB};
 pub use sqlite::gateway_schema::GATEWAY_TABLES;
 pub use sqlite::inspect::{Inspection, inspect_read_only};
@@ -234,6 +235,8 @@ impl Store {
             Backend::Postgres(_) => SchemaInfo {
                 version: SCHEMA_VERSION,
                 has_active_column: false,
+                // PostgreSQL keeps its own schema: prompts inline, no Hermes extras.
+                caps: Default::default(),
             },
         }
     }

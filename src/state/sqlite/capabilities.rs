@@ -100,8 +100,7 @@ pub fn detect(conn: &Connection) -> StoreResult<Capabilities> {
     let has = |cols: &[String], name: &str| cols.iter().any(|c| c == name);
     let usage = super::schema::column_names(conn, "session_model_usage")?;
     Ok(Capabilities {
-        prompts_by_hash: table_exists(conn, "system_prompts")?
-            && has(&sessions, "system_prompt_hash"),
+        prompts_by_hash: prompts_by_hash(conn)?,
         model_usage: has(&usage, "task"),
         title_source: has(&sessions, "title_source"),
         created_source: has(&sessions, "created_source"),
@@ -109,6 +108,25 @@ pub fn detect(conn: &Connection) -> StoreResult<Capabilities> {
         message_uid: has(&messages, "message_uid"),
         cjk_index: cjk_index(conn)?,
     })
+}
+
+/// Whether prompts live in `system_prompts`, keyed from `sessions.system_prompt_hash` (a
+/// read: usable on a read-only connection).
+pub fn prompts_by_hash(conn: &Connection) -> StoreResult<bool> {
+    let sessions = super::schema::column_names(conn, "sessions")?;
+    Ok(table_exists(conn, "system_prompts")? && sessions.iter().any(|c| c == "system_prompt_hash"))
+}
+
+/// The newer Hermes tables `state migrate` does not carry (PostgreSQL keeps its own schema),
+/// present in this database.
+pub fn uncarried_tables(conn: &Connection) -> StoreResult<Vec<&'static str>> {
+    let mut out = Vec::new();
+    for table in ["session_model_usage"] {
+        if table_exists(conn, table)? {
+            out.push(table);
+        }
+    }
+    Ok(out)
 }
 
 fn table_exists(conn: &Connection, name: &str) -> StoreResult<bool> {

@@ -8,7 +8,6 @@ mod support;
 #[path = "state_newer_schema/fixture.rs"]
 mod fixture;
 
-use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 

@@ -118,7 +118,8 @@ fn in_list(column: &str, values: &[String], negate: bool, params: &mut Vec<SqlVa
     format!(" AND {column} {not}IN ({marks})")
 }
 
-/// Searches messages; an empty or unusable query returns no hits rather than an error.
+/// Searches messages; an empty query, or one FTS5 cannot parse, returns no hits; a search the
+/// index cannot run (a missing table, a tokenizer this process lacks) is `SearchFailed`.
 pub fn search(
     conn: &Connection,
     info: &SchemaInfo,

@@ -211,21 +211,10 @@ async fn an_index_whose_tokenizer_cannot_load_never_stops_a_turn() {
     );
 }
 
-const PY_MAKE_V22: &str = r#"
-import json, pathlib, sys
-import hermes_state
-db = hermes_state.SessionDB(db_path=pathlib.Path(sys.argv[1]))
-db.create_session("py1", "cli", model="m-py", system_prompt="You are the python prompt.")
-version = db._conn.execute("SELECT version FROM schema_version").fetchone()[0]
-print(json.dumps({"version": version}))
-"#;
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_v22_home_keeps_its_shape_and_gets_the_usage_rows_0_19_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    let made = support::python::run(PY_MAKE_V22, &[path.to_str().unwrap()], dir.path(), "");
-    assert_eq!(made["version"], 22);
+    let path = fixture::make_v22(dir.path());
     let shape = |path: &std::path::Path| -> Vec<String> {
         let conn = rusqlite::Connection::open(path).unwrap();
         let mut stmt = conn

@@ -393,24 +393,81 @@ fn a_broken_home_reports_every_problem() {
     assert_eq!(lines.status.code(), Some(1));
 }
 
-#[test]
-fn a_sound_state_db_is_reported_with_its_schema_version() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = home_with(dir.path(), "", "");
+/// Opens (creating or bringing up to date) the state.db at `path` as hermesd does at start.
+fn create_state_db(path: &Path) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let store = hermesd::state::Store::open(&home.join("state.db")).unwrap();
+    let store = hermesd::state::Store::open(path).unwrap();
     runtime.block_on(store.close());
+}
+
+#[test]
+fn a_sound_state_db_is_reported_with_its_schema_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_with(dir.path(), "", "");
+    create_state_db(&home.join("state.db"));
     let output = doctor(&home, &["--json", "--offline"]);
     let report = json_report(&output);
     let database = checks_named(&report, "state.db")[0];
     assert_eq!(database["status"], "ok");
     assert_eq!(
         database["message"],
-        format!("intact, schema v{}", hermesd::state::SCHEMA_VERSION)
+        format!(
+            "intact, schema v{}; search indexes: messages_fts live, messages_fts_trigram live; \
+             a test write succeeded (rolled back)",
+            hermesd::state::SCHEMA_VERSION
+        )
     );
+}
+
+/// An optional index whose tokenizer this build cannot load (Hermes's CJK index) makes every
+/// message write fail until hermesd has opened the file once; doctor's test write finds it.
+#[test]
+fn a_write_that_an_unloadable_index_would_fail_is_reported_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_with(dir.path(), "", "");
+    let path = home.join("state.db");
+    create_state_db(&path);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE messages_fts_cjk USING fts5(content, tokenize='unicode61');
+         CREATE TRIGGER messages_fts_cjk_insert AFTER INSERT ON messages BEGIN
+             INSERT INTO messages_fts_cjk(rowid, content) VALUES (new.id, new.content);
+         END;
+         PRAGMA writable_schema = ON;
+         UPDATE sqlite_master SET sql = replace(sql, 'unicode61', 'cjk_unicode61')
+         WHERE name = 'messages_fts_cjk';",
+    )
+    .unwrap();
+    drop(conn);
+    let output = doctor(&home, &["--json", "--offline"]);
+    let report = json_report(&output);
+    let database = checks_named(&report, "state.db")[0];
+    assert_eq!(database["status"], "error", "{report:#}");
+    let message = database["message"].as_str().unwrap();
+    assert!(
+        message.contains("messages_fts_cjk not usable here"),
+        "{message}"
+    );
+    assert!(
+        message.contains("a test write failed: no such tokenizer: cjk_unicode61"),
+        "{message}"
+    );
+    assert!(
+        database["hint"]
+            .as_str()
+            .unwrap()
+            .contains("start hermesd once"),
+        "{report:#}"
+    );
+
+    // After one start the index is stale, its triggers gone, and writes work.
+    create_state_db(&path);
+    let report = json_report(&doctor(&home, &["--json", "--offline"]));
+    let database = checks_named(&report, "state.db")[0];
+    assert_eq!(database["status"], "ok", "{report:#}");
 }
 
 /// Settings hermesd accepts without acting on them are named in one doctor warning.

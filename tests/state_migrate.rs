@@ -487,3 +487,88 @@ async fn a_migration_killed_mid_copy_is_finished_by_the_next_run() {
     assert_eq!(count(&pool, "messages").await as usize, MESSAGES);
     pool.close().await;
 }
+
+/// An empty state.db as the newest published Hermes state code (schema v31) creates it.
+const PY_V31_EMPTY: &str = r#"
+import json, pathlib, sys
+import hermes_state
+db = hermes_state.SessionDB(db_path=pathlib.Path(sys.argv[1]))
+if sys.argv[2] == "with-session":
+    db.create_session("py1", "cli", system_prompt="You are the python prompt.")
+    db.append_message("py1", "user", "hello from python")
+print(json.dumps({"version": db._conn.execute("SELECT version FROM schema_version").fetchone()[0]}))
+"#;
+
+const PY_V31_PROMPTS: &str = r#"
+import json, pathlib, sys
+import hermes_state
+db = hermes_state.SessionDB(db_path=pathlib.Path(sys.argv[1]))
+inline = dict(db._conn.execute("SELECT id, system_prompt FROM sessions").fetchall())
+print(json.dumps({"py1": db.get_session("py1")["system_prompt"],
+                  "h1": db.get_session("h1")["system_prompt"], "inline": inline}))
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prompts_a_v31_home_keeps_by_hash_survive_a_trip_through_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, source, target) = (
+        dir.path(),
+        dir.path().join("v31.db"),
+        dir.path().join("v31-back.db"),
+    );
+    for (path, what) in [(&source, "with-session"), (&target, "empty")] {
+        let made = support::python::run_v31(PY_V31_EMPTY, &[path.to_str().unwrap(), what], home);
+        assert_eq!(made["version"], 31);
+    }
+    let store = Store::open(&source).unwrap();
+    let mut session = NewSession::new("h1", "telegram");
+    session.system_prompt = Some("You are hermesd's prompt.".into());
+    store.create_session(session).await.unwrap();
+    store
+        .append_message(NewMessage::text("h1", "user", "hi"))
+        .await
+        .unwrap();
+    store.close().await;
+    let cluster = PgCluster::start();
+    let url = url_with_password(&cluster);
+
+    let out = migrate(home, source.to_str().unwrap(), &url, &[]);
+    assert_exit(&out, 0);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("session_model_usage"),
+        "a table left behind is named: {}",
+        text(&out)
+    );
+    let pool = pg(&cluster).await;
+    let prompts: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT id, system_prompt FROM sessions ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    assert_eq!(
+        prompts,
+        [
+            (
+                "h1".to_owned(),
+                Some("You are hermesd's prompt.".to_owned())
+            ),
+            (
+                "py1".to_owned(),
+                Some("You are the python prompt.".to_owned())
+            )
+        ]
+    );
+
+    // Into a v31 state.db (emptied of Python's own bookkeeping by --force): stored by hash.
+    let out = migrate(home, &url, target.to_str().unwrap(), &["--force"]);
+    assert_exit(&out, 0);
+    let py = support::python::run_v31(PY_V31_PROMPTS, &[target.to_str().unwrap()], home);
+    assert_eq!(py["py1"], "You are the python prompt.");
+    assert_eq!(py["h1"], "You are hermesd's prompt.");
+    assert_eq!(
+        py["inline"],
+        serde_json::json!({"h1": null, "py1": null}),
+        "kept by hash, as v31 keeps them"
+    );
+}

@@ -25,6 +25,9 @@ pub enum StoreError {
     LiveDatabaseGuard(String),
     #[error("state.db write failed: {0}")]
     WriteFailed(String),
+    /// A search the index could not answer (not a query without hits: that is an empty list).
+    #[error("search failed on {index}: {message}")]
+    SearchFailed { index: String, message: String },
     #[error("the state database writer has stopped")]
     Closed,
     /// A fenced write (one made under a session lease) was refused: another instance holds

@@ -39,9 +39,10 @@ pub use error::{BackendFailure, SqliteFailure, StoreError, StoreResult};
 pub use ledger::*;
 pub use model::*;
 pub use shared_files::shared_files;
+pub use sqlite::capabilities::{Capabilities, OptionalIndex};
 pub use sqlite::connection::{PageCache, READER_CACHE_KIB, WRITER_CACHE_KIB};
 pub use sqlite::gateway_schema::GATEWAY_TABLES;
-pub use sqlite::inspect::{Inspection, inspect_read_only};
+pub use sqlite::inspect::{Inspection, WriteProbeError, inspect_read_only, try_write};
 pub use sqlite::schema::{SCHEMA_VERSION, SchemaInfo};
 pub use sqlite::search::sanitize_fts5_query;
 pub use sqlite::titles::{MAX_TITLE_LENGTH, sanitize_title};
@@ -235,6 +236,8 @@ impl Store {
             Backend::Postgres(_) => SchemaInfo {
                 version: SCHEMA_VERSION,
                 has_active_column: false,
+                // PostgreSQL keeps its own schema: prompts inline, no Hermes extras.
+                caps: Default::default(),
             },
         }
     }

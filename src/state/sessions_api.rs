@@ -41,7 +41,7 @@ impl Store {
             return postgres::get_session(pg.pool(), id).await;
         }
         let id = id.to_owned();
-        self.read(move |c, _| sqlite::read::get_session(c, &id))
+        self.read(move |c, info| sqlite::read::get_session(c, info, &id))
             .await
     }
 

@@ -19,6 +19,20 @@ pub fn daemon_binary() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(HERMESD))
 }
+/// Runs one `hermesd` command on `home` as a user would, with nothing of this process's
+/// environment but `PATH`.
+pub fn cli(home: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(daemon_binary())
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.join("user-home"))
+        .env("HERMES_HOME", home)
+        .env("HERMES_TEST_ISOLATION", "1")
+        .output()
+        .expect("run hermesd")
+}
+
 /// Generous: a loaded 2-core machine may take a while to start a debug binary.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub const API_KEY: &str = "test-api-key-0123456789abcdef";

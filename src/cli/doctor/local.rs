@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::check::Check;
 use crate::home::HermesHome;
-use crate::state::{SCHEMA_VERSION, inspect_read_only};
+use crate::state::{SCHEMA_VERSION, WriteProbeError, inspect_read_only, try_write};
 
 /// Below this much free space in the home, state.db writes may start failing.
 const LOW_DISK_BYTES: u64 = 1 << 30;
@@ -136,26 +136,53 @@ pub fn state_db(home: &HermesHome) -> Check {
         )
         .hint(recover);
     }
-    match found.schema_version {
-        None => Check::error(
+    let version = match found.schema_version {
+        None => {
+            return Check::error(
+                "state.db",
+                format!(
+                    "{} has no schema_version: not a Hermes state database",
+                    path.display()
+                ),
+            )
+            .hint("point HERMES_HOME at the right home, or move the file away");
+        }
+        Some(version) if version < SCHEMA_VERSION => {
+            format!("schema v{version}; upgraded to v{SCHEMA_VERSION} at the next start")
+        }
+        Some(version) if version > SCHEMA_VERSION => {
+            format!("schema v{version} from a newer Hermes (ours is v{SCHEMA_VERSION}); kept as is")
+        }
+        Some(version) => format!("schema v{version}"),
+    };
+    let indexes: Vec<String> = found
+        .indexes
+        .iter()
+        .map(|(name, live)| {
+            let state = if *live { "live" } else { "not usable here" };
+            format!("{name} {state}")
+        })
+        .collect();
+    let shown = format!("intact, {version}; search indexes: {}", indexes.join(", "));
+    match try_write(&path) {
+        Ok(()) => Check::ok(
             "state.db",
-            format!(
-                "{} has no schema_version: not a Hermes state database",
-                path.display()
-            ),
-        )
-        .hint("point HERMES_HOME at the right home, or move the file away"),
-        Some(version) if version < SCHEMA_VERSION => Check::ok(
-            "state.db",
-            format!("intact, schema v{version}; upgraded to v{SCHEMA_VERSION} at the next start"),
+            format!("{shown}; a test write succeeded (rolled back)"),
         ),
-        Some(version) if version > SCHEMA_VERSION => Check::ok(
-            "state.db",
-            format!(
-                "intact, schema v{version} from a newer Hermes (ours is v{SCHEMA_VERSION}); kept as is"
-            ),
-        ),
-        Some(version) => Check::ok("state.db", format!("intact, schema v{version}")),
+        Err(WriteProbeError::Busy(why)) => {
+            Check::ok("state.db", format!("{shown}; test write not tried: {why}"))
+        }
+        Err(WriteProbeError::Failed(why)) => {
+            let check = Check::error("state.db", format!("{shown}; a test write failed: {why}"));
+            match found.indexes.iter().find(|(_, live)| !live) {
+                Some((index, _)) => check.hint(format!(
+                    "{index} cannot be used by this build; start hermesd once: it drops that \
+                     index's triggers and marks it stale (Hermes rebuilds it where its tokenizer \
+                     is installed)"
+                )),
+                None => check.hint("check the file's permissions and the disk"),
+            }
+        }
     }
 }
 

@@ -60,7 +60,11 @@ const DOC: &str = SEARCH_TEXT;
 /// text (and the content), for the snippet.
 const HIT_COLUMNS: &str = "msg.id, msg.session_id, msg.role, msg.timestamp, msg.tool_name, sess.source, sess.model, sess.started_at";
 
-/// Searches messages; an empty or unusable query returns no hits rather than an error.
+/// SQLSTATE `syntax_error`, which PostgreSQL also reports for text it cannot read as a query.
+const SYNTAX_ERROR: &str = "42601";
+
+/// Searches messages; an empty query, or one the database cannot parse, returns no hits; a
+/// search the database cannot run is an error.
 pub async fn search(pool: &PgPool, q: &SearchQuery) -> StoreResult<Vec<SearchHit>> {
     let Some(plan) = plan(&q.query) else {
         return Ok(Vec::new());
@@ -80,11 +84,18 @@ pub async fn search(pool: &PgPool, q: &SearchQuery) -> StoreResult<Vec<SearchHit
     };
     let mut hits = match found {
         Ok(hits) => hits,
-        // As on SQLite, a query the database refuses means "no results"; a database that
-        // cannot be reached is still an error.
-        Err(sqlx::Error::Database(e)) => {
-            tracing::debug!(error = %e, "search query failed");
+        // As on SQLite, query text the database cannot parse means "no results"; any other
+        // refusal (a missing table or index, a broken extension) is an error the caller sees.
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(SYNTAX_ERROR) => {
+            tracing::debug!(error = %e, "search query not understood");
             return Ok(Vec::new());
+        }
+        Err(sqlx::Error::Database(e)) => {
+            tracing::warn!(error = %e, "search failed");
+            return Err(crate::state::StoreError::SearchFailed {
+                index: "messages (PostgreSQL)".into(),
+                message: e.to_string(),
+            });
         }
         Err(e) => return Err(db(e)),
     };

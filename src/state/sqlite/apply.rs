@@ -6,7 +6,9 @@
 
 use rusqlite::{Connection, params};
 
+use super::capabilities::Capabilities;
 use super::gateway_commands as gateway;
+use super::newer::{self, TitleSource};
 use super::titles;
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::encode::{encode_content, encode_json, tool_call_count};
@@ -14,9 +16,14 @@ use crate::state::error::{StoreError, StoreResult};
 use crate::state::ledger::InboundState;
 use crate::state::model::{NewMessage, NewSession, UsageDelta, now_epoch};
 
-pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> {
+/// Applies `command`; `caps` says what this database's Hermes version expects beside it.
+pub fn apply(
+    conn: &Connection,
+    caps: &Capabilities,
+    command: &WriteCommand,
+) -> StoreResult<Outcome> {
     match command {
-        WriteCommand::CreateSession(session) => create_session(conn, session),
+        WriteCommand::CreateSession(session) => create_session(conn, caps, session),
         WriteCommand::EndSession { id, reason } => Ok(Outcome::Changed(conn.execute(
             // First reason wins: an ended session keeps its original reason and time.
             "UPDATE sessions SET ended_at = ?1, end_reason = ?2 WHERE id = ?3 AND ended_at IS NULL",
@@ -26,18 +33,18 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
             "UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?1",
             params![id],
         )?)),
-        WriteCommand::AppendMessage(message) => append_message(conn, message),
+        WriteCommand::AppendMessage(message) => append_message(conn, caps, message),
         WriteCommand::StartTurn {
             message,
             platform,
             event_id,
         } => {
-            let appended = append_message(conn, message)?;
+            let appended = append_message(conn, caps, message)?;
             gateway::mark_inbound(conn, platform, event_id, InboundState::Processing.as_str())?;
             Ok(appended)
         }
         WriteCommand::SetTitle { id, title } => {
-            titles::set_title(conn, id, title.as_deref())?;
+            titles::set_title(conn, caps, id, title.as_deref(), TitleSource::User)?;
             Ok(Outcome::Done)
         }
         WriteCommand::SetTitleIfEmpty { id, title } => {
@@ -48,13 +55,13 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
             )?;
             match current {
                 Some(None) => {
-                    titles::set_title(conn, id, Some(title))?;
+                    titles::set_title(conn, caps, id, Some(title), TitleSource::Generated)?;
                     Ok(Outcome::Changed(1))
                 }
                 _ => Ok(Outcome::Changed(0)),
             }
         }
-        WriteCommand::RecordUsage(usage) => record_usage(conn, usage),
+        WriteCommand::RecordUsage(usage) => record_usage(conn, caps, usage),
         WriteCommand::ClearMessages { id } => {
             let removed = conn.execute("DELETE FROM messages WHERE session_id = ?1", [id])?;
             conn.execute(
@@ -79,7 +86,7 @@ pub fn apply(conn: &Connection, command: &WriteCommand) -> StoreResult<Outcome> 
             )?;
             Ok(Outcome::Changed(removed))
         }
-        WriteCommand::DeleteSessions { ids } => delete_sessions(conn, ids),
+        WriteCommand::DeleteSessions { ids } => delete_sessions(conn, caps, ids),
         WriteCommand::EnsureGatewaySchema
         | WriteCommand::RecordInbound { .. }
         | WriteCommand::MarkInbound { .. }
@@ -190,56 +197,98 @@ fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outco
     }
 }
 
-fn create_session(conn: &Connection, s: &NewSession) -> StoreResult<Outcome> {
+fn create_session(conn: &Connection, caps: &Capabilities, s: &NewSession) -> StoreResult<Outcome> {
     let model_config = s.model_config.as_ref().map(|v| v.to_string());
+    // A newer Hermes keeps the prompt once in `system_prompts` and only its hash on the row.
+    let (inline_prompt, stored) = match (&s.system_prompt, caps.prompts_by_hash) {
+        (Some(prompt), true) => (None, Some(newer::store_prompt(conn, prompt)?)),
+        (prompt, _) => (prompt.clone(), None),
+    };
+    let hash = stored.as_ref().map(|(hash, _)| hash.clone());
+    let mut columns = String::new();
+    let mut values = String::new();
+    let mut updates = String::new();
+    if caps.prompts_by_hash {
+        columns += ", system_prompt_hash";
+        values += ", ?9";
+        updates += ",\n system_prompt_hash = COALESCE(sessions.system_prompt_hash, excluded.system_prompt_hash)";
+    }
+    if caps.created_source {
+        columns += ", created_source";
+        values += ", ?2";
+        updates +=
+            ",\n created_source = COALESCE(sessions.created_source, excluded.created_source)";
+    }
     // An existing row keeps its values; the new call only fills columns that are NULL.
-    let mut stmt = conn.prepare_cached(
+    let sql = format!(
         "INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt,
-                               parent_session_id, started_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                               parent_session_id, started_at{columns})
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8{values})
          ON CONFLICT(id) DO UPDATE SET
              user_id = COALESCE(sessions.user_id, excluded.user_id),
              model = COALESCE(sessions.model, excluded.model),
              model_config = COALESCE(sessions.model_config, excluded.model_config),
              system_prompt = COALESCE(sessions.system_prompt, excluded.system_prompt),
-             parent_session_id = COALESCE(sessions.parent_session_id, excluded.parent_session_id)",
-    )?;
-    stmt.execute(params![
-        s.id,
-        s.source,
-        s.user_id,
-        s.model,
-        model_config,
-        s.system_prompt,
-        s.parent_session_id,
-        s.started_at.unwrap_or_else(now_epoch),
-    ])?;
+             parent_session_id = COALESCE(sessions.parent_session_id, excluded.parent_session_id){updates}"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut bound = vec![
+        rusqlite::types::Value::from(s.id.clone()),
+        s.source.clone().into(),
+        s.user_id.clone().into(),
+        s.model.clone().into(),
+        model_config.into(),
+        inline_prompt.into(),
+        s.parent_session_id.clone().into(),
+        s.started_at.unwrap_or_else(now_epoch).into(),
+    ];
+    if caps.prompts_by_hash {
+        bound.push(hash.clone().into());
+    }
+    stmt.execute(rusqlite::params_from_iter(bound))?;
+    // A row that already had a prompt keeps it; a prompt this call added for nothing goes.
+    if let Some((hash, true)) = stored {
+        newer::drop_unreferenced_prompts(conn, &[hash])?;
+    }
     Ok(Outcome::Done)
 }
 
-fn append_message(conn: &Connection, m: &NewMessage) -> StoreResult<Outcome> {
-    let mut insert = conn.prepare_cached(
+fn append_message(conn: &Connection, caps: &Capabilities, m: &NewMessage) -> StoreResult<Outcome> {
+    // Where rows carry a durable id, hermesd mints it as Hermes does rather than leaving it to
+    // a trigger that may not exist.
+    let (uid_column, uid_value) = if caps.message_uid {
+        (", message_uid", ", ?15")
+    } else {
+        ("", "")
+    };
+    let mut insert = conn.prepare_cached(&format!(
         "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name,
              timestamp, token_count, finish_reason, reasoning, reasoning_content,
-             reasoning_details, codex_reasoning_items, codex_message_items)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    )?;
-    let inserted = insert.execute(params![
-        m.session_id,
-        m.role,
-        encode_content(&m.content),
-        m.tool_call_id,
-        encode_json(&m.tool_calls),
-        m.tool_name,
-        m.timestamp.unwrap_or_else(now_epoch),
-        m.token_count,
-        m.finish_reason,
-        m.reasoning,
-        m.reasoning_content,
-        encode_json(&m.reasoning_details),
-        encode_json(&m.codex_reasoning_items),
-        encode_json(&m.codex_message_items),
-    ]);
+             reasoning_details, codex_reasoning_items, codex_message_items{uid_column})
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14{uid_value})"
+    ))?;
+    let timestamp = m.timestamp.unwrap_or_else(now_epoch);
+    let uid = caps.message_uid.then(newer::mint_uid);
+    let mut bound: Vec<rusqlite::types::Value> = vec![
+        m.session_id.clone().into(),
+        m.role.clone().into(),
+        encode_content(&m.content).into(),
+        m.tool_call_id.clone().into(),
+        encode_json(&m.tool_calls).into(),
+        m.tool_name.clone().into(),
+        timestamp.into(),
+        m.token_count.into(),
+        m.finish_reason.clone().into(),
+        m.reasoning.clone().into(),
+        m.reasoning_content.clone().into(),
+        encode_json(&m.reasoning_details).into(),
+        encode_json(&m.codex_reasoning_items).into(),
+        encode_json(&m.codex_message_items).into(),
+    ];
+    if let Some(uid) = uid {
+        bound.push(uid.into());
+    }
+    let inserted = insert.execute(rusqlite::params_from_iter(bound));
     if let Err(e) = inserted {
         if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
             return Err(StoreError::SessionNotFound(m.session_id.clone()));
@@ -252,10 +301,11 @@ fn append_message(conn: &Connection, m: &NewMessage) -> StoreResult<Outcome> {
              tool_call_count = COALESCE(tool_call_count, 0) + ?1 WHERE id = ?2",
     )?;
     counters.execute(params![tool_call_count(&m.tool_calls), m.session_id])?;
+    newer::touch_activity(conn, caps, &m.session_id, timestamp)?;
     Ok(Outcome::RowId(id))
 }
 
-fn record_usage(conn: &Connection, u: &UsageDelta) -> StoreResult<Outcome> {
+fn record_usage(conn: &Connection, caps: &Capabilities, u: &UsageDelta) -> StoreResult<Outcome> {
     let changed = conn.execute(
         "UPDATE sessions SET
              input_tokens = COALESCE(input_tokens, 0) + ?1,
@@ -287,10 +337,19 @@ fn record_usage(conn: &Connection, u: &UsageDelta) -> StoreResult<Outcome> {
     if changed == 0 {
         return Err(StoreError::SessionNotFound(u.session_id.clone()));
     }
+    if caps.model_usage {
+        newer::record_model_usage(conn, u)?;
+    }
+    newer::touch_activity(conn, caps, &u.session_id, now_epoch())?;
     Ok(Outcome::Done)
 }
 
-fn delete_sessions(conn: &Connection, ids: &[String]) -> StoreResult<Outcome> {
+fn delete_sessions(conn: &Connection, caps: &Capabilities, ids: &[String]) -> StoreResult<Outcome> {
+    let prompts = if caps.prompts_by_hash {
+        newer::prompt_hashes_of(conn, ids)?
+    } else {
+        Vec::new()
+    };
     let mut orphan = conn.prepare_cached(
         "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?1",
     )?;
@@ -302,5 +361,8 @@ fn delete_sessions(conn: &Connection, ids: &[String]) -> StoreResult<Outcome> {
         messages.execute([id])?;
         deleted += session.execute([id])?;
     }
+    // Per-model usage rows go with their session (Hermes declares ON DELETE CASCADE), and so
+    // does a prompt no remaining session uses.
+    newer::drop_unreferenced_prompts(conn, &prompts)?;
     Ok(Outcome::Changed(deleted))
 }

@@ -1,6 +1,7 @@
-//! Read-only inspection of a state.db for `hermesd doctor`: integrity and schema version,
-//! without creating, migrating or writing anything (the file may belong to a running
-//! gateway, or to a newer Hermes).
+//! Inspection of a state.db for `hermesd doctor`: integrity, schema version and which search
+//! indexes this process can serve, without creating, migrating or keeping any change (the file
+//! may belong to a running gateway, or to a newer Hermes); and a test write that never
+//! survives.
 
 use std::path::Path;
 
@@ -18,7 +19,12 @@ pub struct Inspection {
     pub integrity: Vec<String>,
     /// `schema_version.version`, `None` when the table is missing or empty.
     pub schema_version: Option<i64>,
+    /// Each full-text index present, and whether this process can use it.
+    pub indexes: Vec<(String, bool)>,
 }
+
+/// The full-text indexes Hermes may keep, base and optional.
+const FTS_INDEXES: [&str; 3] = ["messages_fts", "messages_fts_trigram", "messages_fts_cjk"];
 
 impl Inspection {
     pub fn is_intact(&self) -> bool {
@@ -52,10 +58,65 @@ pub fn inspect_read_only(path: &Path) -> StoreResult<Inspection> {
     } else {
         None
     };
+    let mut indexes = Vec::new();
+    for table in FTS_INDEXES {
+        let present: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+            [table],
+            |row| row.get(0),
+        )?;
+        if present {
+            indexes.push((
+                table.to_owned(),
+                super::capabilities::index_usable(&conn, table),
+            ));
+        }
+    }
     Ok(Inspection {
         integrity,
         schema_version,
+        indexes,
     })
+}
+
+/// Why a test write could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteProbeError {
+    /// Another process holds the write lock; nothing was tried.
+    #[error("busy: another process is writing ({0})")]
+    Busy(String),
+    /// The write itself failed (a trigger, an index, the file).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Writes a session and a message the way a turn does — so every trigger and index on
+/// `messages` runs — then rolls the whole write back, whatever happened.
+pub fn try_write(path: &Path) -> Result<(), WriteProbeError> {
+    let failed = |e: rusqlite::Error| {
+        if crate::state::error::is_busy(&e) {
+            WriteProbeError::Busy(e.to_string())
+        } else {
+            WriteProbeError::Failed(e.to_string())
+        }
+    };
+    let mut conn = rusqlite::Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(failed)?;
+    conn.busy_timeout(std::time::Duration::from_secs(2))
+        .map_err(failed)?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(failed)?;
+    tx.execute_batch(
+        "INSERT INTO sessions (id, source, started_at) VALUES ('hermesd-doctor-probe', 'doctor', 0);
+         INSERT INTO messages (session_id, role, content, timestamp)
+             VALUES ('hermesd-doctor-probe', 'user', 'doctor probe 探针', 0);",
+    )
+    .map_err(failed)?;
+    tx.rollback().map_err(failed)
 }
 
 #[cfg(test)]
@@ -75,6 +136,19 @@ mod tests {
         let found = inspect_read_only(&path).unwrap();
         assert!(found.is_intact(), "{found:?}");
         assert_eq!(found.schema_version, Some(crate::state::SCHEMA_VERSION));
+        assert_eq!(
+            found.indexes,
+            [
+                ("messages_fts".to_owned(), true),
+                ("messages_fts_trigram".to_owned(), true)
+            ]
+        );
+        try_write(&path).unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let left: i64 = conn
+            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0, "the test write was rolled back");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! read-only connections.
 
 pub(crate) mod apply;
+pub(crate) mod capabilities;
 pub(crate) mod columns;
 pub(crate) mod connection;
 pub(crate) mod fifo_gate;
@@ -10,6 +11,7 @@ pub(crate) mod gateway_commands;
 pub(crate) mod gateway_read;
 pub(crate) mod gateway_schema;
 pub(crate) mod inspect;
+pub(crate) mod newer;
 pub(crate) mod read;
 pub(crate) mod schema;
 pub(crate) mod search;
@@ -55,7 +57,8 @@ impl SqliteBackend {
         let gate = fifo_gate::FifoGate::open(path)
             .inspect_err(|e| tracing::warn!(error = %e, "cannot open the writer queue files; relying on SQLite's lock"))
             .ok();
-        let writer = Writer::new(conn, gate, options.retry, rx, stats);
+        let writer = Writer::new(conn, gate, options.retry, rx, stats, info.caps);
+        note_newer_schema(path, &info);
         let writer_thread = std::thread::Builder::new()
             .name("state-writer".into())
             .spawn(move || writer.run())?;
@@ -134,6 +137,22 @@ impl SqliteBackend {
             idle.clear();
         }
     }
+}
+
+/// One line at start when the database belongs to a newer Hermes: which version, and what
+/// hermesd writes into it to match.
+fn note_newer_schema(path: &Path, info: &SchemaInfo) {
+    if info.version <= schema::SCHEMA_VERSION && !info.caps.any() {
+        return;
+    }
+    tracing::info!(
+        path = %path.display(),
+        schema_version = info.version,
+        base_version = schema::SCHEMA_VERSION,
+        writes = %info.caps.written().join(", "),
+        cjk_index = info.caps.cjk_index.as_str(),
+        "state.db was written by a newer Hermes; hermesd writes what that version expects"
+    );
 }
 
 /// Retries an operation that needs the write lock during open (schema initialisation), with

@@ -18,6 +18,24 @@ pub const SESSION_COLUMNS: &str = "s.id, s.source, s.user_id, s.model, s.model_c
     s.estimated_cost_usd, s.actual_cost_usd, s.title, s.api_call_count";
 pub const SESSION_COLUMN_COUNT: usize = 23;
 
+/// [`SESSION_COLUMNS`] for a database that keeps prompts by hash: the prompt is read from
+/// `system_prompts` (an inline prompt written before the move still wins, as in Hermes).
+const SESSION_COLUMNS_PROMPT_BY_HASH: &str = "s.id, s.source, s.user_id, s.model, s.model_config, \
+    COALESCE(s.system_prompt, (SELECT sp.prompt FROM system_prompts sp \
+        WHERE sp.hash = s.system_prompt_hash)), s.parent_session_id, s.started_at, s.ended_at, \
+    s.end_reason, s.message_count, s.tool_call_count, s.input_tokens, s.output_tokens, \
+    s.cache_read_tokens, s.cache_write_tokens, s.reasoning_tokens, s.billing_provider, \
+    s.billing_base_url, s.estimated_cost_usd, s.actual_cost_usd, s.title, s.api_call_count";
+
+/// The session columns to select from this database.
+pub fn session_columns(info: &SchemaInfo) -> &'static str {
+    if info.caps.prompts_by_hash {
+        SESSION_COLUMNS_PROMPT_BY_HASH
+    } else {
+        SESSION_COLUMNS
+    }
+}
+
 pub const MESSAGE_COLUMNS: &str = "m.id, m.session_id, m.role, m.content, m.tool_call_id, \
     m.tool_calls, m.tool_name, m.timestamp, m.token_count, m.finish_reason, m.reasoning, \
     m.reasoning_content, m.reasoning_details, m.codex_reasoning_items, m.codex_message_items";
@@ -39,8 +57,11 @@ pub fn active_filter(info: &SchemaInfo) -> &'static str {
     }
 }
 
-pub fn get_session(conn: &Connection, id: &str) -> StoreResult<Option<Session>> {
-    let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?1");
+pub fn get_session(conn: &Connection, info: &SchemaInfo, id: &str) -> StoreResult<Option<Session>> {
+    let sql = format!(
+        "SELECT {} FROM sessions s WHERE s.id = ?1",
+        session_columns(info)
+    );
     Ok(conn
         .prepare_cached(&sql)?
         .query_row([id], session_from_row)
@@ -49,7 +70,12 @@ pub fn get_session(conn: &Connection, id: &str) -> StoreResult<Option<Session>> 
 
 /// An exact id, or the one session whose id starts with `prefix`.
 pub fn resolve_session_id(conn: &Connection, prefix: &str) -> StoreResult<String> {
-    if get_session(conn, prefix)?.is_some() {
+    let exact: Option<i64> = conn
+        .query_row("SELECT 1 FROM sessions WHERE id = ?1", [prefix], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    if exact.is_some() {
         return Ok(prefix.to_owned());
     }
     let mut stmt =
@@ -126,8 +152,9 @@ pub fn recent_sessions(
     limit: usize,
 ) -> StoreResult<Vec<SessionSummary>> {
     let filter = active_filter(info);
+    let columns = session_columns(info);
     let sql = format!(
-        "SELECT {SESSION_COLUMNS},
+        "SELECT {columns},
             COALESCE((SELECT SUBSTR(m.content, 1, 63) FROM messages m
                       WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL{filter}
                       ORDER BY m.timestamp, m.id LIMIT 1), '') AS preview,
@@ -213,7 +240,7 @@ pub fn export_session(
     info: &SchemaInfo,
     id: &str,
 ) -> StoreResult<Option<SessionExport>> {
-    let Some(session) = get_session(conn, id)? else {
+    let Some(session) = get_session(conn, info, id)? else {
         return Ok(None);
     };
     let messages = get_messages(conn, info, id)?;

@@ -6,6 +6,7 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
+use super::capabilities::Capabilities;
 use crate::state::error::StoreResult;
 
 pub const SCHEMA_VERSION: i64 = 11;
@@ -111,6 +112,8 @@ pub struct SchemaInfo {
     pub version: i64,
     /// The `messages.active` column of newer Hermes exists: reads show only active rows.
     pub has_active_column: bool,
+    /// What a newer Hermes's schema holds, and so what hermesd writes into it.
+    pub caps: Capabilities,
 }
 
 /// Creates or upgrades the schema. Idempotent; safe to run on every open.
@@ -146,10 +149,12 @@ pub fn initialise(conn: &mut Connection) -> StoreResult<SchemaInfo> {
     };
     ensure_title_index(&tx)?;
     let has_active_column = column_names(&tx, "messages")?.iter().any(|c| c == "active");
+    let caps = super::capabilities::detect(&tx)?;
     tx.commit()?;
     Ok(SchemaInfo {
         version,
         has_active_column,
+        caps,
     })
 }
 
@@ -247,6 +252,7 @@ mod tests {
         let info = initialise(&mut conn).unwrap();
         assert_eq!(info.version, 11);
         assert!(!info.has_active_column);
+        assert!(!info.caps.any(), "a v11 file is written as v11");
         assert_eq!(initialise(&mut conn).unwrap().version, 11);
         conn.execute_batch(
             "INSERT INTO sessions (id, source, started_at) VALUES ('s', 'cli', 1);

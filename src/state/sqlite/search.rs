@@ -118,7 +118,8 @@ fn in_list(column: &str, values: &[String], negate: bool, params: &mut Vec<SqlVa
     format!(" AND {column} {not}IN ({marks})")
 }
 
-/// Searches messages; an empty or unusable query returns no hits rather than an error.
+/// Searches messages; an empty query, or one FTS5 cannot parse, returns no hits; a search the
+/// index cannot run (a missing table, a tokenizer this process lacks) is `SearchFailed`.
 pub fn search(
     conn: &Connection,
     info: &SchemaInfo,
@@ -178,13 +179,14 @@ pub fn search(
          FROM {from} JOIN sessions s ON s.id = m.session_id
          WHERE {matcher}{filters} ORDER BY {order} LIMIT ? OFFSET ?"
     );
-    let mut stmt = match conn.prepare_cached(&sql) {
-        Ok(stmt) => stmt,
-        Err(e) => {
-            tracing::debug!(error = %e, "search query rejected");
-            return Ok(Vec::new());
-        }
+    let index = match &plan {
+        Plan::Words(_) => "messages_fts",
+        Plan::Trigram(_) => "messages_fts_trigram",
+        Plan::Like(_) => "messages",
     };
+    let mut stmt = conn
+        .prepare_cached(&sql)
+        .map_err(|e| search_failed(index, &e))?;
     let rows = stmt.query_map(params_from_iter(params), |r| {
         Ok(SearchHit {
             id: r.get(0)?,
@@ -201,16 +203,33 @@ pub fn search(
     });
     let mut hits: Vec<SearchHit> = match rows.and_then(|rows| rows.collect()) {
         Ok(hits) => hits,
-        // An FTS5 syntax error after sanitising means "no results", as in Hermes.
-        Err(e) => {
-            tracing::debug!(error = %e, "search query failed");
+        // An FTS5 syntax error after sanitising means "no results", as in Hermes; anything
+        // else (a missing table, a tokenizer this process lacks, I/O) is an error.
+        Err(e) if is_query_syntax_error(&e) => {
+            tracing::debug!(error = %e, "search query not understood by the index");
             return Ok(Vec::new());
         }
+        Err(e) => return Err(search_failed(index, &e)),
     };
     for hit in &mut hits {
         hit.context = context_of(conn, info, hit)?;
     }
     Ok(hits)
+}
+
+/// FTS5's complaint about the query text itself, as opposed to the index or the database.
+fn is_query_syntax_error(e: &rusqlite::Error) -> bool {
+    let text = e.to_string();
+    text.contains("fts5: syntax error") || text.contains("unterminated string")
+}
+
+/// The search error the caller sees, logged once here.
+fn search_failed(index: &str, e: &rusqlite::Error) -> crate::state::StoreError {
+    tracing::warn!(index, error = %e, "search failed");
+    crate::state::StoreError::SearchFailed {
+        index: index.to_owned(),
+        message: e.to_string(),
+    }
 }
 
 /// The previous message, the match and the next message, each truncated to 200 characters.

@@ -3,6 +3,8 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::capabilities::Capabilities;
+use super::newer::TitleSource;
 use crate::state::error::{StoreError, StoreResult};
 
 pub const MAX_TITLE_LENGTH: usize = 100;
@@ -62,9 +64,16 @@ fn is_ancestor(conn: &Connection, ancestor: &str, session_id: &str) -> StoreResu
     Ok(found.is_some())
 }
 
-/// Sets (or with `None`, clears) a session's title inside the writer's transaction.
-/// A title held by a compression ancestor moves to this session.
-pub fn set_title(conn: &Connection, session_id: &str, raw: Option<&str>) -> StoreResult<()> {
+/// Sets (or with `None`, clears) a session's title inside the writer's transaction, with its
+/// provenance where the schema records it. A title held by a compression ancestor moves to
+/// this session.
+pub fn set_title(
+    conn: &Connection,
+    caps: &Capabilities,
+    session_id: &str,
+    raw: Option<&str>,
+    source: TitleSource,
+) -> StoreResult<()> {
     let title = match raw {
         Some(raw) => sanitize_title(raw)?,
         None => None,
@@ -90,10 +99,18 @@ pub fn set_title(conn: &Connection, session_id: &str, raw: Option<&str>) -> Stor
             )?;
         }
     }
-    let changed = conn.execute(
-        "UPDATE sessions SET title = ?1 WHERE id = ?2",
-        params![title, session_id],
-    )?;
+    let changed = if caps.title_source {
+        conn.execute(
+            "UPDATE sessions SET title = ?1, title_source = CASE WHEN ?1 IS NULL THEN NULL ELSE ?3 END \
+             WHERE id = ?2",
+            params![title, session_id, source.as_str()],
+        )?
+    } else {
+        conn.execute(
+            "UPDATE sessions SET title = ?1 WHERE id = ?2",
+            params![title, session_id],
+        )?
+    };
     if changed == 0 {
         return Err(StoreError::SessionNotFound(session_id.to_owned()));
     }

@@ -6,6 +6,7 @@
 //! a failing command is rolled back alone and its neighbours still commit. A caller hears
 //! "ok" only after the COMMIT that made its write durable.
 
+use super::capabilities::Capabilities;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -81,6 +82,8 @@ pub(crate) struct Writer {
     policy: RetryPolicy,
     rx: mpsc::Receiver<Envelope>,
     stats: Arc<WriterStats>,
+    /// What the database's Hermes version expects written beside each command.
+    caps: Capabilities,
     commits_since_checkpoint: u64,
     writes_since_merge: u64,
 }
@@ -92,6 +95,7 @@ impl Writer {
         policy: RetryPolicy,
         rx: mpsc::Receiver<Envelope>,
         stats: Arc<WriterStats>,
+        caps: Capabilities,
     ) -> Self {
         Self {
             conn,
@@ -99,6 +103,7 @@ impl Writer {
             policy,
             rx,
             stats,
+            caps,
             commits_since_checkpoint: 0,
             writes_since_merge: 0,
         }
@@ -195,7 +200,7 @@ impl Writer {
         let mut results = Vec::with_capacity(batch.len());
         for request in batch {
             let savepoint = tx.savepoint()?;
-            match apply::apply(&savepoint, &request.command) {
+            match apply::apply(&savepoint, &self.caps, &request.command) {
                 Ok(outcome) => {
                     savepoint.commit()?;
                     results.push(Ok(outcome));

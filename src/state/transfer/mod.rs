@@ -185,6 +185,19 @@ impl Ends {
                 "{table} exists only in PostgreSQL ({why}): not copied"
             ));
         }
+        if sqlite.keeps_prompts_by_hash() {
+            notes.push(
+                "the state.db keeps prompts by hash (system_prompts): they are carried as \
+                 sessions.system_prompt and stored by hash again in a state.db that does"
+                    .into(),
+            );
+        }
+        for table in sqlite.uncarried_tables()? {
+            notes.push(format!(
+                "{table} is a newer Hermes's table PostgreSQL does not keep: not copied \
+                 (the sessions' own totals are)"
+            ));
+        }
         Ok(Self {
             sqlite,
             pg,

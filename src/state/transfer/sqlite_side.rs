@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params_from_iter};
 use super::TransferError;
 use super::plan::{MARKER_KEY, TablePlan, ident};
 use super::value::{Cell, Value, coerce};
+use crate::state::sqlite::capabilities;
 use crate::state::sqlite::connection::{PageCache, open_reader, open_writer};
 
 impl ToSql for Value {
@@ -26,6 +27,10 @@ impl ToSql for Value {
 pub struct SqliteSide {
     conn: Connection,
     path: PathBuf,
+    /// The database keeps prompts in `system_prompts` by hash (a newer Hermes's schema): they
+    /// are read into `sessions.system_prompt` and written back by hash, so a copy carries
+    /// them whichever side keeps them inline.
+    prompts_by_hash: bool,
 }
 
 impl SqliteSide {
@@ -38,8 +43,10 @@ impl SqliteSide {
                 path.display()
             )));
         }
+        let conn = open_reader(path, PageCache::default())?;
         Ok(Self {
-            conn: open_reader(path, PageCache::default())?,
+            prompts_by_hash: capabilities::prompts_by_hash(&conn)?,
+            conn,
             path: path.to_owned(),
         })
     }
@@ -54,6 +61,7 @@ impl SqliteSide {
         crate::state::sqlite::schema::initialise(&mut conn)?;
         crate::state::sqlite::gateway_schema::ensure(&conn)?;
         Ok(Self {
+            prompts_by_hash: capabilities::prompts_by_hash(&conn)?,
             conn,
             path: path.to_owned(),
         })
@@ -77,6 +85,26 @@ impl SqliteSide {
         Ok((!names.is_empty()).then_some(names))
     }
 
+    pub fn keeps_prompts_by_hash(&self) -> bool {
+        self.prompts_by_hash
+    }
+
+    /// Newer Hermes tables this database has that a transfer leaves behind.
+    pub fn uncarried_tables(&self) -> Result<Vec<&'static str>, TransferError> {
+        Ok(capabilities::uncarried_tables(&self.conn)?)
+    }
+
+    /// What to select for `column` of `table`: a prompt kept by hash is read as the prompt.
+    fn select_expr(&self, table: &str, column: &str) -> String {
+        if self.prompts_by_hash && table == "sessions" && column == "system_prompt" {
+            "COALESCE(system_prompt, (SELECT sp.prompt FROM system_prompts sp \
+             WHERE sp.hash = sessions.system_prompt_hash))"
+                .to_owned()
+        } else {
+            ident(column)
+        }
+    }
+
     /// Up to `limit` rows after `after` in key order, coerced into the columns' kinds.
     pub fn read_batch(
         &self,
@@ -84,8 +112,16 @@ impl SqliteSide {
         after: Option<&[Value]>,
         limit: usize,
     ) -> Result<Vec<Vec<Value>>, TransferError> {
-        let columns: Vec<String> = plan.columns.iter().map(|c| ident(&c.name)).collect();
-        let keys: Vec<String> = plan.key.iter().map(|&i| columns[i].clone()).collect();
+        let columns: Vec<String> = plan
+            .columns
+            .iter()
+            .map(|c| self.select_expr(plan.table, &c.name))
+            .collect();
+        let keys: Vec<String> = plan
+            .key
+            .iter()
+            .map(|&i| ident(&plan.columns[i].name))
+            .collect();
         let mut conditions: Vec<String> = plan.filter.iter().map(|f| (*f).to_owned()).collect();
         if after.is_some() {
             let marks: Vec<String> = (1..=keys.len()).map(|n| format!("?{n}")).collect();
@@ -180,6 +216,9 @@ impl SqliteSide {
                     TransferError::Write(format!("{} row {}: {e}", plan.table, plan.shown_key(row)))
                 })?;
             }
+            if self.prompts_by_hash && plan.table == "sessions" {
+                prompts_by_hash(&tx, plan, rows)?;
+            }
         }
         tx.commit()?;
         Ok(())
@@ -265,6 +304,29 @@ impl SqliteSide {
         )?;
         Ok(())
     }
+}
+
+/// Moves the inline prompts of freshly copied `rows` into `system_prompts`, as a database that
+/// keeps prompts by hash expects them.
+fn prompts_by_hash(
+    conn: &Connection,
+    plan: &TablePlan,
+    rows: &[Vec<Value>],
+) -> Result<(), TransferError> {
+    let Some(at) = plan.columns.iter().position(|c| c.name == "system_prompt") else {
+        return Ok(());
+    };
+    let key = plan.key[0];
+    let mut by_hash = conn.prepare(
+        "UPDATE sessions SET system_prompt_hash = ?1, system_prompt = NULL WHERE id = ?2",
+    )?;
+    for row in rows {
+        if let Value::Text(prompt) = &row[at] {
+            let (hash, _) = crate::state::sqlite::newer::store_prompt(conn, prompt)?;
+            by_hash.execute(rusqlite::params![hash, &row[key]])?;
+        }
+    }
+    Ok(())
 }
 
 /// A key value as stored (keys are written by us, so already in their column's kind).

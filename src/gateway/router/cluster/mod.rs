@@ -297,7 +297,7 @@ impl ClusterLink {
                 return;
             }
         };
-        let mut ours: Vec<InboundEvent> = unfinished
+        let ours: Vec<InboundEvent> = unfinished
             .into_iter()
             .filter(|e| e.session_key == slot.key)
             .collect();

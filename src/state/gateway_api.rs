@@ -417,7 +417,7 @@ impl Store {
                  ORDER BY claimed_at",
             )?;
             let rows = stmt
-                .query_map([], super::cron_runs::row)?
+                .query_map([], super::sqlite::cron_runs::row)?
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(rows)
         })
@@ -437,7 +437,7 @@ impl Store {
                  FROM hermesd_cron_runs WHERE job_id = ?1 ORDER BY claimed_at DESC",
             )?;
             let rows = stmt
-                .query_map([job_id], super::cron_runs::row)?
+                .query_map([job_id], super::sqlite::cron_runs::row)?
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(rows)
         })

@@ -19,7 +19,7 @@ use crate::state::ledger::{
     ObligationState, OwnerStamp,
 };
 use crate::state::sqlite::gateway_read::{
-    INBOUND_COLUMNS, OBLIGATION_COLUMNS, inbound_event, split_ids,
+    INBOUND_COLUMNS, OBLIGATION_COLUMNS, UnknownState, inbound_event, split_ids,
 };
 
 fn bad_state(table: &str, state: &str) -> StoreError {
@@ -34,7 +34,7 @@ fn inbound(r: &PgRow) -> StoreResult<InboundEvent> {
         (r.try_get(5).db()?, r.try_get(6).db()?),
         r.try_get(7).db()?,
     )
-    .map_err(|state| bad_state("inbound", &state))
+    .map_err(|UnknownState(state)| bad_state("inbound", &state))
 }
 
 fn obligation(r: &PgRow) -> StoreResult<Obligation> {

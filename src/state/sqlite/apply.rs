@@ -148,14 +148,12 @@ fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outco
             scheduled_at,
             session_id,
             owner,
-        } => crate::state::cron_runs::claim(conn, job_id, *scheduled_at, session_id, *owner),
-        WriteCommand::FinishCronRun { end, owner } => {
-            crate::state::cron_runs::finish(conn, end, *owner)
-        }
+        } => super::cron_runs::claim(conn, job_id, *scheduled_at, session_id, *owner),
+        WriteCommand::FinishCronRun { end, owner } => super::cron_runs::finish(conn, end, *owner),
         WriteCommand::MarkCronRunRecorded {
             job_id,
             scheduled_at,
-        } => crate::state::cron_runs::mark_recorded(conn, job_id, *scheduled_at),
+        } => super::cron_runs::mark_recorded(conn, job_id, *scheduled_at),
         WriteCommand::AnswerInbound {
             platform,
             event_id,

@@ -95,10 +95,10 @@ impl Capabilities {
 
 /// Reads the capabilities inside the open transaction; quarantines an unusable CJK index.
 pub fn detect(conn: &Connection) -> StoreResult<Capabilities> {
-    let sessions = super::schema::column_names(conn, "sessions")?;
-    let messages = super::schema::column_names(conn, "messages")?;
+    let sessions = column_names(conn, "sessions")?;
+    let messages = column_names(conn, "messages")?;
     let has = |cols: &[String], name: &str| cols.iter().any(|c| c == name);
-    let usage = super::schema::column_names(conn, "session_model_usage")?;
+    let usage = column_names(conn, "session_model_usage")?;
     Ok(Capabilities {
         prompts_by_hash: prompts_by_hash(conn)?,
         model_usage: has(&usage, "task"),
@@ -113,7 +113,7 @@ pub fn detect(conn: &Connection) -> StoreResult<Capabilities> {
 /// Whether prompts live in `system_prompts`, keyed from `sessions.system_prompt_hash` (a
 /// read: usable on a read-only connection).
 pub fn prompts_by_hash(conn: &Connection) -> StoreResult<bool> {
-    let sessions = super::schema::column_names(conn, "sessions")?;
+    let sessions = column_names(conn, "sessions")?;
     Ok(table_exists(conn, "system_prompts")? && sessions.iter().any(|c| c == "system_prompt_hash"))
 }
 
@@ -194,4 +194,13 @@ fn cjk_index(conn: &Connection) -> StoreResult<OptionalIndex> {
         }
     }
     Ok(OptionalIndex::Stale)
+}
+
+/// The column names of `table`, in order (empty when there is no such table).
+pub fn column_names(conn: &Connection, table: &str) -> StoreResult<Vec<String>> {
+    let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(1))?
+        .collect::<Result<_, _>>()?;
+    Ok(names)
 }

@@ -28,22 +28,26 @@ fn inbound_from_row(r: &Row<'_>) -> rusqlite::Result<InboundEvent> {
         (r.get(5)?, r.get(6)?),
         r.get(7)?,
     )
-    .map_err(|state| bad_state("inbound", &state))
+    .map_err(|UnknownState(state)| bad_state("inbound", &state))
 }
 
-/// An inbound event from its columns (either backend); `Err` carries an unknown state.
+/// A `state` column value no version of the journal writes.
+#[derive(Debug)]
+pub(crate) struct UnknownState(pub String);
+
+/// An inbound event from its columns (either backend).
 pub(crate) fn inbound_event(
     (platform, event_id, session_key): (String, String, String),
     state: String,
     payload: String,
     (received_at, updated_at): (f64, f64),
     replies: Option<String>,
-) -> Result<InboundEvent, String> {
+) -> Result<InboundEvent, UnknownState> {
     Ok(InboundEvent {
         platform,
         event_id,
         session_key,
-        state: InboundState::parse(&state).ok_or(state)?,
+        state: InboundState::parse(&state).ok_or(UnknownState(state))?,
         // A payload that is not JSON (written by hand) is kept as its text.
         payload: serde_json::from_str(&payload).unwrap_or(Value::String(payload)),
         received_at,

@@ -12,6 +12,23 @@ use rusqlite::Connection;
 
 use crate::state::error::StoreResult;
 
+/// The cron-run claims (`state::cron_runs`), created with the rest of the gateway schema.
+pub const CRON_RUNS_SQL: &str = "CREATE TABLE IF NOT EXISTS hermesd_cron_runs (
+    job_id TEXT NOT NULL,
+    scheduled_at INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    session_id TEXT,
+    owner_pid INTEGER,
+    owner_started_at INTEGER,
+    claimed_at REAL NOT NULL,
+    finished_at REAL,
+    status TEXT,
+    error TEXT,
+    obligation_ids TEXT,
+    job_recorded INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (job_id, scheduled_at)
+)";
+
 /// Hermes 0.19's routing index table (`hermes_state.py` SCHEMA_SQL), verbatim.
 pub const GATEWAY_ROUTING_SQL: &str = "CREATE TABLE IF NOT EXISTS gateway_routing (
     scope TEXT NOT NULL DEFAULT '',
@@ -91,6 +108,6 @@ pub fn ensure(conn: &Connection) -> StoreResult<()> {
     conn.execute_batch(REPLY_EDITS_SQL)?;
     conn.execute_batch(&inbound_unfinished_index_sql())?;
     conn.execute_batch(crate::state::dead_letters::DEAD_LETTERS_SQL)?;
-    conn.execute_batch(crate::state::cron_runs::CRON_RUNS_SQL)?;
+    conn.execute_batch(CRON_RUNS_SQL)?;
     Ok(())
 }

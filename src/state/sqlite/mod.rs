@@ -6,6 +6,7 @@ pub(crate) mod apply;
 pub(crate) mod capabilities;
 pub(crate) mod columns;
 pub(crate) mod connection;
+pub(crate) mod cron_runs;
 pub(crate) mod fifo_gate;
 pub(crate) mod gateway_commands;
 pub(crate) mod gateway_read;

@@ -6,7 +6,7 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::capabilities::Capabilities;
+use super::capabilities::{Capabilities, column_names};
 use crate::state::error::StoreResult;
 
 pub const SCHEMA_VERSION: i64 = 11;
@@ -190,14 +190,6 @@ fn declared_columns() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> 
         out.push((table, columns));
     }
     out
-}
-
-pub fn column_names(conn: &Connection, table: &str) -> StoreResult<Vec<String>> {
-    let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
-    let names = stmt
-        .query_map([], |r| r.get::<_, String>(1))?
-        .collect::<Result<_, _>>()?;
-    Ok(names)
 }
 
 /// Versions before 11 used external-content FTS without tool text: rebuild inline and backfill.

@@ -1,8 +1,8 @@
 //! Several active instances sharing one state (`state.backend: postgres`): opening the
 //! configured store, and the session leases (through the store's `coord::Coordinator`) that
-//! let exactly one instance at a time run a session's turns (see "Coordination between
-//! instances" in ARCHITECTURE.md). The router drives them (`router/clustered.rs`); with a
-//! state of its own (SQLite) an instance has none of this.
+//! let exactly one instance at a time run a session's turns (docs/cluster.md). The router
+//! drives them (`ClusterLink`, `router/cluster/`); with a state of its own (SQLite) an
+//! instance has none of this.
 //!
 //! Not here yet: Telegram polling leadership and Discord shard claims. They plug in as
 //! `LeaseScope::Ingress` leases held by the adapter's supervisor task (acquire before

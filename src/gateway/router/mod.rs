@@ -102,7 +102,7 @@ pub struct Router {
     busy: BusyRules,
     /// Agent turns (`turn/`).
     turns: TurnRunner,
-    /// Where a running turn's approval and clarify questions go (`turn/prompts.rs`).
+    /// Where a running turn's approval and clarify questions go (`prompts.rs`).
     prompts: Arc<PromptDesk>,
     /// Held by a turn while it runs, released before its reply is sent (see `responder/outbox.rs`).
     turn_limit: Arc<Semaphore>,

@@ -6,72 +6,18 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use fixture::{dump, populated_state_db, row_count};
 use hermesd::state::{NewMessage, NewSession, Store};
 use support::postgres::PgCluster;
 
+#[path = "state_migrate/cli.rs"]
+mod cli;
 #[path = "state_migrate/fixture.rs"]
 mod fixture;
 
-const PASSWORD: &str = "pw-s3cret-9f2";
-
-fn hermesd(home: &Path, args: &[&str]) -> Output {
-    hermesd_with_env(home, args, &[])
-}
-
-fn hermesd_with_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(support::daemon::daemon_binary())
-        .arg("--home")
-        .arg(home)
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.join("user-home"))
-        .env("HERMES_TEST_ISOLATION", "1")
-        .envs(env.iter().copied())
-        .output()
-        .expect("run hermesd")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn migrate(home: &Path, from: &str, to: &str, extra: &[&str]) -> Output {
-    let mut args = vec!["state", "migrate", "--from", from, "--to", to];
-    args.extend_from_slice(extra);
-    hermesd(home, &args)
-}
-
-fn verify(home: &Path, state_db: &Path, url: &str) -> Output {
-    let state_db = state_db.to_str().unwrap();
-    hermesd(home, &["state", "verify", "--from", state_db, "--to", url])
-}
-
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(output.status.code(), Some(code), "{}", text(output));
-    assert!(
-        !text(output).contains(PASSWORD),
-        "the password leaked:\n{}",
-        text(output)
-    );
-}
-
-/// The cluster's URL with a password in it (trust authentication ignores it; it is here to
-/// prove it is never printed).
-fn url_with_password(cluster: &PgCluster) -> String {
-    format!(
-        "postgres://hermes:{PASSWORD}@127.0.0.1:{}/postgres",
-        cluster.port()
-    )
-}
+use cli::*;
 
 /// A populated state.db, a path for the copy back, and a cluster to copy through.
 struct Rig {
@@ -100,19 +46,6 @@ impl Rig {
     fn home(&self) -> &Path {
         self.dir.path()
     }
-}
-
-async fn count(pool: &sqlx::PgPool, table: &str) -> i64 {
-    sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
-        .fetch_one(pool)
-        .await
-        .unwrap()
-}
-
-async fn pg(cluster: &PgCluster) -> sqlx::PgPool {
-    sqlx::PgPool::connect(&cluster.url())
-        .await
-        .expect("connect")
 }
 
 const PY_READ_BACK: &str = r#"
@@ -153,8 +86,8 @@ async fn a_state_db_goes_to_postgres_and_back_unchanged_and_hermes_reads_the_res
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("verified"), "{}", text(&out));
     assert!(
-        stdout.contains("hermesd_pairing_approved"),
-        "the pairing tables are noted: {}",
+        stdout.contains("hermesd_leases"),
+        "the tables only PostgreSQL has are noted: {}",
         text(&out)
     );
 
@@ -486,89 +419,4 @@ async fn a_migration_killed_mid_copy_is_finished_by_the_next_run() {
     );
     assert_eq!(count(&pool, "messages").await as usize, MESSAGES);
     pool.close().await;
-}
-
-/// An empty state.db as the newest published Hermes state code (schema v31) creates it.
-const PY_V31_EMPTY: &str = r#"
-import json, pathlib, sys
-import hermes_state
-db = hermes_state.SessionDB(db_path=pathlib.Path(sys.argv[1]))
-if sys.argv[2] == "with-session":
-    db.create_session("py1", "cli", system_prompt="You are the python prompt.")
-    db.append_message("py1", "user", "hello from python")
-print(json.dumps({"version": db._conn.execute("SELECT version FROM schema_version").fetchone()[0]}))
-"#;
-
-const PY_V31_PROMPTS: &str = r#"
-import json, pathlib, sys
-import hermes_state
-db = hermes_state.SessionDB(db_path=pathlib.Path(sys.argv[1]))
-inline = dict(db._conn.execute("SELECT id, system_prompt FROM sessions").fetchall())
-print(json.dumps({"py1": db.get_session("py1")["system_prompt"],
-                  "h1": db.get_session("h1")["system_prompt"], "inline": inline}))
-"#;
-
-#[tokio::test(flavor = "multi_thread")]
-async fn prompts_a_v31_home_keeps_by_hash_survive_a_trip_through_postgres() {
-    let dir = tempfile::tempdir().unwrap();
-    let (home, source, target) = (
-        dir.path(),
-        dir.path().join("v31.db"),
-        dir.path().join("v31-back.db"),
-    );
-    for (path, what) in [(&source, "with-session"), (&target, "empty")] {
-        let made = support::python::run_v31(PY_V31_EMPTY, &[path.to_str().unwrap(), what], home);
-        assert_eq!(made["version"], 31);
-    }
-    let store = Store::open(&source).unwrap();
-    let mut session = NewSession::new("h1", "telegram");
-    session.system_prompt = Some("You are hermesd's prompt.".into());
-    store.create_session(session).await.unwrap();
-    store
-        .append_message(NewMessage::text("h1", "user", "hi"))
-        .await
-        .unwrap();
-    store.close().await;
-    let cluster = PgCluster::start();
-    let url = url_with_password(&cluster);
-
-    let out = migrate(home, source.to_str().unwrap(), &url, &[]);
-    assert_exit(&out, 0);
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("session_model_usage"),
-        "a table left behind is named: {}",
-        text(&out)
-    );
-    let pool = pg(&cluster).await;
-    let prompts: Vec<(String, Option<String>)> =
-        sqlx::query_as("SELECT id, system_prompt FROM sessions ORDER BY id")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
-    pool.close().await;
-    assert_eq!(
-        prompts,
-        [
-            (
-                "h1".to_owned(),
-                Some("You are hermesd's prompt.".to_owned())
-            ),
-            (
-                "py1".to_owned(),
-                Some("You are the python prompt.".to_owned())
-            )
-        ]
-    );
-
-    // Into a v31 state.db (emptied of Python's own bookkeeping by --force): stored by hash.
-    let out = migrate(home, &url, target.to_str().unwrap(), &["--force"]);
-    assert_exit(&out, 0);
-    let py = support::python::run_v31(PY_V31_PROMPTS, &[target.to_str().unwrap()], home);
-    assert_eq!(py["py1"], "You are the python prompt.");
-    assert_eq!(py["h1"], "You are hermesd's prompt.");
-    assert_eq!(
-        py["inline"],
-        serde_json::json!({"h1": null, "py1": null}),
-        "kept by hash, as v31 keeps them"
-    );
 }

@@ -117,18 +117,6 @@ pub fn prompts_by_hash(conn: &Connection) -> StoreResult<bool> {
     Ok(table_exists(conn, "system_prompts")? && sessions.iter().any(|c| c == "system_prompt_hash"))
 }
 
-/// The newer Hermes tables `state migrate` does not carry (PostgreSQL keeps its own schema),
-/// present in this database.
-pub fn uncarried_tables(conn: &Connection) -> StoreResult<Vec<&'static str>> {
-    let mut out = Vec::new();
-    for table in ["session_model_usage"] {
-        if table_exists(conn, table)? {
-            out.push(table);
-        }
-    }
-    Ok(out)
-}
-
 fn table_exists(conn: &Connection, name: &str) -> StoreResult<bool> {
     Ok(conn
         .query_row(

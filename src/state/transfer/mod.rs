@@ -8,11 +8,13 @@
 
 pub mod dsn;
 mod pg_side;
+mod carried;
 mod plan;
 mod side;
 mod sqlite_side;
 mod value;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use pg_side::PgSide;
@@ -165,6 +167,31 @@ impl Ends {
                 ));
             }
         };
+        if create_target {
+            if sqlite_is_source {
+                // Before the schema grows: never under a running instance.
+                refuse_if_in_use(&pg).await?;
+            }
+            let added = if sqlite_is_source {
+                let mut present = BTreeMap::new();
+                let extra = carried::sqlite_extra_tables(sqlite.conn())?;
+                let names = TABLES.iter().map(|(t, _)| (*t).to_owned());
+                for table in names.chain(extra.into_iter().map(|(name, _)| name)) {
+                    if let Some(columns) = pg.columns(&table).await? {
+                        present.insert(table, columns.into_iter().map(|(name, _)| name).collect());
+                    }
+                }
+                carried::expand_postgres(pg.pool(), sqlite.conn(), &present).await?
+            } else {
+                carried::expand_sqlite(sqlite.conn(), &carried::registry(pg.pool()).await?)?
+            };
+            if !added.is_empty() {
+                notes.push(format!(
+                    "the target gains what the source holds beyond its schema: {}",
+                    added.join(", ")
+                ));
+            }
+        }
         let mut plans = Vec::new();
         for (table, key) in TABLES {
             let pg_columns = pg_columns(&pg, table).await?;
@@ -180,6 +207,7 @@ impl Ends {
                 notes,
             )?);
         }
+        plans.extend(carried_plans(&sqlite, &pg, notes).await?);
         for (table, why) in PG_ONLY {
             notes.push(format!(
                 "{table} exists only in PostgreSQL ({why}): not copied"
@@ -191,12 +219,6 @@ impl Ends {
                  sessions.system_prompt and stored by hash again in a state.db that does"
                     .into(),
             );
-        }
-        for table in sqlite.uncarried_tables()? {
-            notes.push(format!(
-                "{table} is a newer Hermes's table PostgreSQL does not keep: not copied \
-                 (the sessions' own totals are)"
-            ));
         }
         Ok(Self {
             sqlite,
@@ -303,7 +325,7 @@ impl Ends {
             let (source_rows, source_checksum) = self.source().checksum(plan, batch).await?;
             let (target_rows, target_checksum) = self.target().checksum(plan, batch).await?;
             reports.push(TableReport {
-                table: plan.table.to_owned(),
+                table: plan.table.clone(),
                 source_rows,
                 target_rows,
                 source_checksum,
@@ -316,6 +338,39 @@ impl Ends {
     async fn close(self) {
         self.pg.close().await;
     }
+}
+
+/// The plans of the tables beyond hermesd's own (a newer Hermes's, carried through
+/// [`carried`]) that both sides have; the others are named in the notes.
+async fn carried_plans(
+    sqlite: &SqliteSide,
+    pg: &PgSide,
+    notes: &mut Vec<String>,
+) -> Result<Vec<TablePlan>, TransferError> {
+    let mut names: BTreeSet<String> = carried::sqlite_extra_tables(sqlite.conn())?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    names.extend(carried::carried_tables(&carried::registry(pg.pool()).await?));
+    let mut plans = Vec::new();
+    for table in names {
+        let (Some(pg_columns), Some(declared)) = (
+            pg.columns(&table).await?,
+            Some(carried::sqlite_columns(sqlite.conn(), &table)?).filter(|c| !c.is_empty()),
+        ) else {
+            notes.push(format!("{table} is on one side only: not copied"));
+            continue;
+        };
+        let key = carried::primary_key(&declared);
+        if key.is_empty() {
+            notes.push(format!("{table} has no primary key to copy it by: not copied"));
+            continue;
+        }
+        let key: Vec<&str> = key.iter().map(String::as_str).collect();
+        let names: Vec<String> = declared.into_iter().map(|c| c.name).collect();
+        plans.push(TablePlan::build(&table, &key, &pg_columns, &names, notes)?);
+    }
+    Ok(plans)
 }
 
 /// The stored columns of a table the PostgreSQL side must have.
@@ -340,9 +395,6 @@ pub async fn migrate(
     let ends = Ends::open(from, to, true, &mut notes).await?;
     notes.into_iter().for_each(&mut *say);
     let outcome = async {
-        if ends.sqlite_is_source {
-            refuse_if_in_use(&ends.pg).await?;
-        }
         ends.prepare_target(options.force, say).await?;
         Ok(match ends.copy(options, say).await? {
             Some(batches) => MigrateOutcome::Paused { batches },

@@ -53,6 +53,10 @@ impl PgSide {
             .collect())
     }
 
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     pub fn identity(&self) -> String {
         format!("postgres:{}", postgres::redact_url(&self.url))
     }
@@ -92,7 +96,7 @@ impl PgSide {
         let mut query = QueryBuilder::<Postgres>::new(format!(
             "SELECT {} FROM {} WHERE TRUE",
             select.join(", "),
-            ident(plan.table)
+            ident(&plan.table)
         ));
         if let Some(filter) = plan.filter {
             query.push(format!(" AND {filter}"));
@@ -130,7 +134,7 @@ impl PgSide {
         let sql = format!(
             "SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT 1",
             select.join(", "),
-            ident(plan.table),
+            ident(&plan.table),
             plan.filter.unwrap_or("TRUE"),
             desc.join(", ")
         );
@@ -156,7 +160,7 @@ impl PgSide {
         for chunk in rows.chunks(per_statement) {
             let mut query = QueryBuilder::<Postgres>::new(format!(
                 "INSERT INTO {} ({}) ",
-                ident(plan.table),
+                ident(&plan.table),
                 names.join(", ")
             ));
             query.push_values(chunk, |mut list, row| {
@@ -194,7 +198,7 @@ impl PgSide {
         let key = plan.key[0];
         let sql = format!(
             "UPDATE {table} SET {col} = $1 WHERE {key} = $2 AND {col} IS DISTINCT FROM $1",
-            table = ident(plan.table),
+            table = ident(&plan.table),
             col = ident(&plan.columns[link].name),
             key = ident(&plan.columns[key].name),
         );
@@ -229,7 +233,7 @@ impl PgSide {
     pub async fn count(&self, plan: &TablePlan) -> Result<u64, TransferError> {
         let sql = format!(
             "SELECT COUNT(*) FROM {} WHERE {}",
-            ident(plan.table),
+            ident(&plan.table),
             plan.filter.unwrap_or("TRUE")
         );
         let count: i64 = sqlx::query_scalar(AssertSqlSafe(sql))
@@ -245,7 +249,7 @@ impl PgSide {
         for plan in plans.iter().rev() {
             let sql = format!(
                 "DELETE FROM {} WHERE {}",
-                ident(plan.table),
+                ident(&plan.table),
                 plan.filter.unwrap_or("TRUE")
             );
             sqlx::query(AssertSqlSafe(sql))
@@ -306,6 +310,7 @@ fn select_list(plan: &TablePlan) -> Vec<String> {
                 Kind::Int => "bigint",
                 Kind::Float => "double precision",
                 Kind::Text => "text",
+                Kind::Bytes => "bytea",
             };
             format!("{}::{cast}", ident(&c.name))
         })
@@ -335,6 +340,7 @@ fn push_value(
         Value::Int(i) => list.push_bind(*i),
         Value::Float(f) => list.push_bind(*f),
         Value::Text(t) => list.push_bind(to_pg(t).into_owned()),
+        Value::Bytes(b) => list.push_bind(b.clone()),
     };
 }
 
@@ -349,6 +355,7 @@ fn push_cast(
         Value::Int(i) => list.push_bind(*i),
         Value::Float(f) => list.push_bind(*f),
         Value::Text(t) => list.push_bind(to_pg(t).into_owned()),
+        Value::Bytes(b) => list.push_bind(b.clone()),
     };
     if !matches!(value, Value::Null) {
         list.push_unseparated(format!("::{pg_type}"));
@@ -370,6 +377,9 @@ fn decode_row(plan: &TablePlan, row: &PgRow) -> Result<Vec<Value>, sqlx::Error> 
                 Kind::Text => row
                     .try_get::<Option<String>, _>(i)?
                     .map_or(Value::Null, |t| Value::Text(from_pg(t))),
+                Kind::Bytes => row
+                    .try_get::<Option<Vec<u8>>, _>(i)?
+                    .map_or(Value::Null, Value::Bytes),
             })
         })
         .collect()

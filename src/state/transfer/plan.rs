@@ -20,15 +20,15 @@ pub const TABLES: [(&str, &[&str]); 9] = [
 
 /// Tables only PostgreSQL has, and why they stay behind.
 pub const PG_ONLY: [(&str, &str); 3] = [
-    (
-        "hermesd_pairing_pending",
-        "a single instance keeps pairing in platforms/pairing/*.json",
-    ),
-    (
-        "hermesd_pairing_approved",
-        "a single instance keeps pairing in platforms/pairing/*.json",
-    ),
     ("hermesd_leases", "coordination between running instances"),
+    (
+        "hermesd_shared_files",
+        "files instances share; a single instance keeps them in its home",
+    ),
+    (
+        super::carried::REGISTRY,
+        "what the migration added to PostgreSQL's schema",
+    ),
 ];
 
 /// The `state_meta` key recording which source a target is (being) copied from.
@@ -52,7 +52,7 @@ pub struct Column {
 /// One table's transfer.
 #[derive(Debug, Clone)]
 pub struct TablePlan {
-    pub table: &'static str,
+    pub table: String,
     pub columns: Vec<Column>,
     /// Positions of the primary key's columns in `columns`.
     pub key: Vec<usize>,
@@ -66,7 +66,7 @@ impl TablePlan {
     /// Builds the plan from the PostgreSQL columns (`name`, `data_type`, generated columns
     /// already left out) and the SQLite column names; notes what is left behind.
     pub fn build(
-        table: &'static str,
+        table: &str,
         key: &[&str],
         pg: &[(String, String)],
         sqlite: &[String],
@@ -108,7 +108,7 @@ impl TablePlan {
             .then(|| columns.iter().position(|c| c.name == DEFERRED_LINK.1))
             .flatten();
         Ok(Self {
-            table,
+            table: table.to_owned(),
             columns,
             key,
             filter: (table == "state_meta").then_some(STATE_META_OWN),

@@ -20,6 +20,7 @@ impl ToSql for Value {
             Value::Int(i) => ToSqlOutput::from(*i),
             Value::Float(f) => ToSqlOutput::from(*f),
             Value::Text(t) => ToSqlOutput::from(t.as_str()),
+            Value::Bytes(b) => ToSqlOutput::from(b.as_slice()),
         })
     }
 }
@@ -89,9 +90,8 @@ impl SqliteSide {
         self.prompts_by_hash
     }
 
-    /// Newer Hermes tables this database has that a transfer leaves behind.
-    pub fn uncarried_tables(&self) -> Result<Vec<&'static str>, TransferError> {
-        Ok(capabilities::uncarried_tables(&self.conn)?)
+    pub fn conn(&self) -> &Connection {
+        &self.conn
     }
 
     /// What to select for `column` of `table`: a prompt kept by hash is read as the prompt.
@@ -115,7 +115,7 @@ impl SqliteSide {
         let columns: Vec<String> = plan
             .columns
             .iter()
-            .map(|c| self.select_expr(plan.table, &c.name))
+            .map(|c| self.select_expr(&plan.table, &c.name))
             .collect();
         let keys: Vec<String> = plan
             .key
@@ -130,7 +130,7 @@ impl SqliteSide {
         let sql = format!(
             "SELECT {} FROM {}{} ORDER BY {} LIMIT {limit}",
             columns.join(", "),
-            ident(plan.table),
+            ident(&plan.table),
             where_clause(&conditions),
             keys.join(", ")
         );
@@ -143,7 +143,7 @@ impl SqliteSide {
             let mut key_shown = String::new();
             for &i in &plan.key {
                 let at = Cell {
-                    table: plan.table,
+                    table: &plan.table,
                     row: "(its key)",
                     column: &plan.columns[i].name,
                 };
@@ -152,7 +152,7 @@ impl SqliteSide {
             }
             for (i, column) in plan.columns.iter().enumerate() {
                 let at = Cell {
-                    table: plan.table,
+                    table: &plan.table,
                     row: key_shown.trim_end(),
                     column: &column.name,
                 };
@@ -175,7 +175,7 @@ impl SqliteSide {
         let sql = format!(
             "SELECT {} FROM {}{} ORDER BY {} LIMIT 1",
             keys.join(", "),
-            ident(plan.table),
+            ident(&plan.table),
             where_clause(&conditions),
             desc.join(", ")
         );
@@ -197,7 +197,7 @@ impl SqliteSide {
         let marks: Vec<String> = (1..=columns.len()).map(|n| format!("?{n}")).collect();
         let sql = format!(
             "INSERT INTO {} ({}) VALUES ({})",
-            ident(plan.table),
+            ident(&plan.table),
             columns.join(", "),
             marks.join(", ")
         );
@@ -232,7 +232,7 @@ impl SqliteSide {
         let key = plan.key[0];
         let sql = format!(
             "UPDATE {} SET {} = ?1 WHERE {} = ?2 AND {} IS NOT ?1",
-            ident(plan.table),
+            ident(&plan.table),
             ident(&plan.columns[link].name),
             ident(&plan.columns[key].name),
             ident(&plan.columns[link].name),
@@ -260,7 +260,7 @@ impl SqliteSide {
         let conditions: Vec<String> = plan.filter.iter().map(|f| (*f).to_owned()).collect();
         let sql = format!(
             "SELECT COUNT(*) FROM {}{}",
-            ident(plan.table),
+            ident(&plan.table),
             where_clause(&conditions)
         );
         Ok(self.conn.query_row(&sql, [], |r| r.get::<_, i64>(0))? as u64)
@@ -274,7 +274,7 @@ impl SqliteSide {
             tx.execute(
                 &format!(
                     "DELETE FROM {}{}",
-                    ident(plan.table),
+                    ident(&plan.table),
                     where_clause(&conditions)
                 ),
                 [],
@@ -336,7 +336,8 @@ fn raw_value(value: rusqlite::types::ValueRef<'_>) -> Value {
         V::Null => Value::Null,
         V::Integer(i) => Value::Int(i),
         V::Real(f) => Value::Float(f),
-        V::Text(t) | V::Blob(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+        V::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+        V::Blob(b) => Value::Bytes(b.to_vec()),
     }
 }
 

@@ -11,6 +11,8 @@ pub enum Kind {
     Int,
     Float,
     Text,
+    /// Bytes: a SQLite BLOB column, PostgreSQL `bytea`.
+    Bytes,
 }
 
 impl Kind {
@@ -21,6 +23,7 @@ impl Kind {
             "bigint" | "integer" | "smallint" => Some(Self::Int),
             "double precision" | "real" => Some(Self::Float),
             "text" | "character varying" | "character" | "json" | "jsonb" => Some(Self::Text),
+            "bytea" => Some(Self::Bytes),
             _ => None,
         }
     }
@@ -34,6 +37,7 @@ pub enum Value {
     Int(i64),
     Float(f64),
     Text(String),
+    Bytes(Vec<u8>),
 }
 
 impl Value {
@@ -44,6 +48,7 @@ impl Value {
             Self::Int(i) => i.to_string(),
             Self::Float(f) => f.to_string(),
             Self::Text(t) => format!("{t:?}"),
+            Self::Bytes(b) => format!("x'{}'", hex::encode(b)),
         }
     }
 }
@@ -89,6 +94,7 @@ pub fn coerce(
                 std::str::from_utf8(bytes).map_err(|_| at.error("the text is not valid UTF-8"))?;
             Value::Text(text.to_owned())
         }
+        (V::Blob(bytes), Kind::Bytes) => Value::Bytes(bytes.to_vec()),
         (V::Blob(_), _) => {
             return Err(at.error("a BLOB cannot be carried into a text or number column"));
         }
@@ -101,7 +107,7 @@ pub fn coerce(
 }
 
 /// SHA-256 over a canonical encoding of a table's rows in key order: per cell a tag byte, then
-/// the integer or the float's bits big-endian, or the text's length and UTF-8 bytes.
+/// the integer or the float's bits big-endian, or the text's (or bytes') length and bytes.
 #[derive(Default)]
 pub struct Checksum {
     hasher: Sha256,
@@ -125,6 +131,11 @@ impl Checksum {
                     self.hasher.update([3u8]);
                     self.hasher.update((t.len() as u64).to_be_bytes());
                     self.hasher.update(t.as_bytes());
+                }
+                Value::Bytes(b) => {
+                    self.hasher.update([4u8]);
+                    self.hasher.update((b.len() as u64).to_be_bytes());
+                    self.hasher.update(b);
                 }
             }
         }

@@ -8,6 +8,8 @@ mod support;
 
 #[path = "state_migrate/cli.rs"]
 mod cli;
+#[path = "state_newer_schema/fixture.rs"]
+mod newer;
 
 use std::path::Path;
 
@@ -72,10 +74,11 @@ print(json.dumps({"py1": session("py1"), "h1": session("h1"), "fts": checks, "hy
                   "hits": len(db.search_messages("docker"))}))
 "#;
 
-/// Runs a script with the Python of `version` (22: Hermes 0.19; 31: the newest state code).
+/// Runs a script with the Python of `version` (22: Hermes 0.19; 31: the newest state code,
+/// loading the CJK tokenizer when `home` holds one, so it builds its optional CJK index).
 fn python(version: u32, script: &str, args: &[&str], home: &Path) -> serde_json::Value {
     match version {
-        31 => support::python::run_v31(script, args, home),
+        31 => support::python::run_v31_loading_extensions(script, args, home),
         _ => support::python::run(script, args, home, ""),
     }
 }
@@ -87,7 +90,10 @@ async fn hermesd_session(path: &Path) {
     session.system_prompt = Some("You are hermesd's prompt.".into());
     session.model = Some("m-hermesd".into());
     store.create_session(session).await.unwrap();
-    for (role, text) in [("user", "deploy the docker stack"), ("assistant", "部署好了")] {
+    for (role, text) in [
+        ("user", "deploy the docker stack"),
+        ("assistant", "部署好了"),
+    ] {
         store
             .append_message(NewMessage::text("h1", role, text))
             .await
@@ -189,13 +195,29 @@ fn prompt_expr(conn: &rusqlite::Connection) -> String {
 }
 
 fn assert_read_back(version: u32, py: &serde_json::Value) {
-    assert_eq!(py["py1"]["system_prompt"], "You are the python prompt.", "{py}");
-    assert_eq!(py["h1"]["system_prompt"], "You are hermesd's prompt.", "{py}");
+    assert_eq!(
+        py["py1"]["system_prompt"], "You are the python prompt.",
+        "{py}"
+    );
+    assert_eq!(
+        py["h1"]["system_prompt"], "You are hermesd's prompt.",
+        "{py}"
+    );
     assert_eq!(py["py1"]["title"], "Python chat");
     assert_eq!(py["h1"]["title"], "Docker deploy");
-    let py1_usage = py["py1"]["usage"][0].as_array().expect("a usage row for py1");
-    assert_eq!(py1_usage[..4], [json!("m-py"), json!(""), json!(5), json!(2)], "{py}");
-    assert_eq!(py["h1"]["usage"], json!([["m-hermesd", "", 22, 7, 2]]), "{py}");
+    let py1_usage = py["py1"]["usage"][0]
+        .as_array()
+        .expect("a usage row for py1");
+    assert_eq!(
+        py1_usage[..4],
+        [json!("m-py"), json!(""), json!(5), json!(2)],
+        "{py}"
+    );
+    assert_eq!(
+        py["h1"]["usage"],
+        json!([["m-hermesd", "", 22, 7, 2]]),
+        "{py}"
+    );
     assert_eq!(py["h1"]["input_tokens"], 22);
     assert_eq!(
         py["h1"]["messages"],
@@ -211,9 +233,17 @@ fn assert_read_back(version: u32, py: &serde_json::Value) {
         assert_eq!(py["h1"]["title_source"], "llm", "{py}");
         assert_eq!(py["h1"]["created_source"], "telegram", "{py}");
         let uids = py["h1"]["uids"].as_array().unwrap();
-        assert!(uids.iter().all(|u| u.as_str().is_some_and(|u| u.len() == 32)), "{py}");
+        assert!(
+            uids.iter()
+                .all(|u| u.as_str().is_some_and(|u| u.len() == 32)),
+            "{py}"
+        );
         assert_eq!(py["hygiene"], json!([["agent:main:cli:dm:1", 2]]), "{py}");
-        assert_eq!(py["h1"]["inline"], serde_json::Value::Null, "kept by hash: {py}");
+        assert_eq!(
+            py["h1"]["inline"],
+            serde_json::Value::Null,
+            "kept by hash: {py}"
+        );
     }
 }
 
@@ -227,6 +257,10 @@ async fn round_trip(version: u32) {
         home.join("fresh.db"),
         home.join("made.db"),
     );
+    if version == 31 {
+        // Source and target carry Hermes's CJK index, whose tokenizer hermesd cannot load.
+        support::fts5_cjk::build_into(home);
+    }
     for (path, what) in [(&source, "with-session"), (&made, "empty")] {
         let out = python(version, PY_SOURCE, &[path.to_str().unwrap(), what], home);
         assert_eq!(out["version"], version);
@@ -263,8 +297,19 @@ async fn round_trip(version: u32) {
             "{} holds every table and column of the source",
             back.display()
         );
-        let py = python(version, PY_READ, &[back.to_str().unwrap()], home);
+        let py = match version {
+            31 => support::python::run_v31(PY_READ, &[back.to_str().unwrap()], home),
+            _ => support::python::run(PY_READ, &[back.to_str().unwrap()], home, ""),
+        };
         assert_read_back(version, &py);
+    }
+    if version == 31 {
+        // The copy into a file with the CJK index skipped it as Hermes does without the
+        // tokenizer; a Hermes with it rebuilds the index, which then finds the copied rows.
+        let cjk = newer::rebuild_cjk(&made, "部署");
+        assert_eq!(cjk["stale_before"], "1", "{cjk}");
+        assert_eq!(cjk["check"], "ok", "{cjk}");
+        assert_eq!(cjk["hits"], json!(["h1"]), "{cjk}");
     }
 }
 

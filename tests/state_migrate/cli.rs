@@ -77,4 +77,3 @@ pub async fn pg(cluster: &PgCluster) -> sqlx::PgPool {
         .await
         .expect("connect")
 }
-

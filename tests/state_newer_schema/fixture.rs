@@ -3,30 +3,26 @@
 //! store-level and binary-level tests.
 #![allow(dead_code)]
 
-/// Creates a v31 state.db with one Python session; with `cjk`, adds Hermes's optional CJK
-/// index under the tokenizer name its DDL uses (`cjk_unicode61`), which no process here can
-/// load: the index is built with a stand-in tokenizer, then its declaration names the real one.
+/// Creates a v31 state.db with one Python session. With `cjk` the Python side loads a tiny
+/// tokenizer the test builds under the name Hermes's optional CJK index declares
+/// (`cjk_unicode61`, from `$HERMES_HOME/lib/libfts5_cjk.so`), so Hermes's own code creates and
+/// fills `messages_fts_cjk` and its triggers; hermesd loads no extension, so it cannot.
 const PY_MAKE_V31: &str = r#"
-import json, pathlib, sqlite3, sys
+import json, pathlib, sys
 import hermes_state
-from hermes_state_fts import FTS_CJK_TABLE_SQL, FTS_CJK_TRIGGER_SQL
 path = pathlib.Path(sys.argv[1])
 db = hermes_state.SessionDB(db_path=path)
 db.create_session("py1", "cli", model="m-py", system_prompt="You are the python prompt.")
-db.append_message("py1", "user", "hello from python")
+db.append_message("py1", "user", "hello from python, 你好世界")
 db.update_token_counts("py1", input_tokens=5, output_tokens=2, model="m-py")
-version = db._conn.execute("SELECT version FROM schema_version").fetchone()[0]
+conn = db._conn
+version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
+cjk = [r[0] for r in conn.execute(
+    "SELECT name FROM sqlite_master WHERE name LIKE 'messages_fts_cjk%' "
+    "AND (type = 'trigger' OR sql LIKE 'CREATE VIRTUAL TABLE%') ORDER BY name")]
+cjk_served = db._fts_cjk_available
 db.close()
-if sys.argv[2] == "cjk":
-    conn = sqlite3.connect(path)
-    conn.executescript(FTS_CJK_TABLE_SQL.replace("'cjk_unicode61'", "'unicode61'"))
-    conn.executescript(FTS_CJK_TRIGGER_SQL)
-    conn.execute("PRAGMA writable_schema = ON")
-    conn.execute("UPDATE sqlite_master SET sql = replace(sql, 'unicode61', 'cjk_unicode61') "
-                 "WHERE name = 'messages_fts_cjk'")
-    conn.commit()
-    conn.close()
-print(json.dumps({"version": version}))
+print(json.dumps({"version": version, "cjk": cjk, "cjk_served": cjk_served}))
 "#;
 
 /// The start of both read-back scripts: the session `argv[2]` of the database `argv[1]`, its
@@ -67,13 +63,57 @@ print(json.dumps({
 
 pub fn make_v31(dir: &std::path::Path, cjk: bool) -> std::path::PathBuf {
     let path = dir.join("state.db");
-    let made = crate::support::python::run_v31(
-        PY_MAKE_V31,
-        &[path.to_str().unwrap(), if cjk { "cjk" } else { "plain" }],
-        dir,
-    );
+    let args = [path.to_str().unwrap()];
+    let made = if cjk {
+        crate::support::fts5_cjk::build_into(dir);
+        crate::support::python::run_v31_loading_extensions(PY_MAKE_V31, &args, dir)
+    } else {
+        crate::support::python::run_v31(PY_MAKE_V31, &args, dir)
+    };
     assert_eq!(made["version"], 31);
+    if cjk {
+        assert_eq!(
+            made["cjk"],
+            serde_json::json!([
+                "messages_fts_cjk",
+                "messages_fts_cjk_delete",
+                "messages_fts_cjk_insert",
+                "messages_fts_cjk_update"
+            ]),
+            "Hermes built its CJK index with the test's tokenizer: {made}"
+        );
+        assert_eq!(made["cjk_served"], true, "{made}");
+    }
     path
+}
+
+/// Opened by the v31 code with the tokenizer loaded: whether the CJK index was stale, then
+/// Hermes's own repair (`optimize_fts_storage`, what `hermes sessions optimize-storage` runs),
+/// the CJK index's FTS5 integrity check, and the sessions a CJK search for `argv[2]` finds.
+const PY_REBUILD_CJK: &str = r#"
+import json, pathlib, sys
+import hermes_state
+db = hermes_state.SessionDB(db_path=pathlib.Path(sys.argv[1]))
+stale = db.get_meta("fts_cjk_stale")
+db.optimize_fts_storage(vacuum=False)
+try:
+    db._conn.execute("INSERT INTO messages_fts_cjk(messages_fts_cjk, rank) VALUES('integrity-check', 1)")
+    check = "ok"
+except Exception as e:
+    check = str(e)
+hits = sorted({r["session_id"] for r in db.search_messages(sys.argv[2])})
+print(json.dumps({"stale_before": stale, "stale_after": db.get_meta("fts_cjk_stale"),
+                  "served": db._fts_cjk_available, "check": check, "hits": hits}))
+"#;
+
+/// [`PY_REBUILD_CJK`] on the database at `path` (its home holds the built tokenizer).
+pub fn rebuild_cjk(path: &std::path::Path, term: &str) -> serde_json::Value {
+    let dir = path.parent().unwrap();
+    crate::support::python::run_v31_loading_extensions(
+        PY_REBUILD_CJK,
+        &[path.to_str().unwrap(), term],
+        dir,
+    )
 }
 
 /// What the v31 code reads back of session `id`, with both FTS integrity checks.

@@ -5,6 +5,7 @@ pub mod conditions;
 pub mod daemon;
 pub mod fake_model;
 pub mod fake_stt;
+pub mod fts5_cjk;
 pub mod mcp_servers;
 pub mod owners;
 pub mod postgres;

@@ -78,12 +78,37 @@ pub fn v31_path() -> String {
 /// As [`run`], with the newest published Hermes state code (schema v31) imported instead of
 /// 0.19's.
 pub fn run_v31(script: &str, args: &[&str], home: &Path) -> serde_json::Value {
+    run_with_path(script, args, home, &v31_path())
+}
+
+/// As [`run_v31`], with a `sqlite3` module that can load extensions (`pysqlite3-binary`, which
+/// `.ci/python-reference-v31` unpacks beside the v31 code) standing in for the standard one, so
+/// Hermes's code loads a tokenizer from `$HERMES_HOME/lib/libfts5_cjk.so` as an installation
+/// that has it would.
+pub fn run_v31_loading_extensions(script: &str, args: &[&str], home: &Path) -> serde_json::Value {
+    let v31 = v31_path();
+    let loadable = Path::new(&v31).with_file_name("loadable-sqlite");
+    assert!(
+        loadable.join("pysqlite3").is_dir(),
+        "{} lacks pysqlite3: run .ci/python-reference-v31 again",
+        loadable.display()
+    );
+    let script = format!(
+        "import sys, pysqlite3, pysqlite3.dbapi2\n\
+         sys.modules['sqlite3'] = pysqlite3\n\
+         sys.modules['sqlite3.dbapi2'] = pysqlite3.dbapi2\n{script}"
+    );
+    let path = format!("{}:{v31}", loadable.display());
+    run_with_path(&script, args, home, &path)
+}
+
+fn run_with_path(script: &str, args: &[&str], home: &Path, pythonpath: &str) -> serde_json::Value {
     let output = Command::new(python())
         .arg("-c")
         .arg(script)
         .args(args)
         .env("HERMES_HOME", home)
-        .env("PYTHONPATH", v31_path())
+        .env("PYTHONPATH", pythonpath)
         .current_dir(home)
         .stdin(Stdio::null())
         .output()

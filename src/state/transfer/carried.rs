@@ -99,7 +99,9 @@ fn is_literal(default: &str) -> bool {
     let quoted = default.len() >= 2
         && default.starts_with('\'')
         && default.ends_with('\'')
-        && !default[1..default.len() - 1].replace("''", "").contains('\'');
+        && !default[1..default.len() - 1]
+            .replace("''", "")
+            .contains('\'');
     number || quoted || default.eq_ignore_ascii_case("NULL")
 }
 
@@ -164,10 +166,11 @@ pub struct Carried {
 
 /// What was carried into PostgreSQL, tables before their columns; empty when nothing was.
 pub async fn registry(pool: &PgPool) -> Result<Vec<Carried>, TransferError> {
-    let exists: bool = sqlx::query_scalar("SELECT to_regclass('hermesd_carried_schema') IS NOT NULL")
-        .fetch_one(pool)
-        .await
-        .map_err(PgError::from)?;
+    let exists: bool =
+        sqlx::query_scalar("SELECT to_regclass('hermesd_carried_schema') IS NOT NULL")
+            .fetch_one(pool)
+            .await
+            .map_err(PgError::from)?;
     if !exists {
         return Ok(Vec::new());
     }
@@ -227,20 +230,27 @@ pub async fn expand_postgres(
         if let (None, Some(create_sql)) = (present, &create_sql) {
             let key = primary_key(&columns);
             if key.is_empty() {
-                added.push(format!("{table} left behind: it has no primary key to copy it by"));
+                added.push(format!(
+                    "{table} left behind: it has no primary key to copy it by"
+                ));
                 continue;
             }
             let mut definitions: Vec<String> = columns.iter().map(|c| c.pg_definition()).collect();
             let key: Vec<String> = key.iter().map(|k| ident(k)).collect();
             definitions.push(format!("PRIMARY KEY ({})", key.join(", ")));
-            let ddl = format!("CREATE TABLE {} ({})", ident(&table), definitions.join(", "));
+            let ddl = format!(
+                "CREATE TABLE {} ({})",
+                ident(&table),
+                definitions.join(", ")
+            );
             ddl_and_record(&mut tx, &ddl, &table, WHOLE_TABLE, create_sql).await?;
             added.push(format!("table {table}"));
             continue;
         }
         let Some(present) = present else { continue };
         for column in columns.iter().filter(|c| {
-            !present.contains(&c.name) && !DERIVED_COLUMNS.contains(&(table.as_str(), c.name.as_str()))
+            !present.contains(&c.name)
+                && !DERIVED_COLUMNS.contains(&(table.as_str(), c.name.as_str()))
         }) {
             let ddl = format!(
                 "ALTER TABLE {} ADD COLUMN IF NOT EXISTS {}",

@@ -6,9 +6,9 @@
 //! is only continued when it is a partial copy of the same source, and otherwise refused
 //! unless `force` empties it first.
 
+mod carried;
 pub mod dsn;
 mod pg_side;
-mod carried;
 mod plan;
 mod side;
 mod sqlite_side;
@@ -351,7 +351,9 @@ async fn carried_plans(
         .into_iter()
         .map(|(name, _)| name)
         .collect();
-    names.extend(carried::carried_tables(&carried::registry(pg.pool()).await?));
+    names.extend(carried::carried_tables(
+        &carried::registry(pg.pool()).await?,
+    ));
     let mut plans = Vec::new();
     for table in names {
         let (Some(pg_columns), Some(declared)) = (
@@ -363,7 +365,9 @@ async fn carried_plans(
         };
         let key = carried::primary_key(&declared);
         if key.is_empty() {
-            notes.push(format!("{table} has no primary key to copy it by: not copied"));
+            notes.push(format!(
+                "{table} has no primary key to copy it by: not copied"
+            ));
             continue;
         }
         let key: Vec<&str> = key.iter().map(String::as_str).collect();

@@ -14,7 +14,7 @@ mod newer;
 use std::path::Path;
 
 use cli::{assert_exit, migrate, pg, text, url_with_password};
-use hermesd::state::{NewMessage, NewSession, Store, UsageDelta};
+use hermesd::state::{NewMessage, NewSession, Store, StoreOptions, UsageDelta};
 use rusqlite::types::Value as Cell;
 use serde_json::json;
 use support::postgres::PgCluster;
@@ -83,10 +83,35 @@ fn python(version: u32, script: &str, args: &[&str], home: &Path) -> serde_json:
     }
 }
 
-/// hermesd's own session on the file: prompt, two messages, usage twice, a generated title.
-async fn hermesd_session(path: &Path) {
-    let store = Store::open(path).unwrap();
-    let mut session = NewSession::new("h1", "telegram");
+/// A read-back script run by the Python of `version` on `path`.
+fn python_read(version: u32, script: &str, path: &Path, home: &Path) -> serde_json::Value {
+    let args = [path.to_str().unwrap()];
+    match version {
+        31 => support::python::run_v31(script, &args, home),
+        _ => support::python::run(script, &args, home, ""),
+    }
+}
+
+/// What that Hermes reads of `h2`, the session hermesd wrote in PostgreSQL mode.
+const PY_READ_H2: &str = r#"
+import json, pathlib, sys
+import hermes_state
+db = hermes_state.SessionDB(db_path=pathlib.Path(sys.argv[1]))
+conn = db._conn
+s = db.get_session("h2")
+out = {"system_prompt": s["system_prompt"], "usage": [list(r) for r in conn.execute(
+    "SELECT model, task, input_tokens, output_tokens, api_call_count FROM session_model_usage "
+    "WHERE session_id = 'h2'")]}
+if "title_source" in s.keys():
+    out.update(title_source=s["title_source"], created_source=s["created_source"],
+               last_activity_at=s["last_activity_at"],
+               uids=[r[0] for r in conn.execute("SELECT message_uid FROM messages WHERE session_id = 'h2'")])
+print(json.dumps(out))
+"#;
+
+/// hermesd's own session `id`: prompt, two messages, usage twice, a generated title.
+async fn hermesd_session(store: &Store, id: &str, title: &str) {
+    let mut session = NewSession::new(id, "telegram");
     session.system_prompt = Some("You are hermesd's prompt.".into());
     session.model = Some("m-hermesd".into());
     store.create_session(session).await.unwrap();
@@ -95,13 +120,13 @@ async fn hermesd_session(path: &Path) {
         ("assistant", "部署好了"),
     ] {
         store
-            .append_message(NewMessage::text("h1", role, text))
+            .append_message(NewMessage::text(id, role, text))
             .await
             .unwrap();
     }
     for output in [3, 4] {
         let usage = UsageDelta {
-            session_id: "h1".into(),
+            session_id: id.into(),
             model: Some("m-hermesd".into()),
             input_tokens: 11,
             output_tokens: output,
@@ -110,13 +135,7 @@ async fn hermesd_session(path: &Path) {
         };
         store.record_usage(usage).await.unwrap();
     }
-    assert!(
-        store
-            .set_auto_title_if_empty("h1", "Docker deploy")
-            .await
-            .unwrap()
-    );
-    store.close().await;
+    assert!(store.set_auto_title_if_empty(id, title).await.unwrap());
 }
 
 /// Every carried table's rows (the columns `source` has), in key order: the tables a Hermes
@@ -265,7 +284,9 @@ async fn round_trip(version: u32) {
         let out = python(version, PY_SOURCE, &[path.to_str().unwrap(), what], home);
         assert_eq!(out["version"], version);
     }
-    hermesd_session(&source).await;
+    let store = Store::open(&source).unwrap();
+    hermesd_session(&store, "h1", "Docker deploy").await;
+    store.close().await;
     let cluster = PgCluster::start();
     let url = url_with_password(&cluster);
 
@@ -297,12 +318,48 @@ async fn round_trip(version: u32) {
             "{} holds every table and column of the source",
             back.display()
         );
-        let py = match version {
-            31 => support::python::run_v31(PY_READ, &[back.to_str().unwrap()], home),
-            _ => support::python::run(PY_READ, &[back.to_str().unwrap()], home, ""),
-        };
-        assert_read_back(version, &py);
+        assert_read_back(version, &python_read(version, PY_READ, back, home));
     }
+
+    // hermesd in PostgreSQL mode keeps writing what the carried columns and tables expect.
+    let store = Store::open_postgres(&cluster.url(), StoreOptions::default())
+        .await
+        .unwrap();
+    hermesd_session(&store, "h2", "Docker deploy again").await;
+    store.close().await;
+    let pool = pg(&cluster).await;
+    let usage: Vec<(String, String, i64, i64, i64)> = sqlx::query_as(
+        "SELECT model, task, input_tokens, output_tokens, api_call_count \
+         FROM session_model_usage WHERE session_id = 'h2'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    assert_eq!(
+        usage,
+        [("m-hermesd".into(), String::new(), 22, 7, 2)],
+        "PostgreSQL mode writes per-model usage rows"
+    );
+    let later = home.join("later.db");
+    assert_exit(&migrate(home, &url, later.to_str().unwrap(), &[]), 0);
+    let py = python_read(version, PY_READ_H2, &later, home);
+    assert_eq!(py["system_prompt"], "You are hermesd's prompt.", "{py}");
+    assert_eq!(py["usage"], json!([["m-hermesd", "", 22, 7, 2]]), "{py}");
+    if version == 31 {
+        assert_eq!(py["title_source"], "llm", "{py}");
+        assert_eq!(py["created_source"], "telegram", "{py}");
+        assert!(py["last_activity_at"].as_f64().is_some(), "{py}");
+        let uids = py["uids"].as_array().unwrap();
+        assert!(
+            uids.len() == 2
+                && uids
+                    .iter()
+                    .all(|u| u.as_str().is_some_and(|u| u.len() == 32)),
+            "{py}"
+        );
+    }
+
     if version == 31 {
         // The copy into a file with the CJK index skipped it as Hermes does without the
         // tokenizer; a Hermes with it rebuilds the index, which then finds the copied rows.

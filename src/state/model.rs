@@ -222,3 +222,19 @@ pub struct SearchHit {
     pub session_started: f64,
     pub context: Vec<ContextLine>,
 }
+
+/// Title provenance as Hermes records it: a title the user set, or one a model generated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TitleSource {
+    User,
+    Generated,
+}
+
+impl TitleSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TitleSource::User => "user",
+            TitleSource::Generated => "llm",
+        }
+    }
+}

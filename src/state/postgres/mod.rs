@@ -5,6 +5,7 @@
 
 mod coordination;
 mod error;
+mod extras;
 mod gateway_reads;
 mod gateway_writes;
 mod instance;

@@ -2,8 +2,9 @@
 //! statements, counters and outcomes, inside the transaction [`super::store::PgStore::apply`]
 //! opened (fenced by the turn's lease when there is one).
 
-use sqlx::Row;
+use sqlx::{AssertSqlSafe, Row};
 
+use super::extras::{self, Extras};
 use super::pg_text::{opt_to_pg, to_pg};
 use super::rows::db;
 use super::titles::set_title;
@@ -12,14 +13,14 @@ use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::encode::{encode_content, encode_json, tool_call_count};
 use crate::state::error::{StoreError, StoreResult};
 use crate::state::ledger::InboundState;
-use crate::state::model::{NewMessage, NewSession, UsageDelta, now_epoch};
+use crate::state::model::{NewMessage, NewSession, TitleSource, UsageDelta, now_epoch};
 
 /// PostgreSQL's SQLSTATE for a foreign-key violation.
 const FOREIGN_KEY_VIOLATION: &str = "23503";
 
-pub async fn apply(tx: &mut PgTx, command: WriteCommand) -> StoreResult<Outcome> {
+pub async fn apply(tx: &mut PgTx, command: WriteCommand, extras: &Extras) -> StoreResult<Outcome> {
     match command {
-        WriteCommand::CreateSession(session) => create_session(tx, &session).await,
+        WriteCommand::CreateSession(session) => create_session(tx, &session, extras).await,
         // First reason wins: an ended session keeps its original reason and time.
         WriteCommand::EndSession { id, reason } => {
             changed(
@@ -42,13 +43,13 @@ pub async fn apply(tx: &mut PgTx, command: WriteCommand) -> StoreResult<Outcome>
             )
             .await
         }
-        WriteCommand::AppendMessage(message) => append_message(tx, &message).await,
+        WriteCommand::AppendMessage(message) => append_message(tx, &message, extras).await,
         WriteCommand::StartTurn {
             message,
             platform,
             event_id,
         } => {
-            let appended = append_message(tx, &message).await?;
+            let appended = append_message(tx, &message, extras).await?;
             sqlx::query(
                 "UPDATE hermesd_inbound_events SET state = $1, updated_at = $2 \
                  WHERE platform = $3 AND event_id = $4",
@@ -63,7 +64,7 @@ pub async fn apply(tx: &mut PgTx, command: WriteCommand) -> StoreResult<Outcome>
             Ok(appended)
         }
         WriteCommand::SetTitle { id, title } => {
-            set_title(tx, &id, title.as_deref()).await?;
+            set_title(tx, &id, title.as_deref(), extras, TitleSource::User).await?;
             Ok(Outcome::Done)
         }
         WriteCommand::SetTitleIfEmpty { id, title } => {
@@ -74,14 +75,14 @@ pub async fn apply(tx: &mut PgTx, command: WriteCommand) -> StoreResult<Outcome>
                 .map_err(db)?;
             match current.map(|row| row.try_get::<Option<String>, _>(0)) {
                 Some(Ok(None)) => {
-                    set_title(tx, &id, Some(&title)).await?;
+                    set_title(tx, &id, Some(&title), extras, TitleSource::Generated).await?;
                     Ok(Outcome::Changed(1))
                 }
                 Some(Err(e)) => Err(db(e)),
                 _ => Ok(Outcome::Changed(0)),
             }
         }
-        WriteCommand::RecordUsage(usage) => record_usage(tx, &usage).await,
+        WriteCommand::RecordUsage(usage) => record_usage(tx, &usage, extras).await,
         WriteCommand::ClearMessages { id } => {
             let removed = sqlx::query("DELETE FROM messages WHERE session_id = $1")
                 .bind(&id)
@@ -134,58 +135,81 @@ async fn changed(
     Ok(Outcome::Changed(done.rows_affected() as usize))
 }
 
-async fn create_session(tx: &mut PgTx, s: &NewSession) -> StoreResult<Outcome> {
+async fn create_session(tx: &mut PgTx, s: &NewSession, extras: &Extras) -> StoreResult<Outcome> {
     let model_config = s.model_config.as_ref().map(|v| v.to_string());
+    // A newer Hermes records the surface that created the session: its source.
+    let (column, value, update) = if extras.created_source {
+        (
+            ", created_source",
+            ", $2",
+            ", created_source = COALESCE(sessions.created_source, EXCLUDED.created_source)",
+        )
+    } else {
+        ("", "", "")
+    };
     // An existing row keeps its values; the new call only fills columns that are NULL.
-    sqlx::query(
+    let sql = format!(
         "INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt, \
-                               parent_session_id, started_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                               parent_session_id, started_at{column}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8{value}) \
          ON CONFLICT (id) DO UPDATE SET \
              user_id = COALESCE(sessions.user_id, EXCLUDED.user_id), \
              model = COALESCE(sessions.model, EXCLUDED.model), \
              model_config = COALESCE(sessions.model_config, EXCLUDED.model_config), \
              system_prompt = COALESCE(sessions.system_prompt, EXCLUDED.system_prompt), \
-             parent_session_id = COALESCE(sessions.parent_session_id, EXCLUDED.parent_session_id)",
-    )
-    .bind(&s.id)
-    .bind(&s.source)
-    .bind(&s.user_id)
-    .bind(&s.model)
-    .bind(opt_to_pg(model_config.as_deref()))
-    .bind(opt_to_pg(s.system_prompt.as_deref()))
-    .bind(&s.parent_session_id)
-    .bind(s.started_at.unwrap_or_else(now_epoch))
-    .execute(&mut **tx)
-    .await
-    .map_err(db)?;
+             parent_session_id = COALESCE(sessions.parent_session_id, EXCLUDED.parent_session_id)\
+             {update}"
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .bind(&s.id)
+        .bind(&s.source)
+        .bind(&s.user_id)
+        .bind(&s.model)
+        .bind(opt_to_pg(model_config.as_deref()))
+        .bind(opt_to_pg(s.system_prompt.as_deref()))
+        .bind(&s.parent_session_id)
+        .bind(s.started_at.unwrap_or_else(now_epoch))
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
     Ok(Outcome::Done)
 }
 
-async fn append_message(tx: &mut PgTx, m: &NewMessage) -> StoreResult<Outcome> {
+async fn append_message(tx: &mut PgTx, m: &NewMessage, extras: &Extras) -> StoreResult<Outcome> {
     let json = |value| encode_json(value).map(|text| to_pg(&text).into_owned());
-    let inserted = sqlx::query(
+    // Where rows carry a durable id, hermesd mints it in Hermes's form.
+    let (uid_column, uid_value) = if extras.message_uid {
+        (", message_uid", ", $15")
+    } else {
+        ("", "")
+    };
+    let sql = format!(
         "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, \
              timestamp, token_count, finish_reason, reasoning, reasoning_content, \
-             reasoning_details, codex_reasoning_items, codex_message_items) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
-    )
-    .bind(&m.session_id)
-    .bind(&m.role)
-    .bind(opt_to_pg(encode_content(&m.content).as_deref()))
-    .bind(&m.tool_call_id)
-    .bind(json(&m.tool_calls))
-    .bind(&m.tool_name)
-    .bind(m.timestamp.unwrap_or_else(now_epoch))
-    .bind(m.token_count)
-    .bind(&m.finish_reason)
-    .bind(opt_to_pg(m.reasoning.as_deref()))
-    .bind(opt_to_pg(m.reasoning_content.as_deref()))
-    .bind(json(&m.reasoning_details))
-    .bind(json(&m.codex_reasoning_items))
-    .bind(json(&m.codex_message_items))
-    .fetch_one(&mut **tx)
-    .await;
+             reasoning_details, codex_reasoning_items, codex_message_items{uid_column}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14{uid_value}) \
+         RETURNING id"
+    );
+    let timestamp = m.timestamp.unwrap_or_else(now_epoch);
+    let mut insert = sqlx::query(AssertSqlSafe(sql))
+        .bind(&m.session_id)
+        .bind(&m.role)
+        .bind(opt_to_pg(encode_content(&m.content).as_deref()))
+        .bind(&m.tool_call_id)
+        .bind(json(&m.tool_calls))
+        .bind(&m.tool_name)
+        .bind(timestamp)
+        .bind(m.token_count)
+        .bind(&m.finish_reason)
+        .bind(opt_to_pg(m.reasoning.as_deref()))
+        .bind(opt_to_pg(m.reasoning_content.as_deref()))
+        .bind(json(&m.reasoning_details))
+        .bind(json(&m.codex_reasoning_items))
+        .bind(json(&m.codex_message_items));
+    if extras.message_uid {
+        insert = insert.bind(crate::state::sqlite::newer::mint_uid());
+    }
+    let inserted = insert.fetch_one(&mut **tx).await;
     let id: i64 = match inserted {
         Ok(row) => row.try_get(0).map_err(db)?,
         Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(FOREIGN_KEY_VIOLATION) => {
@@ -193,20 +217,23 @@ async fn append_message(tx: &mut PgTx, m: &NewMessage) -> StoreResult<Outcome> {
         }
         Err(e) => return Err(db(e)),
     };
-    sqlx::query(
+    let sql = format!(
         "UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, \
-             tool_call_count = COALESCE(tool_call_count, 0) + $1 WHERE id = $2",
-    )
-    .bind(tool_call_count(&m.tool_calls))
-    .bind(&m.session_id)
-    .execute(&mut **tx)
-    .await
-    .map_err(db)?;
+             tool_call_count = COALESCE(tool_call_count, 0) + $1{} WHERE id = $2",
+        extras.activity_assignment(3)
+    );
+    let mut counters = sqlx::query(AssertSqlSafe(sql))
+        .bind(tool_call_count(&m.tool_calls))
+        .bind(&m.session_id);
+    if extras.last_activity {
+        counters = counters.bind(timestamp);
+    }
+    counters.execute(&mut **tx).await.map_err(db)?;
     Ok(Outcome::RowId(id))
 }
 
-async fn record_usage(tx: &mut PgTx, u: &UsageDelta) -> StoreResult<Outcome> {
-    let done = sqlx::query(
+async fn record_usage(tx: &mut PgTx, u: &UsageDelta, extras: &Extras) -> StoreResult<Outcome> {
+    let sql = format!(
         "UPDATE sessions SET \
              input_tokens = COALESCE(input_tokens, 0) + $1, \
              output_tokens = COALESCE(output_tokens, 0) + $2, \
@@ -218,25 +245,31 @@ async fn record_usage(tx: &mut PgTx, u: &UsageDelta) -> StoreResult<Outcome> {
                                        ELSE COALESCE(estimated_cost_usd, 0) + $7 END, \
              model = COALESCE($8, model), \
              billing_provider = COALESCE($9, billing_provider), \
-             billing_base_url = COALESCE($10, billing_base_url) \
+             billing_base_url = COALESCE($10, billing_base_url){} \
          WHERE id = $11",
-    )
-    .bind(u.input_tokens)
-    .bind(u.output_tokens)
-    .bind(u.cache_read_tokens)
-    .bind(u.cache_write_tokens)
-    .bind(u.reasoning_tokens)
-    .bind(u.api_calls)
-    .bind(u.estimated_cost_usd)
-    .bind(&u.model)
-    .bind(&u.billing_provider)
-    .bind(&u.billing_base_url)
-    .bind(&u.session_id)
-    .execute(&mut **tx)
-    .await
-    .map_err(db)?;
+        extras.activity_assignment(12)
+    );
+    let mut update = sqlx::query(AssertSqlSafe(sql))
+        .bind(u.input_tokens)
+        .bind(u.output_tokens)
+        .bind(u.cache_read_tokens)
+        .bind(u.cache_write_tokens)
+        .bind(u.reasoning_tokens)
+        .bind(u.api_calls)
+        .bind(u.estimated_cost_usd)
+        .bind(&u.model)
+        .bind(&u.billing_provider)
+        .bind(&u.billing_base_url)
+        .bind(&u.session_id);
+    if extras.last_activity {
+        update = update.bind(now_epoch());
+    }
+    let done = update.execute(&mut **tx).await.map_err(db)?;
     if done.rows_affected() == 0 {
         return Err(StoreError::SessionNotFound(u.session_id.clone()));
+    }
+    if extras.model_usage {
+        extras::record_model_usage(tx, u).await?;
     }
     Ok(Outcome::Done)
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use sqlx::postgres::PgPool;
 
 use super::error::PgError;
+use super::extras::Extras;
 use super::instance::{InstanceLease, InstanceOwner};
 use super::lease::{Lease, begin_fenced};
 pub use super::tx::PgTx;
@@ -36,6 +37,8 @@ pub struct PgStore {
     lease_ttl: Duration,
     /// This instance's own lease: the gateway work it owns is alive while it holds it.
     instance: InstanceLease,
+    /// A newer Hermes's columns and tables a migration carried in, which hermesd keeps filling.
+    extras: Extras,
 }
 
 impl PgStore {
@@ -46,6 +49,7 @@ impl PgStore {
         let pool = super::connect(url, DEFAULT_MAX_CONNECTIONS).await?;
         let instance_id = options.instance_id.clone().unwrap_or_else(new_instance_id);
         let instance = InstanceLease::start(&pool, &instance_id, options.lease_ttl).await?;
+        let extras = Extras::detect(&pool).await?;
         Ok(Self {
             pool,
             shown_url: super::redact_url(url),
@@ -53,6 +57,7 @@ impl PgStore {
             instance_id,
             lease_ttl: options.lease_ttl,
             instance,
+            extras,
         })
     }
 
@@ -100,7 +105,7 @@ impl PgStore {
         let outcome = if is_gateway_command(&command) {
             super::gateway_writes::apply(&mut tx, command, &self.instance_owner()).await?
         } else {
-            super::session_writes::apply(&mut tx, command).await?
+            super::session_writes::apply(&mut tx, command, &self.extras).await?
         };
         tx.commit().await.map_err(PgError::from)?;
         Ok(outcome)

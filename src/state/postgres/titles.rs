@@ -9,9 +9,11 @@
 use sqlx::Row;
 use sqlx::postgres::PgPool;
 
+use super::extras::Extras;
 use super::rows::db;
 use super::tx::PgTx;
 use crate::state::error::{StoreError, StoreResult};
+use crate::state::model::TitleSource;
 use crate::state::sqlite::titles::{
     base_title, escape_like, newest_variant, next_title, sanitize_title, variant_number,
 };
@@ -36,7 +38,13 @@ async fn is_ancestor(tx: &mut PgTx, ancestor: &str, session_id: &str) -> StoreRe
 
 /// Sets (or with `None`, clears) a session's title inside the write's transaction. A title
 /// held by a compression ancestor moves to this session.
-pub async fn set_title(tx: &mut PgTx, session_id: &str, raw: Option<&str>) -> StoreResult<()> {
+pub async fn set_title(
+    tx: &mut PgTx,
+    session_id: &str,
+    raw: Option<&str>,
+    extras: &Extras,
+    source: TitleSource,
+) -> StoreResult<()> {
     let title = match raw {
         Some(raw) => sanitize_title(raw)?,
         None => None,
@@ -71,12 +79,18 @@ pub async fn set_title(tx: &mut PgTx, session_id: &str, raw: Option<&str>) -> St
                 .map_err(db)?;
         }
     }
-    let done = sqlx::query("UPDATE sessions SET title = $1 WHERE id = $2")
-        .bind(&title)
-        .bind(session_id)
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
+    // Where Hermes records who gave a title, a cleared title has no source.
+    let sql = if extras.title_source {
+        "UPDATE sessions SET title = $1, \
+             title_source = CASE WHEN $1::text IS NULL THEN NULL ELSE $3 END WHERE id = $2"
+    } else {
+        "UPDATE sessions SET title = $1 WHERE id = $2"
+    };
+    let mut update = sqlx::query(sql).bind(&title).bind(session_id);
+    if extras.title_source {
+        update = update.bind(source.as_str());
+    }
+    let done = update.execute(&mut **tx).await.map_err(db)?;
     if done.rows_affected() == 0 {
         return Err(StoreError::SessionNotFound(session_id.to_owned()));
     }

@@ -8,12 +8,13 @@ use rusqlite::{Connection, params};
 
 use super::capabilities::Capabilities;
 use super::gateway_commands as gateway;
-use super::newer::{self, TitleSource};
+use super::newer;
 use super::titles;
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::encode::{encode_content, encode_json, tool_call_count};
 use crate::state::error::{StoreError, StoreResult};
 use crate::state::ledger::InboundState;
+use crate::state::model::TitleSource;
 use crate::state::model::{NewMessage, NewSession, UsageDelta, now_epoch};
 
 /// Applies `command`; `caps` says what this database's Hermes version expects beside it.

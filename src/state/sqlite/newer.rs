@@ -10,22 +10,6 @@ use super::capabilities::Capabilities;
 use crate::state::error::StoreResult;
 use crate::state::model::{UsageDelta, now_epoch};
 
-/// Title provenance as Hermes records it: a title the user set, or one a model generated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TitleSource {
-    User,
-    Generated,
-}
-
-impl TitleSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TitleSource::User => "user",
-            TitleSource::Generated => "llm",
-        }
-    }
-}
-
 /// The key of a prompt in `system_prompts`: SHA-256 of its UTF-8 bytes, lowercase hex.
 pub fn prompt_hash(prompt: &str) -> String {
     hex::encode(Sha256::digest(prompt.as_bytes()))

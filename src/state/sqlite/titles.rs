@@ -4,8 +4,8 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::capabilities::Capabilities;
-use super::newer::TitleSource;
 use crate::state::error::{StoreError, StoreResult};
+use crate::state::model::TitleSource;
 
 pub const MAX_TITLE_LENGTH: usize = 100;
 

@@ -4,7 +4,7 @@
 //!
 //! Into PostgreSQL each one is added — a column nullable, typed by its SQLite affinity, with its
 //! default when that is a literal; a table with its columns and primary key — and recorded in
-//! [`REGISTRY`] with its SQLite declaration. Out of PostgreSQL, a state.db that lacks one gets it
+//! [`super::plan::REGISTRY`] with its SQLite declaration. Out of PostgreSQL, a state.db that lacks one gets it
 //! back from that record (a table by its original `CREATE TABLE`, a column by the declaration
 //! `ALTER TABLE ADD COLUMN` takes), which is what Hermes's own start-up reconciliation does for
 //! a column its schema names, so a later Hermes finds nothing it would add twice. Both sides
@@ -19,9 +19,6 @@ use sqlx::{AssertSqlSafe, Row};
 use super::TransferError;
 use super::plan::{TABLES, ident};
 use crate::state::postgres::PgError;
-
-/// The PostgreSQL table recording what was carried in, and how SQLite declared it.
-pub const REGISTRY: &str = "hermesd_carried_schema";
 
 /// `column_name` of a registry row that records a whole table (its `CREATE TABLE`).
 const WHOLE_TABLE: &str = "";

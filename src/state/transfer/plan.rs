@@ -18,6 +18,10 @@ pub const TABLES: [(&str, &[&str]); 9] = [
     ("hermesd_cron_runs", &["job_id", "scheduled_at"]),
 ];
 
+/// The PostgreSQL table recording what a migration carried in beyond PostgreSQL's own schema,
+/// and how SQLite declared it (`carried.rs`).
+pub const REGISTRY: &str = "hermesd_carried_schema";
+
 /// Tables only PostgreSQL has, and why they stay behind.
 pub const PG_ONLY: [(&str, &str); 3] = [
     ("hermesd_leases", "coordination between running instances"),
@@ -25,10 +29,7 @@ pub const PG_ONLY: [(&str, &str); 3] = [
         "hermesd_shared_files",
         "files instances share; a single instance keeps them in its home",
     ),
-    (
-        super::carried::REGISTRY,
-        "what the migration added to PostgreSQL's schema",
-    ),
+    (REGISTRY, "what the migration added to PostgreSQL's schema"),
 ];
 
 /// The `state_meta` key recording which source a target is (being) copied from.

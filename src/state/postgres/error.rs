@@ -18,6 +18,16 @@ pub enum PgError {
     Query(#[from] sqlx::Error),
     #[error("migrating the PostgreSQL schema failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error(
+        "the PostgreSQL schema was changed by a newer hermesd in a way releases before migration \
+         {floor} cannot use (this release knows migrations up to {known}; the database has {applied}): \
+         run a release that includes migration {floor} on this instance"
+    )]
+    SchemaTooNew {
+        known: i64,
+        applied: i64,
+        floor: i64,
+    },
     #[error("the {scope} lease {key:?} is no longer held with fencing token {token}")]
     LeaseLost {
         scope: &'static str,

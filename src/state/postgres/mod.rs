@@ -35,7 +35,7 @@ pub use coordination::PgCoordination;
 pub use error::{PgError, PgResult};
 pub use instance::InstanceOwner;
 pub use lease::{Lease, LeaseScope, acquire, begin_fenced, count_current, release, renew};
-pub use migrate::migrate;
+pub use migrate::{SCHEMA_FLOOR_KEY, known_version, migrate};
 pub(crate) use search::search;
 pub use search::{SEARCH_TEXT, SEARCH_WORDS};
 pub(crate) use session_reads::*;

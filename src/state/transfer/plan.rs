@@ -35,8 +35,10 @@ pub const PG_ONLY: [(&str, &str); 3] = [
 /// The `state_meta` key recording which source a target is (being) copied from.
 pub const MARKER_KEY: &str = "hermesd_migrated_from";
 
-/// `state_meta` rows each side keeps for itself: its own schema version and the marker.
-pub const STATE_META_OWN: &str = "key NOT IN ('schema_version', 'hermesd_migrated_from')";
+/// `state_meta` rows each side keeps for itself: its own schema version, the marker, and
+/// PostgreSQL's compatibility floor (`postgres/migrate.rs`).
+pub const STATE_META_OWN: &str =
+    "key NOT IN ('schema_version', 'hermesd_migrated_from', 'hermesd_schema_floor')";
 
 /// A session's parent may come later in key order; the link is written once every session is
 /// there (both sides enforce the foreign key).

@@ -19,15 +19,6 @@ use support::fake_stt::FakeStt;
 use telegram_support::{Rig, start};
 
 /// A real 8×6 PNG (small enough to be sent as it is).
-fn png() -> Vec<u8> {
-    let image = image::RgbImage::from_fn(8, 6, |x, y| image::Rgb([x as u8 * 30, y as u8 * 40, 90]));
-    let mut out = Vec::new();
-    image::DynamicImage::ImageRgb8(image)
-        .write_to(&mut Cursor::new(&mut out), image::ImageFormat::Png)
-        .unwrap();
-    out
-}
-
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
@@ -130,7 +121,7 @@ async fn photo_reaches_the_model_as_an_image(mode: &str) {
         ],
     )
     .await;
-    let photo = png();
+    let photo = support::images::png();
     rig.model.push(Step::text("A small gradient."));
     send_photo(&rig, "what is this?", photo.clone());
     let sent = rig.wait_sent_to(7, 1).await;
@@ -211,7 +202,7 @@ async fn a_large_photo_is_reencoded_under_the_cap() {
 async fn a_photo_for_a_model_without_vision_is_answered_in_one_line() {
     // `fake-model` is no known vision model and nothing says otherwise.
     let rig = start("", "", &[]).await;
-    send_photo(&rig, "", png());
+    send_photo(&rig, "", support::images::png());
     let sent = rig.wait_sent_to(7, 1).await;
     let text = sent[0].text.replace('\\', "");
     assert!(text.contains("can't see images"), "{text}");
@@ -222,7 +213,7 @@ async fn a_photo_for_a_model_without_vision_is_answered_in_one_line() {
     // With a caption there is still something to answer: the line, then the model's reply
     // to the caption, which says a photo came that it cannot see.
     rig.model.push(Step::text("I can only read your words."));
-    send_photo(&rig, "what colour is it?", png());
+    send_photo(&rig, "what colour is it?", support::images::png());
     let sent = rig.wait_sent_to(7, 3).await;
     assert!(sent[1].text.replace('\\', "").contains("can't see images"));
     assert_eq!(
@@ -247,7 +238,7 @@ async fn auxiliary_vision_describes_the_photo_for_a_text_model() {
     let rig = start("", &tail, &[("HERMES__MODEL__SUPPORTS_VISION", "false")]).await;
     model.push(Step::text("A purple gradient of eight by six pixels."));
     rig.model.push(Step::text("It is a tiny purple gradient."));
-    let photo = png();
+    let photo = support::images::png();
     send_photo(&rig, "what is it?", photo.clone());
     let sent = rig.wait_sent_to(7, 1).await;
     assert_eq!(
@@ -385,7 +376,7 @@ async fn a_slack_file_reaches_the_model_as_an_image() {
         ],
     )
     .await;
-    let photo = png();
+    let photo = support::images::png();
     let file = run.slack.add_file("chart.png", "image/png", photo.clone());
     let ts = run.slack.next_ts();
     let mut event = fake_slack::events::dm("D0PIC", slack_support::OWNER, "what is this?", &ts);
@@ -446,7 +437,7 @@ async fn a_discord_audio_file_is_transcribed_through_groq() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_resumed_after_a_crash_sends_its_photo_again() {
     let mut rig = start("", "", &[("HERMES__MODEL__SUPPORTS_VISION", "true")]).await;
-    let photo = png();
+    let photo = support::images::png();
     rig.model.push(Step::Stall);
     send_photo(&rig, "what is this?", photo.clone());
     rig.model.wait_for_requests(1, telegram_support::WAIT).await;

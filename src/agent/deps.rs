@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::message::ChatMessage;
 use super::prompt;
 use super::provider::{ModelClient, ProviderError};
+use super::turn_images::TurnImages;
 use crate::config::{Config, LoadedConfig, SkillsConfig};
 use crate::home::HermesHome;
 use crate::state::Store;
@@ -129,6 +130,8 @@ pub struct AgentDeps {
     pub approvals: Arc<ApprovalGate>,
     pub processes: Arc<ProcessRegistry>,
     pub memory: Arc<MemoryStore>,
+    /// Where a journaled turn's photos wait for its end (shared in a cluster).
+    pub turn_images: TurnImages,
     pub clarify: Option<ClarifyCallback>,
     pub delegation: DelegationLimits,
     pub limits: ToolLimits,
@@ -194,8 +197,14 @@ impl AgentDeps {
                 crate::tools::memory::DEFAULT_USER_CHAR_LIMIT,
             )
         });
-        // Several instances on PostgreSQL share the memory files there.
-        let memory = match crate::state::shared_files(config) {
+        // Several instances on PostgreSQL share the memory files there, and the photos of
+        // turns in progress (any instance may resume a turn).
+        let shared = crate::state::shared_files(config);
+        let turn_images = match &shared {
+            Ok(Some(shared)) => TurnImages::Shared(shared.clone()),
+            _ => TurnImages::Home(home.clone()),
+        };
+        let memory = match shared {
             Ok(Some(shared)) => memory.with_shared(shared).unwrap_or_else(|e| {
                 tracing::error!(error = %e, "cannot load the shared memory files; memory starts empty on this instance");
                 MemoryStore::new(
@@ -219,6 +228,7 @@ impl AgentDeps {
             approvals: Arc::new(ApprovalGate::new(approval, prompts.approval)),
             processes: Arc::new(ProcessRegistry::new()),
             memory: Arc::new(memory),
+            turn_images,
             clarify: prompts.clarify,
             delegation: DelegationLimits::default(),
             limits: ToolLimits::default(),
@@ -251,6 +261,7 @@ impl AgentDeps {
             approvals: Arc::clone(&self.approvals),
             processes: Arc::clone(&self.processes),
             memory: Arc::clone(&self.memory),
+            turn_images: self.turn_images.clone(),
             clarify: self.clarify.clone(),
             delegation: self.delegation,
             limits: self.limits,

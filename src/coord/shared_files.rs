@@ -10,6 +10,7 @@ use std::fmt::Debug;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A store of named byte strings with cluster-wide locks.
 pub trait SharedFileStore: Send + Sync + Debug {
@@ -21,6 +22,9 @@ pub trait SharedFileStore: Send + Sync + Debug {
     fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()>;
     /// The stored names starting with `prefix`, sorted.
     fn list(&self, prefix: &str) -> io::Result<Vec<String>>;
+    /// Removes the names starting with `prefix` — only those last written longer than
+    /// `older_than` ago, when given; returns how many went.
+    fn remove(&self, prefix: &str, older_than: Option<Duration>) -> io::Result<u64>;
     /// Waits for the lock on `name` across every instance and holds it until the guard drops.
     fn lock(&self, name: &str) -> io::Result<SharedLock>;
 }
@@ -70,6 +74,10 @@ impl SharedFiles {
 
     pub fn list(&self, prefix: &str) -> io::Result<Vec<String>> {
         self.store.list(prefix)
+    }
+
+    pub fn remove(&self, prefix: &str, older_than: Option<Duration>) -> io::Result<u64> {
+        self.store.remove(prefix, older_than)
     }
 
     pub fn lock(&self, name: &str) -> io::Result<SharedLock> {

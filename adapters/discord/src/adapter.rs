@@ -328,6 +328,18 @@ impl Adapter for DiscordAdapter {
         Box::pin(self.run_inner(ctx))
     }
 
+    /// Attachments are downloaded here, by the process that runs the turn.
+    fn fetch_pending_media<'a>(
+        &'a self,
+        event: &'a mut hermes_adapter::MessageEvent,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(crate::attachments::fetch_pending(
+            &self.inner.rest,
+            &self.inner.settings,
+            event,
+        ))
+    }
+
     fn send(&self, outbound: Outbound) -> BoxFuture<'_, SendResult> {
         Box::pin(async move {
             outbound::send(

@@ -1,10 +1,13 @@
-//! Inbound attachments: downloaded into `cache_dir` (Discord CDN URLs expire) under the
-//! per-attachment size cap, named `<attachment id>_<safe file name>` (the contract's one
-//! naming rule, `media_cache::safe_file_name`).
+//! Inbound attachments: journaled with their event as references (the attachment object
+//! Discord sent) and downloaded just before the turn, by whichever process runs it
+//! (`Adapter::fetch_pending_media`; a CDN URL is not tied to the connection that received
+//! it, and stays valid for about a day, far longer than a turn waits), into `cache_dir`
+//! under the per-attachment size cap, named `<attachment id>_<safe file name>` (the
+//! contract's one naming rule, `media_cache::safe_file_name`).
 
 use std::path::PathBuf;
 
-use hermes_adapter::{MessageType, media_cache};
+use hermes_adapter::{MessageEvent, MessageType, PendingMedia, media_cache};
 
 use crate::model::Attachment;
 use crate::rest::RestClient;
@@ -18,6 +21,47 @@ pub fn message_type_of(attachment: &Attachment) -> MessageType {
         Some(t) if t.starts_with("audio/") => MessageType::Audio,
         _ => MessageType::Document,
     }
+}
+
+/// The reference journaled for `attachment`.
+pub fn reference(attachment: &Attachment) -> PendingMedia {
+    PendingMedia {
+        reference: serde_json::json!({
+            "id": attachment.id,
+            "filename": attachment.filename,
+            "content_type": attachment.content_type,
+            "size": attachment.size,
+            "url": attachment.url,
+        }),
+        label: if attachment.filename.is_empty() {
+            "attachment".into()
+        } else {
+            attachment.filename.clone()
+        },
+    }
+}
+
+/// Downloads `event`'s pending attachments into it; one over the cap or failing stays
+/// pending (logged), and the core tells the model it could not be fetched.
+pub async fn fetch_pending(rest: &RestClient, settings: &Settings, event: &mut MessageEvent) {
+    let mut left = Vec::new();
+    for pending in std::mem::take(&mut event.pending_media) {
+        let cached = match serde_json::from_value::<Attachment>(pending.reference.clone()) {
+            Ok(attachment) => cache(rest, settings, &attachment).await,
+            Err(error) => {
+                tracing::warn!(platform = "discord", %error, "an attachment reference could not be read back");
+                None
+            }
+        };
+        match cached {
+            Some((path, mime)) => {
+                event.media_paths.push(path);
+                event.media_types.push(mime);
+            }
+            None => left.push(pending),
+        }
+    }
+    event.pending_media = left;
 }
 
 /// Downloads one attachment; `None` (logged) when it is over the cap or fails.

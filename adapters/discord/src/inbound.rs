@@ -94,16 +94,12 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message, origi
     }
     let thread_id = chat.is_thread().then(|| chat.id.clone());
 
-    let mut media_paths = Vec::new();
-    let mut media_types = Vec::new();
-    for attachment in &message.attachments {
-        if let Some((path, mime)) =
-            attachments::cache(&inner.rest, &inner.settings, attachment).await
-        {
-            media_paths.push(path);
-            media_types.push(mime);
-        }
-    }
+    // Fetched just before the turn, by the process that runs it (`attachments.rs`).
+    let pending_media: Vec<_> = message
+        .attachments
+        .iter()
+        .map(attachments::reference)
+        .collect();
     let mut text = admitted.text.clone();
     let message_type = if text.starts_with('/') {
         MessageType::Command
@@ -113,7 +109,7 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message, origi
         MessageType::Text
     };
     if text.is_empty() {
-        if admitted.bot_mentioned && media_paths.is_empty() {
+        if admitted.bot_mentioned && pending_media.is_empty() {
             tracing::info!(platform = "discord", message_id = %message.id, "mention-only message ignored");
             return false;
         }
@@ -130,8 +126,7 @@ pub async fn handle(inner: &Inner, ctx: &AdapterContext, message: Message, origi
     let mut event = MessageEvent::text(&message.id, source, &text);
     event.message_type = message_type;
     event.message_id = Some(message.id.clone());
-    event.media_paths = media_paths;
-    event.media_types = media_types;
+    event.pending_media = pending_media;
     event.timestamp = snowflake_unix_seconds(&message.id).unwrap_or(0.0);
     if let Some(reference) = message
         .message_reference

@@ -358,12 +358,24 @@ async fn attachments_are_cached_under_the_size_cap() {
             .with_attachment("notes.txt", "text/plain", b"small file")
             .with_attachment("big.bin", "application/octet-stream", &[7u8; 65]),
     );
-    let event = h.next_event().await;
+    let mut event = h.next_event().await;
     assert_eq!(event.message_type, MessageType::Document);
+    assert!(event.media_paths.is_empty(), "recorded before any download");
+    assert_eq!(event.pending_media.len(), 2);
+    h.adapter.fetch_pending_media(&mut event).await;
     assert_eq!(
         event.media_paths.len(),
         1,
         "the 65-byte file is over the cap"
+    );
+    assert_eq!(
+        event
+            .pending_media
+            .iter()
+            .map(|p| p.label.as_str())
+            .collect::<Vec<_>>(),
+        ["big.bin"],
+        "what was not fetched stays pending, for the core's note"
     );
     assert_eq!(event.media_types, vec!["text/plain".to_owned()]);
     assert!(event.media_paths[0].starts_with(h.cache.path().to_str().unwrap()));
@@ -398,7 +410,8 @@ async fn a_slow_download_has_its_own_deadline_not_the_rest_timeout() {
             "text/plain",
             b"hi",
         ));
-    let event = h.next_event().await;
+    let mut event = h.next_event().await;
+    h.adapter.fetch_pending_media(&mut event).await;
     assert_eq!(
         event.media_paths.len(),
         1,

@@ -293,6 +293,15 @@ impl Adapter for TelegramAdapter {
         self.run_inner(ctx).boxed()
     }
 
+    /// A message's file is downloaded here, by the process that runs its turn, after the
+    /// update was acknowledged (`pending.rs`).
+    fn fetch_pending_media<'a>(
+        &'a self,
+        event: &'a mut hermes_adapter::MessageEvent,
+    ) -> BoxFuture<'a, ()> {
+        crate::pending::fetch(&self.api, &self.settings, event).boxed()
+    }
+
     fn send(&self, outbound: Outbound) -> BoxFuture<'_, SendResult> {
         async move {
             let sender = Sender {

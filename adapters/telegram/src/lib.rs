@@ -21,6 +21,7 @@ mod media;
 mod media_limits;
 mod migrations;
 mod outbound;
+mod pending;
 mod polling;
 mod settings;
 mod webhook;

@@ -1,6 +1,6 @@
 //! Inbound attachments: photo (largest size), document, voice, audio and video are fetched
-//! through getFile and downloaded into the cache directory, refusing anything over the size
-//! cap; outbound files are sent natively with the method their extension calls for.
+//! through getFile and downloaded into the cache directory (when the turn runs, see
+//! `pending.rs`), refusing anything over the size cap; outbound files are sent natively with the method their extension calls for.
 
 use std::path::{Path, PathBuf};
 
@@ -74,7 +74,18 @@ pub enum MediaError {
 }
 
 impl MediaError {
-    /// A failure worth retrying later (the update is then not acknowledged).
+    /// Flood control's wait, when Telegram asked for one (429 with `parameters.retry_after`).
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            MediaError::Api(ApiError::Api {
+                retry_after: Some(seconds),
+                ..
+            }) => Some(std::time::Duration::from_secs(*seconds)),
+            _ => None,
+        }
+    }
+
+    /// A failure worth trying again (the network, a 429, a 5xx).
     pub fn is_transient(&self) -> bool {
         match self {
             MediaError::Api(

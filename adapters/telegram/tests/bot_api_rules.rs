@@ -54,7 +54,8 @@ async fn local_mode_reads_get_file_paths_from_disk() {
             mime_type: "application/octet-stream".into(),
         });
     fake.push_message(spec);
-    let event = core.next_event().await;
+    let mut event = core.next_event().await;
+    running.adapter.fetch_pending_media(&mut event).await;
     let path = event.media_paths.first().expect("the attachment was saved");
     assert_eq!(std::fs::read(path).unwrap(), bytes);
     assert!(

@@ -3,6 +3,8 @@
 
 mod support;
 
+use hermes_adapter::Adapter as _;
+
 use fake_telegram::{Attachment, BOT_ID, BOT_USERNAME, Chat, FakeTelegram, MessageSpec, User};
 use hermes_adapter::{ChatType, MessageType};
 use serde_json::json;
@@ -306,9 +308,15 @@ async fn albums_are_merged_by_media_group_id() {
             .in_media_group("album-1");
         fake.push_message(spec);
     }
-    let event = core.next_event().await;
+    let mut event = core.next_event().await;
     assert_eq!(event.message_type, MessageType::Photo);
     assert_eq!(event.text, "holiday");
+    assert_eq!(
+        event.pending_media.len(),
+        3,
+        "one event carries the album's files"
+    );
+    running.adapter.fetch_pending_media(&mut event).await;
     assert_eq!(event.media_paths.len(), 3);
     assert_eq!(event.media_types, vec!["image/jpeg"; 3]);
     for (n, path) in event.media_paths.iter().enumerate() {

@@ -1,10 +1,12 @@
-//! Inbound attachments: getFile + download into the cache directory, the size cap (declared
-//! and actual), and the MIME types handed to the core.
+//! Inbound attachments: recorded as references before any download (the update is
+//! acknowledged first), then getFile + download into the cache directory when the core asks
+//! (`fetch_pending_media`, just before the turn), the size cap (declared and actual), and the
+//! MIME types handed to the core.
 
 mod support;
 
 use fake_telegram::{Attachment, Chat, FakeTelegram, MessageSpec, User};
-use hermes_adapter::MessageType;
+use hermes_adapter::{Adapter as _, MessageType};
 use serde_json::json;
 use support::{TestCore, settings, start};
 
@@ -63,9 +65,13 @@ async fn photos_documents_voice_and_audio_are_downloaded_into_the_cache() {
         fake.push_message(
             MessageSpec::text(Chat::private(42), alice(), "look").with_attachment(attachment),
         );
-        let event = core.next_event().await;
+        let mut event = core.next_event().await;
         assert_eq!(event.message_type, kind);
         assert_eq!(event.text, "look", "the caption is the text");
+        assert!(event.media_paths.is_empty(), "recorded before any download");
+        assert_eq!(event.pending_media.len(), 1);
+        running.adapter.fetch_pending_media(&mut event).await;
+        assert!(event.pending_media.is_empty());
         assert_eq!(event.media_types, vec![mime.to_owned()]);
         let path = std::path::Path::new(&event.media_paths[0]);
         assert!(path.starts_with(cache.path().join(subdir)), "{path:?}");
@@ -92,7 +98,7 @@ async fn attachments_over_the_cap_are_refused_and_the_user_is_told() {
         MessageSpec::text(Chat::private(42), alice(), "big").with_attachment(document(2000)),
     );
     let event = core.next_event().await;
-    assert!(event.media_paths.is_empty());
+    assert!(event.media_paths.is_empty() && event.pending_media.is_empty());
     assert!(
         event
             .text
@@ -107,8 +113,9 @@ async fn attachments_over_the_cap_are_refused_and_the_user_is_told() {
         MessageSpec::text(Chat::private(42), alice(), "").with_attachment(document(5000));
     lying.declared_size = Some(10);
     fake.push_message(lying);
-    let event = core.next_event().await;
-    assert!(event.media_paths.is_empty());
+    let mut event = core.next_event().await;
+    running.adapter.fetch_pending_media(&mut event).await;
+    assert!(event.media_paths.is_empty() && event.pending_media.is_empty());
     assert!(event.text.contains("cap"), "{}", event.text);
     let leftovers: Vec<_> = walk(cache.path());
     assert!(

@@ -1,6 +1,7 @@
 //! Gateway turns tied to an inbound event: the user's message and the event's `processing`
-//! mark are stored in one write, and the turn's photos are kept under the home until it
-//! ends, so a restart can finish a started turn with the same pixels.
+//! mark are stored in one write, and the turn's photos are kept (`turn_images.rs`: under the
+//! home, or shared by the instances of a cluster) until it ends, so a restart — or another
+//! instance — can finish a started turn with the same pixels.
 
 use tokio_util::sync::CancellationToken;
 
@@ -50,13 +51,11 @@ impl Agent {
             self.forget_turn_images(inbound).await;
             return Ok(outcome);
         }
-        let home = self.deps.home.clone();
+        let kept = self.deps.turn_images.clone();
         let owned = (inbound.0.to_owned(), inbound.1.to_owned());
-        let images = tokio::task::spawn_blocking(move || {
-            crate::agent::turn_images::load(&home, (&owned.0, &owned.1))
-        })
-        .await
-        .unwrap_or_default();
+        let images = tokio::task::spawn_blocking(move || kept.load((&owned.0, &owned.1)))
+            .await
+            .unwrap_or_default();
         if let Some(user) = self
             .history
             .iter_mut()
@@ -74,23 +73,18 @@ impl Agent {
         if images.is_empty() {
             return;
         }
-        let home = self.deps.home.clone();
+        let kept = self.deps.turn_images.clone();
         let owned = (inbound.0.to_owned(), inbound.1.to_owned());
-        let saved = tokio::task::spawn_blocking(move || {
-            crate::agent::turn_images::save(&home, (&owned.0, &owned.1), &images)
-        })
-        .await;
+        let saved =
+            tokio::task::spawn_blocking(move || kept.save((&owned.0, &owned.1), &images)).await;
         if let Ok(Err(e)) = saved {
             tracing::warn!(error = %e, "cannot keep the turn's photos for a resume");
         }
     }
 
     pub(super) async fn forget_turn_images(&self, inbound: (&str, &str)) {
-        let home = self.deps.home.clone();
+        let kept = self.deps.turn_images.clone();
         let owned = (inbound.0.to_owned(), inbound.1.to_owned());
-        let _ = tokio::task::spawn_blocking(move || {
-            crate::agent::turn_images::remove(&home, (&owned.0, &owned.1))
-        })
-        .await;
+        let _ = tokio::task::spawn_blocking(move || kept.remove((&owned.0, &owned.1))).await;
     }
 }

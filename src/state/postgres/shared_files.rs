@@ -34,6 +34,7 @@ enum Request {
     Version(String, Reply<Option<i64>>),
     Write(String, Vec<u8>, Reply<()>),
     List(String, Reply<Vec<String>>),
+    Remove(String, Option<std::time::Duration>, Reply<u64>),
     Lock(String, Reply<u64>),
     Unlock(u64),
 }
@@ -185,6 +186,12 @@ impl SharedFiles {
         self.ask(|reply| Request::List(prefix.to_owned(), reply))
     }
 
+    /// Removes the names starting with `prefix` (only those last written longer than
+    /// `older_than` ago, when given); returns how many went.
+    pub fn remove(&self, prefix: &str, older_than: Option<std::time::Duration>) -> io::Result<u64> {
+        self.ask(|reply| Request::Remove(prefix.to_owned(), older_than, reply))
+    }
+
     /// Waits for the advisory lock on `name` (cluster-wide) and holds it until the returned
     /// guard is dropped.
     pub fn lock(&self, name: &str) -> io::Result<SharedLock> {
@@ -247,6 +254,19 @@ async fn serve(pool: PgPool, locks: Locks, request: Request, lock_id: u64) {
             .map_err(pg_error);
             let _ = reply.send(names);
         }
+        Request::Remove(prefix, older_than, reply) => {
+            let removed = sqlx::query(
+                "DELETE FROM hermesd_shared_files WHERE starts_with(name, $1) \
+                 AND ($2::float8 IS NULL OR updated_at < now() - make_interval(secs => $2))",
+            )
+            .bind(&prefix)
+            .bind(older_than.map(|age| age.as_secs_f64()))
+            .execute(&pool)
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(pg_error);
+            let _ = reply.send(removed);
+        }
         Request::Lock(name, reply) => {
             let locked = async {
                 let mut conn = pool.acquire().await?;
@@ -300,6 +320,10 @@ impl crate::coord::SharedFileStore for SharedFiles {
 
     fn list(&self, prefix: &str) -> io::Result<Vec<String>> {
         SharedFiles::list(self, prefix)
+    }
+
+    fn remove(&self, prefix: &str, older_than: Option<std::time::Duration>) -> io::Result<u64> {
+        SharedFiles::remove(self, prefix, older_than)
     }
 
     fn lock(&self, name: &str) -> io::Result<crate::coord::SharedLock> {

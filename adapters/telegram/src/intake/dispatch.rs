@@ -1,5 +1,5 @@
 //! The intake's front door: it hands each submission to the worker of its chat, one worker
-//! (one task) per chat, so a chat waiting on a 20 MB download or on the core never delays
+//! (one task) per chat, so a chat waiting on the core never delays
 //! another chat's messages, while each chat's updates keep their order (split pastes and
 //! albums merge within a chat). A worker that has been idle for a while ends; the next
 //! submission for its chat starts a new one.

@@ -1,5 +1,6 @@
 //! The intake: every update (from polling or the webhook) passes through here on its way to
-//! the core. It gates messages, downloads attachments, merges Telegram's split pastes and
+//! the core. It gates messages, records attachments as references to fetch after the ack
+//! (`pending.rs`), merges Telegram's split pastes and
 //! albums into one event, answers button clicks, and tells the submitter whether the update
 //! may be acknowledged (`Disposition`) only once the event carrying it is recorded. Each
 //! chat is served by its own worker ([`dispatch`]), so chats never wait on each other.
@@ -18,6 +19,7 @@ use crate::api::types::{CallbackQuery, Message, Update};
 use crate::gating;
 use crate::inbound;
 use crate::media;
+use crate::pending;
 pub use dispatch::spawn;
 
 /// Telegram clients split pastes at 4096; a last part this long almost surely continues.
@@ -141,7 +143,7 @@ struct Batch {
     deadline: Instant,
 }
 
-/// One chat's worker: its updates in order, its merge batches, its downloads.
+/// One chat's worker: its updates in order and its merge batches.
 pub(crate) struct ChatIntake {
     shared: dispatch::Shared,
     batches: HashMap<String, Batch>,
@@ -209,24 +211,13 @@ impl ChatIntake {
         }
         let mut event = inbound::message_event(update_id, &message, &self.shared.bot);
         if let Some(attachment) = media::attachment(&message) {
-            match media::download(
-                &self.shared.api,
-                &self.shared.settings,
-                update_id,
-                &attachment,
-            )
-            .await
-            {
-                Ok(path) => {
-                    event.media_paths.push(path.to_string_lossy().into_owned());
-                    event.media_types.push(attachment.mime_type.clone());
-                }
-                Err(e) if e.is_transient() => {
-                    tracing::warn!(platform = "telegram", update_id, error = %e, "attachment download failed; the update will be fetched again");
-                    done.send(Disposition::Retry);
-                    return;
-                }
-                Err(e) => {
+            // Journaled as a reference and fetched by whichever process runs the turn, after
+            // the update is acknowledged (`pending.rs`); one declared over the cap is refused
+            // here, before anything is fetched.
+            let cap = self.shared.settings.max_media_bytes;
+            match attachment.declared_size.filter(|size| *size > cap) {
+                Some(size) => {
+                    let e = media::MediaError::TooLarge { size, cap };
                     tracing::warn!(platform = "telegram", update_id, error = %e, "attachment not saved");
                     let note = format!("[The attached file was not saved: {e}]");
                     event.text = if event.text.is_empty() {
@@ -235,6 +226,9 @@ impl ChatIntake {
                         format!("{}\n{note}", event.text)
                     };
                 }
+                None => event
+                    .pending_media
+                    .push(pending::reference(&attachment, update_id)),
             }
         }
         if !mergeable {
@@ -264,6 +258,7 @@ impl ChatIntake {
             Some(batch) => {
                 batch.event.media_paths.extend(event.media_paths);
                 batch.event.media_types.extend(event.media_types);
+                batch.event.pending_media.extend(event.pending_media);
                 if !event.text.is_empty() && !batch.event.text.lines().any(|l| l == event.text) {
                     batch.event.text = join_lines(&batch.event.text, &event.text);
                 }

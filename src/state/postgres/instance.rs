@@ -8,6 +8,11 @@
 //! the lease lasts); closing the store stops the task and releases the lease (its work is
 //! then open to the others at once). An instance that dies, or is paused past its hold time,
 //! stops renewing, and its work becomes recoverable when the lease expires.
+//!
+//! A renewal that comes too late (the lease ran out, nobody took the id) keeps the token:
+//! the rows stamped with it are still this instance's, so the survivors go on seeing them as
+//! alive. Only when another holder took the id meanwhile is a new lease taken, and the work
+//! stamped with the old token is then the survivors' to finish.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -151,7 +156,8 @@ async fn renew_forever(pool: PgPool, current: Arc<Mutex<Lease>>, ttl: Duration) 
     }
 }
 
-/// Renews `held`; when it ran out, takes a new lease. `None` (logged) when neither worked.
+/// Renews `held`; when it ran out, renews it late under the same token if nobody took it,
+/// else takes a new lease. `None` (logged) when none of that worked this time.
 async fn renew_or_take_again(pool: &PgPool, held: &Lease, ttl: Duration) -> Option<Lease> {
     match lease::renew(pool, held, ttl).await {
         Ok(renewed) => return Some(renewed),
@@ -163,10 +169,24 @@ async fn renew_or_take_again(pool: &PgPool, held: &Lease, ttl: Duration) -> Opti
             return None;
         }
     }
+    match lease::renew_late(pool, held, ttl).await {
+        Ok(renewed) => {
+            tracing::error!(instance = %held.key, token = held.token,
+                "this instance's lease EXPIRED before it was renewed (paused or cut off from \
+                 PostgreSQL too long); renewed it late under the same token: what other \
+                 instances took over meanwhile is theirs, the rest stays this instance's");
+            return Some(renewed);
+        }
+        Err(PgError::LeaseLost { .. }) => {}
+        Err(error) => {
+            tracing::error!(instance = %held.key, %error,
+                "cannot renew this instance's expired lease; retrying");
+            return None;
+        }
+    }
     tracing::error!(instance = %held.key, token = held.token,
-        "this instance's lease EXPIRED before it was renewed (paused or cut off from \
-         PostgreSQL too long): other instances may now take over the replies and scheduled \
-         runs it owned; taking a new lease");
+        "another holder took this instance's id while its lease was expired (two instances \
+         with one id?); the work stamped with the old token is the other instances' now");
     match lease::acquire(pool, LeaseScope::Instance, &held.key, &held.key, ttl).await {
         Ok(Some(fresh)) => Some(fresh),
         Ok(None) => {

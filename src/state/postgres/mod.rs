@@ -33,7 +33,9 @@ pub use crate::coord::{current_fence, shared_name, with_fence};
 pub use coordination::PgCoordination;
 pub use error::{PgError, PgResult};
 pub use instance::InstanceOwner;
-pub use lease::{Lease, LeaseScope, acquire, begin_fenced, count_current, release, renew};
+pub use lease::{
+    Lease, LeaseScope, acquire, begin_fenced, count_current, release, renew, renew_late,
+};
 pub use migrate::migrate;
 pub(crate) use search::search;
 pub use search::{SEARCH_TEXT, SEARCH_WORDS};

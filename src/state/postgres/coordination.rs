@@ -95,8 +95,12 @@ impl Coordination for PgCoordination {
         async move { Ok(lease::release(&self.pool, held).await?) }.boxed()
     }
 
-    fn count_current(&self, scope: LeaseScope) -> BoxFuture<'_, CoordResult<i64>> {
-        async move { Ok(lease::count_current(&self.pool, scope).await?) }.boxed()
+    fn count_current<'a>(
+        &'a self,
+        scope: LeaseScope,
+        key_prefix: &'a str,
+    ) -> BoxFuture<'a, CoordResult<i64>> {
+        async move { Ok(lease::count_current(&self.pool, scope, key_prefix).await?) }.boxed()
     }
 
     fn announce_session_work<'a>(&'a self, session_key: &'a str) -> BoxFuture<'a, CoordResult<()>> {

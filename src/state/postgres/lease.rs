@@ -134,13 +134,15 @@ pub async fn release(pool: &PgPool, lease: &Lease) -> PgResult<bool> {
     Ok(done.rows_affected() == 1)
 }
 
-/// How many leases of `scope` are current (by the database's clock): with
-/// [`LeaseScope::Instance`], how many instances are alive.
-pub async fn count_current(pool: &PgPool, scope: LeaseScope) -> PgResult<i64> {
+/// How many leases of `scope` whose key starts with `key_prefix` are current (by the
+/// database's clock): with [`LeaseScope::Instance`] and no prefix, how many stores are open.
+pub async fn count_current(pool: &PgPool, scope: LeaseScope, key_prefix: &str) -> PgResult<i64> {
     let row = sqlx::query(
-        "SELECT count(*) AS n FROM hermesd_leases WHERE scope = $1 AND expires_at > now()",
+        "SELECT count(*) AS n FROM hermesd_leases \
+         WHERE scope = $1 AND left(key, length($2)) = $2 AND expires_at > now()",
     )
     .bind(scope.as_str())
+    .bind(key_prefix)
     .fetch_one(pool)
     .await?;
     Ok(row.get("n"))

@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fake_discord::{FakeDiscord, Incoming};
-use hermes_adapter::{Adapter, AdapterContext, AdapterError, Inbound, Progress, RecordOutcome};
+use hermes_adapter::{
+    Adapter, AdapterContext, AdapterError, Inbound, IngressHold, Progress, RecordOutcome,
+};
 use hermes_discord::{DiscordAdapter, Settings};
 use hermesd::gateway::ingress_lease::LeaseClaims;
 use hermesd::state::{Store, StoreOptions};
@@ -33,6 +35,8 @@ type Taken = Arc<Mutex<BTreeMap<String, Vec<&'static str>>>>;
 
 struct Instance {
     store: Store,
+    /// Counted among the instances running Discord (the supervisor's part in the daemon).
+    _membership: IngressHold,
     task: tokio::task::JoinHandle<Result<(), AdapterError>>,
     core: tokio::task::JoinHandle<()>,
     _cache: tempfile::TempDir,
@@ -65,7 +69,23 @@ async fn open_store(cluster: &PgCluster, name: &str) -> Store {
         .expect("open the store")
 }
 
-fn start(name: &'static str, store: Store, fake: &FakeDiscord, taken: Taken) -> Instance {
+/// Makes `store`'s instance a member of the Discord intake, as the daemon's supervisor does
+/// while the adapter runs.
+async fn join(store: &Store) -> IngressHold {
+    let claims = LeaseClaims::for_store(store, "discord").expect("shared");
+    claims
+        .join(&CancellationToken::new())
+        .await
+        .expect("ask")
+        .expect("joined")
+}
+
+fn start(
+    name: &'static str,
+    (store, membership): (Store, IngressHold),
+    fake: &FakeDiscord,
+    taken: Taken,
+) -> Instance {
     let (inbound_tx, mut inbound_rx) = mpsc::channel::<Inbound>(64);
     let core = tokio::spawn(async move {
         while let Some(inbound) = inbound_rx.recv().await {
@@ -83,13 +103,14 @@ fn start(name: &'static str, store: Store, fake: &FakeDiscord, taken: Taken) -> 
         dead_letters: mpsc::channel(1).0,
         progress: Progress::new(),
         shutdown: CancellationToken::new(),
-        ingress: LeaseClaims::ingress_for(&store),
+        ingress: LeaseClaims::ingress_for(&store, "discord"),
     };
     let cache = tempfile::tempdir().unwrap();
     let adapter = DiscordAdapter::new(settings(fake, cache.path()));
     let task = tokio::spawn(async move { adapter.run(ctx).await });
     Instance {
         store,
+        _membership: membership,
         task,
         core,
         _cache: cache,
@@ -116,13 +137,14 @@ async fn two_instances_share_two_shards_and_a_dead_ones_shard_is_taken_over() {
         fake.add_text_channel_in(&guilds[1], "general"),
     ];
     let taken: Taken = Arc::default();
-    // Both stores are open (two live instances) before either adapter claims a shard.
+    // Both instances are members (run Discord) before either adapter claims a shard.
     let (store_a, store_b) = (
         open_store(&cluster, "a").await,
         open_store(&cluster, "b").await,
     );
-    let a = start("a", store_a, &fake, taken.clone());
-    let b = start("b", store_b, &fake, taken.clone());
+    let (member_a, member_b) = (join(&store_a).await, join(&store_b).await);
+    let a = start("a", (store_a, member_a), &fake, taken.clone());
+    let b = start("b", (store_b, member_b), &fake, taken.clone());
     wait_until("both shards are identified", PATIENCE, || {
         identified(&fake, 0) >= 1 && identified(&fake, 1) >= 1
     })
@@ -176,4 +198,40 @@ async fn two_instances_share_two_shards_and_a_dead_ones_shard_is_taken_over() {
     );
     survivor.task.abort();
     survivor.store.close().await;
+}
+
+/// Issue 28, defect 7: a store open on the database that runs no adapter (`hermesd chat`)
+/// held an instance lease and halved the share, so one of the two shards had no owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_next_to_a_chat_process_runs_every_shard() {
+    let cluster = PgCluster::start();
+    let fake = FakeDiscord::start(TOKEN, Duration::from_secs(30)).await;
+    let guilds = [
+        fake.add_guild_in_shard("first", 0, 2),
+        fake.add_guild_in_shard("second", 1, 2),
+    ];
+    let channels = [
+        fake.add_text_channel_in(&guilds[0], "general"),
+        fake.add_text_channel_in(&guilds[1], "general"),
+    ];
+    let taken: Taken = Arc::default();
+    let chat = open_store(&cluster, "chat").await;
+    let store = open_store(&cluster, "a").await;
+    let member = join(&store).await;
+    let a = start("a", (store, member), &fake, taken.clone());
+    wait_until("both shards are identified", PATIENCE, || {
+        identified(&fake, 0) >= 1 && identified(&fake, 1) >= 1
+    })
+    .await;
+    let alice = fake.new_user("alice", false, &[]);
+    for (n, channel) in channels.iter().enumerate() {
+        fake.push_message(Incoming::new(channel, &alice, &format!("hello {n}")));
+    }
+    wait_until("both messages are taken in", PATIENCE, || {
+        taken.lock().unwrap().len() == 2
+    })
+    .await;
+    a.task.abort();
+    a.store.close().await;
+    chat.close().await;
 }

@@ -3,7 +3,8 @@
 //! fake Discord (guild events on the connection of shard `(guild_id >> 22) % 2`). The shards
 //! spread one per instance; a message in a guild of each shard is answered exactly once;
 //! kill -9 of one instance → its shard is taken over within the lease time and a later
-//! message in that guild is answered.
+//! message in that guild is answered. A process that shares the database without running
+//! the adapter (as `hermesd chat` does) does not count when shards are shared out.
 
 #[path = "discord_rig/mod.rs"]
 mod discord_rig;
@@ -12,6 +13,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use discord_rig::Rig;
+use hermesd::state::{Store, StoreOptions};
 use serde_json::json;
 use support::conditions::wait_until;
 use support::daemon::Daemon;
@@ -139,6 +141,57 @@ async fn two_instances_share_two_shards_and_a_killed_ones_shard_is_taken_over() 
         rig.texts_in(&channels[1])
     );
     drop(survivor);
+}
+
+/// Issue 28, defect 7: the fair share divided the shards by every instance lease on the
+/// database, `hermesd chat` included, so one daemon next to one chat process ran one shard
+/// of two and the other had no owner. Only the daemons running the Discord adapter count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_without_the_adapter_leaves_no_shard_unowned() {
+    let cluster = PgCluster::start();
+    // Shares the database and holds an instance lease, as `hermesd chat` does; it runs no
+    // adapter.
+    let chat = Store::open_postgres(
+        &cluster.url(),
+        StoreOptions {
+            instance_id: Some("chat".into()),
+            lease_ttl: Duration::from_secs(3),
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .expect("open the chat process's store");
+    let mut rig = Rig::new(Duration::from_secs(30)).await;
+    let guilds = [
+        rig.fake.add_guild_in_shard("first", 0, 2),
+        rig.fake.add_guild_in_shard("second", 1, 2),
+    ];
+    let channels = [
+        rig.fake.add_text_channel_in(&guilds[0], "general"),
+        rig.fake.add_text_channel_in(&guilds[1], "general"),
+    ];
+    rig.add_extra("shard_count", "2");
+    rig.add_extra("require_mention", "false");
+    rig.add_extra("auto_thread", "false");
+    rig.append_config(&format!(
+        "state:\n  backend: postgres\n  postgres_url: \"{}\"\n  lease_seconds: 3\n  instance_id: a\n",
+        cluster.url()
+    ));
+    rig.launch().await;
+    wait_until("the one daemon runs both shards", WAIT, || {
+        identified(&rig, 0) >= 1
+            && identified(&rig, 1) >= 1
+            && rig.daemon.as_ref().unwrap().discord_shards().len() == 2
+    })
+    .await;
+    let owner = rig.owner.clone();
+    for (n, channel) in channels.iter().enumerate() {
+        rig.say(channel, &owner, &format!("hello {n}"));
+    }
+    for channel in &channels {
+        rig.wait_texts(channel, 1).await;
+    }
+    chat.close().await;
 }
 
 /// A shard count that is not a positive whole number stops the daemon before it starts,

@@ -61,7 +61,7 @@ fn contend(
     record: Arc<Record>,
     shutdown: CancellationToken,
 ) -> Contender {
-    let ingress = Ingress::shared(Arc::new(LeaseClaims::new(pool, name, TTL)));
+    let ingress = Ingress::shared(Arc::new(LeaseClaims::new(pool, name, "telegram", TTL)));
     let refusals = Arc::new(AtomicUsize::new(0));
     let counted = refusals.clone();
     let task = tokio::spawn(async move {
@@ -233,10 +233,11 @@ async fn a_holder_whose_lease_is_taken_stops_at_once_and_asks_again() {
     assert_eq!(outcome, Guarded::Shutdown);
 }
 
-/// Fair shares of sharded ingress divide by the live instances: those whose store holds a
-/// current instance lease.
+/// Fair shares of sharded ingress divide by the instances running the platform's adapter
+/// (its members), not by every store open on the database: an open store that runs no
+/// adapter (`hermesd chat`) or another platform's adapter is not counted (issue 28, defect 7).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn live_instances_are_the_open_stores_on_the_database() {
+async fn live_instances_are_the_members_running_the_platform() {
     use hermesd::state::{Store, StoreOptions};
     let cluster = PgCluster::start();
     let url = cluster.url();
@@ -248,13 +249,41 @@ async fn live_instances_are_the_open_stores_on_the_database() {
         };
         Store::open_postgres(&url, options)
     };
+    let stop = CancellationToken::new();
     let first = open("first").await.expect("open first");
-    let ingress = LeaseClaims::ingress_for(&first);
-    assert!(ingress.is_shared());
+    let claims = LeaseClaims::for_store(&first, "discord").expect("shared");
+    let ingress = LeaseClaims::ingress(Some(&claims));
+    let _first_member = claims.join(&stop).await.unwrap().expect("joined");
     assert_eq!(ingress.live_instances().await, 1);
-    let second = open("second").await.expect("open second");
-    assert_eq!(ingress.live_instances().await, 2);
-    second.close().await;
+    // A store that runs no adapter, as `hermesd chat`.
+    let chat = open("chat").await.expect("open chat");
     assert_eq!(ingress.live_instances().await, 1);
+    // Another daemon running only Telegram.
+    let other = open("other").await.expect("open other");
+    let telegram = LeaseClaims::for_store(&other, "telegram").unwrap();
+    let _telegram_member = telegram.join(&stop).await.unwrap().expect("joined");
+    assert_eq!(ingress.live_instances().await, 1);
+    // It starts Discord too, then stops it: counted while it runs, not after.
+    let discord = LeaseClaims::for_store(&other, "discord").unwrap();
+    let guard = discord.stay_member(&stop);
+    let start = Instant::now();
+    while ingress.live_instances().await != 2 {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the second member never counted"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(guard);
+    while ingress.live_instances().await != 1 {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the member that left still counts"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.cancel();
+    chat.close().await;
+    other.close().await;
     first.close().await;
 }

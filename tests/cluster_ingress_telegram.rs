@@ -94,7 +94,12 @@ async fn start_instance(
         dead_letters: mpsc::channel(1).0,
         progress: Progress::new(),
         shutdown: CancellationToken::new(),
-        ingress: Ingress::shared(Arc::new(LeaseClaims::new(pool.clone(), name, TTL))),
+        ingress: Ingress::shared(Arc::new(LeaseClaims::new(
+            pool.clone(),
+            name,
+            "telegram",
+            TTL,
+        ))),
     };
     let adapter = TelegramAdapter::new(settings(fake));
     let task = tokio::spawn(async move { adapter.run(ctx).await });

@@ -1,6 +1,7 @@
 //! One owed reply, two instances on one PostgreSQL database, both waiting out a rate limit on
-//! it: instance A's lease runs out during its wait (as if paused), instance B takes the reply
-//! over (A's claim is dead) and hits a rate limit too. When the waits end, both try to take
+//! it: instance A's lease runs out during its wait and another holder takes A's id meanwhile
+//! (so A must take a new token), instance B takes the reply over (A's claim is dead) and hits
+//! a rate limit too. When the waits end, both try to take
 //! the reply back for the retry; only the winner sends, so the user gets it exactly once.
 
 mod support;
@@ -84,13 +85,18 @@ async fn of_two_instances_taking_a_reply_back_after_a_rate_limit_exactly_one_sen
         tokio::spawn(async move { deliverer_a.deliver_obligation(&store_a, &row_a).await });
     wait_released(&t.store, &id).await;
 
-    // A's lease runs out during the wait (as if paused); it takes a new one, so the claim
-    // stamped with the old token is dead and B may take the reply over.
+    // A's lease runs out during the wait (as if paused) and another holder takes and drops
+    // A's id meanwhile: A takes a new token, so the claim stamped with the old one is dead
+    // and B may take the reply over. (A lease that only ran out would be renewed late under
+    // its token, and the claim would stay A's: tests/state_instances.rs.)
     let (old_token, _) = instance_lease(&pool, "a").await.unwrap();
-    sqlx::query("UPDATE hermesd_leases SET expires_at = now() WHERE key = 'a'")
-        .execute(&pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE hermesd_leases SET token = nextval('hermesd_lease_tokens'), expires_at = now() \
+         WHERE scope = 'instance' AND key = 'a'",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
     let start = Instant::now();
     while !matches!(instance_lease(&pool, "a").await, Some((token, true)) if token != old_token) {
         assert!(start.elapsed() < PATIENCE, "A never took a new lease");

@@ -219,18 +219,80 @@ async fn a_dead_instances_work_is_picked_up_exactly_once_by_racing_instances() {
     t.store.close().await;
 }
 
+/// Waits until instance `id` holds a current lease again, and returns its token.
+async fn wait_until_renewed(pool: &PgPool, id: &str) -> i64 {
+    let start = Instant::now();
+    loop {
+        if let Some((token, true)) = instance_lease(pool, id).await {
+            return token;
+        }
+        assert!(start.elapsed() < PATIENCE, "{id} never renewed its lease");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Issue 28, defect 4: an instance whose lease ran out (paused, or its renewals starved) and
+/// that then renewed it keeps what it owns. Before the fix it took a new token, its rows kept
+/// the old one and looked dead for good: a survivor resent its replies and closed its running
+/// cron run as interrupted while it was still working on both.
 #[tokio::test(flavor = "multi_thread")]
-async fn an_instance_that_lost_its_lease_takes_a_new_one_and_its_earlier_work_is_recoverable() {
+async fn an_instance_whose_lease_lapsed_keeps_its_work_once_it_renews() {
+    let t = cluster().await;
+    let pool = pool(&t);
+    let a = instance(&t, "a", Duration::from_secs(6)).await;
+    let (token, _) = instance_lease(&pool, "a").await.unwrap();
+    let pending = a.create_obligation(reply("e1")).await.unwrap();
+    let sending = a.create_obligation(reply("e2")).await.unwrap();
+    assert!(a.mark_attempting(&sending).await.unwrap());
+    assert!(a.claim_cron_run("job", 1, "s").await.unwrap());
+    // As if A had been paused past its hold time; its next renewal finds the lease run out.
+    sqlx::query("UPDATE hermesd_leases SET expires_at = now() WHERE key = 'a'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let renewed = wait_until_renewed(&pool, "a").await;
+
+    let b = instance(&t, "b", Duration::from_secs(30)).await;
+    let far_future = now_epoch() + 10.0 * 86_400.0;
+    assert!(
+        b.undelivered(now_epoch()).await.unwrap().is_empty(),
+        "A's replies are still A's to send"
+    );
+    assert_eq!(b.abandon_stale(far_future).await.unwrap(), 0);
+    for id in [&pending, &sending] {
+        assert!(!b.mark_attempting(id).await.unwrap(), "{id} is A's");
+    }
+    let runs = b.open_cron_runs().await.unwrap();
+    assert!(runs[0].owner_alive, "A's cron run is still running on A");
+    assert_eq!(renewed, token, "nobody took the id: the token stays");
+    assert!(
+        a.mark_attempting(&pending).await.unwrap(),
+        "A's own to send"
+    );
+    let after = a.create_obligation(reply("e3")).await.unwrap();
+    assert!(!b.mark_attempting(&after).await.unwrap());
+    a.close().await;
+    b.close().await;
+    t.store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_instance_whose_id_was_taken_meanwhile_takes_a_new_lease_and_its_earlier_work_is_recoverable()
+ {
     let t = cluster().await;
     let pool = pool(&t);
     let a = instance(&t, "a", Duration::from_secs(6)).await;
     let (old_token, _) = instance_lease(&pool, "a").await.unwrap();
     let before = a.create_obligation(reply("e1")).await.unwrap();
-    // As if A had been paused past its hold time.
-    sqlx::query("UPDATE hermesd_leases SET expires_at = now() WHERE key = 'a'")
-        .execute(&pool)
-        .await
-        .unwrap();
+    // Another holder took A's id while A was paused, and let it go again (two processes
+    // with one id): what A stamped before is nobody's now.
+    sqlx::query(
+        "UPDATE hermesd_leases SET token = nextval('hermesd_lease_tokens'), expires_at = now() \
+         WHERE key = 'a'",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
     let start = Instant::now();
     let new_token = loop {
         match instance_lease(&pool, "a").await {

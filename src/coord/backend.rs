@@ -29,7 +29,11 @@ pub trait Coordination: Send + Sync + Debug {
 
     fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, CoordResult<bool>>;
 
-    fn count_current(&self, scope: LeaseScope) -> BoxFuture<'_, CoordResult<i64>>;
+    fn count_current<'a>(
+        &'a self,
+        scope: LeaseScope,
+        key_prefix: &'a str,
+    ) -> BoxFuture<'a, CoordResult<i64>>;
 
     fn announce_session_work<'a>(&'a self, session_key: &'a str) -> BoxFuture<'a, CoordResult<()>>;
 

@@ -102,10 +102,10 @@ impl Coordinator {
         self.backend.release(lease).await
     }
 
-    /// How many leases of `scope` are current (with [`LeaseScope::Instance`], how many
-    /// instances are alive).
-    pub async fn count_current(&self, scope: LeaseScope) -> CoordResult<i64> {
-        self.backend.count_current(scope).await
+    /// How many leases of `scope` whose key starts with `key_prefix` are current (with
+    /// [`LeaseScope::Instance`] and no prefix, how many stores are open on the state).
+    pub async fn count_current(&self, scope: LeaseScope, key_prefix: &str) -> CoordResult<i64> {
+        self.backend.count_current(scope, key_prefix).await
     }
 
     /// Tells every instance (this one too) that `session_key` has work.

@@ -137,13 +137,19 @@ impl Coordination for SoloCoordination {
         async move { Ok(released) }.boxed()
     }
 
-    fn count_current(&self, scope: LeaseScope) -> BoxFuture<'_, CoordResult<i64>> {
+    fn count_current<'a>(
+        &'a self,
+        scope: LeaseScope,
+        key_prefix: &'a str,
+    ) -> BoxFuture<'a, CoordResult<i64>> {
         let now = Instant::now();
         let count = self
             .table()
             .holds
             .iter()
-            .filter(|((s, _), hold)| *s == scope && hold.until > now)
+            .filter(|((s, key), hold)| {
+                *s == scope && key.starts_with(key_prefix) && hold.until > now
+            })
             .count();
         let count = i64::try_from(count).unwrap_or(i64::MAX);
         async move { Ok(count) }.boxed()
@@ -197,7 +203,14 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-        assert_eq!(coord.count_current(LeaseScope::Session).await.unwrap(), 1);
+        assert_eq!(
+            coord.count_current(LeaseScope::Session, "").await.unwrap(),
+            1
+        );
+        assert_eq!(
+            coord.count_current(LeaseScope::Session, "j").await.unwrap(),
+            0
+        );
         let renewed = coord.renew(&first, ttl).await.unwrap();
         assert_eq!(renewed.token, first.token);
         assert!(coord.release(&first).await.unwrap());

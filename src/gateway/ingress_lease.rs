@@ -6,6 +6,13 @@
 //! expired. Another instance takes the key over once the lease expires (a killed holder) or is
 //! released (a holder that stopped cleanly or lost it).
 //!
+//! Fair shares of sharded intake (Discord shards) divide by the instances that run the
+//! platform's adapter now, not by every store open on the database: a `hermesd chat` or
+//! `hermesd sessions` holds an instance lease too, and counting it would leave shards that
+//! nobody claims. So an instance is a *member* of a platform's intake while its adapter runs
+//! (an `ingress` lease on `member:<platform>:<instance>`, kept renewed like a claim), and
+//! [`IngressClaims::live_instances`] counts the current members.
+//!
 //! When no other instance shares the state there is nothing to contend for, so the adapters
 //! get a solo [`Ingress`].
 
@@ -16,40 +23,101 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use hermes_adapter::{ClaimError, Ingress, IngressClaims, IngressHold};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::coord::{Coordinator, Lease, LeaseScope};
 use crate::state::Store;
 
-/// Ingress claims of one instance on one shared database.
+/// Ingress claims of one instance, for one platform's adapter, on one shared database.
 #[derive(Debug, Clone)]
 pub struct LeaseClaims {
     coord: Coordinator,
     holder: String,
+    platform: String,
     ttl: Duration,
 }
 
 impl LeaseClaims {
-    pub fn new(coord: impl Into<Coordinator>, holder: impl Into<String>, ttl: Duration) -> Self {
+    pub fn new(
+        coord: impl Into<Coordinator>,
+        holder: impl Into<String>,
+        platform: impl Into<String>,
+        ttl: Duration,
+    ) -> Self {
         Self {
             coord: coord.into(),
             holder: holder.into(),
+            platform: platform.into(),
             ttl,
         }
     }
 
-    /// The adapters' ingress for `store`: lease-backed when other instances share the
-    /// state, solo otherwise.
-    pub fn ingress_for(store: &Store) -> Ingress {
+    /// The claims of `store`'s instance for `platform`'s adapter; `None` when no other
+    /// instance shares the state.
+    pub fn for_store(store: &Store, platform: &str) -> Option<Self> {
         let coord = store.coordinator();
-        if !coord.is_shared() {
-            return Ingress::solo();
-        }
-        Ingress::shared(Arc::new(Self::new(
-            coord.clone(),
-            coord.instance_id(),
-            coord.lease_ttl(),
-        )))
+        coord.is_shared().then(|| {
+            Self::new(
+                coord.clone(),
+                coord.instance_id(),
+                platform,
+                coord.lease_ttl(),
+            )
+        })
+    }
+
+    /// The adapter's ingress for these claims: lease-backed, or solo without them.
+    pub fn ingress(claims: Option<&Self>) -> Ingress {
+        claims.map_or_else(Ingress::solo, |claims| {
+            Ingress::shared(Arc::new(claims.clone()))
+        })
+    }
+
+    /// `platform`'s ingress for `store` (lease-backed when other instances share the
+    /// state, solo otherwise), without membership: see [`Self::stay_member`].
+    pub fn ingress_for(store: &Store, platform: &str) -> Ingress {
+        Self::ingress(Self::for_store(store, platform).as_ref())
+    }
+
+    fn members_prefix(&self) -> String {
+        format!("member:{}:", self.platform)
+    }
+
+    /// Tries once to be counted among the instances running this platform's intake; the
+    /// membership lasts while the hold is kept (renewed like a claim) and ends when it is
+    /// dropped.
+    pub async fn join(
+        &self,
+        parent: &CancellationToken,
+    ) -> Result<Option<IngressHold>, ClaimError> {
+        let key = format!("{}{}", self.members_prefix(), self.holder);
+        self.claim(&key, parent).await
+    }
+
+    /// Keeps this instance a member (see [`Self::join`]) until the returned guard is
+    /// dropped, joining again whenever the membership is lost or could not be taken. Without
+    /// it this instance is simply not counted: the others' shares grow, so every shard still
+    /// has an owner.
+    pub fn stay_member(&self, parent: &CancellationToken) -> DropGuard {
+        let stop = parent.child_token();
+        let claims = self.clone();
+        let until = stop.clone();
+        tokio::spawn(async move {
+            while !until.is_cancelled() {
+                match claims.join(&until).await {
+                    Ok(Some(hold)) => hold.lost().cancelled().await,
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(platform = %claims.platform, error = %e, "cannot join the instances running this intake; asking again")
+                    }
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(claims.renew_every()) => {}
+                    _ = until.cancelled() => {}
+                }
+            }
+        });
+        stop.drop_guard()
     }
 
     /// How often a held lease is renewed, and how long a renewal may take.
@@ -167,11 +235,13 @@ impl IngressClaims for LeaseClaims {
         self.renew_every()
     }
 
-    /// Instances holding a current instance lease (each open shared store holds one);
-    /// 1 when the count cannot be read, which only makes this instance claim more.
+    /// The members of this platform's intake (instances whose adapter runs now, see the
+    /// module docs); 1 when the count cannot be read, which only makes this instance claim
+    /// more.
     fn live_instances(&self) -> BoxFuture<'_, usize> {
         async {
-            match self.coord.count_current(LeaseScope::Instance).await {
+            let prefix = self.members_prefix();
+            match self.coord.count_current(LeaseScope::Ingress, &prefix).await {
                 Ok(n) => usize::try_from(n).unwrap_or(1).max(1),
                 Err(e) => {
                     tracing::warn!(error = %e, "could not count the live instances");

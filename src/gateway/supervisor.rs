@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::adapter_health::{AdapterHealth, AdapterState};
+use super::ingress_lease::LeaseClaims;
 use super::router::Router;
 
 /// Restart delays: doubling from `initial` to `max`; a run that stayed up for `reset_after`
@@ -64,11 +65,15 @@ pub async fn supervise(
     let letters_pump = tokio::spawn(pump_dead_letters(letters, router.clone()));
     // Intake points only one instance may use (Telegram polling, Discord shards) are
     // claimed through leases when the state is shared.
-    let ingress = super::ingress_lease::LeaseClaims::ingress_for(router.store());
+    let claims = LeaseClaims::for_store(router.store(), name);
+    let ingress = LeaseClaims::ingress(claims.as_ref());
     let pump = tokio::spawn(pump(events, router));
     let mut failures = 0u32;
     while !shutdown.is_cancelled() {
         let started = Instant::now();
+        // Counted among the instances running this platform's intake (fair shares of its
+        // shards) while the adapter runs, not while it waits out a backoff.
+        let membership = claims.as_ref().map(|c| c.stay_member(&shutdown));
         let outcome = run_once(
             &adapter,
             (&inbound, &dead_letters),
@@ -77,6 +82,7 @@ pub async fn supervise(
             &shutdown,
         )
         .await;
+        drop(membership);
         if shutdown.is_cancelled() {
             break;
         }

@@ -158,6 +158,7 @@ impl Store {
         let pg = postgres::PgStore::open(url, &options).await?;
         let coordinator = Coordinator::new(Arc::new(postgres::PgCoordination::new(
             pg.pool().clone(),
+            pg.renewals().clone(),
             pg.instance_id(),
             pg.lease_ttl(),
         )));

@@ -63,8 +63,10 @@ pub trait IngressClaims: Send + Sync + 'static {
     /// How long to wait before asking again for a claim someone else holds.
     fn retry_every(&self) -> Duration;
 
-    /// How many instances currently share the ingress (this one included), for fair
-    /// shares of sharded ingress; at least 1.
+    /// How many instances run this platform's intake now (this one included while its
+    /// adapter runs), for fair shares of sharded ingress; at least 1. Only instances that
+    /// take part count: a process that shares the state without running the adapter must
+    /// not, or the shares would leave some shards without an owner.
     fn live_instances(&self) -> BoxFuture<'_, usize>;
 }
 

@@ -2,8 +2,8 @@
 //! `shard_count` sessions, each its own connection identified as `[id, count]`, all feeding
 //! one dispatch channel. When several instances share the state, each shard is an ingress
 //! claim `discord-shard:<application id>:<n>`: an instance runs a shard only while it holds
-//! that claim, and claims no more than its fair share (the shard count divided by the live
-//! instances, rounded up), so shards spread over the instances and a dead instance's shards
+//! that claim, and claims no more than its fair share (the shard count divided by the
+//! instances running the Discord adapter, rounded up), so shards spread over the instances and a dead instance's shards
 //! are taken over once their leases expire; an instance over its share (another one joined)
 //! gives shards back until it is within it. A solo instance runs every shard.
 

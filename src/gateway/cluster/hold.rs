@@ -1,12 +1,15 @@
 //! A session lease this instance holds, kept alive by a renewal task every third of the
-//! lease time. When a renewal finds the lease gone (this process stalled past it, or the
-//! database was unreachable that long) the hold is marked lost: nothing more is started
-//! under it, and the fenced writes of the turn still running fail on their own.
+//! lease time. When a renewal finds the lease gone (this process stalled past it), or no
+//! renewal lands before the lease could have run out (counted on this host's clock from
+//! when the last one that landed was asked for: never later than the database's expiry),
+//! the hold is marked lost: nothing more is started under it, and the fenced writes of the
+//! turn still running fail on their own.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::coord::{CoordError, Coordinator, Lease};
 
@@ -20,10 +23,12 @@ pub struct Held {
 }
 
 impl Held {
-    pub(super) fn start(coord: Coordinator, lease: Lease) -> Self {
+    /// Starts renewing `lease`, acquired by a request sent at `asked_at`.
+    pub(super) fn start(coord: Coordinator, lease: Lease, asked_at: Instant) -> Self {
         let lease = Arc::new(lease);
         let lost = Arc::new(AtomicBool::new(false));
-        let renewer = tokio::spawn(renew(coord, lease.clone(), lost.clone()));
+        let trusted_until = asked_at + lease.ttl;
+        let renewer = tokio::spawn(renew(coord, lease.clone(), trusted_until, lost.clone()));
         Self {
             lease,
             lost,
@@ -53,21 +58,37 @@ impl Drop for Held {
     }
 }
 
-async fn renew(coord: Coordinator, lease: Arc<Lease>, lost: Arc<AtomicBool>) {
+async fn renew(
+    coord: Coordinator,
+    lease: Arc<Lease>,
+    mut trusted_until: Instant,
+    lost: Arc<AtomicBool>,
+) {
     let every = lease.ttl / 3;
+    let mut pause = every;
     loop {
-        tokio::time::sleep(every).await;
-        match coord.renew(&lease, lease.ttl).await {
-            Ok(_) => {}
-            Err(CoordError::LeaseLost { .. }) => {
+        tokio::time::sleep_until((Instant::now() + pause).min(trusted_until)).await;
+        let asked_at = Instant::now();
+        match tokio::time::timeout_at(trusted_until, coord.renew(&lease, lease.ttl)).await {
+            Ok(Ok(_)) => {
+                trusted_until = asked_at + lease.ttl;
+                pause = every;
+            }
+            Ok(Err(CoordError::LeaseLost { .. })) => {
                 tracing::warn!(session_key = %lease.key, token = lease.token, "session lease lost; this instance writes nothing more for the session");
                 lost.store(true, Ordering::SeqCst);
                 return;
             }
-            // The database is unreachable for now: the lease may still be ours; the next
-            // renewal (or the fenced writes) will tell.
-            Err(e) => {
-                tracing::warn!(session_key = %lease.key, error = %e, "cannot renew a session lease")
+            // The database did not answer this time: the lease may still be ours; try again
+            // soon, as long as it can still be trusted.
+            Ok(Err(e)) => {
+                tracing::warn!(session_key = %lease.key, error = %e, "cannot renew a session lease");
+                pause = every / 3;
+            }
+            Err(_) => {
+                tracing::warn!(session_key = %lease.key, token = lease.token, "no session lease renewal landed within the lease time; this instance writes nothing more for the session");
+                lost.store(true, Ordering::SeqCst);
+                return;
             }
         }
     }

@@ -71,11 +71,12 @@ impl Cluster {
     /// Takes `session_key`'s lease if nobody holds it; it is renewed every third of the lease
     /// time until released.
     pub async fn try_hold(&self, session_key: &str) -> Result<Option<Held>, CoordError> {
+        let asked_at = tokio::time::Instant::now();
         let lease = self
             .coord
             .acquire(LeaseScope::Session, session_key, &self.instance, self.ttl)
             .await?;
-        Ok(lease.map(|lease| Held::start(self.coord.clone(), lease)))
+        Ok(lease.map(|lease| Held::start(self.coord.clone(), lease, asked_at)))
     }
 
     /// Waits until this instance holds `session_key`'s lease: retried when the key is

@@ -20,14 +20,22 @@ use crate::coord::{
 #[derive(Debug, Clone)]
 pub struct PgCoordination {
     pool: PgPool,
+    /// Renewals go here, never queueing behind the store's work for a connection.
+    renewals: PgPool,
     instance_id: String,
     lease_ttl: Duration,
 }
 
 impl PgCoordination {
-    pub fn new(pool: PgPool, instance_id: impl Into<String>, lease_ttl: Duration) -> Self {
+    pub fn new(
+        pool: PgPool,
+        renewals: PgPool,
+        instance_id: impl Into<String>,
+        lease_ttl: Duration,
+    ) -> Self {
         Self {
             pool,
+            renewals,
             instance_id: instance_id.into(),
             lease_ttl,
         }
@@ -35,10 +43,11 @@ impl PgCoordination {
 }
 
 /// A coordinator over a bare pool (tools and tests that name holders and hold times
-/// themselves): no instance name of its own, the default hold time.
+/// themselves): no instance name of its own, the default hold time, renewals on that pool.
 impl From<PgPool> for Coordinator {
     fn from(pool: PgPool) -> Self {
         Coordinator::new(Arc::new(PgCoordination::new(
+            pool.clone(),
             pool,
             String::new(),
             super::DEFAULT_LEASE_TTL,
@@ -79,15 +88,19 @@ impl Coordination for PgCoordination {
     }
 
     fn renew<'a>(&'a self, held: &'a Lease, ttl: Duration) -> BoxFuture<'a, CoordResult<Lease>> {
-        async move { Ok(lease::renew(&self.pool, held, ttl).await?) }.boxed()
+        async move { Ok(lease::renew(&self.renewals, held, ttl).await?) }.boxed()
     }
 
     fn release<'a>(&'a self, held: &'a Lease) -> BoxFuture<'a, CoordResult<bool>> {
         async move { Ok(lease::release(&self.pool, held).await?) }.boxed()
     }
 
-    fn count_current(&self, scope: LeaseScope) -> BoxFuture<'_, CoordResult<i64>> {
-        async move { Ok(lease::count_current(&self.pool, scope).await?) }.boxed()
+    fn count_current<'a>(
+        &'a self,
+        scope: LeaseScope,
+        key_prefix: &'a str,
+    ) -> BoxFuture<'a, CoordResult<i64>> {
+        async move { Ok(lease::count_current(&self.pool, scope, key_prefix).await?) }.boxed()
     }
 
     fn announce_session_work<'a>(&'a self, session_key: &'a str) -> BoxFuture<'a, CoordResult<()>> {

@@ -4,9 +4,15 @@
 //! so pids (meaningless across machines) play no part in ownership on PostgreSQL.
 //!
 //! The lease is taken when the store opens and renewed every third of its hold time by a
-//! task; closing the store stops the task and releases the lease (its work is then open to
-//! the others at once). An instance that dies, or is paused past its hold time, stops
-//! renewing, and its work becomes recoverable when the lease expires.
+//! task, on a connection of its own (the store's pool may be taken by turns for longer than
+//! the lease lasts); closing the store stops the task and releases the lease (its work is
+//! then open to the others at once). An instance that dies, or is paused past its hold time,
+//! stops renewing, and its work becomes recoverable when the lease expires.
+//!
+//! A renewal that comes too late (the lease ran out, nobody took the id) keeps the token:
+//! the rows stamped with it are still this instance's, so the survivors go on seeing them as
+//! alive. Only when another holder took the id meanwhile is a new lease taken, and the work
+//! stamped with the old token is then the survivors' to finish.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,6 +39,8 @@ pub struct InstanceOwner {
 #[derive(Debug)]
 pub struct InstanceLease {
     pool: PgPool,
+    /// The connection the renewals use (see [`super::connect_for_renewals`]).
+    renewals: PgPool,
     current: Arc<Mutex<Lease>>,
     renewal: Mutex<Option<JoinHandle<()>>>,
 }
@@ -41,7 +49,12 @@ impl InstanceLease {
     /// Takes the lease on `instance` and starts renewing it. Waits while another holder
     /// (a previous run of this instance whose lease has not run out yet) holds it, for at
     /// most the hold time plus a margin: past that, two live instances share the id.
-    pub async fn start(pool: &PgPool, instance: &str, ttl: Duration) -> StoreResult<Self> {
+    pub async fn start(
+        pool: &PgPool,
+        renewals: PgPool,
+        instance: &str,
+        ttl: Duration,
+    ) -> StoreResult<Self> {
         let deadline = Instant::now() + ttl + Duration::from_secs(5);
         let mut waited = false;
         let held = loop {
@@ -67,9 +80,10 @@ impl InstanceLease {
             tokio::time::sleep(ACQUIRE_RETRY).await;
         };
         let current = Arc::new(Mutex::new(held));
-        let renewal = tokio::spawn(renew_forever(pool.clone(), Arc::clone(&current), ttl));
+        let renewal = tokio::spawn(renew_forever(renewals.clone(), Arc::clone(&current), ttl));
         Ok(Self {
             pool: pool.clone(),
+            renewals,
             current,
             renewal: Mutex::new(Some(renewal)),
         })
@@ -97,6 +111,7 @@ impl InstanceLease {
             tracing::warn!(instance = %held.key, %error,
                 "could not release the instance lease; other instances take over when it expires");
         }
+        self.renewals.close().await;
     }
 
     fn stop_renewing(&self) {
@@ -120,38 +135,69 @@ impl Drop for InstanceLease {
 }
 
 async fn renew_forever(pool: PgPool, current: Arc<Mutex<Lease>>, ttl: Duration) {
-    let period = (ttl / 3).max(Duration::from_millis(10));
+    let period = super::renewal_timeout(ttl);
     loop {
         tokio::time::sleep(period).await;
         let held = current.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let next = match lease::renew(&pool, &held, ttl).await {
-            Ok(renewed) => renewed,
-            Err(PgError::LeaseLost { .. }) => {
-                tracing::error!(instance = %held.key, token = held.token,
-                    "this instance's lease EXPIRED before it was renewed (paused or cut off \
-                     from PostgreSQL too long): other instances may now take over the replies \
-                     and scheduled runs it owned; taking a new lease");
-                match lease::acquire(&pool, LeaseScope::Instance, &held.key, &held.key, ttl).await {
-                    Ok(Some(fresh)) => fresh,
-                    Ok(None) => {
-                        tracing::error!(instance = %held.key,
-                            "another holder took this instance's id; retrying");
-                        continue;
-                    }
-                    Err(error) => {
-                        tracing::error!(instance = %held.key, %error,
-                            "cannot take a new instance lease; retrying");
-                        continue;
-                    }
-                }
-            }
-            Err(error) => {
-                tracing::error!(instance = %held.key, %error,
-                    "renewing this instance's lease FAILED; if this lasts past the lease time, \
-                     other instances take over its work");
+        // A renewal stuck on a stalled connection is given up after a period, so the next
+        // one starts on a fresh connection instead of waiting for TCP to notice.
+        let next = match tokio::time::timeout(period, renew_or_take_again(&pool, &held, ttl)).await
+        {
+            Ok(Some(next)) => next,
+            Ok(None) => continue,
+            Err(_) => {
+                tracing::error!(instance = %held.key, timeout_ms = period.as_millis(),
+                    "renewing this instance's lease did not complete in time; if this lasts \
+                     past the lease time, other instances take over its work");
                 continue;
             }
         };
         *current.lock().unwrap_or_else(|e| e.into_inner()) = next;
+    }
+}
+
+/// Renews `held`; when it ran out, renews it late under the same token if nobody took it,
+/// else takes a new lease. `None` (logged) when none of that worked this time.
+async fn renew_or_take_again(pool: &PgPool, held: &Lease, ttl: Duration) -> Option<Lease> {
+    match lease::renew(pool, held, ttl).await {
+        Ok(renewed) => return Some(renewed),
+        Err(PgError::LeaseLost { .. }) => {}
+        Err(error) => {
+            tracing::error!(instance = %held.key, %error,
+                "renewing this instance's lease FAILED; if this lasts past the lease time, \
+                 other instances take over its work");
+            return None;
+        }
+    }
+    match lease::renew_late(pool, held, ttl).await {
+        Ok(renewed) => {
+            tracing::error!(instance = %held.key, token = held.token,
+                "this instance's lease EXPIRED before it was renewed (paused or cut off from \
+                 PostgreSQL too long); renewed it late under the same token: what other \
+                 instances took over meanwhile is theirs, the rest stays this instance's");
+            return Some(renewed);
+        }
+        Err(PgError::LeaseLost { .. }) => {}
+        Err(error) => {
+            tracing::error!(instance = %held.key, %error,
+                "cannot renew this instance's expired lease; retrying");
+            return None;
+        }
+    }
+    tracing::error!(instance = %held.key, token = held.token,
+        "another holder took this instance's id while its lease was expired (two instances \
+         with one id?); the work stamped with the old token is the other instances' now");
+    match lease::acquire(pool, LeaseScope::Instance, &held.key, &held.key, ttl).await {
+        Ok(Some(fresh)) => Some(fresh),
+        Ok(None) => {
+            tracing::error!(instance = %held.key,
+                "another holder holds this instance's id; retrying");
+            None
+        }
+        Err(error) => {
+            tracing::error!(instance = %held.key, %error,
+                "cannot take a new instance lease; retrying");
+            None
+        }
     }
 }

@@ -93,6 +93,32 @@ pub async fn renew(pool: &PgPool, lease: &Lease, ttl: Duration) -> PgResult<Leas
     }
 }
 
+/// Extends a lease that ran out but that nobody has taken since (the row still carries its
+/// token), keeping that token. Only for an instance's own lease: its token stamps the work the
+/// instance owns, and a lapse nobody acted on must not orphan that work (docs/cluster.md,
+/// "Instance ownership"). `LeaseLost` when another holder has taken the key meanwhile.
+pub async fn renew_late(pool: &PgPool, lease: &Lease, ttl: Duration) -> PgResult<Lease> {
+    let row = sqlx::query(
+        "UPDATE hermesd_leases SET expires_at = now() + $4 * interval '1 millisecond' \
+         WHERE scope = $1 AND key = $2 AND token = $3 \
+         RETURNING (extract(epoch FROM expires_at) * 1000000)::bigint AS expires",
+    )
+    .bind(lease.scope.as_str())
+    .bind(&lease.key)
+    .bind(lease.token)
+    .bind(millis(ttl) as f64)
+    .fetch_optional(pool)
+    .await?;
+    match row {
+        Some(row) => Ok(Lease {
+            expires_at_micros: row.get("expires"),
+            ttl,
+            ..lease.clone()
+        }),
+        None => Err(lost(lease)),
+    }
+}
+
 /// Gives the lease up at once (it expires now), if it is still this holder's; the row stays,
 /// so the next holder's token is still drawn above this one.
 pub async fn release(pool: &PgPool, lease: &Lease) -> PgResult<bool> {
@@ -108,13 +134,15 @@ pub async fn release(pool: &PgPool, lease: &Lease) -> PgResult<bool> {
     Ok(done.rows_affected() == 1)
 }
 
-/// How many leases of `scope` are current (by the database's clock): with
-/// [`LeaseScope::Instance`], how many instances are alive.
-pub async fn count_current(pool: &PgPool, scope: LeaseScope) -> PgResult<i64> {
+/// How many leases of `scope` whose key starts with `key_prefix` are current (by the
+/// database's clock): with [`LeaseScope::Instance`] and no prefix, how many stores are open.
+pub async fn count_current(pool: &PgPool, scope: LeaseScope, key_prefix: &str) -> PgResult<i64> {
     let row = sqlx::query(
-        "SELECT count(*) AS n FROM hermesd_leases WHERE scope = $1 AND expires_at > now()",
+        "SELECT count(*) AS n FROM hermesd_leases \
+         WHERE scope = $1 AND left(key, length($2)) = $2 AND expires_at > now()",
     )
     .bind(scope.as_str())
+    .bind(key_prefix)
     .fetch_one(pool)
     .await?;
     Ok(row.get("n"))

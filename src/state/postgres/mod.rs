@@ -34,7 +34,9 @@ pub use crate::coord::{current_fence, shared_name, with_fence};
 pub use coordination::PgCoordination;
 pub use error::{PgError, PgResult};
 pub use instance::InstanceOwner;
-pub use lease::{Lease, LeaseScope, acquire, begin_fenced, count_current, release, renew};
+pub use lease::{
+    Lease, LeaseScope, acquire, begin_fenced, count_current, release, renew, renew_late,
+};
 pub use migrate::{SCHEMA_FLOOR_KEY, known_version, migrate};
 pub(crate) use search::search;
 pub use search::{SEARCH_TEXT, SEARCH_WORDS};
@@ -90,6 +92,33 @@ pub async fn connect(url: &str, max_connections: u32) -> PgResult<PgPool> {
         .connect_with(options)
         .await
         .map_err(|source| PgError::database(url, source))
+}
+
+/// A pool of at most `max_connections` connections to `url` that only renews leases, apart
+/// from the pool the store's work shares: a renewal must land within a third of `ttl`
+/// however busy that pool is (64 turns may be waiting on 16 connections). Taking one of
+/// these connections waits at most that long, and each statement on them is ended by the
+/// server after that long (a renewal held up behind a row lock gives its connection back
+/// for the next try instead of keeping it).
+pub async fn connect_for_renewals(
+    url: &str,
+    max_connections: u32,
+    ttl: Duration,
+) -> PgResult<PgPool> {
+    let (options, _) = connect_options(url)?;
+    let within = renewal_timeout(ttl);
+    let options = options.options([("statement_timeout", within.as_millis().to_string())]);
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(within)
+        .connect_with(options)
+        .await
+        .map_err(|source| PgError::database(url, source))
+}
+
+/// How long one renewal may take: the time between two renewals (a third of the lease).
+pub fn renewal_timeout(ttl: Duration) -> Duration {
+    (ttl / 3).max(Duration::from_millis(10))
 }
 
 /// `url` as it may be shown: the password replaced by `***`, or nothing of it when it does

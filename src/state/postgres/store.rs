@@ -20,6 +20,11 @@ use crate::state::ledger::OwnerStamp;
 /// Connections kept per instance.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 
+/// Connections kept per instance for renewing session and ingress leases, apart from the
+/// pool above (the instance lease has one more of its own). A few, so that a renewal held up
+/// behind a row lock does not hold up the others.
+const RENEWAL_CONNECTIONS: u32 = 4;
+
 /// How long a lease outlives its holder's last renewal unless `state.lease_seconds` says
 /// otherwise.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(15);
@@ -28,6 +33,8 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(15);
 #[derive(Debug)]
 pub struct PgStore {
     pool: PgPool,
+    /// Only for renewing session and ingress leases (see [`super::connect_for_renewals`]).
+    renewals: PgPool,
     /// The URL as it may be shown (no password).
     shown_url: String,
     /// Stamped on the delivery obligations and cron runs this instance claims.
@@ -48,10 +55,14 @@ impl PgStore {
         super::migrate(url).await?;
         let pool = super::connect(url, DEFAULT_MAX_CONNECTIONS).await?;
         let instance_id = options.instance_id.clone().unwrap_or_else(new_instance_id);
-        let instance = InstanceLease::start(&pool, &instance_id, options.lease_ttl).await?;
+        let ttl = options.lease_ttl;
+        let renewals = super::connect_for_renewals(url, RENEWAL_CONNECTIONS, ttl).await?;
+        let own_renewals = super::connect_for_renewals(url, 1, ttl).await?;
+        let instance = InstanceLease::start(&pool, own_renewals, &instance_id, ttl).await?;
         let extras = Extras::detect(&pool).await?;
         Ok(Self {
             pool,
+            renewals,
             shown_url: super::redact_url(url),
             owner: options.ledger_owner,
             instance_id,
@@ -71,6 +82,11 @@ impl PgStore {
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// The pool lease renewals use, apart from the store's work.
+    pub fn renewals(&self) -> &PgPool {
+        &self.renewals
     }
 
     pub fn shown_url(&self) -> &str {
@@ -115,6 +131,7 @@ impl PgStore {
     /// other instances at once), then closes the pool.
     pub async fn close(&self) {
         self.instance.release().await;
+        self.renewals.close().await;
         self.pool.close().await;
     }
 }

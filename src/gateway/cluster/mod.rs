@@ -4,9 +4,8 @@
 //! drives them (`ClusterLink`, `router/cluster/`); with a state of its own (SQLite) an
 //! instance has none of this.
 //!
-//! Not here yet: Telegram polling leadership and Discord shard claims. They plug in as
-//! `LeaseScope::Ingress` leases held by the adapter's supervisor task (acquire before
-//! polling / identifying a shard, renew like [`Held`], stop ingress when renewal fails).
+//! Telegram polling leadership and Discord shard claims are `LeaseScope::Ingress` leases the
+//! adapter's supervisor task holds (`gateway/ingress_lease.rs`), not session leases.
 
 mod hold;
 mod open;

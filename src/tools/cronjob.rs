@@ -97,11 +97,8 @@ fn job_json(job: &JobRecord) -> Value {
 /// The chat this session talks in, from its routing entry; `None` outside a chat.
 async fn origin(ctx: &ToolCtx) -> Option<Value> {
     let store = ctx.store.as_ref()?;
-    let scope = ctx.home.path().join("sessions");
-    let scope = std::fs::canonicalize(&scope)
-        .unwrap_or(scope)
-        .display()
-        .to_string();
+    // The scope the gateway wrote the entry under (shared by every instance on PostgreSQL).
+    let scope = crate::state::routing_scope(&ctx.home, store);
     let entries = store.load_routing(&scope).await.ok()?;
     let entry = entries
         .values()

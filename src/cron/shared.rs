@@ -112,7 +112,7 @@ impl JobsStore {
 
     /// Replaces the jobs with the Hermes jobs file at `path`, byte for byte, under the
     /// jobs lock; returns how many jobs it holds. A file that is not a jobs file changes
-    /// nothing.
+    /// nothing; stored jobs that are not valid JSON are kept aside first.
     pub fn import_from(&self, path: &Path) -> Result<usize, TransferError> {
         self.refuse_own_file(path)?;
         let bytes = std::fs::read(path).map_err(|source| TransferError::Read {
@@ -126,6 +126,14 @@ impl JobsStore {
             })?
             .len();
         let lock = self.lock()?;
+        // Jobs that are not valid JSON are kept aside, never overwritten, as a save does.
+        if let Some(current) = self.read_bytes()?
+            && let Err(reason) = raw::split(&current)
+        {
+            let aside = self.set_aside(&lock)?;
+            tracing::warn!(jobs = %self.describe(), kept_as = %aside, %reason,
+                "the jobs replaced by an import were not valid JSON; kept aside");
+        }
         self.write_bytes(&lock, &bytes)?;
         Ok(count)
     }

@@ -1,5 +1,7 @@
 //! Scheduled jobs inside the daemon. Every tick reads `cron/jobs.json` under its lock (so
-//! jobs added by `hermesd cron add` or `hermes cron` are seen within one tick), claims each
+//! jobs added by `hermesd cron add` or `hermes cron` are seen within one tick; with
+//! `state.backend: postgres` that is the shared copy every instance reads, see
+//! [`open_jobs`]), claims each
 //! due run in state.db before anything runs (`hermesd_cron_runs`: at most one run per job
 //! and scheduled time, across processes and crashes), saves the advanced schedule, then
 //! runs the claimed jobs — at most `cron.max_parallel_jobs` at once, a job never twice

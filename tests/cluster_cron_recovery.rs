@@ -1,5 +1,5 @@
-//! Scheduled runs across instances on one PostgreSQL database, through the real binary: the
-//! same job deployed to every instance runs on one of them; when that instance is killed
+//! Scheduled runs across instances on one PostgreSQL database, through the real binary: a
+//! job (added once: the instances share their jobs) runs on one of them; when that instance is killed
 //! mid-run, a survivor notices within the lease time (not only at a restart), closes the run
 //! as interrupted and sends the notice exactly once (with two survivors too), and nobody
 //! runs the job again.
@@ -13,7 +13,7 @@ mod support;
 use std::time::Duration;
 
 use cluster_support::{ClusterRig, USER, WAIT};
-use cron_support::{add, in_seconds};
+use cron_support::in_seconds;
 use support::fake_model::Step;
 
 /// Short leases keep failover quick in tests.
@@ -48,16 +48,6 @@ async fn run_owner(rig: &ClusterRig) -> String {
     }
 }
 
-/// Writes `jobs` as `home`'s `cron/jobs.json` in one step (a daemon watching it never reads
-/// half a file).
-fn deploy_jobs(home: &std::path::Path, jobs: &str) {
-    let dir = home.join("cron");
-    std::fs::create_dir_all(&dir).expect("cron dir");
-    let staged = dir.join("jobs.json.deploying");
-    std::fs::write(&staged, jobs).expect("stage jobs.json");
-    std::fs::rename(&staged, dir.join("jobs.json")).expect("deploy jobs.json");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_instances_scheduled_run_is_closed_once_by_the_survivor() {
     killed_mid_run_then_closed_once(2).await;
@@ -75,18 +65,24 @@ async fn killed_mid_run_then_closed_once(instances: usize) {
     // The model holds the run's step: the run is under way when its instance dies.
     let (held, _gate) = Step::gated("never delivered: its instance dies");
     rig.model.push(held);
-    // One job, deployed to both instances (as config is): a one-shot due in a few seconds.
-    let scratch = tempfile::tempdir().expect("scratch home");
-    add(
-        scratch.path(),
-        &in_seconds(3),
-        PROMPT,
-        &["--deliver", &format!("telegram:{USER}")],
+    // One job, added on the first instance's machine and shared by all: a one-shot due in
+    // a few seconds.
+    let added = rig.cli(
+        0,
+        &[
+            "cron",
+            "add",
+            &in_seconds(3),
+            PROMPT,
+            "--deliver",
+            &format!("telegram:{USER}"),
+        ],
     );
-    let jobs = std::fs::read_to_string(scratch.path().join("cron/jobs.json")).expect("jobs.json");
-    for instance in &rig.instances {
-        deploy_jobs(instance.home.path(), &jobs);
-    }
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
 
     rig.model.wait_for_requests(1, WAIT).await;
     let owner = run_owner(&rig).await;

@@ -1,7 +1,9 @@
-//! `hermesd cron list | add | edit | pause | resume | remove | run | status`: the owner's
-//! shell view of `cron/jobs.json`, safe to use while the daemon (or Python's `hermes`) runs
-//! on the same home — every change is one locked write, and the daemon sees it at its next
-//! tick. Bad input is one `error:` line, exit 1; `--json` prints machine-readable output.
+//! `hermesd cron list | add | edit | pause | resume | remove | run | status | import |
+//! export`: the owner's shell view of `cron/jobs.json`, safe to use while the daemon (or
+//! Python's `hermes`) runs on the same home — every change is one locked write, and the
+//! daemon sees it at its next tick. With `state.backend: postgres` the jobs are the copy every
+//! instance shares in the database; `import` and `export` move Hermes's `jobs.json` in and
+//! out of it. Bad input is one `error:` line, exit 1; `--json` prints machine-readable output.
 
 use std::collections::BTreeMap;
 
@@ -10,8 +12,9 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use super::EXIT_FAILURE;
+use crate::config::Config;
 use crate::cron::ops::{JobEdit, Jobs, summary};
-use crate::cron::{JobError, JobRecord, JobsStore, NewJob, Zone};
+use crate::cron::{JobError, JobRecord, NewJob, Zone};
 use crate::home::HermesHome;
 
 #[derive(Debug, Subcommand)]
@@ -54,6 +57,18 @@ pub enum CronCommand {
     Status {
         #[arg(long)]
         json: bool,
+    },
+    /// Replace the jobs with a Hermes jobs.json, byte for byte (with state.backend:
+    /// postgres, the jobs every instance shares). Default: this home's cron/jobs.json.
+    Import {
+        /// The jobs.json to read.
+        path: Option<std::path::PathBuf>,
+    },
+    /// Write the jobs, byte for byte, as a Hermes jobs.json (taking Hermes's lock when the
+    /// file is named jobs.json). Default: this home's cron/jobs.json.
+    Export {
+        /// The jobs.json to write (replaced if it exists).
+        path: Option<std::path::PathBuf>,
     },
 }
 
@@ -113,10 +128,14 @@ enum ZoneError {
     Timezone(#[source] crate::cron::schedule::UnknownZone),
 }
 
-/// The configured zone, or an error naming the key.
-fn zone(home: &HermesHome, env: &BTreeMap<String, String>) -> Result<Zone, ZoneError> {
+/// The configuration and its zone, or an error naming the key.
+fn configured(
+    home: &HermesHome,
+    env: &BTreeMap<String, String>,
+) -> Result<(Config, Zone), ZoneError> {
     let loaded = crate::config::load(home, env).map_err(ZoneError::Config)?;
-    Zone::parse(&loaded.config.cron.timezone).map_err(ZoneError::Timezone)
+    let zone = Zone::parse(&loaded.config.cron.timezone).map_err(ZoneError::Timezone)?;
+    Ok((loaded.config, zone))
 }
 
 fn print_job(job: &JobRecord, json: bool, verb: &str) {
@@ -128,14 +147,22 @@ fn print_job(job: &JobRecord, json: bool, verb: &str) {
 }
 
 pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: CronCommand) -> i32 {
-    let zone = match zone(home, env) {
-        Ok(zone) => zone,
+    let (config, zone) = match configured(home, env) {
+        Ok(settled) => settled,
         Err(e) => {
             eprintln!("error: {e}");
             return crate::config::EXIT_CONFIG;
         }
     };
-    let jobs = Jobs::new(JobsStore::new(home.cron_dir()), zone);
+    // With `state.backend: postgres`, the jobs every instance shares.
+    let store = match crate::cron::shared::open_store(home, &config) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("error: cannot open the scheduled jobs: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let jobs = Jobs::new(store, zone);
     let now = Utc::now();
     let result = match command {
         CronCommand::List { json } => list(&jobs, json),
@@ -205,7 +232,32 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: CronComma
             status(home, &jobs, json);
             Ok(())
         }
+        CronCommand::Import { path } => {
+            let path = path.unwrap_or_else(|| jobs.store.jobs_path());
+            return finish(jobs.store.import_from(&path).map(|count| {
+                println!(
+                    "imported {count} job(s) from {} into {}",
+                    path.display(),
+                    jobs.store.describe()
+                )
+            }));
+        }
+        CronCommand::Export { path } => {
+            let path = path.unwrap_or_else(|| jobs.store.jobs_path());
+            return finish(jobs.store.export_to(&path).map(|count| {
+                println!(
+                    "exported {count} job(s) from {} to {}",
+                    jobs.store.describe(),
+                    path.display()
+                )
+            }));
+        }
     };
+    finish(result)
+}
+
+/// Exit 0, or the error as one `error:` line and exit 1.
+fn finish(result: Result<(), impl std::fmt::Display>) -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
@@ -252,7 +304,8 @@ fn status(home: &HermesHome, jobs: &Jobs, json: bool) {
         println!(
             "{}",
             json!({
-                "jobs_file": jobs.store.jobs_path(),
+                "jobs_file": jobs.store.describe(),
+                "shared": jobs.store.is_shared(),
                 "readable": readable.is_ok(),
                 "error": readable.as_ref().err().map(ToString::to_string),
                 "jobs": count,
@@ -267,7 +320,7 @@ fn status(home: &HermesHome, jobs: &Jobs, json: bool) {
     match &readable {
         Ok(()) => println!(
             "jobs file: {} ({count} jobs, {active} active)",
-            jobs.store.jobs_path().display()
+            jobs.store.describe()
         ),
         Err(e) => println!("jobs file: NOT READABLE — {e}"),
     }

@@ -46,7 +46,10 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &DoctorArgs)
         &local::secret_files(home.path()),
     ));
     checks.push(local::state_db(home));
-    checks.extend(cron::jobs_file(home));
+    checks.extend(cron::jobs_file(
+        home,
+        loaded.as_ref().ok().map(|l| &l.config),
+    ));
     checks.push(local::free_disk(home));
     // Belt and braces: whatever a check says goes through the log redactor's masking too.
     let redactor = Redactor::new(env_secrets(env));

@@ -1,9 +1,12 @@
-//! Scheduled jobs, compatible with Hermes's `cron/`: the jobs file and its lock (`store`),
+//! Scheduled jobs, compatible with Hermes's `cron/`: the jobs file and its lock (`store`,
+//! over the home or, several instances on PostgreSQL, the shared database: `backing`,
+//! `shared`),
 //! job records (`job`), schedules and the grace rule (`schedule`), the due scan (`due`),
 //! delivery targets (`target`), run records and the silence rule (`output`), and skills as
 //! run context (`skills`), and where a job may work (`workdir`). Running jobs inside the daemon is `gateway::cron`; this module
 //! never touches state.db or a platform.
 
+mod backing;
 pub mod due;
 pub mod error;
 pub mod job;
@@ -12,6 +15,7 @@ pub mod output;
 pub mod raw;
 pub mod schedule;
 pub mod script;
+pub mod shared;
 pub mod skills;
 pub mod store;
 pub mod target;
@@ -20,7 +24,7 @@ pub mod workdir;
 pub use error::JobError;
 pub use job::{JobRecord, NewJob};
 pub use schedule::Zone;
-pub use store::{JobsFile, JobsStore, StoreError};
+pub use store::{JobsFile, JobsStore, JobsVersion, StoreError};
 
 /// Resolves a job reference the way the reference does: an exact id first, then an exact
 /// name (an error when two jobs share it).

@@ -91,7 +91,7 @@ pub fn job_output_dir(output_root: &Path, job_id: &str) -> Option<PathBuf> {
 /// ≤ 0 keeps all). Returns the file written.
 pub fn save(output_root: &Path, record: &RunRecord<'_>, keep: i64) -> Result<PathBuf, StoreError> {
     let dir = job_output_dir(output_root, record.job_id).ok_or_else(|| StoreError::Corrupt {
-        path: output_root.to_path_buf(),
+        place: output_root.display().to_string(),
         reason: format!("job id {:?} cannot name a directory", record.job_id),
     })?;
     let io = |source| StoreError::Io {

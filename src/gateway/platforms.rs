@@ -292,9 +292,8 @@ pub async fn remember_discord_conversations(
     store: &Store,
     discord: &hermes_discord::DiscordAdapter,
 ) {
-    let scope = home.path().join("sessions");
-    let scope = std::fs::canonicalize(&scope).unwrap_or(scope);
-    let Ok(routes) = store.load_routing(&scope.display().to_string()).await else {
+    let scope = crate::state::routing_scope(home, store);
+    let Ok(routes) = store.load_routing(&scope).await else {
         return;
     };
     let channels = routes.values().filter_map(|entry| {

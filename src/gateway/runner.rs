@@ -182,6 +182,7 @@ impl GatewayRunner {
             client: options.client,
         })
         .await?;
+        let cron_jobs = super::cron::open_jobs(home, &config).await?;
         let ingress = CancellationToken::new();
         let admin_stop = CancellationToken::new();
         let mut servers = Vec::new();
@@ -211,7 +212,7 @@ impl GatewayRunner {
                 tracing::info!(replies = sent, "undelivered replies sent again");
             }
         }));
-        let cron = super::cron::CronScheduler::start(home, router.clone());
+        let cron = super::cron::CronScheduler::start(home, router.clone(), cron_jobs);
         let mut api_addr = None;
         if let Some(listener) = api_listener {
             api_addr = listener.local_addr().ok();

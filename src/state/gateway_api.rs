@@ -10,6 +10,21 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::Store;
+
+/// The routing index's scope for `home` on `store`: its `sessions/` directory (canonical) on
+/// state.db, where homes share no routing; empty on PostgreSQL, where every instance's home
+/// is one deployment and shares the routing entries. The gateway writes under it and the
+/// tools read under it, so both ask here.
+pub fn routing_scope(home: &crate::home::HermesHome, store: &Store) -> String {
+    if store.is_shared() {
+        return String::new();
+    }
+    let scope = home.path().join("sessions");
+    std::fs::canonicalize(&scope)
+        .unwrap_or(scope)
+        .display()
+        .to_string()
+}
 use super::commands::{Outcome, WriteCommand};
 use super::cron_runs::{CronRun, CronRunEnd};
 use super::dead_letters::DeadLetterRow;

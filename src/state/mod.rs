@@ -36,6 +36,7 @@ pub use cron_runs::{CronRun, CronRunEnd};
 pub use dead_letters::DeadLetterRow;
 pub use encode::content_text;
 pub use error::{BackendFailure, SqliteFailure, StoreError, StoreResult};
+pub use gateway_api::routing_scope;
 pub use ledger::*;
 pub use model::*;
 pub use shared_files::shared_files;

@@ -12,7 +12,7 @@ use super::context::{Caller, ToolCtx};
 use super::error::ToolError;
 use super::registry::{ToolEntry, check_fn, handler};
 use crate::cron::ops::{JobEdit, Jobs, summary};
-use crate::cron::{JobError, JobRecord, JobsStore, NewJob, Zone};
+use crate::cron::{JobError, JobRecord, JobsStore, NewJob, StoreError, Zone};
 
 const DESCRIPTION: &str = "Schedule work for later or on a repeat, and manage scheduled work. \
 action=create needs `schedule` and `prompt`: the prompt runs later in a brand-new session that \
@@ -97,11 +97,8 @@ fn job_json(job: &JobRecord) -> Value {
 /// The chat this session talks in, from its routing entry; `None` outside a chat.
 async fn origin(ctx: &ToolCtx) -> Option<Value> {
     let store = ctx.store.as_ref()?;
-    let scope = ctx.home.path().join("sessions");
-    let scope = std::fs::canonicalize(&scope)
-        .unwrap_or(scope)
-        .display()
-        .to_string();
+    // The scope the gateway wrote the entry under (shared by every instance on PostgreSQL).
+    let scope = crate::state::routing_scope(&ctx.home, store);
     let entries = store.load_routing(&scope).await.ok()?;
     let entry = entries
         .values()
@@ -116,12 +113,22 @@ async fn origin(ctx: &ToolCtx) -> Option<Value> {
     (kept.contains_key("platform") && kept.contains_key("chat_id")).then_some(Value::Object(kept))
 }
 
-/// The zone schedules are read in: the configuration's, else the host's.
-fn zone(ctx: &ToolCtx) -> Zone {
-    crate::config::load(&ctx.home, &ctx.env)
-        .ok()
-        .and_then(|loaded| Zone::parse(&loaded.config.cron.timezone).ok())
-        .unwrap_or(Zone::Host)
+/// The jobs the configuration calls for (with `state.backend: postgres`, the ones every
+/// instance shares), read in its zone (else the host's). A configuration that cannot be
+/// loaded leaves the home's file: the daemon refuses to start on one, so this is a
+/// `hermesd chat` on a home whose configuration broke meanwhile.
+fn configured_jobs(ctx: &ToolCtx) -> Result<Jobs, StoreError> {
+    match crate::config::load(&ctx.home, &ctx.env) {
+        Ok(loaded) => {
+            let zone = Zone::parse(&loaded.config.cron.timezone).unwrap_or(Zone::Host);
+            let store = crate::cron::shared::open_store(&ctx.home, &loaded.config)?;
+            Ok(Jobs::new(store, zone))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cronjob tool: the configuration cannot be loaded; using this home's jobs file");
+            Ok(Jobs::new(JobsStore::new(ctx.home.cron_dir()), Zone::Host))
+        }
+    }
 }
 
 /// Whether `job` was created from the caller's chat (its stored origin names the caller's
@@ -167,7 +174,12 @@ fn managed_job_id(jobs: &Jobs, reference: &str, caller: &Caller) -> Result<Strin
 
 async fn call(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
     let action = text(&args, "action").unwrap_or_default().to_lowercase();
-    let jobs = Jobs::new(JobsStore::new(ctx.home.cron_dir()), zone(&ctx));
+    let opening = ctx.clone();
+    let jobs = match tokio::task::spawn_blocking(move || configured_jobs(&opening)).await {
+        Ok(Ok(jobs)) => jobs,
+        Ok(Err(e)) => return refuse(format!("the scheduled jobs cannot be reached: {e}")),
+        Err(_) => return refuse("the scheduled jobs cannot be reached right now"),
+    };
     let now = Utc::now();
     let model = args.get("model");
     let model_name = model

@@ -250,6 +250,17 @@ impl ClusterRig {
         (daemon, more.slack.newest_connection())
     }
 
+    /// Runs `hermesd ARGS` on instance `n`'s home with that instance's settings (its
+    /// database too), as its operator would on that machine; the instance need not run.
+    pub fn cli(&self, n: usize, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(crate::support::daemon::HERMESD)
+            .args(args)
+            .env_clear()
+            .envs(self.instances[n].vars.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("run hermesd")
+    }
+
     /// Whether instance `n` runs.
     pub fn is_running(&self, n: usize) -> bool {
         self.instances[n].daemon.is_some()

@@ -5,29 +5,18 @@
 //! when a tick has something to do with it; a tick with nothing due costs a `stat`.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 
-use crate::cron::JobRecord;
-use crate::cron::JobsStore;
 use crate::cron::raw::Brief;
-
-/// What identifies a version of the file on disk: size, modification time, inode.
-pub(super) type FileStamp = (u64, SystemTime, u64);
-
-pub(super) fn stamp(store: &JobsStore) -> Option<FileStamp> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(store.jobs_path()).ok()?;
-    Some((meta.len(), meta.modified().ok()?, meta.ino()))
-}
+use crate::cron::{JobRecord, JobsVersion};
 
 /// The briefs of one version of the file, in file order.
 #[derive(Debug, Default)]
 pub(super) struct Index {
-    /// `None`: there was no file.
-    pub stamp: Option<FileStamp>,
+    /// `None`: there were no jobs stored.
+    pub stamp: Option<JobsVersion>,
     pub jobs: Vec<Entry>,
 }
 
@@ -39,7 +28,7 @@ pub(super) struct Entry {
 }
 
 impl Index {
-    pub fn build(stamp: Option<FileStamp>, jobs: &[&RawValue]) -> Self {
+    pub fn build(stamp: Option<JobsVersion>, jobs: &[&RawValue]) -> Self {
         Self {
             stamp,
             jobs: jobs
@@ -87,7 +76,7 @@ impl Index {
     pub fn apply(
         &mut self,
         changes: &BTreeMap<usize, Option<JobRecord>>,
-        stamp: Option<FileStamp>,
+        stamp: Option<JobsVersion>,
     ) {
         let old = std::mem::take(&mut self.jobs);
         self.jobs = old

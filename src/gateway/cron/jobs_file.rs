@@ -2,11 +2,13 @@
 //! writes it, the due-ness index of the version last read or written, and the watcher that
 //! notices another process's change between ticks.
 //!
-//! The watcher makes `hermesd cron run` (or `add`, `edit`, `hermes cron …`) seen within
-//! `WATCH_EVERY`, not at the next tick, which may be a minute away. It compares a `stat` of
-//! the file with the version the index was built from; no inotify, because a `stat` a second
-//! is cheap, works the same on every file system (network and container mounts included),
-//! and needs no extra crate. The reference only looks at its next tick.
+//! The watcher makes `hermesd cron run` (or `add`, `edit`, `hermes cron …`, or another
+//! instance's change to the shared copy) seen within `WATCH_EVERY`, not at the next tick,
+//! which may be a minute away. It compares the stored version (a `stat` of the file, or the
+//! shared row's version counter) with the one the index was built from; no inotify, because
+//! a `stat` a second is cheap, works the same on every file system (network and container
+//! mounts included), needs no extra crate, and covers the shared row with the same loop. The
+//! reference only looks at its next tick.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -15,8 +17,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::file_thread::FileThread;
-use super::index::{FileStamp, Index, stamp};
-use crate::cron::{JobRecord, JobsStore};
+use super::index::Index;
+use crate::cron::{JobRecord, JobsStore, JobsVersion};
 
 /// How often the watcher looks at the file.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
@@ -49,7 +51,7 @@ impl JobsFile {
         *self.index.lock().unwrap_or_else(|e| e.into_inner()) = Some(index);
     }
 
-    fn known_stamp(&self) -> Option<Option<FileStamp>> {
+    fn known_stamp(&self) -> Option<Option<JobsVersion>> {
         self.index
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -75,7 +77,8 @@ impl JobsFile {
                 _ = tokio::time::sleep(WATCH_EVERY) => {}
             }
             let jobs = self.store.clone();
-            let Ok(seen) = tokio::task::spawn_blocking(move || stamp(&jobs)).await else {
+            // A version that cannot be read is the tick's to report.
+            let Ok(Ok(seen)) = tokio::task::spawn_blocking(move || jobs.version()).await else {
                 continue;
             };
             // No index: a tick is running (it wakes this loop's next look) or the file could

@@ -1,5 +1,7 @@
 //! Scheduled jobs inside the daemon. Every tick reads `cron/jobs.json` under its lock (so
-//! jobs added by `hermesd cron add` or `hermes cron` are seen within one tick), claims each
+//! jobs added by `hermesd cron add` or `hermes cron` are seen within one tick; with
+//! `state.backend: postgres` that is the shared copy every instance reads, see
+//! [`open_jobs`]), claims each
 //! due run in state.db before anything runs (`hermesd_cron_runs`: at most one run per job
 //! and scheduled time, across processes and crashes), saves the advanced schedule, then
 //! runs the claimed jobs — at most `cron.max_parallel_jobs` at once, a job never twice
@@ -28,6 +30,7 @@ use tokio_util::task::TaskTracker;
 use chrono::{DateTime, Utc};
 
 use super::router::Router;
+use crate::config::Config;
 use crate::cron::{JobRecord, JobsStore, Zone};
 use crate::home::HermesHome;
 
@@ -72,6 +75,25 @@ enum RunResult {
     Alert(String),
     /// Its process stopped or died before it finished (recorded as `interrupted`).
     Interrupted(String),
+}
+
+/// The jobs `config` calls for — with `state.backend: postgres` the shared copy, seeded from
+/// this home when it does not exist yet — opened off the runtime's threads. A home
+/// `cron/jobs.json` the shared copy makes unused is logged once, by name, so nobody edits
+/// it expecting an effect.
+pub async fn open_jobs(home: &HermesHome, config: &Config) -> anyhow::Result<JobsStore> {
+    let (home, config) = (home.clone(), config.clone());
+    let opened = tokio::task::spawn_blocking(move || {
+        let jobs = crate::cron::shared::open_store(&home, &config)?;
+        if let Some(unused) = jobs.unused_home_copy()? {
+            tracing::warn!(file = %unused.display(),
+                "this home's cron/jobs.json differs from the jobs in the shared database and is not read; \
+                 `hermesd cron import` replaces the shared jobs with it, `hermesd cron export` overwrites it with them");
+        }
+        Ok::<_, crate::cron::StoreError>(jobs)
+    })
+    .await?;
+    opened.map_err(|e| anyhow::anyhow!("cannot open the scheduled jobs: {e}"))
 }
 
 /// The zone schedules are read in (checked when the config was loaded).
@@ -131,10 +153,10 @@ impl Outcome {
 }
 
 impl CronScheduler {
-    /// Starts the loop: recovery first, then a tick every `cron.tick_seconds`.
-    pub fn start(home: &HermesHome, router: Arc<Router>) -> Arc<Self> {
+    /// Starts the loop over `jobs` ([`open_jobs`]): recovery first, then a tick every
+    /// `cron.tick_seconds`.
+    pub fn start(home: &HermesHome, router: Arc<Router>, jobs: JobsStore) -> Arc<Self> {
         let parallel = router.live().config.cron.max_parallel_jobs.max(1) as usize;
-        let jobs = JobsStore::new(home.cron_dir());
         let wake = Arc::new(Notify::new());
         let outcomes = Arc::new(OutcomeQueue::new(wake.clone()));
         let runner = Arc::new(run::JobRunner {

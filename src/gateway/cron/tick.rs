@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::index::{Index, stamp};
+use super::index::Index;
 use super::run::Claimed;
 use super::{CronScheduler, Outcome};
 use crate::cron::due::{self, BrokenJob, DueRun};
@@ -31,23 +31,24 @@ struct Found {
     broken: Vec<BrokenJob>,
 }
 
-/// The file's bytes (`None` when there is none); a corrupt file is moved aside under the
-/// lock, so no writer races the rename, and never overwritten.
-fn read(store: &JobsStore) -> Result<Option<Vec<u8>>, StoreError> {
-    let path = store.jobs_path();
-    match std::fs::read(&path) {
-        Ok(bytes) => match raw::split(&bytes) {
-            Ok(_) => Ok(Some(bytes)),
-            Err(reason) => {
-                let reason = match store.set_aside(&path) {
-                    Ok(aside) => format!("{reason}; kept aside as {}", aside.display()),
-                    Err(e) => format!("{reason}; cannot be moved aside: {e}"),
-                };
-                Err(StoreError::Corrupt { path, reason })
-            }
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(StoreError::Io { path, source }),
+/// The jobs' bytes (`None` when there are none); corrupt jobs are moved aside under the
+/// lock, so no writer races the move, and never overwritten.
+fn read(store: &JobsStore, lock: &JobsLock) -> Result<Option<Vec<u8>>, StoreError> {
+    let Some(bytes) = store.read_bytes()? else {
+        return Ok(None);
+    };
+    match raw::split(&bytes) {
+        Ok(_) => Ok(Some(bytes)),
+        Err(reason) => {
+            let reason = match store.set_aside(lock) {
+                Ok(aside) => format!("{reason}; kept aside as {aside}"),
+                Err(e) => format!("{reason}; cannot be moved aside: {e}"),
+            };
+            Err(StoreError::Corrupt {
+                place: store.describe(),
+                reason,
+            })
+        }
     }
 }
 
@@ -62,12 +63,12 @@ fn find(
     zone: Zone,
 ) -> Result<Found, StoreError> {
     let lock = store.lock()?;
-    let seen = stamp(store);
+    let seen = store.version()?;
     let mut bytes = None;
     let index = match index {
         Some(index) if index.stamp == seen => index,
         _ => {
-            bytes = read(store)?;
+            bytes = read(store, &lock)?;
             let jobs = bytes.as_deref().map(raw::split).transpose();
             Index::build(seen, &jobs.ok().flatten().unwrap_or_default())
         }
@@ -91,7 +92,7 @@ fn find(
     }
     let bytes = match bytes {
         Some(bytes) => bytes,
-        None => read(store)?.unwrap_or_default(),
+        None => read(store, &found.lock)?.unwrap_or_default(),
     };
     let jobs = raw::split(&bytes).unwrap_or_default();
     let mut records: BTreeMap<usize, JobRecord> = candidates
@@ -152,7 +153,10 @@ fn write(store: &JobsStore, found: &mut Found, updated_at: &str) -> Result<(), S
         })
         .collect();
     store.save_items(&found.lock, &items, updated_at)?;
-    found.index.apply(&found.changes, stamp(store));
+    // A version that cannot be read leaves the index unmatched, so the next tick reads again.
+    found
+        .index
+        .apply(&found.changes, store.version().ok().flatten());
     Ok(())
 }
 
@@ -176,8 +180,8 @@ impl CronScheduler {
                 self.outcomes.requeue(outcomes);
                 match e {
                     // Kept, never overwritten; scheduling goes on from an empty list.
-                    StoreError::Corrupt { path, reason } => {
-                        tracing::error!(path = %path.display(), %reason,
+                    StoreError::Corrupt { place, reason } => {
+                        tracing::error!(jobs = %place, %reason,
                             "the cron jobs file is not valid JSON (`hermesd doctor` reports it)")
                     }
                     e if self.first_report(e.to_string()) => {

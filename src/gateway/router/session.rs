@@ -58,13 +58,7 @@ pub(super) fn routing_scope(home: &crate::home::HermesHome, store: &Store) -> St
     if let Err(e) = std::fs::create_dir_all(&scope) {
         tracing::warn!(error = %e, "cannot create the sessions directory");
     }
-    if store.is_shared() {
-        return String::new();
-    }
-    std::fs::canonicalize(&scope)
-        .unwrap_or(scope)
-        .display()
-        .to_string()
+    crate::state::routing_scope(home, store)
 }
 
 #[derive(Debug)]

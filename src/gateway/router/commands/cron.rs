@@ -6,7 +6,7 @@ use hermes_adapter::MessageEvent;
 
 use super::{CommandCtx, Reply};
 use crate::cron::ops::{Jobs, summary};
-use crate::cron::{JobRecord, JobsStore, Zone};
+use crate::cron::{JobRecord, Zone};
 use crate::gateway::router::Router;
 
 fn belongs_to(job: &JobRecord, platform: &str, chat_id: &str) -> bool {
@@ -30,9 +30,15 @@ pub(super) async fn apply(ctx: &CommandCtx<'_>) -> Reply {
 }
 
 async fn cron_text(router: &Router, event: &MessageEvent) -> String {
-    let zone = Zone::parse(&router.live().config.cron.timezone).unwrap_or(Zone::Host);
-    let jobs = Jobs::new(JobsStore::new(router.home.cron_dir()), zone);
-    let listed = tokio::task::spawn_blocking(move || jobs.list()).await;
+    let config = router.live().config.clone();
+    let zone = Zone::parse(&config.cron.timezone).unwrap_or(Zone::Host);
+    let home = router.home.clone();
+    // With `state.backend: postgres` these are the jobs every instance shares.
+    let listed = tokio::task::spawn_blocking(move || {
+        let store = crate::cron::shared::open_store(&home, &config)?;
+        Jobs::new(store, zone).list()
+    })
+    .await;
     let all = match listed {
         Ok(Ok(all)) => all,
         Ok(Err(e)) => return format!("⚠️ The scheduled jobs cannot be read: {e}"),

@@ -229,6 +229,36 @@ fn the_first_home_seeds_the_shared_jobs_and_a_later_one_never_overwrites_them() 
         serde_json::from_str(&cron_ok(b.path(), Some(&cluster), &["status", "--json"])).unwrap();
     assert_eq!(status["shared"], true, "{status}");
     assert_eq!(status["jobs"], 1, "{status}");
+
+    // `doctor` names B's unused file, and not A's (the seed is what the database holds).
+    let unused = "differs from the jobs in the shared database";
+    let doctor_b = doctor(b.path(), &cluster);
+    let b_jobs = b.path().join("cron").join("jobs.json");
+    assert!(
+        doctor_b
+            .lines()
+            .any(|l| l.contains(unused) && l.contains(&b_jobs.display().to_string())),
+        "{doctor_b}"
+    );
+    let doctor_a = doctor(a.path(), &cluster);
+    assert!(!doctor_a.contains(unused), "{doctor_a}");
+}
+
+/// What `hermesd doctor` prints for `home` on the database (its verdict on other checks,
+/// such as the unconfigured model, does not matter here).
+fn doctor(home: &Path, database: &PgCluster) -> String {
+    let out = Command::new(HERMESD)
+        .arg("doctor")
+        .env_clear()
+        .envs(base_env(home))
+        .env("HERMES_DATABASE_URL", database.url())
+        .output()
+        .expect("run hermesd doctor");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 #[test]

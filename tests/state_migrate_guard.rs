@@ -8,7 +8,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use fixture::populated_state_db;
 use serde_json::json;
@@ -16,32 +16,13 @@ use support::daemon::{API_KEY, Daemon, api_env};
 use support::fake_model::FakeModel;
 use support::postgres::PgCluster;
 
+#[path = "state_migrate/cli.rs"]
+mod cli;
 #[allow(dead_code)]
 #[path = "state_migrate/fixture.rs"]
 mod fixture;
 
-fn hermesd(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(support::daemon::daemon_binary())
-        .arg("--home")
-        .arg(home)
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.join("user-home"))
-        .env("HERMES_TEST_ISOLATION", "1")
-        .envs(env.iter().copied())
-        .output()
-        .expect("run hermesd")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use cli::{hermesd_with_env as hermesd, text};
 
 async fn start_daemon(home: &Path, env: Vec<(String, String)>) -> Daemon {
     let home = home.to_path_buf();

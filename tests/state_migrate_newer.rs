@@ -60,17 +60,10 @@ def session(sid):
         out["uids"] = [r[0] for r in conn.execute(
             "SELECT message_uid FROM messages WHERE session_id = ? ORDER BY id", (sid,))]
     return out
-checks = {}
-for table in ("messages_fts", "messages_fts_trigram"):
-    try:
-        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('integrity-check', 1)")
-        checks[table] = "ok"
-    except Exception as e:
-        checks[table] = str(e)
 hygiene = None
 if "gateway_hygiene_state" in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}:
     hygiene = [list(r) for r in conn.execute("SELECT session_key, failure_streak FROM gateway_hygiene_state")]
-print(json.dumps({"py1": session("py1"), "h1": session("h1"), "fts": checks, "hygiene": hygiene,
+print(json.dumps({"py1": session("py1"), "h1": session("h1"), "fts": fts_checks(conn), "hygiene": hygiene,
                   "hits": len(db.search_messages("docker"))}))
 "#;
 
@@ -318,7 +311,8 @@ async fn round_trip(version: u32) {
             "{} holds every table and column of the source",
             back.display()
         );
-        assert_read_back(version, &python_read(version, PY_READ, back, home));
+        let script = format!("{}{PY_READ}", newer::PY_FTS_CHECKS);
+        assert_read_back(version, &python_read(version, &script, back, home));
     }
 
     // hermesd in PostgreSQL mode keeps writing what the carried columns and tables expect.

@@ -26,7 +26,7 @@ print(json.dumps({"version": version, "cjk": cjk, "cjk_served": cjk_served}))
 "#;
 
 /// The start of both read-back scripts: the session `argv[2]` of the database `argv[1]`, its
-/// per-model usage rows, and both FTS5 integrity checks as a function.
+/// per-model usage rows, and (with [`PY_FTS_CHECKS`]) both FTS5 integrity checks.
 const PY_READ_PRELUDE: &str = r#"
 import json, pathlib, sys
 import hermes_state
@@ -36,7 +36,10 @@ s = db.get_session(sid)
 usage = [dict(r) for r in db._conn.execute(
     "SELECT model, task, input_tokens, output_tokens, api_call_count FROM session_model_usage "
     "WHERE session_id = ?", (sid,))]
+"#;
 
+/// `fts_checks(conn)`: both FTS5 indexes' integrity checks, each "ok" or the error (Python).
+pub const PY_FTS_CHECKS: &str = r#"
 def fts_checks(conn):
     checks = {}
     for table in ("messages_fts", "messages_fts_trigram"):
@@ -119,7 +122,7 @@ pub fn rebuild_cjk(path: &std::path::Path, term: &str) -> serde_json::Value {
 /// What the v31 code reads back of session `id`, with both FTS integrity checks.
 pub fn read_v31(path: &std::path::Path, id: &str) -> serde_json::Value {
     let dir = path.parent().unwrap();
-    let script = format!("{PY_READ_PRELUDE}{PY_READ_V31}");
+    let script = format!("{PY_READ_PRELUDE}{PY_FTS_CHECKS}{PY_READ_V31}");
     crate::support::python::run_v31(&script, &[path.to_str().unwrap(), id], dir)
 }
 
@@ -165,6 +168,6 @@ print(json.dumps({
 /// What Hermes 0.19 reads back of session `id`, with both FTS integrity checks.
 pub fn read_v22(path: &std::path::Path, id: &str) -> serde_json::Value {
     let dir = path.parent().unwrap();
-    let script = format!("{PY_READ_PRELUDE}{PY_READ_V22}");
+    let script = format!("{PY_READ_PRELUDE}{PY_FTS_CHECKS}{PY_READ_V22}");
     crate::support::python::run(&script, &[path.to_str().unwrap(), id], dir, "")
 }

@@ -97,6 +97,16 @@ impl MediaError {
     }
 }
 
+/// The refusal of an attachment Telegram declared larger than the cap (checked before any
+/// request, at intake and again before a download).
+pub fn declared_over_cap(attachment: &Attachment, settings: &Settings) -> Option<MediaError> {
+    let cap = settings.max_media_bytes;
+    attachment
+        .declared_size
+        .filter(|size| *size > cap)
+        .map(|size| MediaError::TooLarge { size, cap })
+}
+
 /// Downloads `attachment` into `settings.cache_dir/<subdir>/`; returns the local path.
 pub async fn download(
     api: &BotApi,
@@ -104,10 +114,10 @@ pub async fn download(
     update_id: i64,
     attachment: &Attachment,
 ) -> Result<PathBuf, MediaError> {
-    let cap = settings.max_media_bytes;
-    if let Some(size) = attachment.declared_size.filter(|s| *s > cap) {
-        return Err(MediaError::TooLarge { size, cap });
+    if let Some(refused) = declared_over_cap(attachment, settings) {
+        return Err(refused);
     }
+    let cap = settings.max_media_bytes;
     let file: File = serde_json::from_value(
         api.call(
             "getFile",

@@ -64,7 +64,7 @@ fn attachment(reference: &Value) -> Option<(Attachment, i64)> {
 pub async fn fetch(api: &BotApi, settings: &Settings, event: &mut MessageEvent) {
     for pending in std::mem::take(&mut event.pending_media) {
         let Some((attachment, update_id)) = attachment(&pending.reference) else {
-            note(event, &format!("{} could not be read back", pending.label));
+            note_not_saved(event, &format!("{} could not be read back", pending.label));
             continue;
         };
         match download_patiently(api, settings, update_id, &attachment).await {
@@ -74,7 +74,7 @@ pub async fn fetch(api: &BotApi, settings: &Settings, event: &mut MessageEvent) 
             }
             Err(e) => {
                 tracing::warn!(platform = "telegram", update_id, error = %e, "attachment not saved");
-                note(event, &e.to_string());
+                note_not_saved(event, &e.to_string());
             }
         }
     }
@@ -110,7 +110,8 @@ async fn download_patiently(
     }
 }
 
-fn note(event: &mut MessageEvent, reason: &str) {
+/// Adds the line saying a file was not saved, and why, to the event's text.
+pub fn note_not_saved(event: &mut MessageEvent, reason: &str) {
     let note = format!("[The attached file was not saved: {reason}]");
     event.text = if event.text.is_empty() {
         note

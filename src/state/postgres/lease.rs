@@ -72,25 +72,7 @@ pub async fn acquire(
 /// Extends a lease that is still current to `ttl` from now. An expired lease is lost even if
 /// nobody took it yet: its holder must acquire again and gets a new token.
 pub async fn renew(pool: &PgPool, lease: &Lease, ttl: Duration) -> PgResult<Lease> {
-    let row = sqlx::query(
-        "UPDATE hermesd_leases SET expires_at = now() + $4 * interval '1 millisecond' \
-         WHERE scope = $1 AND key = $2 AND token = $3 AND expires_at > now() \
-         RETURNING (extract(epoch FROM expires_at) * 1000000)::bigint AS expires",
-    )
-    .bind(lease.scope.as_str())
-    .bind(&lease.key)
-    .bind(lease.token)
-    .bind(millis(ttl) as f64)
-    .fetch_optional(pool)
-    .await?;
-    match row {
-        Some(row) => Ok(Lease {
-            expires_at_micros: row.get("expires"),
-            ttl,
-            ..lease.clone()
-        }),
-        None => Err(lost(lease)),
-    }
+    extend(pool, lease, ttl, false).await
 }
 
 /// Extends a lease that ran out but that nobody has taken since (the row still carries its
@@ -98,15 +80,27 @@ pub async fn renew(pool: &PgPool, lease: &Lease, ttl: Duration) -> PgResult<Leas
 /// instance owns, and a lapse nobody acted on must not orphan that work (docs/cluster.md,
 /// "Instance ownership"). `LeaseLost` when another holder has taken the key meanwhile.
 pub async fn renew_late(pool: &PgPool, lease: &Lease, ttl: Duration) -> PgResult<Lease> {
+    extend(pool, lease, ttl, true).await
+}
+
+/// Moves the lease's expiry to `ttl` from now where its row still carries its token and, unless
+/// `even_expired`, has not run out.
+async fn extend(
+    pool: &PgPool,
+    lease: &Lease,
+    ttl: Duration,
+    even_expired: bool,
+) -> PgResult<Lease> {
     let row = sqlx::query(
         "UPDATE hermesd_leases SET expires_at = now() + $4 * interval '1 millisecond' \
-         WHERE scope = $1 AND key = $2 AND token = $3 \
+         WHERE scope = $1 AND key = $2 AND token = $3 AND ($5 OR expires_at > now()) \
          RETURNING (extract(epoch FROM expires_at) * 1000000)::bigint AS expires",
     )
     .bind(lease.scope.as_str())
     .bind(&lease.key)
     .bind(lease.token)
     .bind(millis(ttl) as f64)
+    .bind(even_expired)
     .fetch_optional(pool)
     .await?;
     match row {

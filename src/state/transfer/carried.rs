@@ -85,20 +85,15 @@ impl SqliteColumn {
 
 /// A number, a single-quoted string or NULL.
 fn is_literal(default: &str) -> bool {
-    let number = default
-        .strip_prefix('-')
-        .unwrap_or(default)
-        .split_once('.')
-        .map_or_else(
-            || is_digits(default.strip_prefix('-').unwrap_or(default)),
-            |(whole, fraction)| is_digits(whole) && is_digits(fraction),
-        );
-    let quoted = default.len() >= 2
-        && default.starts_with('\'')
-        && default.ends_with('\'')
-        && !default[1..default.len() - 1]
-            .replace("''", "")
-            .contains('\'');
+    let unsigned = default.strip_prefix('-').unwrap_or(default);
+    let number = match unsigned.split_once('.') {
+        Some((whole, fraction)) => is_digits(whole) && is_digits(fraction),
+        None => is_digits(unsigned),
+    };
+    let quoted = default
+        .strip_prefix('\'')
+        .and_then(|rest| rest.strip_suffix('\''))
+        .is_some_and(|inside| !inside.replace("''", "").contains('\''));
     number || quoted || default.eq_ignore_ascii_case("NULL")
 }
 

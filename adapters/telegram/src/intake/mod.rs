@@ -214,17 +214,10 @@ impl ChatIntake {
             // Journaled as a reference and fetched by whichever process runs the turn, after
             // the update is acknowledged (`pending.rs`); one declared over the cap is refused
             // here, before anything is fetched.
-            let cap = self.shared.settings.max_media_bytes;
-            match attachment.declared_size.filter(|size| *size > cap) {
-                Some(size) => {
-                    let e = media::MediaError::TooLarge { size, cap };
+            match media::declared_over_cap(&attachment, &self.shared.settings) {
+                Some(e) => {
                     tracing::warn!(platform = "telegram", update_id, error = %e, "attachment not saved");
-                    let note = format!("[The attached file was not saved: {e}]");
-                    event.text = if event.text.is_empty() {
-                        note
-                    } else {
-                        format!("{}\n{note}", event.text)
-                    };
+                    pending::note_not_saved(&mut event, &e.to_string());
                 }
                 None => event
                     .pending_media

@@ -54,6 +54,7 @@ async fn a_turn_inside_a_lost_lease_writes_nothing() {
     // Every write A's turn makes, through any handle, is refused.
     let fenced = with_fence(
         lease,
+        hermesd::coord::Trust::unbounded(),
         store_a.create_session(NewSession::new("s-late", "telegram")),
     )
     .await

@@ -11,6 +11,7 @@ mod fence;
 mod lease;
 mod shared_files;
 pub mod solo;
+mod trust;
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,9 +19,10 @@ use std::time::Duration;
 
 pub use backend::{Coordination, WorkListener};
 pub use error::{BackendFailure, CoordError, CoordResult, ListenError};
-pub use fence::{current_fence, with_fence};
+pub use fence::{current_fence, current_trust, inherit_fence, with_fence};
 pub use lease::{Lease, LeaseScope};
 pub use shared_files::{SharedFileStore, SharedFiles, SharedLock, shared_name};
+pub use trust::{Fenced, TRUST_MARGIN, Trust};
 
 /// Whether other instances share this state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,6 +6,7 @@
 //! how far delivery got.
 
 mod edit;
+mod fenced;
 mod ledger;
 mod media;
 mod retry;
@@ -21,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ReplyToMode;
 use crate::gateway::media_tags::MediaPolicy;
 
+pub use fenced::send_checked;
 pub use ledger::{DeliveryError, ObligationDelivery};
 use retry::FailureClass;
 pub use retry::{
@@ -53,6 +55,15 @@ pub enum DeliveryOutcome {
         after_chunk: usize,
         error: SendFailure,
     },
+    /// The lease the reply is owned under could end before the next call would (this
+    /// process stalled, or its renewals are not landing): nothing more was sent after the
+    /// first `after_chunk` pieces. Flow control, not a failure: the reply stays owed and is
+    /// sent once a renewal lands, or by a survivor if the lease is lost
+    /// (`delivery/fenced.rs`).
+    Fenced {
+        after_chunk: usize,
+        error: crate::coord::Fenced,
+    },
 }
 
 /// What [`Deliverer::deliver`] did.
@@ -71,6 +82,8 @@ enum Attempt {
     Rejected(FailureClass, SendFailure),
     /// Rate-limited past the deadline, or told to stop waiting: nothing more was sent.
     Deferred(SendFailure),
+    /// The lease could end before the call would: it was not made.
+    Fenced(crate::coord::Fenced),
 }
 
 /// Sends replies through one adapter: a façade over its parts — the [`sender::Sender`]

@@ -3,6 +3,8 @@
 //! platform pushes back, paused while an approval is pending, stopped when dropped — or
 //! when the platform forbids it (repeating a refused call only earns more refusals, and
 //! Discord counts each toward its invalid-request limit, then bans the IP for a while).
+//! In a cluster each send is checked against the turn's session hold first
+//! (`delivery/fenced.rs`): one the hold may not outlive is skipped.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +53,13 @@ impl TypingLoop {
             kind: OutboundKind::Typing,
         };
         if adapter.capabilities().typing {
-            tokio::spawn(run(adapter, outbound, interval, paused_rx, stop.clone()));
+            tokio::spawn(crate::coord::inherit_fence(run(
+                adapter,
+                outbound,
+                interval,
+                paused_rx,
+                stop.clone(),
+            )));
         }
         Self {
             paused,
@@ -88,13 +96,18 @@ async fn run(
     loop {
         let mut wait = interval;
         if !*paused.borrow_and_update() {
-            let send = tokio::time::timeout(send_timeout, adapter.send(outbound.clone()));
+            let send = tokio::time::timeout(
+                send_timeout,
+                crate::gateway::delivery::send_checked(adapter.as_ref(), outbound.clone()),
+            );
             let result = tokio::select! {
                 _ = stop.cancelled() => return,
                 result = send => result,
             };
             match result {
-                Ok(result) => {
+                // Skipped: the session hold may end first.
+                Ok(None) => {}
+                Ok(Some(result)) => {
                     if let Some((kind, error)) = &result.error {
                         tracing::debug!(platform = adapter.platform(), ?kind, %error,
                             "typing indicator failed");

@@ -196,6 +196,15 @@ impl Store {
         self.inner.coordinator.is_shared()
     }
 
+    /// What this instance's reply sends are checked against: the local deadline of its
+    /// instance lease, which owns the replies it claims; unbounded with a state of its own.
+    pub fn send_trust(&self) -> crate::coord::Trust {
+        match &self.inner.backend {
+            Backend::Postgres(pg) => pg.instance_trust().clone(),
+            Backend::Sqlite(_) => crate::coord::Trust::unbounded(),
+        }
+    }
+
     /// Where the state lives, as it may be shown: the state.db path, or the database URL
     /// without its password.
     pub fn shown_location(&self) -> String {

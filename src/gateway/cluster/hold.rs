@@ -3,7 +3,9 @@
 //! renewal lands before the lease could have run out (counted on this host's clock from
 //! when the last one that landed was asked for: never later than the database's expiry),
 //! the hold is marked lost: nothing more is started under it, and the fenced writes of the
-//! turn still running fail on their own.
+//! turn still running fail on their own. Each renewal the database confirms moves the hold's
+//! [`Trust`] forward (to when it was asked plus the lease time): the turn's platform actions
+//! and tool calls are checked against it (`coord/trust.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::coord::{CoordError, Coordinator, Lease};
+use crate::coord::{CoordError, Coordinator, Lease, Trust};
 
 /// A held session lease (see the module docs). Release it with `Cluster::release`; dropping
 /// it stops the renewals and lets it expire.
@@ -19,6 +21,7 @@ use crate::coord::{CoordError, Coordinator, Lease};
 pub struct Held {
     lease: Arc<Lease>,
     lost: Arc<AtomicBool>,
+    trust: Trust,
     renewer: JoinHandle<()>,
 }
 
@@ -27,11 +30,18 @@ impl Held {
     pub(super) fn start(coord: Coordinator, lease: Lease, asked_at: Instant) -> Self {
         let lease = Arc::new(lease);
         let lost = Arc::new(AtomicBool::new(false));
-        let trusted_until = asked_at + lease.ttl;
-        let renewer = tokio::spawn(renew(coord, lease.clone(), trusted_until, lost.clone()));
+        let trust = Trust::leased(asked_at, lease.ttl);
+        let renewer = tokio::spawn(renew(
+            coord,
+            lease.clone(),
+            trust.clone(),
+            asked_at + lease.ttl,
+            lost.clone(),
+        ));
         Self {
             lease,
             lost,
+            trust,
             renewer,
         }
     }
@@ -39,6 +49,11 @@ impl Held {
     /// The lease as acquired: its token fences every write made under it.
     pub fn lease(&self) -> &Arc<Lease> {
         &self.lease
+    }
+
+    /// How long actions may still be taken under this hold (see [`Trust`]).
+    pub fn trust(&self) -> &Trust {
+        &self.trust
     }
 
     /// Whether a renewal found the lease taken or expired.
@@ -61,6 +76,7 @@ impl Drop for Held {
 async fn renew(
     coord: Coordinator,
     lease: Arc<Lease>,
+    trust: Trust,
     mut trusted_until: Instant,
     lost: Arc<AtomicBool>,
 ) {
@@ -72,11 +88,13 @@ async fn renew(
         match tokio::time::timeout_at(trusted_until, coord.renew(&lease, lease.ttl)).await {
             Ok(Ok(_)) => {
                 trusted_until = asked_at + lease.ttl;
+                trust.confirm(asked_at, lease.ttl);
                 pause = every;
             }
             Ok(Err(CoordError::LeaseLost { .. })) => {
                 tracing::warn!(session_key = %lease.key, token = lease.token, "session lease lost; this instance writes nothing more for the session");
                 lost.store(true, Ordering::SeqCst);
+                trust.revoke();
                 return;
             }
             // The database did not answer this time: the lease may still be ours; try again
@@ -88,6 +106,7 @@ async fn renew(
             Err(_) => {
                 tracing::warn!(session_key = %lease.key, token = lease.token, "no session lease renewal landed within the lease time; this instance writes nothing more for the session");
                 lost.store(true, Ordering::SeqCst);
+                trust.revoke();
                 return;
             }
         }

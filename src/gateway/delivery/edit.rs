@@ -8,7 +8,7 @@
 
 use hermes_adapter::OutboundKind;
 
-use super::ledger::record_outcome;
+use super::ledger::{held_back_before_claim, record_outcome};
 use super::retry::FailureClass;
 use super::{
     Attempt, Deliverer, DeliveryError, DeliveryOutcome, DeliveryReport, ObligationDelivery, Target,
@@ -37,6 +37,27 @@ impl Deliverer {
     /// the ledger; falls back to a new message (quoting `reply_to` per `reply_to_mode`) when
     /// the platform refuses the edit.
     pub async fn deliver_obligation_by_edit(
+        &self,
+        store: &Store,
+        obligation: &Obligation,
+        message_id: &str,
+        reply_to: Option<String>,
+        reply_to_mode: ReplyToMode,
+    ) -> Result<ObligationDelivery, DeliveryError> {
+        let trust = store.send_trust();
+        if let Some(held_back) = held_back_before_claim(&trust) {
+            return Ok(held_back);
+        }
+        super::fenced::scope(
+            trust,
+            self.edit_claimed(store, obligation, message_id, reply_to, reply_to_mode),
+        )
+        .await
+    }
+
+    /// [`Deliverer::deliver_obligation_by_edit`] from the claim on, its platform calls
+    /// checked against the instance lease.
+    async fn edit_claimed(
         &self,
         store: &Store,
         obligation: &Obligation,
@@ -100,6 +121,16 @@ impl Deliverer {
                         outcome: DeliveryOutcome::Deferred {
                             after_chunk: 0,
                             error: failure,
+                        },
+                    };
+                    return record_outcome(store, id, report).await;
+                }
+                Attempt::Fenced(error) => {
+                    let report = DeliveryReport {
+                        sent_message_ids: Vec::new(),
+                        outcome: DeliveryOutcome::Fenced {
+                            after_chunk: 0,
+                            error,
                         },
                     };
                     return record_outcome(store, id, report).await;

@@ -1,14 +1,17 @@
 //! The ledger-backed delivery path: a reply recorded as a `delivery_obligations` row is
 //! claimed (`attempting`) immediately before its first send, marked `delivered` only after
 //! the platform confirmed the last chunk, back to `pending` when flow control deferred it
-//! (or, for the wait, holds it: `wait_claim.rs`) before anything went out, and `failed` with the reason otherwise, so a restart resends
-//! exactly the replies that may be missing (ambiguous ones with the marker).
+//! (or, for the wait, holds it: `wait_claim.rs`) before anything went out, and `failed` with
+//! the reason otherwise, so a restart resends exactly the replies that may be missing
+//! (ambiguous ones with the marker). Every platform call is made only while this instance's
+//! lease, which owns the row, can be trusted past it (`fenced.rs`); a reply held back by that
+//! check is handed back `pending` (nothing out) or left `attempting` (part out), never failed.
 
 use crate::config::ReplyToMode;
 use crate::state::{Obligation, Store, StoreError};
 
 use super::wait_claim::WaitClaim;
-use super::{Deliverer, DeliveryOutcome, DeliveryReport};
+use super::{Deliverer, DeliveryOutcome, DeliveryReport, fenced};
 
 /// The ledger could not record a delivery step. The row keeps its last recorded state; a
 /// row left `attempting` is resent with the recovered marker after a restart.
@@ -58,6 +61,10 @@ impl Deliverer {
             obligation_id: id.to_owned(),
             source,
         };
+        let trust = store.send_trust();
+        if let Some(held_back) = held_back_before_claim(&trust) {
+            return Ok(held_back);
+        }
         if !store.mark_attempting(id).await.map_err(ledger)? {
             return Ok(ObligationDelivery::NotClaimed);
         }
@@ -74,9 +81,23 @@ impl Deliverer {
             reply_to,
             reply_to_mode,
         );
-        let report = WaitClaim::new(store.clone(), id).scope(delivery).await;
+        let delivery = WaitClaim::new(store.clone(), id).scope(delivery);
+        let report = fenced::scope(trust, delivery).await;
         record_outcome(store, id, report).await
     }
+}
+
+/// A reply is not even claimed while the lease that would own it cannot be trusted: the
+/// report says so, and the row is untouched.
+pub(super) fn held_back_before_claim(trust: &crate::coord::Trust) -> Option<ObligationDelivery> {
+    let error = trust.may_act(std::time::Duration::ZERO).err()?;
+    Some(ObligationDelivery::Attempted(DeliveryReport {
+        sent_message_ids: Vec::new(),
+        outcome: DeliveryOutcome::Fenced {
+            after_chunk: 0,
+            error,
+        },
+    }))
 }
 
 /// Writes how a claimed obligation's delivery went: `delivered`, or `failed` with the reason.
@@ -115,6 +136,21 @@ pub(super) async fn record_outcome(
             let error = format!("deferred after {after_chunk} chunk(s): {error}");
             store.mark_failed(id, &error).await.map_err(ledger)?;
         }
+        DeliveryOutcome::Fenced {
+            after_chunk: 0,
+            error,
+        } => {
+            // Nothing went out: hand the row back, only if it is still this instance's send
+            // (a survivor that took it over is sending it; then nothing is written).
+            store
+                .mark_deferred(id, &format!("held back: {error}"))
+                .await
+                .map_err(ledger)?;
+        }
+        // Part of it is out: the row stays `attempting` and this instance's (a write here
+        // could overwrite a survivor's claim), to be resent whole with the marker by whoever
+        // owns it next: this instance once a renewal lands, or a survivor.
+        DeliveryOutcome::Fenced { .. } => {}
         DeliveryOutcome::Failed { error } => {
             store
                 .mark_failed(id, &error.to_string())

@@ -80,6 +80,13 @@ pub(super) async fn deliver_with_attachments(
                 };
                 return report;
             }
+            Attempt::Fenced(error) => {
+                report.outcome = DeliveryOutcome::Fenced {
+                    after_chunk: report.sent_message_ids.len(),
+                    error,
+                };
+                return report;
+            }
             Attempt::Rejected(_, failure) | Attempt::Exhausted(failure) => {
                 tracing::warn!(platform, chat_id, path = %path, error = %failure, "attachment not delivered");
             }

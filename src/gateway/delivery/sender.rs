@@ -11,8 +11,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::retry::{FAILURE_NOTICE, FailureClass, RetryPolicy, classify, format_fallback};
-use super::{Attempt, DeliveryOutcome, DeliveryReport, SendFailure, Target, wait_claim};
+use super::{Attempt, DeliveryOutcome, DeliveryReport, SendFailure, Target, fenced, wait_claim};
 use crate::config::ReplyToMode;
+use crate::coord::Fenced;
 use crate::gateway::chunk::chunk_message;
 
 /// Pieces that still draw "too long" at this size (in the platform's unit) are given up on:
@@ -28,6 +29,7 @@ enum PieceOutcome {
     Exhausted(SendFailure),
     Failed(SendFailure),
     Deferred(SendFailure),
+    Fenced(crate::coord::Fenced),
 }
 
 /// Sends through one adapter with one retry policy.
@@ -114,13 +116,27 @@ impl Sender {
                         outcome,
                     };
                 }
+                PieceOutcome::Fenced(error) => {
+                    tracing::debug!(platform = self.adapter.platform(), chat_id, after_chunk = confirmed,
+                        %error, "reply held back: the lease it is owned under may end first");
+                    let outcome = DeliveryOutcome::Fenced {
+                        after_chunk: confirmed,
+                        error,
+                    };
+                    return DeliveryReport {
+                        sent_message_ids,
+                        outcome,
+                    };
+                }
                 PieceOutcome::Exhausted(failure) => {
                     tracing::error!(platform = self.adapter.platform(), chat_id,
                         error = %failure, "reply not delivered after retries; sending the notice");
-                    let notice = self
+                    if let Ok(notice) = self
                         .send_once(target, FAILURE_NOTICE, reply_to.clone(), false)
-                        .await;
-                    sent_message_ids.extend(notice.message_id);
+                        .await
+                    {
+                        sent_message_ids.extend(notice.message_id);
+                    }
                     failure
                 }
                 PieceOutcome::Failed(failure) => failure,
@@ -159,6 +175,7 @@ impl Sender {
                 Attempt::Sent(id) => return PieceOutcome::Sent(id),
                 Attempt::Exhausted(failure) => return PieceOutcome::Exhausted(failure),
                 Attempt::Deferred(failure) => return PieceOutcome::Deferred(failure),
+                Attempt::Fenced(error) => return PieceOutcome::Fenced(error),
                 Attempt::Rejected(class, failure) => match class {
                     FailureClass::Ambiguous => return PieceOutcome::Ambiguous(failure.message),
                     FailureClass::TooLong => return PieceOutcome::TooLong(failure),
@@ -186,7 +203,10 @@ impl Sender {
         let mut retries = 0;
         let mut rate_limited = 0;
         loop {
-            let result = self.send_kind(target, what.clone()).await;
+            let result = match self.send_kind(target, what.clone()).await {
+                Ok(result) => result,
+                Err(fenced) => return Attempt::Fenced(fenced),
+            };
             let Some((kind, message)) = result.error.clone() else {
                 wait_claim::sent();
                 return Attempt::Sent(result.message_id);
@@ -240,7 +260,7 @@ impl Sender {
         text: &str,
         reply_to: Option<String>,
         plain: bool,
-    ) -> SendResult {
+    ) -> Result<SendResult, Fenced> {
         let kind = OutboundKind::Text {
             text: text.to_owned(),
             reply_to,
@@ -249,12 +269,26 @@ impl Sender {
         self.send_kind(target, kind).await
     }
 
-    pub(super) async fn send_kind(&self, target: &Target<'_>, kind: OutboundKind) -> SendResult {
+    /// One platform call, made only while the lease it runs under can be trusted past it,
+    /// and cut off at that lease's deadline (`fenced.rs`): then it may or may not have
+    /// reached the platform.
+    pub(super) async fn send_kind(
+        &self,
+        target: &Target<'_>,
+        kind: OutboundKind,
+    ) -> Result<SendResult, Fenced> {
+        let act_by = fenced::check()?;
         let outbound = Outbound {
             chat_id: target.chat_id.to_owned(),
             thread_id: target.thread_id.map(str::to_owned),
             kind,
         };
-        self.adapter.send(outbound).await
+        let send = self.adapter.send(outbound);
+        let Some(act_by) = act_by else {
+            return Ok(send.await);
+        };
+        Ok(tokio::time::timeout_at(act_by, send)
+            .await
+            .unwrap_or_else(|_| fenced::cut_off()))
     }
 }

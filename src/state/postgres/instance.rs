@@ -13,6 +13,10 @@
 //! the rows stamped with it are still this instance's, so the survivors go on seeing them as
 //! alive. Only when another holder took the id meanwhile is a new lease taken, and the work
 //! stamped with the old token is then the survivors' to finish.
+//!
+//! Every renewal the database confirms moves the lease's [`Trust`] forward (to when it was
+//! asked plus the hold time): reply sends check it, so a process paused past its lease does
+//! not send a reply a survivor may have taken over (`gateway/delivery/fenced.rs`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,6 +26,7 @@ use tokio::task::JoinHandle;
 
 use super::error::PgError;
 use super::lease::{self, Lease, LeaseScope};
+use crate::coord::Trust;
 use crate::state::error::{StoreError, StoreResult};
 
 /// How often a taken instance id is retried at open (a previous run's lease may still be
@@ -42,6 +47,8 @@ pub struct InstanceLease {
     /// The connection the renewals use (see [`super::connect_for_renewals`]).
     renewals: PgPool,
     current: Arc<Mutex<Lease>>,
+    /// Until when this instance surely still holds its lease, on this host's clock.
+    trust: Trust,
     renewal: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -58,10 +65,11 @@ impl InstanceLease {
         let deadline = Instant::now() + ttl + Duration::from_secs(5);
         let mut waited = false;
         let held = loop {
+            let asked_at = tokio::time::Instant::now();
             if let Some(held) =
                 lease::acquire(pool, LeaseScope::Instance, instance, instance, ttl).await?
             {
-                break held;
+                break (held, asked_at);
             }
             if Instant::now() >= deadline {
                 return Err(StoreError::Invalid(format!(
@@ -79,12 +87,20 @@ impl InstanceLease {
             }
             tokio::time::sleep(ACQUIRE_RETRY).await;
         };
+        let (held, asked_at) = held;
+        let trust = Trust::leased(asked_at, ttl);
         let current = Arc::new(Mutex::new(held));
-        let renewal = tokio::spawn(renew_forever(renewals.clone(), Arc::clone(&current), ttl));
+        let renewal = tokio::spawn(renew_forever(
+            renewals.clone(),
+            Arc::clone(&current),
+            trust.clone(),
+            ttl,
+        ));
         Ok(Self {
             pool: pool.clone(),
             renewals,
             current,
+            trust,
             renewal: Mutex::new(Some(renewal)),
         })
     }
@@ -96,6 +112,11 @@ impl InstanceLease {
             instance: lease.key.clone(),
             token: lease.token,
         }
+    }
+
+    /// Until when this instance surely holds its lease: what reply sends are checked against.
+    pub fn trust(&self) -> &Trust {
+        &self.trust
     }
 
     /// Stops renewing and gives the lease up, so other instances may take over this
@@ -134,11 +155,12 @@ impl Drop for InstanceLease {
     }
 }
 
-async fn renew_forever(pool: PgPool, current: Arc<Mutex<Lease>>, ttl: Duration) {
+async fn renew_forever(pool: PgPool, current: Arc<Mutex<Lease>>, trust: Trust, ttl: Duration) {
     let period = super::renewal_timeout(ttl);
     loop {
         tokio::time::sleep(period).await;
         let held = current.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let asked_at = tokio::time::Instant::now();
         // A renewal stuck on a stalled connection is given up after a period, so the next
         // one starts on a fresh connection instead of waiting for TCP to notice.
         let next = match tokio::time::timeout(period, renew_or_take_again(&pool, &held, ttl)).await
@@ -153,6 +175,7 @@ async fn renew_forever(pool: PgPool, current: Arc<Mutex<Lease>>, ttl: Duration) 
             }
         };
         *current.lock().unwrap_or_else(|e| e.into_inner()) = next;
+        trust.confirm(asked_at, ttl);
     }
 }
 

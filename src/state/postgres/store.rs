@@ -103,6 +103,11 @@ impl PgStore {
         self.instance.owner()
     }
 
+    /// Until when this instance surely holds its instance lease (see `instance.rs`).
+    pub fn instance_trust(&self) -> &crate::coord::Trust {
+        self.instance.trust()
+    }
+
     /// Begins a write transaction, fenced by `fence` when there is one.
     pub async fn begin(&self, fence: Option<&Lease>) -> StoreResult<PgTx> {
         Ok(match fence {

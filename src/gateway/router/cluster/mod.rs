@@ -281,7 +281,12 @@ impl ClusterLink {
             let Ok(_permit) = self.turn_limit.clone().acquire_owned().await else {
                 return;
             };
-            with_fence(held.lease().clone(), work.run_job(slot, job)).await;
+            with_fence(
+                held.lease().clone(),
+                held.trust().clone(),
+                work.run_job(slot, job),
+            )
+            .await;
         }
     }
 

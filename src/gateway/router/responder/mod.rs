@@ -177,14 +177,12 @@ impl Responder {
         message_id: String,
     ) {
         if let Some(link) = self.link(&source.platform) {
-            let _ = link
-                .adapter
-                .send(hermes_adapter::Outbound {
-                    chat_id: source.chat_id.clone(),
-                    thread_id: source.thread_id.clone(),
-                    kind: hermes_adapter::OutboundKind::Delete { message_id },
-                })
-                .await;
+            let outbound = hermes_adapter::Outbound {
+                chat_id: source.chat_id.clone(),
+                thread_id: source.thread_id.clone(),
+                kind: hermes_adapter::OutboundKind::Delete { message_id },
+            };
+            let _ = crate::gateway::delivery::send_checked(link.adapter.as_ref(), outbound).await;
         }
     }
 

@@ -16,6 +16,9 @@ use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::router::responder::Responder;
 use crate::state::Obligation;
 
+/// How often a lane held back by an untrusted lease says it still waits.
+const TRUST_WAIT_REPORT: Duration = Duration::from_secs(60);
+
 /// A chat: platform and chat id (threads of one chat share its rate limits and its order).
 type LaneKey = (String, String);
 
@@ -133,20 +136,57 @@ impl Responder {
     /// A lane's task: delivers its chat's replies in order until none is left.
     async fn run_lane(self: Arc<Self>, key: LaneKey) {
         while let Some(next) = self.outbox.next(&key) {
-            let outcome = self
+            let mut outcome = self
                 .deliver_recorded(
                     &next.obligation_id,
                     next.reply_to.clone(),
                     next.event_id.as_deref(),
                 )
                 .await;
-            let deferred = matches!(outcome, Some(DeliveryOutcome::Deferred { .. }));
+            // Held back because this instance's lease could not be trusted: the same reply
+            // goes again (still first in its chat) once a renewal lands; if a survivor took
+            // it over meanwhile, the claim finds it theirs and sends nothing.
+            while matches!(outcome, Some(DeliveryOutcome::Fenced { .. })) {
+                if !self.wait_for_trust().await {
+                    break;
+                }
+                outcome = self
+                    .deliver_recorded(
+                        &next.obligation_id,
+                        next.reply_to.clone(),
+                        next.event_id.as_deref(),
+                    )
+                    .await;
+            }
+            let deferred = matches!(
+                outcome,
+                Some(DeliveryOutcome::Deferred { .. } | DeliveryOutcome::Fenced { .. })
+            );
             if deferred && self.outbox.stop_waiting.is_cancelled() {
                 // Stopping: the rest of this chat stays owed and goes out after the restart,
                 // still in order (the ledger resends oldest first).
                 let mut lanes = self.outbox.lock();
                 self.outbox.retire(&mut lanes, &key);
                 return;
+            }
+        }
+    }
+
+    /// Waits until this instance's lease can be trusted again; false when the gateway is
+    /// stopping first (the reply stays owed and goes out after the restart).
+    async fn wait_for_trust(&self) -> bool {
+        let trust = self.store.send_trust();
+        loop {
+            tokio::select! {
+                trusted = trust.wait_until_trusted(Duration::ZERO, TRUST_WAIT_REPORT) => {
+                    if trusted {
+                        return true;
+                    }
+                    tracing::warn!("replies are held back: this instance's lease has not been \
+                        confirmed by the database for a while; they are sent once it is, or by \
+                        another instance once it expires");
+                }
+                () = self.outbox.stop_waiting.cancelled() => return false,
             }
         }
     }
@@ -226,6 +266,10 @@ impl Responder {
                         tracing::warn!(platform = %obligation.platform, obligation_id = id,
                             outcome = ?report.outcome,
                             "reply deferred by flow control; it stays owed and is resent after a restart");
+                    }
+                    DeliveryOutcome::Fenced { error, .. } => {
+                        tracing::info!(platform = %obligation.platform, obligation_id = id, %error,
+                            "reply held back until this instance's lease is confirmed again");
                     }
                     _ => {
                         GatewayMetrics::incr(&self.metrics.send_failures);

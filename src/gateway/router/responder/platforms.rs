@@ -94,17 +94,19 @@ impl Responder {
             self.send_direct(source, text).await;
             return;
         }
-        let result = link
-            .adapter
-            .send(Outbound {
-                chat_id: source.chat_id.clone(),
-                thread_id: source.thread_id.clone(),
-                kind: OutboundKind::Prompt {
-                    text: text.to_owned(),
-                    buttons,
-                },
-            })
-            .await;
+        let outbound = Outbound {
+            chat_id: source.chat_id.clone(),
+            thread_id: source.thread_id.clone(),
+            kind: OutboundKind::Prompt {
+                text: text.to_owned(),
+                buttons,
+            },
+        };
+        let Some(result) =
+            crate::gateway::delivery::send_checked(link.adapter.as_ref(), outbound).await
+        else {
+            return;
+        };
         if !result.is_ok() {
             tracing::warn!(platform = %source.platform, error = ?result.error, "prompt with buttons failed; sending text");
             self.send_direct(source, text).await;

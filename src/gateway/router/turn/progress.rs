@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::agent::AgentEvent;
 use crate::config::ToolProgress;
+use crate::gateway::delivery::send_checked;
 use crate::gateway::router::live::Live;
 use crate::gateway::router::responder::Responder;
 use crate::gateway::router::slot::Job;
@@ -47,7 +48,9 @@ pub(in crate::gateway::router) fn spawn_progress(
     let mut preview = streaming.then(|| StreamPreview::new(&live.config.streaming));
     let responder = responder.clone();
     let source = job.event.source.clone();
-    Some(tokio::spawn(async move {
+    // Its lines and edits are checked against the turn's session hold
+    // (`gateway/delivery/fenced.rs`): a refused one is skipped.
+    Some(tokio::spawn(crate::coord::inherit_fence(async move {
         let mut last_tool = String::new();
         while let Some(event) = progress.recv().await {
             match event {
@@ -87,7 +90,7 @@ pub(in crate::gateway::router) fn spawn_progress(
             }
         }
         preview.and_then(|p| p.message_id)
-    }))
+    })))
 }
 
 /// Flood-control answers after which a preview stops being edited (Hermes's rule).
@@ -161,14 +164,14 @@ impl StreamPreview {
                 text: shown,
             },
         };
-        let result = link
-            .adapter
-            .send(hermes_adapter::Outbound {
-                chat_id: source.chat_id.clone(),
-                thread_id: source.thread_id.clone(),
-                kind,
-            })
-            .await;
+        let outbound = hermes_adapter::Outbound {
+            chat_id: source.chat_id.clone(),
+            thread_id: source.thread_id.clone(),
+            kind,
+        };
+        let Some(result) = send_checked(link.adapter.as_ref(), outbound).await else {
+            return;
+        };
         self.last_edit = Some(Instant::now());
         match result.kind() {
             None => {

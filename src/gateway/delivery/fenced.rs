@@ -1,0 +1,82 @@
+//! Platform calls checked against the lease they are made under. A reply's ledger row is
+//! owned by this instance's lease; a survivor resends it only once that lease has expired.
+//! The platform cannot check a fencing token, so this instance checks its own local deadline
+//! ([`Trust`]) before each call and bounds the call by it: a process paused past its lease
+//! resumes, finds the trust gone and sends nothing, and a call it starts cannot outlive the
+//! lease either (cut off at the deadline, it counts as a send whose outcome is unknown).
+//!
+//! The trust is task-local: the ledger path sets the instance lease's around one
+//! obligation's delivery; elsewhere (a progress line or a notice sent from a turn) the
+//! turn's session hold is used, and outside both there is no lease and every call passes.
+
+use std::future::Future;
+use std::time::Duration;
+
+use hermes_adapter::{Adapter, Outbound, SendErrorKind, SendResult};
+use tokio::time::Instant;
+
+use crate::coord::{Fenced, Trust, current_trust};
+
+tokio::task_local! {
+    static SEND_TRUST: Trust;
+}
+
+/// A platform call needs no more time than this left beyond the margin to start: it is
+/// bounded by the deadline anyway (the adapters' own timeouts are longer than a lease).
+const SEND_NEEDS: Duration = Duration::ZERO;
+
+/// Runs `delivery` with its platform calls checked against `trust`.
+pub(super) async fn scope<F: Future>(trust: Trust, delivery: F) -> F::Output {
+    SEND_TRUST.scope(trust, delivery).await
+}
+
+/// The trust the current task's platform calls are checked against.
+fn trust() -> Trust {
+    SEND_TRUST
+        .try_with(Trust::clone)
+        .unwrap_or_else(|_| current_trust())
+}
+
+/// Before a platform call: refused when the lease may end first; else the instant the call
+/// must end by (`None`: no lease bounds it).
+pub(super) fn check() -> Result<Option<Instant>, Fenced> {
+    let trust = trust();
+    trust.may_act(SEND_NEEDS)?;
+    Ok(trust.act_by())
+}
+
+/// One best-effort platform call made outside a reply's delivery (a streamed preview's edit,
+/// a prompt, a preview's removal, the typing indicator), checked and bounded like a reply's;
+/// `None` when the lease could end first: nothing was sent (progress is best effort, the
+/// reply itself still goes through the ledger).
+pub async fn send_checked(adapter: &dyn Adapter, outbound: Outbound) -> Option<SendResult> {
+    let act_by = match check() {
+        Ok(act_by) => act_by,
+        Err(error) => {
+            tracing::debug!(platform = adapter.platform(), chat_id = %outbound.chat_id, %error,
+                "platform call skipped: the lease it would run under may end first");
+            return None;
+        }
+    };
+    let send = adapter.send(outbound);
+    let Some(act_by) = act_by else {
+        return Some(send.await);
+    };
+    Some(
+        tokio::time::timeout_at(act_by, send)
+            .await
+            .unwrap_or_else(|_| cut_off()),
+    )
+}
+
+/// The result of a call cut off at the lease's deadline: it may or may not have landed.
+pub(super) fn cut_off() -> SendResult {
+    SendResult {
+        message_id: None,
+        error: Some((
+            SendErrorKind::Ambiguous,
+            "cut off at the lease's local deadline".to_owned(),
+        )),
+        retry_after: None,
+    }
+}

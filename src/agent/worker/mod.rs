@@ -404,7 +404,7 @@ impl Agent {
             }
             let calls = reply.tool_calls.clone();
             self.push(assistant_from(&reply), Some(&reply)).await?;
-            let mut results = tool_round::run(self, &calls, events, cancel).await;
+            let mut results = tool_round::run(self, &calls, events, cancel).await?;
             if let Some(last) = results.last_mut() {
                 append_steer(last, self.steer.as_ref());
             }

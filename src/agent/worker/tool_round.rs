@@ -2,8 +2,13 @@
 //! results returned in the original order; interactive tools (clarify) force the round to
 //! run sequentially. The agent-level tools (todo, memory, session_search, delegate_task) are
 //! handled here, with the agent's state, instead of through the registry.
+//!
+//! In a cluster, each call runs only while the turn's session hold can still be trusted
+//! (`coord/trust.rs`); a refused call is not run and the turn stops as it does when its lease
+//! is lost: the hold's next owner resumes it from the stored history (the model's tool-call
+//! message is stored, with a fenced write, before any call runs).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::future::{BoxFuture, join_all};
 use serde_json::{Value, json};
@@ -13,7 +18,8 @@ use super::Agent;
 use crate::agent::event_channel::{EventSink, emit};
 use crate::agent::events::AgentEvent;
 use crate::agent::message::ToolCall;
-use crate::state::NewSession;
+use crate::coord::{current_fence, current_trust};
+use crate::state::{NewSession, StoreError};
 use crate::tools::delegate::DelegateArgs;
 use crate::tools::session_search::{SessionSearchArgs, session_search};
 use crate::tools::{memory, todo, tool_error};
@@ -21,29 +27,54 @@ use crate::tools::{memory, todo, tool_error};
 const PREVIEW_CHARS: usize = 80;
 pub const INTERRUPTED_RESULT: &str = "interrupted by the user before the tool finished";
 
-/// Runs `calls` and returns one result string per call, in call order.
+/// A tool call may start while more than this (beyond the trust margin) is left of its
+/// session hold. A tool may run for minutes, longer than a lease, so a call cannot be
+/// required to fit: a call that started in time may outlive the hold (docs/cluster.md).
+const TOOL_CALL_NEEDS: Duration = Duration::ZERO;
+
+/// Runs `calls` and returns one result string per call, in call order; a lease-lost error
+/// when the turn's session hold could end before a call starts (that call is not run).
 pub async fn run(
     agent: &Agent,
     calls: &[ToolCall],
     events: &EventSink,
     cancel: &CancellationToken,
-) -> Vec<String> {
+) -> Result<Vec<String>, StoreError> {
     let registry = &agent.deps().registry;
     let sequential = calls.len() == 1 || calls.iter().any(|c| registry.is_interactive(&c.name));
     if sequential {
         let mut results = Vec::with_capacity(calls.len());
         for call in calls {
+            hold_still_trusted(call)?;
             results.push(run_one(agent, call, events, cancel).await);
         }
-        results
+        Ok(results)
     } else {
-        join_all(
-            calls
-                .iter()
-                .map(|call| run_one(agent, call, events, cancel)),
-        )
+        join_all(calls.iter().map(|call| async move {
+            hold_still_trusted(call)?;
+            Ok(run_one(agent, call, events, cancel).await)
+        }))
         .await
+        .into_iter()
+        .collect()
     }
+}
+
+/// Refuses a tool call the turn's session hold may not be trusted to cover (no hold: one
+/// instance owns the state, every call passes).
+fn hold_still_trusted(call: &ToolCall) -> Result<(), StoreError> {
+    let Some(lease) = current_fence() else {
+        return Ok(());
+    };
+    current_trust().may_act(TOOL_CALL_NEEDS).map_err(|fenced| {
+        tracing::warn!(session_key = %lease.key, token = lease.token, tool = %call.name, %fenced,
+            "tool call not run: the session lease may end first; the turn stops and the lease's next holder resumes it");
+        StoreError::LeaseLost {
+            scope: lease.scope.as_str(),
+            key: lease.key.clone(),
+            token: lease.token,
+        }
+    })
 }
 
 fn preview(arguments: &str) -> String {

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::support::daemon::{API_KEY, Daemon, base_env};
 use crate::support::fake_model::FakeModel;
+use crate::support::pg_proxy::PgProxy;
 use crate::support::postgres::PgCluster;
 
 /// Generous: other builders share this 2-core machine.
@@ -52,6 +53,8 @@ pub struct Instance {
     pub webhook: String,
     /// The fake Slack's id of this instance's Socket Mode connection (all platforms only).
     pub slack_socket: Option<u64>,
+    /// The proxy between this instance and PostgreSQL ([`ClusterRig::start_proxied`] only).
+    pub proxy: Option<PgProxy>,
     vars: Vec<(String, String)>,
 }
 
@@ -69,6 +72,8 @@ pub struct ClusterRig {
     pub more: Option<MorePlatforms>,
     pub instances: Vec<Instance>,
     http: reqwest::Client,
+    /// Whether each instance reaches PostgreSQL through a proxy of its own.
+    proxied: bool,
 }
 
 impl ClusterRig {
@@ -79,7 +84,19 @@ impl ClusterRig {
 
     /// As [`ClusterRig::start`], with `tail` appended to each instance's config.yaml.
     pub async fn start_with(count: usize, lease_seconds: f64, tail: &str) -> Self {
-        Self::start_on(count, lease_seconds, tail, None).await
+        Self::start_on(count, lease_seconds, tail, None, false).await
+    }
+
+    /// As [`ClusterRig::start_with`], each instance reaching PostgreSQL through its own
+    /// [`PgProxy`] (`instances[n].proxy`), for faults on one instance's database traffic
+    /// (latency, stalls, traps) and round-trip counts.
+    pub async fn start_proxied(count: usize, lease_seconds: f64, tail: &str) -> Self {
+        Self::start_on(count, lease_seconds, tail, None, true).await
+    }
+
+    /// Instance `n`'s proxy ([`ClusterRig::start_proxied`]).
+    pub fn proxy(&self, n: usize) -> &PgProxy {
+        self.instances[n].proxy.as_ref().expect("started proxied")
     }
 
     /// As [`ClusterRig::start_with`], every instance also serving a fake Discord bot
@@ -101,7 +118,7 @@ impl ClusterRig {
             channels,
             slack: FakeSlack::start().await,
         };
-        let rig = Self::start_on(count, lease_seconds, tail, Some(more)).await;
+        let rig = Self::start_on(count, lease_seconds, tail, Some(more), false).await;
         let more = rig.more.as_ref().expect("more platforms");
         more.slack
             .wait_within(WAIT, "a Slack socket per instance", |r| {
@@ -121,6 +138,7 @@ impl ClusterRig {
         lease_seconds: f64,
         tail: &str,
         more: Option<MorePlatforms>,
+        proxied: bool,
     ) -> Self {
         let pg = tokio::task::spawn_blocking(PgCluster::start)
             .await
@@ -134,6 +152,7 @@ impl ClusterRig {
             more,
             instances: Vec::new(),
             http: reqwest::Client::new(),
+            proxied,
         };
         for n in 0..count {
             let instance = rig
@@ -162,10 +181,18 @@ impl ClusterRig {
             ));
         }
         std::fs::write(home.path().join("config.yaml"), config).expect("write config.yaml");
+        let proxy = match self.proxied {
+            true => Some(PgProxy::start(self.pg.port()).await),
+            false => None,
+        };
+        let database_url = match &proxy {
+            Some(proxy) => proxy.url_for(&self.pg.url(), self.pg.port()),
+            None => self.pg.url(),
+        };
         let mut vars = base_env(home.path());
         vars.extend(
             [
-                ("HERMES_DATABASE_URL", self.pg.url()),
+                ("HERMES_DATABASE_URL", database_url),
                 ("TELEGRAM_BOT_TOKEN", TOKEN.to_owned()),
                 (
                     "TELEGRAM_ALLOWED_USERS",
@@ -211,6 +238,7 @@ impl ClusterRig {
             daemon: Some(daemon),
             webhook,
             slack_socket,
+            proxy,
             vars,
         }
     }

@@ -9,6 +9,7 @@ pub mod fts5_cjk;
 pub mod images;
 pub mod mcp_servers;
 pub mod owners;
+pub mod pg_proxy;
 pub mod postgres;
 pub mod providers;
 pub mod python;

@@ -22,7 +22,7 @@ pub use error::{BackendFailure, CoordError, CoordResult, ListenError};
 pub use fence::{current_fence, current_trust, inherit_fence, with_fence};
 pub use lease::{Lease, LeaseScope};
 pub use shared_files::{SharedFileStore, SharedFiles, SharedLock, shared_name};
-pub use trust::{Fenced, TRUST_MARGIN, Trust};
+pub use trust::{Claim, Fenced, TRUST_MARGIN, Trust};
 
 /// Whether other instances share this state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,12 +26,18 @@ pub const TRUST_MARGIN: Duration = Duration::from_secs(1);
 /// a freshly renewed lease (two thirds of its time left) still lets actions through.
 const TRUST_MARGIN_SHARE_OF_LEASE: u32 = 10;
 
-/// An action was refused: the lease it would run under may end before it is done.
+/// An action was refused: the lease it would run under may end before it is done, or
+/// lapsed since the work was claimed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the lease can be trusted for {left_ms} ms more, and this action needs {needed_ms} ms")]
-pub struct Fenced {
-    pub left_ms: u64,
-    pub needed_ms: u64,
+pub enum Fenced {
+    #[error(
+        "the lease can be trusted for {left_ms} ms more, and this action needs more than {needed_ms} ms"
+    )]
+    TooLittleLeft { left_ms: u64, needed_ms: u64 },
+    /// A renewal landed only after the local deadline had passed: what was claimed before
+    /// may have been taken over meanwhile, and must be claimed again first.
+    #[error("the lease lapsed (renewed late) since this work was claimed")]
+    LapsedSinceClaim,
 }
 
 /// The local deadline of one lease (see the module docs). Clones share it: the renewer
@@ -44,8 +50,15 @@ pub struct Trust {
 
 #[derive(Debug)]
 struct Bound {
-    until: watch::Sender<Instant>,
+    until: watch::Sender<Deadline>,
     margin: Duration,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    at: Instant,
+    /// How many times a renewal landed after the deadline had passed (a lapse).
+    lapses: u64,
 }
 
 impl Trust {
@@ -59,7 +72,10 @@ impl Trust {
         let margin = TRUST_MARGIN.min(ttl / TRUST_MARGIN_SHARE_OF_LEASE);
         Self {
             bound: Some(Arc::new(Bound {
-                until: watch::Sender::new(asked_at + ttl),
+                until: watch::Sender::new(Deadline {
+                    at: asked_at + ttl,
+                    lapses: 0,
+                }),
                 margin,
             })),
         }
@@ -71,27 +87,49 @@ impl Trust {
     }
 
     /// The database confirmed a renewal asked for at `asked_at`: the lease lasts at least
-    /// until `asked_at + ttl`. Never moves the deadline back.
+    /// until `asked_at + ttl`. Never moves the deadline back. A confirmation that comes
+    /// after the deadline passed counts a lapse (see [`Trust::claimed_now`]).
     pub fn confirm(&self, asked_at: Instant, ttl: Duration) {
         if let Some(bound) = &self.bound {
             let until = asked_at + ttl;
+            let now = Instant::now();
             bound.until.send_if_modified(|current| {
-                let later = until > *current;
+                let later = until > current.at;
                 if later {
-                    *current = until;
+                    if now >= current.at {
+                        current.lapses += 1;
+                    }
+                    current.at = until;
                 }
                 later
             });
         }
     }
 
+    /// A mark for work claimed under this lease now: [`Trust::may_act_on`] refuses it once
+    /// the lease has lapsed since, even if renewed late under the same token (a survivor
+    /// may have taken the work over meanwhile).
+    pub fn claimed_now(&self) -> Claim {
+        Claim(self.bound.as_ref().map(|b| b.until.borrow().lapses))
+    }
+
+    /// As [`Trust::may_act`], for work claimed at `claim`.
+    pub fn may_act_on(&self, claim: Claim, action: Duration) -> Result<(), Fenced> {
+        if let (Some(bound), Some(lapses)) = (&self.bound, claim.0)
+            && bound.until.borrow().lapses != lapses
+        {
+            return Err(Fenced::LapsedSinceClaim);
+        }
+        self.may_act(action)
+    }
+
     /// The lease is known lost: nothing more may be done under it.
     pub fn revoke(&self) {
         if let Some(bound) = &self.bound {
             let now = Instant::now();
-            bound
-                .until
-                .send_replace(now.checked_sub(bound.margin).unwrap_or(now));
+            bound.until.send_modify(|current| {
+                current.at = now.checked_sub(bound.margin).unwrap_or(now);
+            });
         }
     }
 
@@ -103,12 +141,13 @@ impl Trust {
         let left = bound
             .until
             .borrow()
+            .at
             .saturating_duration_since(Instant::now());
         let needed = action + bound.margin;
         if left > needed {
             Ok(())
         } else {
-            Err(Fenced {
+            Err(Fenced::TooLittleLeft {
                 left_ms: left.as_millis() as u64,
                 needed_ms: needed.as_millis() as u64,
             })
@@ -119,7 +158,7 @@ impl Trust {
     /// `None` when unbounded.
     pub fn act_by(&self) -> Option<Instant> {
         let bound = self.bound.as_ref()?;
-        let until = *bound.until.borrow();
+        let until = bound.until.borrow().at;
         Some(until.checked_sub(bound.margin).unwrap_or(until))
     }
 
@@ -145,6 +184,10 @@ impl Trust {
     }
 }
 
+/// When work was claimed, in lapses of its lease (see [`Trust::claimed_now`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim(Option<u64>);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +212,30 @@ mod tests {
         assert_eq!(trust.act_by(), before);
         trust.revoke();
         assert!(trust.may_act(Duration::ZERO).is_err(), "revoked");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn work_claimed_before_a_lapse_is_refused_after_a_late_renewal() {
+        let ttl = Duration::from_secs(3);
+        let trust = Trust::leased(Instant::now(), ttl);
+        let before = trust.claimed_now();
+        // Renewed in time: the claim still holds.
+        tokio::time::advance(Duration::from_secs(1)).await;
+        trust.confirm(Instant::now(), ttl);
+        assert!(trust.may_act_on(before, Duration::ZERO).is_ok());
+        // Past the deadline, then renewed late (asked before it passed, or after).
+        tokio::time::advance(Duration::from_secs(5)).await;
+        trust.confirm(Instant::now() - Duration::from_millis(100), ttl);
+        assert!(trust.may_act(Duration::ZERO).is_ok());
+        assert_eq!(
+            trust.may_act_on(before, Duration::ZERO),
+            Err(Fenced::LapsedSinceClaim)
+        );
+        assert!(
+            trust
+                .may_act_on(trust.claimed_now(), Duration::ZERO)
+                .is_ok()
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -48,8 +48,11 @@ impl Deliverer {
         if let Some(held_back) = held_back_before_claim(&trust) {
             return Ok(held_back);
         }
+        // Marked before the claim is asked for (`edit_claimed` claims first thing).
+        let claim = trust.claimed_now();
         super::fenced::scope(
             trust,
+            claim,
             self.edit_claimed(store, obligation, message_id, reply_to, reply_to_mode),
         )
         .await

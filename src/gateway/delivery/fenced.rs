@@ -15,33 +15,32 @@ use std::time::Duration;
 use hermes_adapter::{Adapter, Outbound, SendErrorKind, SendResult};
 use tokio::time::Instant;
 
-use crate::coord::{Fenced, Trust, current_trust};
+use crate::coord::{Claim, Fenced, Trust, current_trust};
 
 tokio::task_local! {
-    static SEND_TRUST: Trust;
+    static SEND_TRUST: (Trust, Claim);
 }
 
 /// A platform call needs no more time than this left beyond the margin to start: it is
 /// bounded by the deadline anyway (the adapters' own timeouts are longer than a lease).
 const SEND_NEEDS: Duration = Duration::ZERO;
 
-/// Runs `delivery` with its platform calls checked against `trust`.
-pub(super) async fn scope<F: Future>(trust: Trust, delivery: F) -> F::Output {
-    SEND_TRUST.scope(trust, delivery).await
-}
-
-/// The trust the current task's platform calls are checked against.
-fn trust() -> Trust {
-    SEND_TRUST
-        .try_with(Trust::clone)
-        .unwrap_or_else(|_| current_trust())
+/// Runs `delivery`, whose row was claimed at `claim`, with its platform calls checked
+/// against `trust`: refused too once the lease lapsed after the claim (renewed late, the
+/// row may be a survivor's now).
+pub(super) async fn scope<F: Future>(trust: Trust, claim: Claim, delivery: F) -> F::Output {
+    SEND_TRUST.scope((trust, claim), delivery).await
 }
 
 /// Before a platform call: refused when the lease may end first; else the instant the call
 /// must end by (`None`: no lease bounds it).
 pub(super) fn check() -> Result<Option<Instant>, Fenced> {
-    let trust = trust();
-    trust.may_act(SEND_NEEDS)?;
+    let (trust, claim) = SEND_TRUST.try_with(Clone::clone).unwrap_or_else(|_| {
+        let trust = current_trust();
+        let claim = trust.claimed_now();
+        (trust, claim)
+    });
+    trust.may_act_on(claim, SEND_NEEDS)?;
     Ok(trust.act_by())
 }
 

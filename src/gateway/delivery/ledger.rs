@@ -65,6 +65,8 @@ impl Deliverer {
         if let Some(held_back) = held_back_before_claim(&trust) {
             return Ok(held_back);
         }
+        // Marked before the claim is asked for: a lapse while it is on its way counts.
+        let claim = trust.claimed_now();
         if !store.mark_attempting(id).await.map_err(ledger)? {
             return Ok(ObligationDelivery::NotClaimed);
         }
@@ -82,7 +84,7 @@ impl Deliverer {
             reply_to_mode,
         );
         let delivery = WaitClaim::new(store.clone(), id).scope(delivery);
-        let report = fenced::scope(trust, delivery).await;
+        let report = fenced::scope(trust, claim, delivery).await;
         record_outcome(store, id, report).await
     }
 }

@@ -157,6 +157,10 @@ impl Responder {
                         next.event_id.as_deref(),
                     )
                     .await;
+                if outcome.is_none() {
+                    tracing::info!(obligation_id = %next.obligation_id,
+                        "a held-back reply was not sent here: it was delivered, taken over or abandoned elsewhere meanwhile");
+                }
             }
             let deferred = matches!(
                 outcome,

@@ -1,0 +1,158 @@
+//! Platform sends are fenced by the lease that owns them (issue 28, defect 5), through the
+//! real binary: an instance stopped (SIGSTOP) right after claiming a reply for its send
+//! (`mark_attempting` committed, the answer not yet read), kept stopped until a survivor
+//! took the reply over and sent it, then continued, sends no second copy: its lease's local
+//! deadline passed while it was stopped, so the send is held back, and once its lease is
+//! renewed the row is the survivor's. And at the store level: while this instance's lease
+//! cannot be confirmed (its database connection stalled), a reply is neither claimed nor
+//! sent; it stays owed and goes out once when a renewal lands.
+
+#[path = "support/cluster.rs"]
+mod cluster_support;
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster_support::{ClusterRig, WAIT};
+use hermes_adapter::LengthUnit;
+use hermesd::gateway::delivery::{Deliverer, DeliveryOutcome, ObligationDelivery, RetryPolicy};
+use hermesd::state::{NewObligation, Store, StoreOptions};
+use sqlx::postgres::PgPool;
+use support::conditions::wait_until;
+use support::pg_proxy::PgProxy;
+use support::postgres::PgCluster;
+use support::scripted_adapter::ScriptedAdapter;
+
+/// Short leases keep the takeover quick.
+const LEASE_SECONDS: f64 = 2.0;
+/// The statement that claims a reply for its send (`ledger_writes::mark_attempting`).
+const CLAIM_SQL: &str = "SET state = 'attempting'";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_paused_between_claiming_a_reply_and_sending_it_sends_no_second_copy() {
+    let rig = ClusterRig::start_proxied(2, LEASE_SECONDS, "").await;
+    // Whichever instance runs the turn claims the reply; the first claim is trapped (the
+    // other trap is dropped unsprung and never holds anything).
+    let first = rig.proxy(0).trap(CLAIM_SQL);
+    let second = rig.proxy(1).trap(CLAIM_SQL);
+    assert_eq!(rig.post(0, 1, "answer me once").await, 200);
+    let (paused, caught) = tokio::select! {
+        caught = first.sprung(WAIT) => (0, caught),
+        caught = second.sprung(WAIT) => (1, caught),
+    };
+    rig.signal(paused, "-STOP");
+    caught.release();
+    // The survivor takes the reply over once the paused instance's lease has expired.
+    let sent = rig.wait_sent(1).await;
+    assert!(sent[0].text.contains("answer me once"), "{sent:#?}");
+    rig.signal(paused, "-CONT");
+    let daemon = rig.instances[paused].daemon();
+    tokio::task::block_in_place(|| {
+        daemon.wait_for_line("a held-back reply was not sent here", WAIT)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the resumed instance never gave the reply up; sent: {:#?}\nlogs: {:#?}",
+            rig.sent(),
+            rig.all_logs()
+        )
+    });
+    assert_eq!(rig.sent().len(), 1, "one copy: {:#?}", rig.sent());
+    assert_eq!(
+        rig.count("SELECT count(*) FROM delivery_obligations WHERE state = 'delivered'")
+            .await,
+        1
+    );
+    // The paused instance works on: a new message is answered once.
+    assert_eq!(rig.post(paused, 2, "and this one").await, 200);
+    let sent = rig.wait_sent(2).await;
+    assert!(sent[1].text.contains("and this one"), "{sent:#?}");
+    rig.stop().await;
+}
+
+/// The instance lease of the store-level test: renewed every second.
+const STORE_TTL: Duration = Duration::from_secs(3);
+
+async fn obligation_row(pool: &PgPool, id: &str) -> (String, i64) {
+    sqlx::query_as("SELECT state, attempts FROM delivery_obligations WHERE obligation_id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .expect("read the obligation")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_owed_under_an_unconfirmed_instance_lease_stays_owed_and_goes_out_once_later() {
+    let pg = tokio::task::spawn_blocking(PgCluster::start)
+        .await
+        .expect("start PostgreSQL");
+    let proxy = PgProxy::start(pg.port()).await;
+    let options = StoreOptions {
+        instance_id: Some("a".into()),
+        lease_ttl: STORE_TTL,
+        ..StoreOptions::default()
+    };
+    let store = Store::open_postgres(&proxy.url_for(&pg.url(), pg.port()), options)
+        .await
+        .expect("open through the proxy");
+    let direct = PgPool::connect(&pg.url()).await.expect("connect directly");
+    let adapter = Arc::new(ScriptedAdapter::new(4096, LengthUnit::Utf16));
+    let deliverer = Deliverer::new(adapter.clone(), RetryPolicy::seeded(2));
+    let id = store
+        .create_obligation(NewObligation {
+            session_key: "agent:main:telegram:dm:42".into(),
+            message_ref: "e1".into(),
+            platform: "telegram".into(),
+            chat_id: "42".into(),
+            thread_id: None,
+            content: "owed".into(),
+        })
+        .await
+        .unwrap();
+    let row = store.get_obligation(&id).await.unwrap().unwrap();
+
+    // The database stops answering this instance: no renewal lands, and the lease's local
+    // deadline (never later than the database's expiry) passes.
+    proxy.set_stalled(true);
+    let trust = store.send_trust();
+    wait_until("the lease's local deadline passed", WAIT, || {
+        trust.may_act(Duration::ZERO).is_err()
+    })
+    .await;
+    let delivered = tokio::time::timeout(WAIT, deliverer.deliver_obligation(&store, &row))
+        .await
+        .expect("a reply held back does not wait for the stalled database")
+        .unwrap();
+    let ObligationDelivery::Attempted(report) = delivered else {
+        panic!("held back, not refused: {delivered:?}");
+    };
+    assert!(
+        matches!(
+            report.outcome,
+            DeliveryOutcome::Fenced { after_chunk: 0, .. }
+        ),
+        "{report:?}"
+    );
+    assert!(adapter.sent().is_empty(), "nothing sent");
+    assert_eq!(
+        obligation_row(&direct, &id).await,
+        ("pending".to_owned(), 0),
+        "still owed, never claimed, never failed"
+    );
+
+    // The database answers again: a renewal lands and the reply goes out, once.
+    proxy.set_stalled(false);
+    wait_until("a renewal was confirmed", WAIT, || {
+        trust.may_act(Duration::ZERO).is_ok()
+    })
+    .await;
+    let delivered = deliverer.deliver_obligation(&store, &row).await.unwrap();
+    assert!(
+        matches!(&delivered, ObligationDelivery::Attempted(r) if r.outcome == DeliveryOutcome::Delivered),
+        "{delivered:?}"
+    );
+    assert_eq!(adapter.sent().len(), 1);
+    assert_eq!(obligation_row(&direct, &id).await.0, "delivered");
+    store.close().await;
+}

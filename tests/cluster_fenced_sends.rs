@@ -5,7 +5,9 @@
 //! deadline passed while it was stopped, so the send is held back, and once its lease is
 //! renewed the row is the survivor's. And at the store level: while this instance's lease
 //! cannot be confirmed (its database connection stalled), a reply is neither claimed nor
-//! sent; it stays owed and goes out once when a renewal lands.
+//! sent; it stays owed and goes out once when a renewal lands. A tool call is fenced the
+//! same way: a holder stopped right after storing the model's tool-call message, resumed
+//! after the new holder ran the tool, does not run it a second time.
 
 #[path = "support/cluster.rs"]
 mod cluster_support;
@@ -20,6 +22,7 @@ use hermesd::gateway::delivery::{Deliverer, DeliveryOutcome, ObligationDelivery,
 use hermesd::state::{NewObligation, Store, StoreOptions};
 use sqlx::postgres::PgPool;
 use support::conditions::wait_until;
+use support::fake_model::{Reply, Step};
 use support::pg_proxy::PgProxy;
 use support::postgres::PgCluster;
 use support::scripted_adapter::ScriptedAdapter;
@@ -68,6 +71,82 @@ async fn an_instance_paused_between_claiming_a_reply_and_sending_it_sends_no_sec
     assert_eq!(rig.post(paused, 2, "and this one").await, 200);
     let sent = rig.wait_sent(2).await;
     assert!(sent[1].text.contains("and this one"), "{sent:#?}");
+    rig.stop().await;
+}
+
+/// The statement that stores a message (the model's tool calls, before they run).
+const MESSAGE_SQL: &str = "INSERT INTO messages";
+
+fn lines_in(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|text| text.lines().count())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_paused_before_running_a_tool_call_does_not_run_it_after_a_takeover() {
+    let rig = ClusterRig::start_proxied(2, LEASE_SECONDS, "").await;
+    let shared = tempfile::tempdir().unwrap();
+    let file = shared.path().join("runs.txt");
+    let append = || {
+        Reply::tool_call(
+            "terminal",
+            serde_json::json!({"command": format!("echo ran >> {}", file.display())}),
+        )
+    };
+    // The first holder's model call waits until the trap is armed; the holder that takes
+    // the turn over asks again and runs the same command; then the answer.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    rig.model.push(Step::Gated {
+        reply: append(),
+        gate: gate.clone(),
+    });
+    rig.model.push(Step::Reply(append()));
+    rig.model.push(Step::text("appended"));
+    assert_eq!(rig.post(0, 1, "append a line").await, 200);
+    rig.model.wait_for_requests(1, WAIT).await;
+    // The user's message is stored; the next message stored is the model's tool call.
+    let first = rig.proxy(0).trap(MESSAGE_SQL);
+    let second = rig.proxy(1).trap(MESSAGE_SQL);
+    gate.add_permits(1);
+    let (paused, caught) = tokio::select! {
+        caught = first.sprung(WAIT) => (0, caught),
+        caught = second.sprung(WAIT) => (1, caught),
+    };
+    rig.signal(paused, "-STOP");
+    caught.release();
+    // The new holder's progress line comes first, then its answer.
+    let mut seen = 1;
+    loop {
+        let sent = rig.wait_sent(seen).await;
+        if sent.iter().any(|m| m.text == "appended") {
+            break;
+        }
+        seen = sent.len() + 1;
+    }
+    assert_eq!(lines_in(&file), 1, "the new holder ran the command");
+    rig.signal(paused, "-CONT");
+    let daemon = rig.instances[paused].daemon();
+    wait_until("the resumed holder refused its tool call", WAIT, || {
+        lines_in(&file) > 1
+            || daemon
+                .logs()
+                .iter()
+                .any(|l| l.contains("tool call not run"))
+    })
+    .await;
+    assert_eq!(
+        lines_in(&file),
+        1,
+        "the paused holder ran the command again"
+    );
+    let texts: Vec<String> = rig.sent().into_iter().map(|m| m.text).collect();
+    let count = |part: &str| texts.iter().filter(|t| t.contains(part)).count();
+    assert_eq!(
+        (count("terminal"), count("appended")),
+        (1, 1),
+        "one progress line and one answer: {texts:#?}"
+    );
     rig.stop().await;
 }
 

@@ -29,7 +29,7 @@ enum PieceOutcome {
     Exhausted(SendFailure),
     Failed(SendFailure),
     Deferred(SendFailure),
-    Fenced(crate::coord::Fenced),
+    Fenced(Fenced),
 }
 
 /// Sends through one adapter with one retry policy.

@@ -43,9 +43,9 @@ const CHAT_TURN_ENDS: [&str; 2] = [
 /// The last statement of an API turn: the session lease given back.
 const API_TURN_ENDS: [&str; 1] = ["UPDATE hermesd_leases SET expires_at = now()"];
 
-/// The ceiling this test holds a chat turn's statement round trips to: the 48 a turn makes
+/// The ceiling this test holds a chat turn's statement round trips to: the 47 a turn makes
 /// (listed in docs/cluster.md, "Cost per turn"), the notification race's 2, and 2 spare.
-const CHAT_TURN_BOUND: usize = 52;
+const CHAT_TURN_BOUND: usize = 51;
 
 /// How many round trips two identical chat turns may differ by (see the scale test).
 const NOTIFICATION_RACE: usize = 2;
@@ -295,6 +295,14 @@ async fn round_trips_of_a_chat_turn_and_an_api_turn() {
     .await;
     print_cost("API turn (/v1/chat/completions)", &api);
     assert!(chat.statements <= CHAT_TURN_BOUND, "{chat:#?}");
+    // A text-only turn keeps no images, so it has none to forget either.
+    assert!(
+        !chat
+            .lines
+            .iter()
+            .any(|l| l.contains("hermesd_shared_files")),
+        "{chat:#?}"
+    );
     assert!(api.statements < chat.statements, "{api:#?}");
     rig.stop().await;
 }

@@ -176,11 +176,10 @@ impl RoutingIndex {
     /// Reads the stored entry of `key` again (PostgreSQL: another instance may have routed
     /// the session to a new session id since this one loaded it).
     pub async fn reload_key(&self, store: &Store, key: &str) -> StoreResult<()> {
-        let mut stored = store.load_routing(&self.scope).await?;
-        let entry = stored
-            .remove(key)
+        let entry = store
+            .load_routing_entry(&self.scope, key)
+            .await?
             .and_then(|value| RouteEntry::from_value(key, value));
-        drop(stored);
         let mut entries = self.lock();
         match entry {
             Some(entry) => {

@@ -96,6 +96,17 @@ impl Store {
         self.read(|c, _| gateway_read::unfinished_inbound(c)).await
     }
 
+    /// [`Store::unfinished_inbound`] of one session only: what its lease holder runs next.
+    /// Reads that session's rows through an index, however long the journal is.
+    pub async fn unfinished_inbound_of(&self, session_key: &str) -> StoreResult<Vec<InboundEvent>> {
+        if let Some(pg) = self.postgres() {
+            return pg.unfinished_inbound_of(session_key).await;
+        }
+        let key = session_key.to_owned();
+        self.read(move |c, _| gateway_read::unfinished_inbound_of(c, &key))
+            .await
+    }
+
     /// Whether `session_key` has an event received or in progress: work for whoever
     /// holds the session. Reads the partial index of unfinished events, not the journal.
     pub async fn has_unfinished_inbound(&self, session_key: &str) -> StoreResult<bool> {
@@ -306,6 +317,21 @@ impl Store {
             })
             .await?;
         Ok(changed(outcome))
+    }
+
+    /// One entry of the routing index of `scope` (`None`: no entry, or one whose JSON does
+    /// not parse, as [`Store::load_routing`] skips it).
+    pub async fn load_routing_entry(
+        &self,
+        scope: &str,
+        session_key: &str,
+    ) -> StoreResult<Option<Value>> {
+        if let Some(pg) = self.postgres() {
+            return pg.load_routing_entry(scope, session_key).await;
+        }
+        let (scope, key) = (scope.to_owned(), session_key.to_owned());
+        self.read(move |c, _| gateway_read::load_routing_entry(c, &scope, &key))
+            .await
     }
 
     pub async fn load_routing(&self, scope: &str) -> StoreResult<BTreeMap<String, Value>> {

@@ -44,6 +44,18 @@ struct Controls {
     stalled: watch::Sender<bool>,
     traps: Mutex<Vec<TrapSpec>>,
     drop_all: Notify,
+    /// Every request batch answered so far (see [`PgProxy::batch_log`]).
+    batch_log: Mutex<Vec<Batch>>,
+}
+
+/// One request batch (one round trip) as the proxy saw it.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// The SQL of each statement it ran (`; `-joined), `parse: SQL` for a statement it only
+    /// prepared, or `sync` for a bare `Sync` (sqlx's ping: a pool's check of a connection).
+    pub sql: String,
+    /// The bytes of the server's answer, its `ReadyForQuery` included.
+    pub answer_bytes: u64,
 }
 
 #[derive(Debug)]
@@ -79,6 +91,7 @@ impl PgProxy {
             stalled: watch::channel(false).0,
             traps: Mutex::new(Vec::new()),
             drop_all: Notify::new(),
+            batch_log: Mutex::new(Vec::new()),
         });
         let shared = controls.clone();
         let accept = tokio::spawn(async move {
@@ -122,6 +135,12 @@ impl PgProxy {
     /// Statements the clients sent so far (each `Query`, each `Execute`).
     pub fn statements(&self) -> u64 {
         self.controls.statements.load(Ordering::SeqCst)
+    }
+
+    /// Every request batch (one round trip each) answered so far, over every connection,
+    /// in the order their answers ended.
+    pub fn batch_log(&self) -> Vec<Batch> {
+        self.controls.batch_log.lock().unwrap().clone()
     }
 
     /// Adds `latency` to every round trip from now on (zero: none).
@@ -196,8 +215,8 @@ impl Drop for Caught {
 }
 
 /// What the client side tells the server side about each request batch, in order: whether
-/// the batch ran a statement a trap waits for.
-type Batches = Arc<Mutex<VecDeque<Option<oneshot::Sender<oneshot::Sender<()>>>>>>;
+/// the batch ran a statement a trap waits for, and what it carried.
+type Batches = Arc<Mutex<VecDeque<(Option<oneshot::Sender<oneshot::Sender<()>>>, String)>>>;
 
 async fn serve(client: TcpStream, server: TcpStream, controls: Arc<Controls>) {
     let _ = client.set_nodelay(true);
@@ -286,6 +305,7 @@ async fn client_to_server(
     }
     let mut prepared: HashMap<String, String> = HashMap::new();
     let mut batch_sql: Vec<String> = Vec::new();
+    let mut described: Vec<String> = Vec::new();
     loop {
         let Some((kind, body)) = read_message(&mut read, true).await else {
             return;
@@ -294,11 +314,13 @@ async fn client_to_server(
             b'Q' => {
                 controls.statements.fetch_add(1, Ordering::SeqCst);
                 batch_sql.push(cstr(&body).0);
-                end_batch(&controls, &batches, &mut batch_sql);
+                described.push(batch_sql[0].clone());
+                end_batch(&controls, &batches, &mut batch_sql, &mut described);
             }
             b'P' => {
                 let (name, rest) = cstr(&body);
                 let (sql, _) = cstr(rest);
+                described.push(format!("parse: {sql}"));
                 prepared.insert(name, sql);
             }
             b'B' => {
@@ -306,6 +328,10 @@ async fn client_to_server(
                 let (statement, _) = cstr(rest);
                 if let Some(sql) = prepared.get(&statement) {
                     batch_sql.push(sql.clone());
+                    // A statement parsed in this batch is now run: shown once, as run.
+                    let parsed = format!("parse: {sql}");
+                    described.retain(|d| *d != parsed);
+                    described.push(sql.clone());
                 }
             }
             b'E' => {
@@ -314,7 +340,7 @@ async fn client_to_server(
             b'C' if body.first() == Some(&b'S') => {
                 prepared.remove(&cstr(&body[1..]).0);
             }
-            b'S' => end_batch(&controls, &batches, &mut batch_sql),
+            b'S' => end_batch(&controls, &batches, &mut batch_sql, &mut described),
             _ => {}
         }
         gate(&controls).await;
@@ -325,13 +351,23 @@ async fn client_to_server(
 }
 
 /// Records that a request batch ended, with the trap its statements spring, if any.
-fn end_batch(controls: &Controls, batches: &Batches, batch_sql: &mut Vec<String>) {
+fn end_batch(
+    controls: &Controls,
+    batches: &Batches,
+    batch_sql: &mut Vec<String>,
+    described: &mut Vec<String>,
+) {
+    let line = match described.is_empty() {
+        true => "sync".to_owned(),
+        false => described.join("; "),
+    };
+    described.clear();
     let mut traps = controls.traps.lock().unwrap();
     let hit = traps
         .iter()
         .position(|t| batch_sql.iter().any(|sql| sql.contains(&t.needle)));
     let fired = hit.and_then(|i| traps.remove(i).fired);
-    batches.lock().unwrap().push_back(fired);
+    batches.lock().unwrap().push_back((fired, line));
     batch_sql.clear();
 }
 
@@ -359,6 +395,7 @@ async fn server_to_client(
     // A sprung trap waits for the first idle ReadyForQuery at or after its batch's (a
     // statement inside a transaction is held only once the transaction committed).
     let mut armed: Option<oneshot::Sender<oneshot::Sender<()>>> = None;
+    let mut answer_bytes = 0u64;
     loop {
         let kind = match pending_byte.take() {
             Some(kind) => kind,
@@ -375,13 +412,20 @@ async fn server_to_client(
             return;
         }
         let mut hold = None;
+        answer_bytes += body.len() as u64 + 5;
         if kind == b'Z' {
             add_latency(&controls).await;
             controls.round_trips.fetch_add(1, Ordering::SeqCst);
             // The start-up's ReadyForQuery answers no batch the client side recorded.
-            if let Some(fired) = batches.lock().unwrap().pop_front().flatten() {
-                armed = Some(fired);
+            if let Some((fired, sql)) = batches.lock().unwrap().pop_front() {
+                controls
+                    .batch_log
+                    .lock()
+                    .unwrap()
+                    .push(Batch { sql, answer_bytes });
+                armed = fired.or(armed);
             }
+            answer_bytes = 0;
             if body.first() == Some(&b'I') {
                 hold = armed.take();
             }

@@ -25,6 +25,7 @@ impl Agent {
         message.images = std::mem::take(&mut self.pending_images);
         // The pixels stay out of state.db; kept under the home until the turn ends so a
         // resume after a crash sends them again.
+        let kept_images = !message.images.is_empty();
         self.keep_turn_images(inbound, message.images.clone()).await;
         let stored = history::to_stored(&self.session_id, &message, None);
         let (platform, event_id) = inbound;
@@ -34,7 +35,11 @@ impl Agent {
             .await?;
         self.history.push(message);
         let outcome = self.continue_then_forget_images(events, cancel).await;
-        self.forget_turn_images(inbound).await;
+        // A text-only turn kept nothing (and a run of this event before a crash had the
+        // same payload, so neither did it): nothing to forget, no statement on a cluster.
+        if kept_images {
+            self.forget_turn_images(inbound).await;
+        }
         outcome
     }
 

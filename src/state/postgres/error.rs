@@ -44,6 +44,13 @@ impl PgError {
         }
     }
 
+    /// Whether the connection the statement ran on is gone (its socket closed or reset):
+    /// a transaction being begun on it cannot have committed anything, so it can be begun
+    /// again on another connection.
+    pub(crate) fn is_broken_connection(&self) -> bool {
+        matches!(self, PgError::Query(sqlx::Error::Io(_)))
+    }
+
     /// The shared database's error as it is, a lost lease included (no closed-pool mapping:
     /// for the driver errors of one statement, as they always were reported).
     pub(crate) fn into_shared(self) -> StoreError {

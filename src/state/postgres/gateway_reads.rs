@@ -99,6 +99,24 @@ impl PgStore {
         rows.iter().map(inbound).collect()
     }
 
+    /// One session's received or processing events in journal order, through the partial
+    /// index of unfinished events by session (migration 0007).
+    pub(crate) async fn unfinished_inbound_of(
+        &self,
+        session_key: &str,
+    ) -> StoreResult<Vec<InboundEvent>> {
+        let sql = format!(
+            "SELECT {INBOUND_COLUMNS} FROM hermesd_inbound_events \
+             WHERE state IN ('received', 'processing') AND session_key = $1 ORDER BY seq"
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(session_key)
+            .fetch_all(self.pool())
+            .await
+            .db()?;
+        rows.iter().map(inbound).collect()
+    }
+
     pub(crate) async fn has_unfinished_inbound(&self, session_key: &str) -> StoreResult<bool> {
         let row = sqlx::query(
             "SELECT EXISTS (SELECT 1 FROM hermesd_inbound_events \
@@ -195,6 +213,30 @@ impl PgStore {
         Ok(crate::state::sqlite::gateway_read::parse_routing(
             scope, rows,
         ))
+    }
+
+    /// One routing entry of `scope` by its primary key; `None` when absent or unparsable.
+    pub(crate) async fn load_routing_entry(
+        &self,
+        scope: &str,
+        session_key: &str,
+    ) -> StoreResult<Option<serde_json::Value>> {
+        let json: Option<String> = sqlx::query_scalar(
+            "SELECT entry_json FROM gateway_routing WHERE scope = $1 AND session_key = $2",
+        )
+        .bind(scope)
+        .bind(session_key)
+        .fetch_optional(self.pool())
+        .await
+        .db()?;
+        Ok(json.and_then(|json| {
+            crate::state::sqlite::gateway_read::parse_routing(
+                scope,
+                vec![(session_key.to_owned(), json)],
+            )
+            .into_values()
+            .next()
+        }))
     }
 
     /// Claims still `running`, and ended runs whose outcome `jobs.json` has not had yet.

@@ -156,17 +156,17 @@ pub async fn begin_fenced(
     lease: &Lease,
 ) -> PgResult<Transaction<'static, Postgres>> {
     let mut tx = pool.begin().await?;
-    sqlx::query("SELECT set_config('idle_in_transaction_session_timeout', $1, true)")
-        .bind(millis(lease.ttl).to_string())
-        .execute(&mut *tx)
-        .await?;
+    // One statement (one round trip) for the check, the lock and the timeout. The timeout
+    // is set only when the row is returned; without it the transaction is rolled back here.
     let current = sqlx::query(
-        "SELECT 1 FROM hermesd_leases \
+        "SELECT set_config('idle_in_transaction_session_timeout', $4, true) \
+         FROM hermesd_leases \
          WHERE scope = $1 AND key = $2 AND token = $3 AND expires_at > now() FOR SHARE",
     )
     .bind(lease.scope.as_str())
     .bind(&lease.key)
     .bind(lease.token)
+    .bind(millis(lease.ttl).to_string())
     .fetch_optional(&mut *tx)
     .await?;
     match current {

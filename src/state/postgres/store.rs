@@ -108,12 +108,25 @@ impl PgStore {
         self.instance.trust()
     }
 
-    /// Begins a write transaction, fenced by `fence` when there is one.
+    /// Begins a write transaction, fenced by `fence` when there is one. A pooled connection
+    /// is not checked before use (see [`super::connect`]), so one that broke while idle fails
+    /// here, before anything was written: another is taken, as many times as the pool can
+    /// hold broken ones.
     pub async fn begin(&self, fence: Option<&Lease>) -> StoreResult<PgTx> {
-        Ok(match fence {
-            Some(lease) => begin_fenced(&self.pool, lease).await?,
-            None => self.pool.begin().await.map_err(PgError::from)?,
-        })
+        let mut tries = self.pool.options().get_max_connections() + 1;
+        loop {
+            let begun = match fence {
+                Some(lease) => begin_fenced(&self.pool, lease).await,
+                None => self.pool.begin().await.map_err(PgError::from),
+            };
+            match begun {
+                Err(e) if tries > 1 && e.is_broken_connection() => {
+                    tracing::debug!(error = %e, "a pooled connection broke while idle; taking another");
+                    tries -= 1;
+                }
+                other => return Ok(other?),
+            }
+        }
     }
 
     /// Applies one write command in its own transaction and commits it.

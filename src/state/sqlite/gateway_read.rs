@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 
 use crate::state::error::StoreResult;
@@ -78,6 +78,19 @@ pub fn unfinished_inbound(conn: &Connection) -> StoreResult<Vec<InboundEvent>> {
          WHERE state IN {UNFINISHED_STATES} ORDER BY rowid"
     ))?;
     let rows = stmt.query_map([], inbound_from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// One session's events received or in progress, in journal order.
+pub fn unfinished_inbound_of(
+    conn: &Connection,
+    session_key: &str,
+) -> StoreResult<Vec<InboundEvent>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {INBOUND_COLUMNS} FROM hermesd_inbound_events
+         WHERE state IN {UNFINISHED_STATES} AND session_key = ?1 ORDER BY rowid"
+    ))?;
+    let rows = stmt.query_map([session_key], inbound_from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -190,6 +203,26 @@ pub fn load_routing(conn: &Connection, scope: &str) -> StoreResult<BTreeMap<Stri
         })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(parse_routing(scope, rows))
+}
+
+/// One entry of the routing index of `scope`; `None` when absent or unparsable.
+pub fn load_routing_entry(
+    conn: &Connection,
+    scope: &str,
+    session_key: &str,
+) -> StoreResult<Option<Value>> {
+    let json: Option<String> = conn
+        .query_row(
+            "SELECT entry_json FROM gateway_routing WHERE scope = ?1 AND session_key = ?2",
+            [scope, session_key],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(json.and_then(|json| {
+        parse_routing(scope, vec![(session_key.to_owned(), json)])
+            .into_values()
+            .next()
+    }))
 }
 
 /// Routing rows (key, entry JSON) as the index (either backend).

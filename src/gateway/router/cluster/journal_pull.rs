@@ -48,7 +48,7 @@ impl ClusterLink {
     /// Dispatches the session's received events nobody here has taken up yet, oldest first,
     /// while the lease is still held.
     async fn take_up_received<W: SlotWork>(&self, work: &W, slot: &Arc<Slot>) {
-        let unfinished = match self.store.unfinished_inbound().await {
+        let unfinished = match self.store.unfinished_inbound_of(&slot.key).await {
             Ok(events) => events,
             Err(e) => {
                 tracing::warn!(session_key = %slot.key, error = %e, "cannot read the session's new events; the turn boundary picks them up");
@@ -57,7 +57,7 @@ impl ClusterLink {
         };
         let received = unfinished
             .iter()
-            .filter(|e| e.session_key == slot.key && e.state == InboundState::Received);
+            .filter(|e| e.state == InboundState::Received);
         for journaled in received {
             let name = seen_key(&journaled.platform, &journaled.event_id);
             if !untaken(&slot.lock(), &name) {

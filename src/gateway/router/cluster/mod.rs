@@ -295,17 +295,13 @@ impl ClusterLink {
     /// requests (not journaled) first, then the events oldest first, then anything queued
     /// that the journal no longer lists as unfinished.
     async fn order_by_journal(&self, slot: &Arc<Slot>) {
-        let unfinished = match self.store.unfinished_inbound().await {
+        let ours = match self.store.unfinished_inbound_of(&slot.key).await {
             Ok(events) => events,
             Err(e) => {
                 tracing::warn!(session_key = %slot.key, error = %e, "cannot read the session's unfinished events");
                 return;
             }
         };
-        let ours: Vec<InboundEvent> = unfinished
-            .into_iter()
-            .filter(|e| e.session_key == slot.key)
-            .collect();
         // Decode the events not yet taken up (outside the slot's lock: it may write).
         let untaken: Vec<&InboundEvent> = {
             let state = slot.lock();
@@ -357,12 +353,12 @@ impl ClusterLink {
     /// After a release: when the session has unfinished events this hold did not take up
     /// (they arrived after its last look), another instance is told to take them.
     async fn announce_leftovers(&self, key: &str, seen: &HashSet<String>) {
-        let Ok(unfinished) = self.store.unfinished_inbound().await else {
+        let Ok(unfinished) = self.store.unfinished_inbound_of(key).await else {
             return;
         };
         let left = unfinished
             .iter()
-            .any(|e| e.session_key == key && !seen.contains(&seen_key(&e.platform, &e.event_id)));
+            .any(|e| !seen.contains(&seen_key(&e.platform, &e.event_id)));
         if left {
             self.cluster.announce(key).await;
         }

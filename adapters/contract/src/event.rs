@@ -219,6 +219,58 @@ mod tests {
     }
 
     #[test]
+    fn a_merge_tag_survives_the_journal_and_older_rows_load_without_one() {
+        let mut tagged = event("part");
+        tagged.merge = Some(MergeTag {
+            key: "album:42:7".into(),
+            kind: MergeKind::Album,
+            order: 1001,
+            quiet_ms: 800,
+        });
+        let json = serde_json::to_value(&tagged).unwrap();
+        assert_eq!(json["merge"]["kind"], "album");
+        assert_eq!(
+            serde_json::from_value::<MessageEvent>(json).unwrap(),
+            tagged
+        );
+        // A row journaled before the tag existed has no such field.
+        let mut older = serde_json::to_value(event("old")).unwrap();
+        assert!(
+            older.get("merge").is_none(),
+            "untagged events write no field"
+        );
+        older.as_object_mut().unwrap().remove("pending_media");
+        let loaded: MessageEvent = serde_json::from_value(older).unwrap();
+        assert_eq!(loaded.merge, None);
+    }
+
+    #[test]
+    fn appended_parts_keep_their_order_and_an_album_caption_once() {
+        let mut album = event("what is this?");
+        album.pending_media.push(PendingMedia {
+            reference: serde_json::json!(1),
+            label: "a".into(),
+        });
+        let mut second = event("what is this?");
+        second.pending_media.push(PendingMedia {
+            reference: serde_json::json!(2),
+            label: "b".into(),
+        });
+        album.append_part(second, MergeKind::Album);
+        album.append_part(event(""), MergeKind::Album);
+        assert_eq!(album.text, "what is this?");
+        let labels: Vec<&str> = album
+            .pending_media
+            .iter()
+            .map(|m| m.label.as_str())
+            .collect();
+        assert_eq!(labels, ["a", "b"]);
+        let mut paste = event("same");
+        paste.append_part(event("same"), MergeKind::SplitText);
+        assert_eq!(paste.text, "same\nsame", "a paste keeps every line");
+    }
+
+    #[test]
     fn commands_are_parsed_like_hermes() {
         assert_eq!(
             event("/New@hermes_bot my title").command().as_deref(),

@@ -240,3 +240,133 @@ impl ClusterLink {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hermes_adapter::SessionSource;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    fn part(id: &str, text: &str, kind: MergeKind, order: i64, quiet_ms: u64) -> Job {
+        let mut event = MessageEvent::text(id, SessionSource::dm("telegram", "42", "42"), text);
+        event.message_id = Some(order.to_string());
+        event.merge = Some(MergeTag {
+            key: format!("{kind:?}:42"),
+            kind,
+            order,
+            quiet_ms,
+        });
+        Job {
+            event,
+            resumed: false,
+            api: None,
+            authority: Default::default(),
+        }
+    }
+
+    fn photo(id: &str, order: i64) -> Job {
+        let mut job = part(id, "", MergeKind::Album, order, 800);
+        job.event.media_paths.push(format!("/photo-{order}"));
+        job
+    }
+
+    fn plain(id: &str) -> Job {
+        let mut job = part(id, "hello", MergeKind::Album, 0, 0);
+        job.event.merge = None;
+        job
+    }
+
+    #[test]
+    fn an_album_waits_for_its_quiet_period_from_the_newest_part_seen() {
+        let start = Instant::now();
+        let mut seen = FirstSeen::new();
+        let mut queue = VecDeque::from([photo("1", 11)]);
+        assert_eq!(
+            plan(&queue, &mut seen, start),
+            Gather::Wait(start + Duration::from_millis(800))
+        );
+        // A part seen later restarts the period.
+        queue.push_back(photo("2", 12));
+        let later = start + Duration::from_millis(500);
+        assert_eq!(
+            plan(&queue, &mut seen, later),
+            Gather::Wait(later + Duration::from_millis(800))
+        );
+        let quiet = later + SECOND;
+        assert_eq!(plan(&queue, &mut seen, quiet), Gather::Join(vec![0, 1]));
+    }
+
+    #[test]
+    fn album_parts_join_in_the_platforms_order_around_other_events() {
+        let start = Instant::now();
+        let mut seen = FirstSeen::new();
+        // Journaled (by different instances) out of the album's order, with another message
+        // between them.
+        let queue = VecDeque::from([photo("2", 12), plain("9"), photo("3", 13), photo("1", 11)]);
+        assert!(matches!(plan(&queue, &mut seen, start), Gather::Wait(_)));
+        assert_eq!(
+            plan(&queue, &mut seen, start + SECOND),
+            Gather::Join(vec![3, 0, 2])
+        );
+        let parts: Vec<&MessageEvent> = [3, 0, 2].iter().map(|&i| &queue[i].event).collect();
+        let event = joined(&parts, &queue[0].event);
+        assert_eq!(event.event_id, "2", "the kept row's identity");
+        assert_eq!(
+            event.message_id.as_deref(),
+            Some("11"),
+            "the album's first message"
+        );
+        assert_eq!(event.media_paths, ["/photo-11", "/photo-12", "/photo-13"]);
+    }
+
+    #[test]
+    fn a_lone_part_runs_after_its_quiet_period_and_plain_events_at_once() {
+        let start = Instant::now();
+        let mut seen = FirstSeen::new();
+        assert_eq!(
+            plan(&VecDeque::from([plain("1")]), &mut seen, start),
+            Gather::Run
+        );
+        // A part later than its group's turn is alone in the queue: its own turn.
+        let queue = VecDeque::from([photo("4", 14)]);
+        assert!(matches!(plan(&queue, &mut seen, start), Gather::Wait(_)));
+        assert_eq!(plan(&queue, &mut seen, start + SECOND), Gather::Run);
+        // A turn already started (resumed) is never held back or joined.
+        let mut resumed = photo("5", 15);
+        resumed.resumed = true;
+        let queue = VecDeque::from([resumed, photo("6", 16)]);
+        assert_eq!(plan(&queue, &mut seen, start), Gather::Run);
+    }
+
+    #[test]
+    fn a_split_paste_joins_only_after_a_part_that_may_continue() {
+        let start = Instant::now();
+        let mut seen = FirstSeen::new();
+        let head = "x".repeat(4096);
+        // A short text that continues nothing runs at once.
+        let queue = VecDeque::from([part("1", "hi", MergeKind::SplitText, 1, 0)]);
+        assert_eq!(plan(&queue, &mut seen, start), Gather::Run);
+        // A part of split length waits for the rest.
+        let mut queue = VecDeque::from([part("2", &head, MergeKind::SplitText, 2, 1000)]);
+        assert_eq!(plan(&queue, &mut seen, start), Gather::Wait(start + SECOND));
+        // The rest arrives: it continues nothing, so the paste is complete at once.
+        queue.push_back(part("3", "tail", MergeKind::SplitText, 3, 0));
+        queue.push_back(part("4", "next", MergeKind::SplitText, 4, 0));
+        let now = start + Duration::from_millis(200);
+        assert_eq!(plan(&queue, &mut seen, now), Gather::Join(vec![0, 1]));
+        let parts = [&queue[0].event, &queue[1].event];
+        let event = joined(&parts, &queue[0].event);
+        assert_eq!(event.text, format!("{head}\ntail"));
+        assert_eq!(
+            event.merge.as_ref().map(|t| (t.order, t.quiet_ms)),
+            Some((2, 0))
+        );
+        // Journaled the other way round, the halves still join in the paste's order.
+        let queue = VecDeque::from([
+            part("6", "tail", MergeKind::SplitText, 6, 0),
+            part("5", &head, MergeKind::SplitText, 5, 1000),
+        ]);
+        assert_eq!(plan(&queue, &mut seen, now), Gather::Join(vec![1, 0]));
+    }
+}

@@ -16,8 +16,10 @@ use support::fake_model::Step;
 
 const LEASE_SECONDS: f64 = 2.0;
 
-/// A model that takes images.
-const TAIL: &str = "model:\n  supports_vision: true\n";
+/// A model that takes images, and long quiet periods (albums; the rest of a split paste), so
+/// every part is seen within them however loaded the machine is.
+const TAIL: &str = "model:\n  supports_vision: true\nplatforms:\n  telegram:\n    extra:\n      \
+                    media_batch_delay_seconds: 3.0\n      text_batch_split_delay_seconds: 4.0\n";
 
 /// A small PNG whose colour depends on `shade`, so the parts of an album differ.
 fn png(shade: u8) -> Vec<u8> {
@@ -30,17 +32,25 @@ fn png(shade: u8) -> Vec<u8> {
     out
 }
 
-/// Posts `update` to instance `n`'s webhook; the status.
+/// Posts `update` to instance `n`'s webhook; the status. A 503 (the adapter is not serving
+/// yet) is retried within a bounded wait, as Telegram retries an unsuccessful delivery.
 async fn post_to(rig: &ClusterRig, n: usize, update: Value) -> u16 {
-    reqwest::Client::new()
-        .post(&rig.instances[n].webhook)
-        .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
-        .json(&update)
-        .send()
-        .await
-        .expect("POST an update")
-        .status()
-        .as_u16()
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let status = reqwest::Client::new()
+            .post(&rig.instances[n].webhook)
+            .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
+            .json(&update)
+            .send()
+            .await
+            .expect("POST an update")
+            .status()
+            .as_u16();
+        if status != 503 || tokio::time::Instant::now() >= deadline {
+            return status;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// One photo of album `group`, as update `update_id` (https://core.telegram.org/bots/api#message:

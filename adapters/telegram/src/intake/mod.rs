@@ -4,6 +4,11 @@
 //! albums into one event, answers button clicks, and tells the submitter whether the update
 //! may be acknowledged (`Disposition`) only once the event carrying it is recorded. Each
 //! chat is served by its own worker ([`dispatch`]), so chats never wait on each other.
+//!
+//! Every part of an album or paste is tagged ([`MergeTag`]) so that, with several instances
+//! behind a balancer, the session's holder joins the parts however they were spread; there
+//! the intake journals an album part or a paste part of split length at once instead of
+//! holding it (see `docs/cluster.md`).
 
 mod dispatch;
 

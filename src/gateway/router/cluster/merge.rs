@@ -158,33 +158,33 @@ impl ClusterLink {
         first_seen: &mut FirstSeen,
     ) -> bool {
         let now = Instant::now();
+        // Decided and copied under one lock, so the indexes still name the planned jobs.
         let step = {
             let state = slot.lock();
-            plan(&state.queue, first_seen, now)
+            match plan(&state.queue, first_seen, now) {
+                Gather::Join(parts) => match state.queue.front() {
+                    Some(front) => Ok((
+                        front.clone(),
+                        parts
+                            .iter()
+                            .filter_map(|&i| state.queue.get(i).map(|job| job.event.clone()))
+                            .collect::<Vec<_>>(),
+                    )),
+                    None => Err(Gather::Run),
+                },
+                other => Err(other),
+            }
         };
-        let parts = match step {
-            Gather::Run => return true,
-            Gather::Wait(until) => {
+        let (keep, events) = match step {
+            Ok(join) => join,
+            Err(Gather::Wait(until)) => {
                 // Not a wait for the whole period: parts recorded meanwhile are seen (and
                 // restart the period) at the next look, and a lost lease is noticed.
                 let look_again = (until - now).clamp(LOOK_AGAIN_MIN, LOOK_AGAIN_MAX);
                 tokio::time::sleep(look_again).await;
                 return false;
             }
-            Gather::Join(parts) => parts,
-        };
-        let (keep, events): (Job, Vec<MessageEvent>) = {
-            let state = slot.lock();
-            let Some(front) = state.queue.front() else {
-                return true;
-            };
-            (
-                front.clone(),
-                parts
-                    .iter()
-                    .filter_map(|&i| state.queue.get(i).map(|job| job.event.clone()))
-                    .collect(),
-            )
+            Err(_) => return true,
         };
         let refs: Vec<&MessageEvent> = events.iter().collect();
         let event = joined(&refs, &keep.event);

@@ -139,12 +139,10 @@ async fn wait_journal_finished(rig: &ClusterRig) -> i64 {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_album_spread_over_two_instances_is_one_turn_with_every_photo() {
-    let rig = ClusterRig::start_with(2, LEASE_SECONDS, TAIL).await;
-    rig.model.push(Step::text("three gradients"));
+/// Three different photos the fake Telegram serves; their bytes and file ids.
+fn three_photos(rig: &ClusterRig) -> (Vec<Vec<u8>>, Vec<String>) {
     let photos: Vec<Vec<u8>> = (0..3u8).map(|i| png(40 + i * 70)).collect();
-    let files: Vec<String> = photos
+    let files = photos
         .iter()
         .enumerate()
         .map(|(i, p)| {
@@ -152,47 +150,85 @@ async fn an_album_spread_over_two_instances_is_one_turn_with_every_photo() {
                 .add_file(&format!("photos/file_{i}.png"), p.clone())
         })
         .collect();
-    // Parts one and three reach instance 0, part two instance 1, at once (each webhook call
-    // returns only once its part is recorded).
-    let (a, b, c) = tokio::join!(
-        post_to(
-            &rig,
-            0,
-            album_part(
-                1,
-                "album-7",
-                &files[0],
-                photos[0].len(),
-                Some("what are these?")
-            )
-        ),
-        post_to(
-            &rig,
-            1,
-            album_part(2, "album-7", &files[1], photos[1].len(), None)
-        ),
-        post_to(
-            &rig,
-            0,
-            album_part(3, "album-7", &files[2], photos[2].len(), None)
-        ),
+    (photos, files)
+}
+
+/// Posts the album of `photos` as updates `first`.. (captioned on its first part): parts one
+/// and three to instance 0, part two to instance 1, at once, as a balancer spreads them.
+async fn post_album(rig: &ClusterRig, first: i64, photos: &[Vec<u8>], files: &[String]) {
+    let part = |n: usize| {
+        let caption = (n == 0).then_some("what are these?");
+        album_part(
+            first + n as i64,
+            "album-7",
+            &files[n],
+            photos[n].len(),
+            caption,
+        )
+    };
+    let statuses = tokio::join!(
+        post_to(rig, 0, part(0)),
+        post_to(rig, 1, part(1)),
+        post_to(rig, 0, part(2)),
     );
-    assert_eq!((a, b, c), (200, 200, 200));
+    assert_eq!(statuses, (200, 200, 200));
+}
+
+fn encoded(photos: &[Vec<u8>]) -> Vec<String> {
+    photos
+        .iter()
+        .map(|p| base64::engine::general_purpose::STANDARD.encode(p))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_album_spread_over_two_instances_is_one_turn_with_every_photo() {
+    let rig = ClusterRig::start_with(2, LEASE_SECONDS, TAIL).await;
+    rig.model.push(Step::text("three gradients"));
+    let (photos, files) = three_photos(&rig);
+    post_album(&rig, 1, &photos, &files).await;
 
     let sent = rig.wait_sent(1).await;
     assert_eq!(sent[0].text, "three gradients", "{sent:#?}");
     let rows = wait_journal_finished(&rig).await;
     let requests = rig.model.requests();
     assert_eq!(requests.len(), 1, "one turn for the album: {requests:#?}");
-    let encode = |p: &Vec<u8>| base64::engine::general_purpose::STANDARD.encode(p);
     assert_eq!(
         images_in(&requests[0].body),
-        photos.iter().map(encode).collect::<Vec<_>>(),
+        encoded(&photos),
         "every photo, in the album's order"
     );
     assert!(last_user_text(&requests[0].body).contains("what are these?"));
     assert_eq!(rig.sent().len(), 1, "one reply: {:#?}", rig.sent());
     assert_eq!(rows, 3, "each part journaled on its own, all finished");
+    rig.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_album_sent_while_a_turn_runs_is_one_turn_after_it() {
+    // Busy input is queued: the album waits for the running turn.
+    let tail = format!("display:\n  busy_input_mode: queue\n{TAIL}");
+    let rig = ClusterRig::start_with(2, LEASE_SECONDS, &tail).await;
+    let (held, gate) = Step::gated("first answer");
+    rig.model.push(held);
+    rig.model.push(Step::text("three gradients"));
+    assert_eq!(post_to(&rig, 0, text_update(1, "hello")).await, 200);
+    rig.model.wait_for_requests(1, WAIT).await;
+    let (photos, files) = three_photos(&rig);
+    post_album(&rig, 2, &photos, &files).await;
+    // The holder queued the album behind its turn (and said so once) before the turn ends.
+    let sent = rig.wait_sent(1).await;
+    assert!(sent[0].text.contains("Queued"), "{sent:#?}");
+    gate.add_permits(1);
+
+    let sent = rig.wait_sent(3).await;
+    assert_eq!(sent[1].text, "first answer", "{sent:#?}");
+    assert_eq!(sent[2].text, "three gradients", "{sent:#?}");
+    assert_eq!(wait_journal_finished(&rig).await, 4);
+    let requests = rig.model.requests();
+    assert_eq!(requests.len(), 2, "one turn for the album: {requests:#?}");
+    assert_eq!(images_in(&requests[1].body), encoded(&photos));
+    assert_eq!(rig.sent().len(), 3, "{:#?}", rig.sent());
     rig.stop().await;
 }
 

@@ -224,11 +224,12 @@ async fn an_album_sent_while_a_turn_runs_is_one_turn_after_it() {
     let sent = rig.wait_sent(3).await;
     assert_eq!(sent[1].text, "first answer", "{sent:#?}");
     assert_eq!(sent[2].text, "three gradients", "{sent:#?}");
-    assert_eq!(wait_journal_finished(&rig).await, 4);
+    let rows = wait_journal_finished(&rig).await;
     let requests = rig.model.requests();
     assert_eq!(requests.len(), 2, "one turn for the album: {requests:#?}");
     assert_eq!(images_in(&requests[1].body), encoded(&photos));
     assert_eq!(rig.sent().len(), 3, "{:#?}", rig.sent());
+    assert_eq!(rows, 4, "the text and each part, all finished");
     rig.stop().await;
 }
 

@@ -60,6 +60,15 @@ pub enum WriteCommand {
         event_id: String,
         state: InboundState,
     },
+    /// Joins received events into one: `keep` takes `payload_json`, and the `absorbed` are
+    /// answered (their turn is `keep`'s). `Changed(0)` and no write unless every one of them
+    /// is still received.
+    FoldInbound {
+        platform: String,
+        keep: String,
+        payload_json: String,
+        absorbed: Vec<String>,
+    },
     /// Keeps an inbound item an adapter could not decode (`hermesd_dead_letters`).
     RecordDeadLetter {
         platform: String,

@@ -86,6 +86,28 @@ impl Store {
         Ok(outcome.changed() > 0)
     }
 
+    /// Joins the received events `absorbed` into the received event `keep`, in one
+    /// transaction: `keep`'s payload becomes `payload` (the joined event) and the absorbed
+    /// ones are answered, as their turn is now `keep`'s. False, with nothing changed, when
+    /// any of them is no longer received (someone took it up) or not journaled.
+    pub async fn fold_inbound(
+        &self,
+        platform: &str,
+        keep: &str,
+        payload: &serde_json::Value,
+        absorbed: &[String],
+    ) -> StoreResult<bool> {
+        let outcome = self
+            .write(WriteCommand::FoldInbound {
+                platform: platform.to_owned(),
+                keep: keep.to_owned(),
+                payload_json: payload.to_string(),
+                absorbed: absorbed.to_vec(),
+            })
+            .await?;
+        Ok(outcome.changed() > 0)
+    }
+
     /// Received or processing events in the order they were journaled (the journal's own
     /// sequence, never a host's clock, so skew between instances cannot reorder a chat):
     /// the turns to resume after a restart.

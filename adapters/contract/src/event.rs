@@ -89,6 +89,34 @@ pub struct PendingMedia {
     pub label: String,
 }
 
+/// Marks an event as one part of a message the platform delivers in pieces (an album, a paste
+/// split at the platform's length limit). Parts journaled separately, perhaps by different
+/// instances, are joined into one turn by whoever runs the session's turns (PostgreSQL).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeTag {
+    /// Parts that may be joined share it; it names the chat and the album, or the chat,
+    /// thread and sender of a paste.
+    pub key: String,
+    pub kind: MergeKind,
+    /// The platform's sequence number of the part's (first) message: parts join in its order.
+    pub order: i64,
+    /// How long (milliseconds) to wait after this part is seen for a part that may follow it;
+    /// zero when nothing follows it.
+    pub quiet_ms: u64,
+}
+
+/// How the parts of a [`MergeTag`] are joined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeKind {
+    /// Every part with the key belongs: texts one per line, a caption repeated on several
+    /// parts once; attachments in order.
+    Album,
+    /// A part belongs to the one before it only when that one may continue (its `quiet_ms`
+    /// is not zero: it reached the split length); texts one per line.
+    SplitText,
+}
+
 /// One inbound message, as every adapter produces it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageEvent {
@@ -113,6 +141,10 @@ pub struct MessageEvent {
     pub reply_to_is_own_message: bool,
     /// Seconds since the Unix epoch, as the platform reported it.
     pub timestamp: f64,
+    /// Set when the event is one part of an album or a split paste ([`MergeTag`]). Absent
+    /// from events journaled before it existed, which load as unmergeable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeTag>,
 }
 
 impl MessageEvent {
@@ -131,7 +163,26 @@ impl MessageEvent {
             reply_to_text: None,
             reply_to_is_own_message: false,
             timestamp: 0.0,
+            merge: None,
         }
+    }
+
+    /// Appends `part`, a later part of the same album or paste: its attachments after ours,
+    /// its text on a line of its own (for an album, not when one of our lines already says
+    /// it: a caption repeated on every photo is kept once).
+    pub fn append_part(&mut self, part: MessageEvent, kind: MergeKind) {
+        self.media_paths.extend(part.media_paths);
+        self.media_types.extend(part.media_types);
+        self.pending_media.extend(part.pending_media);
+        let repeated = kind == MergeKind::Album && self.text.lines().any(|l| l == part.text);
+        if part.text.is_empty() || repeated {
+            return;
+        }
+        self.text = if self.text.is_empty() {
+            part.text
+        } else {
+            format!("{}\n{}", self.text, part.text)
+        };
     }
 
     /// The command name: the first token after `/`, lowercased, `@botname` stripped; `None`
@@ -165,6 +216,58 @@ mod tests {
 
     fn event(text: &str) -> MessageEvent {
         MessageEvent::text("1", SessionSource::dm("telegram", "42", "42"), text)
+    }
+
+    #[test]
+    fn a_merge_tag_survives_the_journal_and_older_rows_load_without_one() {
+        let mut tagged = event("part");
+        tagged.merge = Some(MergeTag {
+            key: "album:42:7".into(),
+            kind: MergeKind::Album,
+            order: 1001,
+            quiet_ms: 800,
+        });
+        let json = serde_json::to_value(&tagged).unwrap();
+        assert_eq!(json["merge"]["kind"], "album");
+        assert_eq!(
+            serde_json::from_value::<MessageEvent>(json).unwrap(),
+            tagged
+        );
+        // A row journaled before the tag existed has no such field.
+        let mut older = serde_json::to_value(event("old")).unwrap();
+        assert!(
+            older.get("merge").is_none(),
+            "untagged events write no field"
+        );
+        older.as_object_mut().unwrap().remove("pending_media");
+        let loaded: MessageEvent = serde_json::from_value(older).unwrap();
+        assert_eq!(loaded.merge, None);
+    }
+
+    #[test]
+    fn appended_parts_keep_their_order_and_an_album_caption_once() {
+        let mut album = event("what is this?");
+        album.pending_media.push(PendingMedia {
+            reference: serde_json::json!(1),
+            label: "a".into(),
+        });
+        let mut second = event("what is this?");
+        second.pending_media.push(PendingMedia {
+            reference: serde_json::json!(2),
+            label: "b".into(),
+        });
+        album.append_part(second, MergeKind::Album);
+        album.append_part(event(""), MergeKind::Album);
+        assert_eq!(album.text, "what is this?");
+        let labels: Vec<&str> = album
+            .pending_media
+            .iter()
+            .map(|m| m.label.as_str())
+            .collect();
+        assert_eq!(labels, ["a", "b"]);
+        let mut paste = event("same");
+        paste.append_part(event("same"), MergeKind::SplitText);
+        assert_eq!(paste.text, "same\nsame", "a paste keeps every line");
     }
 
     #[test]

@@ -21,7 +21,9 @@ pub mod testing;
 
 pub use adapter::{Adapter, AdapterContext, AdapterError, Inbound, RecordOutcome};
 pub use dead_letter::{DeadLetter, DeadLetterInbound};
-pub use event::{ChatType, MessageEvent, MessageType, PendingMedia, SessionSource};
+pub use event::{
+    ChatType, MergeKind, MergeTag, MessageEvent, MessageType, PendingMedia, SessionSource,
+};
 pub use ingress::{ClaimError, Guarded, Ingress, IngressClaims, IngressHold};
 pub use outbound::{
     Button, Capabilities, LengthUnit, Outbound, OutboundKind, SendErrorKind, SendResult,

@@ -99,6 +99,7 @@ pub fn message_event(update_id: i64, message: &Message, bot: &BotIdentity) -> Me
             .and_then(|r| r.from_user.as_ref())
             .is_some_and(|u| u.id == bot.id),
         timestamp: message.date as f64,
+        merge: None,
     }
 }
 

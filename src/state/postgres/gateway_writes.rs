@@ -52,6 +52,12 @@ pub async fn apply(
             event_id,
             state,
         } => mark_inbound(tx, &platform, &event_id, state).await,
+        W::FoldInbound {
+            platform,
+            keep,
+            payload_json,
+            absorbed,
+        } => fold_inbound(tx, &platform, &keep, &payload_json, &absorbed).await,
         W::PruneInbound { before } => {
             let done = sqlx::query(
                 "DELETE FROM hermesd_inbound_events \
@@ -192,6 +198,56 @@ pub(crate) async fn mark_inbound(
     .await
     .db()?;
     Ok(Outcome::Changed(changed(done)))
+}
+
+/// See [`crate::state::Store::fold_inbound`]. The rows are locked first, so a concurrent
+/// change of state cannot slip between the check and the writes.
+async fn fold_inbound(
+    tx: &mut PgTx,
+    platform: &str,
+    keep: &str,
+    payload_json: &str,
+    absorbed: &[String],
+) -> StoreResult<Outcome> {
+    let all: Vec<&str> = std::iter::once(keep)
+        .chain(absorbed.iter().map(String::as_str))
+        .collect();
+    let received: Vec<String> = sqlx::query_scalar(
+        "SELECT event_id FROM hermesd_inbound_events \
+         WHERE platform = $1 AND event_id = ANY($2) AND state = 'received' FOR UPDATE",
+    )
+    .bind(platform)
+    .bind(&all)
+    .fetch_all(&mut **tx)
+    .await
+    .db()?;
+    if all.iter().any(|id| !received.iter().any(|r| r == id)) {
+        return Ok(Outcome::Changed(0));
+    }
+    let now = now_epoch();
+    sqlx::query(
+        "UPDATE hermesd_inbound_events SET payload_json = $1, updated_at = $2 \
+         WHERE platform = $3 AND event_id = $4",
+    )
+    .bind(payload_json)
+    .bind(now)
+    .bind(platform)
+    .bind(keep)
+    .execute(&mut **tx)
+    .await
+    .db()?;
+    sqlx::query(
+        "UPDATE hermesd_inbound_events SET state = $1, updated_at = $2 \
+         WHERE platform = $3 AND event_id = ANY($4)",
+    )
+    .bind(InboundState::Answered.as_str())
+    .bind(now)
+    .bind(platform)
+    .bind(absorbed)
+    .execute(&mut **tx)
+    .await
+    .db()?;
+    Ok(Outcome::Changed(all.len()))
 }
 
 /// The whole index of `scope` replaced in the command's transaction; other scopes untouched.

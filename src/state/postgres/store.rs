@@ -174,6 +174,7 @@ fn is_gateway_command(command: &WriteCommand) -> bool {
         W::EnsureGatewaySchema
         | W::RecordInbound { .. }
         | W::MarkInbound { .. }
+        | W::FoldInbound { .. }
         | W::RecordDeadLetter { .. }
         | W::ClaimCronRun { .. }
         | W::FinishCronRun { .. }

@@ -91,6 +91,7 @@ pub fn apply(
         WriteCommand::EnsureGatewaySchema
         | WriteCommand::RecordInbound { .. }
         | WriteCommand::MarkInbound { .. }
+        | WriteCommand::FoldInbound { .. }
         | WriteCommand::PruneInbound { .. }
         | WriteCommand::PruneLedger { .. }
         | WriteCommand::RecordDeadLetter { .. }
@@ -128,6 +129,12 @@ fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outco
             event_id,
             state,
         } => gateway::mark_inbound(conn, platform, event_id, state.as_str()),
+        WriteCommand::FoldInbound {
+            platform,
+            keep,
+            payload_json,
+            absorbed,
+        } => gateway::fold_inbound(conn, platform, keep, payload_json, absorbed),
         WriteCommand::PruneInbound { before } => gateway::prune_inbound(conn, *before),
         WriteCommand::PruneLedger { now } => gateway::prune_ledger(conn, *now),
         WriteCommand::RecordDeadLetter {

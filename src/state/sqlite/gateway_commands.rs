@@ -45,6 +45,41 @@ pub fn mark_inbound(
     )?))
 }
 
+/// See [`crate::state::Store::fold_inbound`]. Run in the command's savepoint, so the
+/// statements land together.
+pub fn fold_inbound(
+    conn: &Connection,
+    platform: &str,
+    keep: &str,
+    payload_json: &str,
+    absorbed: &[String],
+) -> StoreResult<Outcome> {
+    let mut received = conn.prepare_cached(
+        "SELECT count(*) FROM hermesd_inbound_events
+         WHERE platform = ?1 AND event_id = ?2 AND state = 'received'",
+    )?;
+    for event_id in std::iter::once(keep).chain(absorbed.iter().map(String::as_str)) {
+        let found: i64 = received.query_row(params![platform, event_id], |row| row.get(0))?;
+        if found == 0 {
+            return Ok(Outcome::Changed(0));
+        }
+    }
+    let now = now_epoch();
+    conn.execute(
+        "UPDATE hermesd_inbound_events SET payload_json = ?1, updated_at = ?2
+         WHERE platform = ?3 AND event_id = ?4",
+        params![payload_json, now, platform, keep],
+    )?;
+    for event_id in absorbed {
+        conn.execute(
+            "UPDATE hermesd_inbound_events SET state = 'answered', updated_at = ?1
+             WHERE platform = ?2 AND event_id = ?3",
+            params![now, platform, event_id],
+        )?;
+    }
+    Ok(Outcome::Changed(1 + absorbed.len()))
+}
+
 /// Deletes finished (answered/ignored) events last updated before `before`.
 pub fn prune_inbound(conn: &Connection, before: f64) -> StoreResult<Outcome> {
     Ok(Outcome::Changed(conn.execute(

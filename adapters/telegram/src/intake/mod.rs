@@ -4,13 +4,18 @@
 //! albums into one event, answers button clicks, and tells the submitter whether the update
 //! may be acknowledged (`Disposition`) only once the event carrying it is recorded. Each
 //! chat is served by its own worker ([`dispatch`]), so chats never wait on each other.
+//!
+//! Every part of an album or paste is tagged ([`MergeTag`]) so that, with several instances
+//! behind a balancer, the session's holder joins the parts however they were spread; there
+//! the intake journals an album part or a paste part of split length at once instead of
+//! holding it (see `docs/cluster.md`).
 
 mod dispatch;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use hermes_adapter::{MessageEvent, RecordOutcome};
+use hermes_adapter::{MergeKind, MergeTag, MessageEvent, RecordOutcome};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -229,7 +234,23 @@ impl ChatIntake {
             done.send(disposition);
         } else if let Some(group) = &message.media_group_id {
             let key = format!("album:{}:{group}", message.chat.id);
-            self.enqueue(key, event, done, self.shared.settings.media_group_delay);
+            let delay = self.shared.settings.media_group_delay;
+            event.merge = Some(MergeTag {
+                key: key.clone(),
+                kind: MergeKind::Album,
+                order: message.message_id,
+                quiet_ms: millis(delay),
+            });
+            if self.shared.ctx.ingress.is_shared() {
+                // Several instances: the album's other parts may reach another one, so each
+                // part is journaled at once on its own and the session's holder waits for
+                // the rest and joins them (in the platform's order, which only single parts
+                // keep).
+                let disposition = self.deliver(event).await;
+                done.send(disposition);
+            } else {
+                self.enqueue(key, event, done, delay);
+            }
         } else if is_batchable_text(&message, &event) {
             let key = format!(
                 "text:{}:{}:{}",
@@ -237,7 +258,7 @@ impl ChatIntake {
                 event.source.thread_id.as_deref().unwrap_or(""),
                 event.source.user_id.as_deref().unwrap_or("")
             );
-            self.enqueue_text(key, event, done);
+            self.enqueue_text(key, event, message.message_id, done);
         } else {
             let disposition = self.deliver(event).await;
             done.send(disposition);
@@ -249,12 +270,7 @@ impl ChatIntake {
         let deadline = Instant::now() + delay;
         match self.batches.get_mut(&key) {
             Some(batch) => {
-                batch.event.media_paths.extend(event.media_paths);
-                batch.event.media_types.extend(event.media_types);
-                batch.event.pending_media.extend(event.pending_media);
-                if !event.text.is_empty() && !batch.event.text.lines().any(|l| l == event.text) {
-                    batch.event.text = join_lines(&batch.event.text, &event.text);
-                }
+                batch.event.append_part(event, MergeKind::Album);
                 batch.waiters.push(done);
                 batch.deadline = deadline;
             }
@@ -272,12 +288,13 @@ impl ChatIntake {
         }
     }
 
-    /// Adds a text part; the quiet period depends on the reference's tiers.
-    fn enqueue_text(&mut self, key: String, event: MessageEvent, done: Completion) {
+    /// Adds a text part; the quiet period depends on the reference's tiers. `order` is the
+    /// part's message id: a batch is ordered by its first part's.
+    fn enqueue_text(&mut self, key: String, event: MessageEvent, order: i64, done: Completion) {
         let part_chars = event.text.chars().count();
-        let batch = match self.batches.remove(&key) {
+        let mut batch = match self.batches.remove(&key) {
             Some(mut batch) => {
-                batch.event.text = join_lines(&batch.event.text, &event.text);
+                batch.event.append_part(event, MergeKind::SplitText);
                 batch.waiters.push(done);
                 batch.last_part_chars = part_chars;
                 batch
@@ -289,6 +306,18 @@ impl ChatIntake {
                 deadline: Instant::now(),
             },
         };
+        let split = batch.last_part_chars >= SPLIT_THRESHOLD;
+        let order = batch.event.merge.as_ref().map_or(order, |tag| tag.order);
+        batch.event.merge = Some(MergeTag {
+            key: key.clone(),
+            kind: MergeKind::SplitText,
+            order,
+            quiet_ms: if split {
+                millis(self.shared.settings.text_batch_split_delay)
+            } else {
+                0
+            },
+        });
         let delay = self.text_delay(batch.last_part_chars, batch.event.text.chars().count());
         self.batches.insert(
             key,
@@ -302,7 +331,14 @@ impl ChatIntake {
     fn text_delay(&self, last_part_chars: usize, total_chars: usize) -> Duration {
         let configured = self.shared.settings.text_batch_delay;
         if last_part_chars >= SPLIT_THRESHOLD {
-            self.shared.settings.text_batch_split_delay
+            if self.shared.ctx.ingress.is_shared() {
+                // Several instances: the rest of the paste may reach another one, whose
+                // intake journals it after a short quiet period. Journaled at once, this part
+                // is in the journal first, and the session's holder waits for the rest.
+                Duration::ZERO
+            } else {
+                self.shared.settings.text_batch_split_delay
+            }
         } else if total_chars <= FAST_LEN {
             configured.min(FAST_DELAY)
         } else if total_chars <= SHORT_LEN {
@@ -398,12 +434,8 @@ fn is_batchable_text(message: &Message, event: &MessageEvent) -> bool {
         && !event.text.is_empty()
 }
 
-fn join_lines(first: &str, second: &str) -> String {
-    match (first.is_empty(), second.is_empty()) {
-        (true, _) => second.to_owned(),
-        (_, true) => first.to_owned(),
-        _ => format!("{first}\n{second}"),
-    }
+fn millis(delay: Duration) -> u64 {
+    u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)
 }
 
 async fn sleep_until_opt(deadline: Option<Instant>) {

@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use crate::gateway::router::cluster::seen_key;
 use crate::gateway::router::cluster::{ClusterLink, SlotWork};
+use crate::gateway::router::cluster::{awaits_worker, seen_key};
 use crate::gateway::router::slot::{Slot, SlotState};
 use crate::state::InboundState;
 
@@ -69,7 +69,7 @@ impl ClusterLink {
             {
                 // Checked again: the worker's own look at the journal may have taken it.
                 let mut state = slot.lock();
-                if !state.held || !untaken(&state, &name) {
+                if !state.held || !untaken(&state, &name) || awaits_worker(&job, &state) {
                     continue;
                 }
                 state.seen.insert(name);

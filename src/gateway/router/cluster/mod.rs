@@ -14,6 +14,7 @@
 //! of an instance that died (its leases expire) — that is the failover path.
 
 pub(super) mod journal_pull;
+pub(super) mod merge;
 pub(super) mod recovery;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -31,7 +32,7 @@ use crate::gateway::router::cluster::journal_pull::untaken;
 use crate::gateway::router::gatekeeper::Gatekeeper;
 use crate::gateway::router::handles::Stopping;
 use crate::gateway::router::responder::Responder;
-use crate::gateway::router::slot::{Job, Slot};
+use crate::gateway::router::slot::{Job, Slot, SlotState};
 use crate::gateway::router::slot_table::SlotTable;
 use crate::gateway::router::turn::pending_media::with_media_fetched;
 use crate::gateway::routing::RoutingIndex;
@@ -81,6 +82,11 @@ impl ClusterLink {
         let slot = self.slots.get_or_create(&key);
         {
             let mut state = slot.lock();
+            // A part of an album or split paste while no turn runs is left to the worker's
+            // look at the journal, which waits for the other parts (`merge.rs`).
+            if state.held && awaits_worker(&job, &state) {
+                return;
+            }
             if state.held {
                 state
                     .seen
@@ -261,6 +267,7 @@ impl ClusterLink {
     /// Runs the slot's jobs and the session's unfinished journaled events under `held`, in
     /// the order they were received, until none is left or the lease is lost.
     async fn run_held<W: SlotWork>(&self, work: &W, slot: &Arc<Slot>, held: &Held) {
+        let mut first_seen = merge::FirstSeen::new();
         loop {
             if held.is_lost() || slot.lock().lease_lost {
                 return;
@@ -268,6 +275,10 @@ impl ClusterLink {
             // A stopping gateway finishes what it has and takes up nothing new.
             if !self.stopping.is_set() {
                 self.order_by_journal(slot).await;
+                // The parts of one album or split paste wait for each other (`merge.rs`).
+                if !self.gather_parts(slot, held, &mut first_seen).await {
+                    continue;
+                }
             }
             let Some(job) = slot.lock().dequeue(&self.metrics.router_queue_depth) else {
                 return;
@@ -372,6 +383,14 @@ impl ClusterLink {
     ) -> Option<Job> {
         journaled_job(&self.store, &self.responder, &self.gate, journaled).await
     }
+}
+
+/// Whether `job`, news for a session held here, is left in the journal for the holding
+/// worker's next look instead of going through the busy rules: a part of an album or split
+/// paste while no turn runs (the worker is between turns, perhaps waiting for the other
+/// parts), so it neither starts a turn alone nor gets a "queued" notice.
+pub(in crate::gateway::router) fn awaits_worker(job: &Job, state: &SlotState) -> bool {
+    job.event.merge.is_some() && job.api.is_none() && state.running.is_none()
 }
 
 /// A journaled event as a job: `None` when this instance cannot run it (no such

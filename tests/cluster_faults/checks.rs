@@ -164,6 +164,9 @@ pub async fn violations(
     found
 }
 
+/// A history row as the report shows it: id, session, role, content, tool calls, timestamp.
+type HistoryRow = (i64, String, String, Option<String>, Option<String>, f64);
+
 /// The shared history and journal of the chats named in `problems`, for the report.
 pub async fn rows_for(pool: &PgPool, plan: &Plan, problems: &[String]) -> Vec<String> {
     let mut out = Vec::new();
@@ -189,7 +192,7 @@ pub async fn rows_for(pool: &PgPool, plan: &Plan, problems: &[String]) -> Vec<St
                 "chat {chat} journal: seq {seq} event {event} {state} received_at {at:.3}"
             ));
         }
-        let rows: Vec<(i64, String, String, Option<String>, Option<String>, f64)> = sqlx::query_as(
+        let rows: Vec<HistoryRow> = sqlx::query_as(
             "SELECT m.id, m.session_id, m.role, m.content, m.tool_calls, m.timestamp \
              FROM messages m JOIN sessions s ON s.id = m.session_id \
              WHERE s.user_id = $1 ORDER BY m.id",

@@ -2,7 +2,7 @@
 //! terminal command that appends the message's tag to a file the test reads, then a text),
 //! a gate that holds the model's answers while the test arms a trap, and the webhook posts.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -80,7 +80,7 @@ pub fn install_model(rig: &ClusterRig, effects: &Path) -> AnswerGate {
 
 /// The model's answer: after a tool result, the final text; to a message asking for the
 /// tool, the terminal command; otherwise a greeting.
-fn answer(body: &Value, effects: &PathBuf) -> Reply {
+fn answer(body: &Value, effects: &Path) -> Reply {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let last_user = messages
         .iter()

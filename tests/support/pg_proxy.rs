@@ -142,7 +142,7 @@ impl PgProxy {
     }
 
     /// Arms a trap on the next committed statement whose SQL contains `needle` (see the
-    /// module docs).
+    /// module docs); dropping the [`Trap`] before it springs disarms it.
     pub fn trap(&self, needle: &str) -> Trap {
         let (fired_tx, fired_rx) = oneshot::channel();
         self.controls.traps.lock().unwrap().push(TrapSpec {
@@ -327,6 +327,9 @@ async fn client_to_server(
 /// Records that a request batch ended, with the trap its statements spring, if any.
 fn end_batch(controls: &Controls, batches: &Batches, batch_sql: &mut Vec<String>) {
     let mut traps = controls.traps.lock().unwrap();
+    // A trap whose `Trap` was dropped unsprung is disarmed: it must not take a statement a
+    // trap armed after it waits for.
+    traps.retain(|t| t.fired.as_ref().is_some_and(|fired| !fired.is_closed()));
     let hit = traps
         .iter()
         .position(|t| batch_sql.iter().any(|sql| sql.contains(&t.needle)));

@@ -385,8 +385,8 @@ async fn one_instances_clock_minutes_off() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill9_and_restart() {
-    run(4, &[FaultKind::Kill9], false).await;
+async fn kill9_and_restart_twice() {
+    run(4, &[FaultKind::Kill9, FaultKind::Kill9], false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

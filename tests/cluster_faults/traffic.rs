@@ -30,8 +30,10 @@ impl AnswerGate {
         }
     }
 
+    /// Holds every answer from now on (the permits an earlier opening left are withdrawn).
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
+        self.permits.forget_permits(usize::MAX);
     }
 
     /// Lets every waiting answer through and stops holding new ones.

@@ -119,7 +119,7 @@ impl Run {
         panic!("{report}");
     }
 
-    /// Waits (bounded) until `done`; a timeout fails the run naming `what`.
+    /// Waits (bounded) until `done`; a timeout fails the run naming `what`, with the ledger.
     async fn wait_for<F>(&self, what: &str, mut done: impl FnMut() -> F)
     where
         F: std::future::Future<Output = bool>,
@@ -127,7 +127,9 @@ impl Run {
         let deadline = Instant::now() + WAIT;
         while !done().await {
             if Instant::now() > deadline {
-                self.fail(&[format!("timed out waiting until {what}")]);
+                let mut problems = vec![format!("timed out waiting until {what}")];
+                problems.extend(checks::ledger_rows(&self.pool).await);
+                self.fail(&problems);
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -341,6 +343,7 @@ impl Run {
                 ];
                 problems.extend(self.problems().await);
                 problems.extend(checks::rows_for(&self.pool, &self.plan, &problems).await);
+                problems.extend(checks::ledger_rows(&self.pool).await);
                 self.fail(&problems);
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

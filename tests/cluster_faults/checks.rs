@@ -171,6 +171,51 @@ pub async fn violations(
     found
 }
 
+/// A reply as the report shows it: chat, text, state, attempts, owner, token, last error.
+type LedgerRow = (
+    String,
+    String,
+    String,
+    i64,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+);
+
+/// Every owed or recently sent reply and every backend waiting on a lock, for a report on a
+/// run that stalled.
+pub async fn ledger_rows(pool: &PgPool) -> Vec<String> {
+    let rows: Vec<LedgerRow> = sqlx::query_as(
+        "SELECT chat_id, left(content, 60), state, attempts, owner_instance, owner_token, \
+                    last_error FROM delivery_obligations ORDER BY created_at",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap_or_default();
+    let mut out: Vec<String> = rows
+        .into_iter()
+        .map(|(chat, content, state, attempts, owner, token, error)| {
+            format!(
+                "ledger: chat {chat} {content:?} {state} attempts {attempts} owner {owner:?}/{token:?} {error:?}"
+            )
+        })
+        .collect();
+    let waiting: Vec<(Option<String>, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT state, wait_event_type, left(query, 120) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid() \
+           AND (wait_event_type = 'Lock' OR state LIKE 'idle in transaction%')",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap_or_default();
+    out.extend(
+        waiting
+            .into_iter()
+            .map(|(state, wait, query)| format!("backend {state:?} waits {wait:?}: {query:?}")),
+    );
+    out
+}
+
 /// A history row as the report shows it: id, session, role, content, tool calls, timestamp.
 type HistoryRow = (i64, String, String, Option<String>, Option<String>, f64);
 

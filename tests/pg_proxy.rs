@@ -138,3 +138,28 @@ async fn a_stall_holds_the_traffic_and_loses_none_of_it() {
         .unwrap();
     assert_eq!(rows, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trap_dropped_unsprung_leaves_the_next_statement_to_a_later_trap() {
+    let (_pg, proxy, pool) = rig().await;
+    // Armed on several connections' proxies at once, the harness keeps the first to spring
+    // and drops the rest; a dropped one must not take the statement a later trap waits for.
+    drop(proxy.trap("INSERT INTO t"));
+    let trap = proxy.trap("INSERT INTO t");
+    let writer = tokio::spawn({
+        let pool = pool.clone();
+        async move {
+            sqlx::query("INSERT INTO t VALUES (9, 9)")
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+    });
+    let caught = trap.sprung(WAIT).await;
+    assert!(!writer.is_finished(), "the later trap holds the answer");
+    caught.release();
+    tokio::time::timeout(WAIT, writer)
+        .await
+        .expect("the writer finishes after the release")
+        .unwrap();
+}

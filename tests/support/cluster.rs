@@ -84,14 +84,25 @@ impl ClusterRig {
 
     /// As [`ClusterRig::start`], with `tail` appended to each instance's config.yaml.
     pub async fn start_with(count: usize, lease_seconds: f64, tail: &str) -> Self {
-        Self::start_on(count, lease_seconds, tail, None, false).await
+        Self::start_on(count, lease_seconds, tail, None, false, Vec::new()).await
     }
 
     /// As [`ClusterRig::start_with`], each instance reaching PostgreSQL through its own
     /// [`PgProxy`] (`instances[n].proxy`), for faults on one instance's database traffic
     /// (latency, stalls, traps) and round-trip counts.
     pub async fn start_proxied(count: usize, lease_seconds: f64, tail: &str) -> Self {
-        Self::start_on(count, lease_seconds, tail, None, true).await
+        Self::start_on(count, lease_seconds, tail, None, true, Vec::new()).await
+    }
+
+    /// As [`ClusterRig::start_proxied`], instance `n` also getting the environment variables
+    /// `extra_env[n]` (kept across [`ClusterRig::restart`]), e.g. a shifted wall clock.
+    pub async fn start_proxied_with_env(
+        count: usize,
+        lease_seconds: f64,
+        tail: &str,
+        extra_env: Vec<Vec<(String, String)>>,
+    ) -> Self {
+        Self::start_on(count, lease_seconds, tail, None, true, extra_env).await
     }
 
     /// Instance `n`'s proxy ([`ClusterRig::start_proxied`]).
@@ -118,7 +129,7 @@ impl ClusterRig {
             channels,
             slack: FakeSlack::start().await,
         };
-        let rig = Self::start_on(count, lease_seconds, tail, Some(more), false).await;
+        let rig = Self::start_on(count, lease_seconds, tail, Some(more), false, Vec::new()).await;
         let more = rig.more.as_ref().expect("more platforms");
         more.slack
             .wait_within(WAIT, "a Slack socket per instance", |r| {
@@ -139,6 +150,7 @@ impl ClusterRig {
         tail: &str,
         more: Option<MorePlatforms>,
         proxied: bool,
+        extra_env: Vec<Vec<(String, String)>>,
     ) -> Self {
         let pg = tokio::task::spawn_blocking(PgCluster::start)
             .await
@@ -155,15 +167,22 @@ impl ClusterRig {
             proxied,
         };
         for n in 0..count {
+            let extra = extra_env.get(n).cloned().unwrap_or_default();
             let instance = rig
-                .start_instance(&format!("i{n}"), lease_seconds, tail)
+                .start_instance(&format!("i{n}"), lease_seconds, tail, extra)
                 .await;
             rig.instances.push(instance);
         }
         rig
     }
 
-    async fn start_instance(&self, name: &str, lease_seconds: f64, tail: &str) -> Instance {
+    async fn start_instance(
+        &self,
+        name: &str,
+        lease_seconds: f64,
+        tail: &str,
+        extra_env: Vec<(String, String)>,
+    ) -> Instance {
         let home = tempfile::tempdir().expect("temp home");
         let mut config = format!(
             "telegram:\n  enabled: true\n  extra:\n    base_url: \"{}\"\n\
@@ -230,6 +249,7 @@ impl ClusterRig {
                 .map(|(k, v)| (k.to_owned(), v)),
             );
         }
+        vars.extend(extra_env);
         let (daemon, slack_socket) = self.launch(home.path(), &vars).await;
         let webhook = webhook_of(&daemon);
         Instance {

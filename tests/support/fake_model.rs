@@ -89,9 +89,27 @@ impl RecordedRequest {
     }
 }
 
+/// Answers a request from its body (the request's JSON) when the script is empty: for tests
+/// whose concurrent conversations each need their own answer, which one shared queue of
+/// steps cannot give.
+pub type Responder = Arc<dyn Fn(&Value) -> Step + Send + Sync>;
+
+struct ResponderSlot(Option<Responder>);
+
+impl std::fmt::Debug for ResponderSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "responder"
+        } else {
+            "none"
+        })
+    }
+}
+
 #[derive(Debug)]
 struct Shared {
     script: Mutex<VecDeque<Step>>,
+    responder: Mutex<ResponderSlot>,
     requests: Mutex<Vec<RecordedRequest>>,
     strict: Mutex<bool>,
     request_count: watch::Sender<usize>,
@@ -150,6 +168,12 @@ impl FakeModel {
 
     pub fn push_all(&self, steps: impl IntoIterator<Item = Step>) {
         lock(&self.shared.script).extend(steps);
+    }
+
+    /// Answers every request that finds the script empty with `responder(body)` instead of
+    /// an echo.
+    pub fn set_responder(&self, responder: Responder) {
+        lock(&self.shared.responder).0 = Some(responder);
     }
 
     /// Steps not consumed yet.
@@ -213,6 +237,7 @@ impl Shared {
     fn new() -> Arc<Shared> {
         Arc::new(Shared {
             script: Mutex::new(VecDeque::new()),
+            responder: Mutex::new(ResponderSlot(None)),
             requests: Mutex::new(Vec::new()),
             strict: Mutex::new(false),
             request_count: watch::Sender::new(0),
@@ -237,6 +262,9 @@ impl Shared {
     fn next_step(&self, format: Format, body: &Value) -> Option<Step> {
         if let Some(step) = lock(&self.script).pop_front() {
             return Some(step);
+        }
+        if let Some(responder) = lock(&self.responder).0.clone() {
+            return Some(responder(body));
         }
         if *lock(&self.strict) {
             return None;

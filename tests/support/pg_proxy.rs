@@ -161,7 +161,7 @@ impl PgProxy {
     }
 
     /// Arms a trap on the next committed statement whose SQL contains `needle` (see the
-    /// module docs).
+    /// module docs); dropping the [`Trap`] before it springs disarms it.
     pub fn trap(&self, needle: &str) -> Trap {
         let (fired_tx, fired_rx) = oneshot::channel();
         self.controls.traps.lock().unwrap().push(TrapSpec {
@@ -363,6 +363,9 @@ fn end_batch(
     };
     described.clear();
     let mut traps = controls.traps.lock().unwrap();
+    // A trap whose `Trap` was dropped unsprung is disarmed: it must not take a statement a
+    // trap armed after it waits for.
+    traps.retain(|t| t.fired.as_ref().is_some_and(|fired| !fired.is_closed()));
     let hit = traps
         .iter()
         .position(|t| batch_sql.iter().any(|sql| sql.contains(&t.needle)));

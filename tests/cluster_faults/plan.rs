@@ -57,6 +57,23 @@ pub enum FaultKind {
     Kill9,
 }
 
+impl FaultKind {
+    /// The kind `HERMES_FAULT_KINDS` calls `name`.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "pause-after-claim" => Self::PauseAfterClaim,
+            "pause-in-renewal" => Self::PauseInRenewal,
+            "slow-then-stalled" => Self::SlowThenStalledDatabase,
+            "skewed-clock" => Self::SkewedClock,
+            "kill9" => Self::Kill9,
+            other => panic!(
+                "unknown fault kind {other:?} in HERMES_FAULT_KINDS (pause-after-claim, \
+                 pause-in-renewal, slow-then-stalled, skewed-clock, kill9)"
+            ),
+        }
+    }
+}
+
 /// Where a kill -9 lands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KillPoint {

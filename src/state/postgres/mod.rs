@@ -119,6 +119,24 @@ pub async fn connect(url: &str, max_connections: u32) -> PgResult<PgPool> {
         .map_err(|source| PgError::database(url, source))
 }
 
+/// The store's own pool: as [`connect`], and a session left idle inside a transaction for
+/// `ttl` (the lease time) is ended by the server, its writes rolled back. A process paused
+/// inside an unfenced write (a delivery claim's row lock, a cron claim) would otherwise keep
+/// its row locks for as long as it is paused, and the instances taking its work over would
+/// wait on them; fenced writes set the same timeout themselves (`lease::begin_fenced`).
+pub async fn connect_for_store(url: &str, max_connections: u32, ttl: Duration) -> PgResult<PgPool> {
+    let (options, timeout) = connect_options(url)?;
+    let options = options.options([(
+        "idle_in_transaction_session_timeout",
+        ttl.as_millis().max(1).to_string(),
+    )]);
+    pool_options(max_connections)
+        .acquire_timeout(timeout)
+        .connect_with(options)
+        .await
+        .map_err(|source| PgError::database(url, source))
+}
+
 /// A pool of at most `max_connections` connections to `url` that only renews leases, apart
 /// from the pool the store's work shares: a renewal must land within a third of `ttl`
 /// however busy that pool is (64 turns may be waiting on 16 connections). Taking one of

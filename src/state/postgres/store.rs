@@ -53,9 +53,9 @@ impl PgStore {
     /// lock, so instances starting together migrate once).
     pub async fn open(url: &str, options: &StoreOptions) -> StoreResult<Self> {
         super::migrate(url).await?;
-        let pool = super::connect(url, DEFAULT_MAX_CONNECTIONS).await?;
-        let instance_id = options.instance_id.clone().unwrap_or_else(new_instance_id);
         let ttl = options.lease_ttl;
+        let pool = super::connect_for_store(url, DEFAULT_MAX_CONNECTIONS, ttl).await?;
+        let instance_id = options.instance_id.clone().unwrap_or_else(new_instance_id);
         let renewals = super::connect_for_renewals(url, RENEWAL_CONNECTIONS, ttl).await?;
         let own_renewals = super::connect_for_renewals(url, 1, ttl).await?;
         let instance = InstanceLease::start(&pool, own_renewals, &instance_id, ttl).await?;

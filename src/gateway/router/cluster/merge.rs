@@ -203,6 +203,7 @@ impl ClusterLink {
         let platform = keep.event.source.platform.clone();
         let folded = with_fence(
             held.lease().clone(),
+            held.trust().clone(),
             self.store
                 .fold_inbound(&platform, &keep.event.event_id, &payload, &absorbed),
         )

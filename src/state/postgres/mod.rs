@@ -83,30 +83,14 @@ pub(crate) fn connect_options(url: &str) -> PgResult<(PgConnectOptions, Duration
     Ok((options, timeout))
 }
 
-/// A connection idle in a pool longer than this is checked (one empty round trip) before it
-/// is handed out; one used more recently is handed out as it is.
-pub const IDLE_CHECK_AFTER: Duration = Duration::from_secs(1);
-
-/// Pool settings for a turn's many short statements. sqlx checks a connection twice per use
-/// by default: a ping when it is taken (`test_before_acquire`) and one when it is given back
-/// (in `PoolConnection`'s return to the pool, which cannot be turned off: it also flushes a
-/// rollback left by a dropped transaction). The second already proves a connection was
-/// alive when it went idle, so the first is kept only for connections idle longer than
-/// [`IDLE_CHECK_AFTER`] (a server restart or a dropped socket in between is then caught
-/// before use). A connection that died in the short window is caught by the write path:
-/// [`PgStore::begin`] takes another when the first statement fails on a broken connection.
+/// Pool settings for a turn's many short statements. sqlx checks a connection twice per use:
+/// a ping when it is taken (`test_before_acquire`) and one when it is given back (in
+/// `PoolConnection`'s return to the pool, which cannot be turned off). The first is kept:
+/// without it every connection that broke while idle (a server restart, a dropped socket)
+/// fails one read, which has no retry (`tests/state_turn_reads.rs`). Only the ping on the
+/// caller's path costs it time; the return ping runs after the caller has its answer.
 fn pool_options(max_connections: u32) -> PgPoolOptions {
-    PgPoolOptions::new()
-        .max_connections(max_connections)
-        .test_before_acquire(false)
-        .before_acquire(|conn, meta| {
-            Box::pin(async move {
-                if meta.idle_for > IDLE_CHECK_AFTER {
-                    sqlx::Connection::ping(conn).await?;
-                }
-                Ok(true)
-            })
-        })
+    PgPoolOptions::new().max_connections(max_connections)
 }
 
 /// A pool of at most `max_connections` connections to `url`.

@@ -10,7 +10,7 @@ mod support;
 use std::io::Cursor;
 
 use base64::Engine;
-use cluster_support::{ClusterRig, SECRET, USER, WAIT};
+use cluster_support::{ClusterRig, SECRET, USER, WAIT, images_in};
 use serde_json::{Value, json};
 use support::fake_model::Step;
 
@@ -81,19 +81,6 @@ fn text_update(update_id: i64, text: &str) -> Value {
         "chat": {"id": USER, "type": "private", "first_name": "Ada"},
         "from": {"id": USER, "is_bot": false, "first_name": "Ada"},
         "text": text}})
-}
-
-/// The base64 images of a request's messages (chat completions' `image_url` parts).
-fn images_in(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m["content"].as_array())
-        .flatten()
-        .filter_map(|part| part["image_url"]["url"].as_str())
-        .filter_map(|url| url.split_once(";base64,").map(|(_, data)| data.to_owned()))
-        .collect()
 }
 
 /// The text of a request's last user message (plain, or the text parts of a multi-part one).

@@ -11,8 +11,8 @@ mod support;
 use std::time::Duration;
 
 use base64::Engine;
-use cluster_support::{ClusterRig, SECRET, USER, WAIT};
-use serde_json::{Value, json};
+use cluster_support::{ClusterRig, SECRET, USER, WAIT, images_in};
+use serde_json::json;
 use support::fake_model::Step;
 
 /// Short leases keep failover quick.
@@ -42,19 +42,6 @@ async fn post_photo(rig: &ClusterRig, n: usize, update_id: i64, file_id: &str, s
         .expect("POST the photo update")
         .status();
     assert_eq!(status, 200);
-}
-
-/// The base64 images of a request's user messages (chat completions' `image_url` parts).
-fn images_in(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m["content"].as_array())
-        .flatten()
-        .filter_map(|part| part["image_url"]["url"].as_str())
-        .filter_map(|url| url.split_once(";base64,").map(|(_, data)| data.to_owned()))
-        .collect()
 }
 
 /// The instance currently holding the session's lease (bounded wait until one does).

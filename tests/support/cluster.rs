@@ -530,3 +530,16 @@ fn webhook_of(daemon: &Daemon) -> String {
         .collect();
     format!("http://127.0.0.1:{port}{WEBHOOK_PATH}")
 }
+
+/// The base64 images a model request carries (chat completions' `image_url` parts).
+pub fn images_in(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter_map(|part| part["image_url"]["url"].as_str())
+        .filter_map(|url| url.split_once(";base64,").map(|(_, data)| data.to_owned()))
+        .collect()
+}

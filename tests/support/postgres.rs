@@ -13,6 +13,11 @@ use std::time::Duration;
 
 /// How long `pg_ctl` may wait for the server to accept connections (or to stop) on a loaded
 /// machine before the test fails with the server's log.
+/// PostgreSQL's own default `max_connections`: three instances of hermesd (21 connections
+/// each at most, `hermesd::state::postgres::PER_INSTANCE`) and a test's own connections fit.
+/// <https://www.postgresql.org/docs/current/runtime-config-connection.html#GUC-MAX-CONNECTIONS>
+const DEFAULT_MAX_CONNECTIONS: u32 = 100;
+
 const PG_CTL_WAIT: Duration = Duration::from_secs(120);
 
 /// A running cluster; dropping it stops the server (immediate mode) and removes its files.
@@ -30,6 +35,11 @@ impl PgCluster {
     /// Creates and starts a cluster whose superuser `hermes` connects without a password
     /// (trust authentication: only this test can reach the socket and the loopback port).
     pub fn start() -> Self {
+        Self::start_with_max_connections(DEFAULT_MAX_CONNECTIONS)
+    }
+
+    /// As [`Self::start`], with the server's `max_connections` at `max_connections`.
+    pub fn start_with_max_connections(max_connections: u32) -> Self {
         let bin = binaries();
         let dir = tempfile::Builder::new()
             .prefix("hermes-pg-")
@@ -75,7 +85,7 @@ impl PgCluster {
             cluster.port = free_port();
             let options = format!(
                 "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
-                 -c synchronous_commit=off -c full_page_writes=off -c max_connections=60",
+                 -c synchronous_commit=off -c full_page_writes=off -c max_connections={max_connections}",
                 cluster.port,
                 cluster.dir.path().display()
             );

@@ -3,6 +3,7 @@
 //! advisory lock, the `Store`'s writes and reads (`store.rs` and the session/gateway files),
 //! leases with fencing tokens, the session-work notifications and the shared files.
 
+mod budget;
 mod coordination;
 mod error;
 mod extras;
@@ -31,6 +32,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 pub use crate::coord::{current_fence, shared_name, with_fence};
+pub use budget::{ConnectionBudget, PER_INSTANCE, connection_budget};
 pub use coordination::PgCoordination;
 pub use error::{PgError, PgResult};
 pub use instance::InstanceOwner;

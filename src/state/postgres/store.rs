@@ -23,7 +23,7 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 /// Connections kept per instance for renewing session and ingress leases, apart from the
 /// pool above (the instance lease has one more of its own). A few, so that a renewal held up
 /// behind a row lock does not hold up the others.
-const RENEWAL_CONNECTIONS: u32 = 4;
+pub(super) const RENEWAL_CONNECTIONS: u32 = 4;
 
 /// How long a lease outlives its holder's last renewal unless `state.lease_seconds` says
 /// otherwise.
@@ -60,6 +60,7 @@ impl PgStore {
         let own_renewals = super::connect_for_renewals(url, 1, ttl).await?;
         let instance = InstanceLease::start(&pool, own_renewals, &instance_id, ttl).await?;
         let extras = Extras::detect(&pool).await?;
+        super::budget::warn_when_short(&pool).await;
         Ok(Self {
             pool,
             renewals,

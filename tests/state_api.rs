@@ -5,7 +5,9 @@
 
 mod support;
 
-use hermesd::state::{Content, NewMessage, NewSession, SearchQuery, Store, StoreError, UsageDelta};
+use hermesd::state::{
+    Content, InboundState, NewMessage, NewSession, SearchQuery, Store, StoreError, UsageDelta,
+};
 use serde_json::json;
 use support::store_backends::TestStore;
 
@@ -520,4 +522,31 @@ async fn start_turn_appends_and_marks_the_event_processing(t: &TestStore) {
         .unwrap_err();
     assert!(matches!(err, StoreError::SessionNotFound(_)), "{err}");
     assert_eq!(inbound_state(t, "e2").await, "received");
+
+    // An event answered meanwhile (by another holder of the session) does not start again:
+    // a copy of it still queued after a lost hold must not run twice (issue 28).
+    store
+        .mark_inbound("telegram", "e2", InboundState::Answered)
+        .await
+        .unwrap();
+    let err = store
+        .start_turn(NewMessage::text("s", "user", "again"), "telegram", "e2")
+        .await
+        .unwrap_err();
+    assert!(err.is_already_answered(), "{err}");
+    assert_eq!(inbound_state(t, "e2").await, "answered");
+    assert_eq!(
+        store.get_messages("s").await.unwrap().len(),
+        1,
+        "nothing appended"
+    );
+    // An event the journal does not know starts as before.
+    store
+        .start_turn(
+            NewMessage::text("s", "user", "unjournaled"),
+            "telegram",
+            "e9",
+        )
+        .await
+        .unwrap();
 }

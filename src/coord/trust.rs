@@ -59,6 +59,8 @@ struct Deadline {
     at: Instant,
     /// How many times a renewal landed after the deadline had passed (a lapse).
     lapses: u64,
+    /// The lease is known lost ([`Trust::revoke`]): no renewal will come.
+    revoked: bool,
 }
 
 impl Trust {
@@ -75,6 +77,7 @@ impl Trust {
                 until: watch::Sender::new(Deadline {
                     at: asked_at + ttl,
                     lapses: 0,
+                    revoked: false,
                 }),
                 margin,
             })),
@@ -129,6 +132,7 @@ impl Trust {
             let now = Instant::now();
             bound.until.send_modify(|current| {
                 current.at = now.checked_sub(bound.margin).unwrap_or(now);
+                current.revoked = true;
             });
         }
     }
@@ -163,7 +167,7 @@ impl Trust {
     }
 
     /// Waits until an action of `action` would pass again (a renewal landed), for at most
-    /// `limit`; true when it would.
+    /// `limit`; true when it would, false at the limit or as soon as the lease is known lost.
     pub async fn wait_until_trusted(&self, action: Duration, limit: Duration) -> bool {
         let Some(bound) = &self.bound else {
             return true;
@@ -172,7 +176,10 @@ impl Trust {
         let wait = async {
             loop {
                 if self.may_act(action).is_ok() {
-                    return;
+                    return true;
+                }
+                if bound.until.borrow().revoked {
+                    return false;
                 }
                 if changes.changed().await.is_err() {
                     // Nobody renews any more: only the limit ends this wait.
@@ -180,7 +187,7 @@ impl Trust {
                 }
             }
         };
-        tokio::time::timeout(limit, wait).await.is_ok()
+        tokio::time::timeout(limit, wait).await.unwrap_or(false)
     }
 }
 
@@ -267,6 +274,25 @@ mod tests {
                 .wait_until_trusted(Duration::ZERO, Duration::from_secs(10))
                 .await
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiter_gives_up_at_once_when_the_lease_is_revoked() {
+        let ttl = Duration::from_secs(3);
+        let trust = Trust::leased(Instant::now() - ttl, ttl);
+        let revoker = trust.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            revoker.revoke();
+        });
+        let started = Instant::now();
+        assert!(
+            !trust
+                .wait_until_trusted(Duration::ZERO, Duration::from_secs(60))
+                .await
+        );
+        // The paused clock only moves by the revoker's sleep, never to the limit.
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
     }
 
     #[test]

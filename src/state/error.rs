@@ -38,6 +38,10 @@ pub enum StoreError {
         key: String,
         token: i64,
     },
+    /// A turn was to start for an inbound event the journal lists as already answered (or
+    /// ignored): another holder of the session took it up meanwhile, so it must not run again.
+    #[error("the inbound event {platform}/{event_id} was already answered")]
+    AlreadyAnswered { platform: String, event_id: String },
     /// The local database file (state.db) failed.
     #[error("sqlite: {0}")]
     Sqlite(SqliteFailure),
@@ -94,6 +98,11 @@ impl StoreError {
     /// True when a fenced write was refused because its session lease is no longer held.
     pub fn is_lease_lost(&self) -> bool {
         matches!(self, StoreError::LeaseLost { .. })
+    }
+
+    /// True when a turn's start was refused because its event was answered already.
+    pub fn is_already_answered(&self) -> bool {
+        matches!(self, StoreError::AlreadyAnswered { .. })
     }
 }
 

@@ -29,7 +29,9 @@ use super::commands::{Outcome, WriteCommand};
 use super::cron_runs::{CronRun, CronRunEnd};
 use super::dead_letters::DeadLetterRow;
 use super::error::StoreResult;
-use super::ledger::{InboundEvent, InboundRecord, InboundState, NewObligation, Obligation};
+use super::ledger::{
+    InboundEvent, InboundRecord, InboundState, NewObligation, Obligation, ObligationInOrder,
+};
 use super::model::now_epoch;
 use super::sqlite::gateway_read;
 
@@ -311,6 +313,23 @@ impl Store {
         let id = id.to_owned();
         self.read(move |c, _| gateway_read::get_obligation(c, &id))
             .await
+    }
+
+    /// Obligation `id` with the replies to its chat recorded before it that are owed by
+    /// another instance (or an earlier run of this one), oldest first, in one read. On SQLite
+    /// the list is empty: one process sends each chat's replies from one lane, in order.
+    pub async fn obligation_in_chat_order(
+        &self,
+        id: &str,
+        now: f64,
+    ) -> StoreResult<ObligationInOrder> {
+        if let Some(pg) = self.postgres() {
+            return pg.obligation_in_chat_order(id, now).await;
+        }
+        Ok(ObligationInOrder {
+            obligation: self.get_obligation(id).await?,
+            owed_before: Vec::new(),
+        })
     }
 
     // ---- routing index --------------------------------------------------------------------

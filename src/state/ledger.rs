@@ -238,3 +238,21 @@ fn pid_exists(pid: i64) -> bool {
         Err(e) => e == rustix::io::Errno::PERM,
     }
 }
+
+/// A reply to send and the replies to the same chat recorded before it that are still owed
+/// elsewhere ([`Store::obligation_in_chat_order`](crate::state::Store::obligation_in_chat_order)).
+#[derive(Debug, Clone, Default)]
+pub struct ObligationInOrder {
+    pub obligation: Option<Obligation>,
+    /// Oldest first; empty on SQLite, where one process's lane orders a chat's replies.
+    pub owed_before: Vec<OwedBefore>,
+}
+
+/// A reply to the same chat, recorded earlier (the database's insertion order, not a clock)
+/// by another instance or an earlier run of this one, not yet delivered.
+#[derive(Debug, Clone)]
+pub struct OwedBefore {
+    pub obligation: Obligation,
+    /// Its owner still holds the lease it claimed the row under: the row is theirs to send.
+    pub owner_alive: bool,
+}

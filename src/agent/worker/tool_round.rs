@@ -45,13 +45,13 @@ pub async fn run(
     if sequential {
         let mut results = Vec::with_capacity(calls.len());
         for call in calls {
-            hold_still_trusted(call)?;
+            hold_still_trusted(call).await?;
             results.push(run_one(agent, call, events, cancel).await);
         }
         Ok(results)
     } else {
         join_all(calls.iter().map(|call| async move {
-            hold_still_trusted(call)?;
+            hold_still_trusted(call).await?;
             Ok(run_one(agent, call, events, cancel).await)
         }))
         .await
@@ -60,20 +60,33 @@ pub async fn run(
     }
 }
 
-/// Refuses a tool call the turn's session hold may not be trusted to cover (no hold: one
-/// instance owns the state, every call passes).
-fn hold_still_trusted(call: &ToolCall) -> Result<(), StoreError> {
+/// Lets a tool call run only while the turn's session hold can be trusted to cover its start
+/// (no hold: one instance owns the state, every call passes). A hold whose trust ran short
+/// (this process was paused while a renewal was on its way) is waited for, up to one lease
+/// time: a renewal the database confirms under the same token proves nobody else held the
+/// session meanwhile, so the call runs here. Refusing at once instead would leave the
+/// stored call without a result, and the next holder never runs such a call (it may have
+/// run): the user's tool would not run at all. Refused when the hold is lost or no renewal
+/// lands in time.
+async fn hold_still_trusted(call: &ToolCall) -> Result<(), StoreError> {
     let Some(lease) = current_fence() else {
         return Ok(());
     };
-    current_trust().may_act(TOOL_CALL_NEEDS).map_err(|fenced| {
-        tracing::warn!(session_key = %lease.key, token = lease.token, tool = %call.name, %fenced,
-            "tool call not run: the session lease may end first; the turn stops and the lease's next holder resumes it");
-        StoreError::LeaseLost {
-            scope: lease.scope.as_str(),
-            key: lease.key.clone(),
-            token: lease.token,
-        }
+    let trust = current_trust();
+    let Err(fenced) = trust.may_act(TOOL_CALL_NEEDS) else {
+        return Ok(());
+    };
+    tracing::info!(session_key = %lease.key, token = lease.token, tool = %call.name, %fenced,
+        "tool call waits for the session lease's next renewal");
+    if trust.wait_until_trusted(TOOL_CALL_NEEDS, lease.ttl).await {
+        return Ok(());
+    }
+    tracing::warn!(session_key = %lease.key, token = lease.token, tool = %call.name,
+        "tool call not run: the session lease could not be trusted again; the turn stops and the lease's next holder resumes it");
+    Err(StoreError::LeaseLost {
+        scope: lease.scope.as_str(),
+        key: lease.key.clone(),
+        token: lease.token,
     })
 }
 

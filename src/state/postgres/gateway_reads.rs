@@ -37,7 +37,7 @@ fn inbound(r: &PgRow) -> StoreResult<InboundEvent> {
     .map_err(|UnknownState(state)| bad_state("inbound", &state))
 }
 
-fn obligation(r: &PgRow) -> StoreResult<Obligation> {
+pub(super) fn obligation(r: &PgRow) -> StoreResult<Obligation> {
     let state: String = r.try_get(6).db()?;
     let state = ObligationState::parse(&state).ok_or_else(|| bad_state("obligation", &state))?;
     Ok(Obligation {

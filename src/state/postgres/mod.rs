@@ -4,6 +4,7 @@
 //! leases with fencing tokens, the session-work notifications and the shared files.
 
 mod budget;
+mod chat_order;
 mod coordination;
 mod error;
 mod extras;

@@ -49,19 +49,28 @@ pub async fn apply(tx: &mut PgTx, command: WriteCommand, extras: &Extras) -> Sto
             platform,
             event_id,
         } => {
-            let appended = append_message(tx, &message, extras).await?;
-            sqlx::query(
-                "UPDATE hermesd_inbound_events SET state = $1, updated_at = $2 \
-                 WHERE platform = $3 AND event_id = $4",
+            // Refused when the journal lists the event as answered or ignored: a turn for
+            // it ran elsewhere (an unknown event is let through, as on SQLite).
+            let row = sqlx::query(
+                "WITH marked AS (UPDATE hermesd_inbound_events SET state = $1, updated_at = $2 \
+                   WHERE platform = $3 AND event_id = $4 AND state IN ('received', 'processing') \
+                   RETURNING 1) \
+                 SELECT EXISTS (SELECT 1 FROM marked) AS marked, \
+                        EXISTS (SELECT 1 FROM hermesd_inbound_events \
+                                 WHERE platform = $3 AND event_id = $4) AS known",
             )
             .bind(InboundState::Processing.as_str())
             .bind(now_epoch())
-            .bind(platform)
-            .bind(event_id)
-            .execute(&mut **tx)
+            .bind(&platform)
+            .bind(&event_id)
+            .fetch_one(&mut **tx)
             .await
             .map_err(db)?;
-            Ok(appended)
+            let (marked, known): (bool, bool) = (row.get("marked"), row.get("known"));
+            if known && !marked {
+                return Err(StoreError::AlreadyAnswered { platform, event_id });
+            }
+            append_message(tx, &message, extras).await
         }
         WriteCommand::SetTitle { id, title } => {
             set_title(tx, &id, title.as_deref(), extras, TitleSource::User).await?;

@@ -13,7 +13,6 @@ use super::titles;
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::encode::{encode_content, encode_json, tool_call_count};
 use crate::state::error::{StoreError, StoreResult};
-use crate::state::ledger::InboundState;
 use crate::state::model::TitleSource;
 use crate::state::model::{NewMessage, NewSession, UsageDelta, now_epoch};
 
@@ -40,9 +39,8 @@ pub fn apply(
             platform,
             event_id,
         } => {
-            let appended = append_message(conn, caps, message)?;
-            gateway::mark_inbound(conn, platform, event_id, InboundState::Processing.as_str())?;
-            Ok(appended)
+            gateway::start_inbound_turn(conn, platform, event_id)?;
+            append_message(conn, caps, message)
         }
         WriteCommand::SetTitle { id, title } => {
             titles::set_title(conn, caps, id, title.as_deref(), TitleSource::User)?;

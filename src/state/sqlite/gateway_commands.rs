@@ -45,6 +45,32 @@ pub fn mark_inbound(
     )?))
 }
 
+/// Marks an event `processing` as its turn starts, unless the journal already lists it as
+/// answered or ignored (a turn for it ran elsewhere): then the start is refused. An event
+/// the journal does not know is let through unmarked, as before.
+pub fn start_inbound_turn(conn: &Connection, platform: &str, event_id: &str) -> StoreResult<()> {
+    let marked = conn.execute(
+        "UPDATE hermesd_inbound_events SET state = 'processing', updated_at = ?1
+         WHERE platform = ?2 AND event_id = ?3 AND state IN ('received', 'processing')",
+        params![now_epoch(), platform, event_id],
+    )?;
+    if marked == 0 {
+        let known: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM hermesd_inbound_events
+                            WHERE platform = ?1 AND event_id = ?2)",
+            params![platform, event_id],
+            |r| r.get(0),
+        )?;
+        if known {
+            return Err(StoreError::AlreadyAnswered {
+                platform: platform.to_owned(),
+                event_id: event_id.to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// See [`crate::state::Store::fold_inbound`]. Run in the command's savepoint, so the
 /// statements land together.
 pub fn fold_inbound(

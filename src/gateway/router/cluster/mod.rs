@@ -302,9 +302,9 @@ impl ClusterLink {
     }
 
     /// Brings the session's unfinished journaled events into the slot's queue and puts the
-    /// queue in the journal's order (its sequence, not a host's clock), wherever each event was received: HTTP
-    /// requests (not journaled) first, then the events oldest first, then anything queued
-    /// that the journal no longer lists as unfinished.
+    /// queue in the journal's order (its sequence, not a host's clock), wherever each event
+    /// was received: HTTP requests (not journaled) first, then the events oldest first. A
+    /// queued event the journal no longer lists as unfinished is dropped.
     async fn order_by_journal(&self, slot: &Arc<Slot>) {
         let ours = match self.store.unfinished_inbound_of(&slot.key).await {
             Ok(events) => events,
@@ -356,8 +356,13 @@ impl ClusterLink {
                 }
             }
         }
+        // What is left was journaled (every chat job is, before it is queued) but is no
+        // longer unfinished: answered or closed by another holder while this instance did not
+        // hold the session (a hold lost mid-queue), or folded into an album's first part. It
+        // must not run again.
         for job in chat.into_iter().flatten() {
-            state.enqueue(job, depth);
+            tracing::debug!(session_key = %slot.key, event_id = %job.event.event_id,
+                "a queued event was answered elsewhere meanwhile; dropped here");
         }
     }
 

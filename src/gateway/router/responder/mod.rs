@@ -5,6 +5,7 @@
 //! turn's streamed preview when one was recorded with it; a restart resends exactly what may
 //! be missing. HTTP API requests are answered in their HTTP response instead.
 
+mod chat_order;
 pub(super) mod dead_letter;
 pub(super) mod outbox;
 pub(super) mod platforms;

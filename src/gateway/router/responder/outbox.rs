@@ -211,14 +211,8 @@ impl Responder {
         reply_to: Option<String>,
         event_id: Option<&str>,
     ) -> Option<DeliveryOutcome> {
-        let obligation: Obligation = match self.store.get_obligation(id).await {
-            Ok(Some(obligation)) => obligation,
-            Ok(None) => return None,
-            Err(e) => {
-                tracing::error!(obligation_id = id, error = %e, "cannot read a reply obligation");
-                return None;
-            }
-        };
+        // Earlier replies to the chat owed elsewhere go first (`chat_order.rs`).
+        let obligation: Obligation = super::chat_order::after_earlier_replies(self, id).await?;
         let Some(link) = self.link(&obligation.platform) else {
             tracing::warn!(platform = %obligation.platform, obligation_id = id, "reply for a platform that is not running; kept for later");
             return None;

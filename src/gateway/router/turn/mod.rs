@@ -365,6 +365,12 @@ impl TurnRunner {
                             recorded: agent.turn_recorded(),
                         };
                     }
+                    // Another holder answered this event while the session was away from
+                    // this instance (a queued copy outlived a lost hold): nothing to do.
+                    AgentError::Store(error) if error.is_already_answered() => {
+                        tracing::info!(session_key = %slot.key, %error,
+                            "not run again: the event was answered by another holder of the session");
+                    }
                     // Our own failure: details to the log, an incident id to the user.
                     AgentError::Store(e) => {
                         let incident = Incident::new();

@@ -50,7 +50,7 @@ pub async fn connection_budget(pool: &PgPool) -> PgResult<ConnectionBudget> {
                   WHERE scope = $1 AND expires_at > now()) AS instances",
     )
     .bind(LeaseScope::Instance.as_str())
-    .fetch_one(pool)
+    .fetch_one(super::retried(pool))
     .await?;
     let max: i64 = row.get("max");
     let reserved: i64 = row.get("reserved");

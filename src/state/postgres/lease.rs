@@ -17,7 +17,7 @@ use super::error::{PgError, PgResult};
 pub use crate::coord::{Lease, LeaseScope};
 
 /// The error for a request made under `lease` after it was lost.
-fn lost(lease: &Lease) -> PgError {
+pub(super) fn lost(lease: &Lease) -> PgError {
     PgError::LeaseLost {
         scope: lease.scope.as_str(),
         key: lease.key.clone(),

@@ -14,6 +14,7 @@ mod lease;
 mod ledger_writes;
 mod migrate;
 pub mod notify;
+mod one_statement;
 pub mod pg_text;
 mod retry;
 mod rows;

@@ -11,6 +11,7 @@ use super::error::PgError;
 use super::extras::Extras;
 use super::instance::{InstanceLease, InstanceOwner};
 use super::lease::{Lease, begin_fenced};
+use super::one_statement::Alone;
 pub use super::tx::PgTx;
 use crate::state::StoreOptions;
 use crate::state::commands::{Outcome, WriteCommand};
@@ -130,12 +131,22 @@ impl PgStore {
         }
     }
 
-    /// Applies one write command in its own transaction and commits it.
+    /// A newer Hermes's columns and tables this database has.
+    pub(super) fn extras(&self) -> &Extras {
+        &self.extras
+    }
+
+    /// Applies one write command: as one statement when it is one (see `one_statement.rs`),
+    /// else in its own transaction, committed.
     pub async fn apply(
         &self,
         command: WriteCommand,
         fence: Option<&Lease>,
     ) -> StoreResult<Outcome> {
+        let command = match super::one_statement::apply(self, command, fence).await? {
+            Alone::Done(outcome) => return Ok(outcome),
+            Alone::NotAlone(command) => command,
+        };
         let mut tx = self.begin(fence).await?;
         let outcome = if is_gateway_command(&command) {
             super::gateway_writes::apply(&mut tx, command, &self.instance_owner()).await?

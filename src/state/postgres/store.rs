@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use sqlx::postgres::PgPool;
 
+pub use super::budget::DEFAULT_MAX_CONNECTIONS;
+use super::budget::RENEWAL_CONNECTIONS;
 use super::error::PgError;
 use super::extras::Extras;
 use super::instance::{InstanceLease, InstanceOwner};
@@ -17,14 +19,6 @@ use crate::state::StoreOptions;
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::error::StoreResult;
 use crate::state::ledger::OwnerStamp;
-
-/// Connections kept per instance.
-pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
-
-/// Connections kept per instance for renewing session and ingress leases, apart from the
-/// pool above (the instance lease has one more of its own). A few, so that a renewal held up
-/// behind a row lock does not hold up the others.
-pub(super) const RENEWAL_CONNECTIONS: u32 = 4;
 
 /// How long a lease outlives its holder's last renewal unless `state.lease_seconds` says
 /// otherwise.

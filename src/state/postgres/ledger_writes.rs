@@ -185,7 +185,7 @@ pub(super) async fn insert_obligation(
     owner: Owner<'_>,
 ) -> StoreResult<usize> {
     let sql = format!(
-        "INSERT INTO delivery_obligations ({OBLIGATION_COLUMNS}) \
+        "{OBLIGATION_INSERT} \
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7, $8, $9, $10, $11) \
          ON CONFLICT (obligation_id) DO NOTHING"
     );
@@ -196,14 +196,14 @@ pub(super) async fn insert_obligation(
     Ok(changed(done))
 }
 
-/// A new obligation row's columns: values `$1` to `$6` (id, session key, platform, chat,
-/// thread, content), `'pending'`, `0` attempts, `$7` twice (created and updated), then
-/// `$8` to `$11` (the owner), as [`bind_obligation`] binds them.
-pub(super) const OBLIGATION_COLUMNS: &str = "obligation_id, session_key, platform, chat_id, \
-     thread_id, content, state, attempts, created_at, updated_at, owner_pid, owner_started_at, \
-     owner_instance, owner_token";
+/// A new obligation row's `INSERT` up to its values: `$1` to `$6` (id, session key,
+/// platform, chat, thread, content), `'pending'`, `0` attempts, `$7` twice (created and
+/// updated), then `$8` to `$11` (the owner), as [`bind_obligation`] binds them.
+pub(super) const OBLIGATION_INSERT: &str = "INSERT INTO delivery_obligations (obligation_id, \
+     session_key, platform, chat_id, thread_id, content, state, attempts, created_at, \
+     updated_at, owner_pid, owner_started_at, owner_instance, owner_token)";
 
-/// Binds [`OBLIGATION_COLUMNS`]'s values.
+/// Binds [`OBLIGATION_INSERT`]'s values.
 pub(super) fn bind_obligation<'q>(
     query: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
     o: &'q NewObligation,

@@ -21,7 +21,7 @@ use super::PgStore;
 use super::gateway_writes::{record_inbound, save_routing};
 use super::lease::{Lease, lost};
 use super::ledger_writes::{
-    OBLIGATION_COLUMNS, Owner, bind_obligation, mark_attempting, mark_delivered, mark_failed,
+    OBLIGATION_INSERT, Owner, bind_obligation, mark_attempting, mark_delivered, mark_failed,
 };
 use super::retry::{live_connection, retried};
 use super::rows::db;
@@ -240,7 +240,7 @@ async fn turn_message(
     lease: &Lease,
 ) -> StoreResult<Outcome> {
     let extras = store.extras();
-    let (columns, values) = message_columns(extras);
+    let (insert, values) = message_columns(extras);
     let count = if extras.message_uid { 15 } else { 14 };
     // The message's values, its tool calls, the event's (four), the lease's (three).
     let tools = count + 1;
@@ -259,7 +259,7 @@ async fn turn_message(
     let lease_first = if started.is_some() { event + 4 } else { event };
     let sql = format!(
         "WITH {fence}, \
-         m AS (INSERT INTO messages ({columns}) SELECT {values} FROM fence RETURNING id), \
+         m AS ({insert} SELECT {values} FROM fence RETURNING id), \
          s AS (UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, \
                    tool_call_count = COALESCE(tool_call_count, 0) + ${tools}{activity} \
                WHERE id = $1 AND EXISTS (SELECT 1 FROM fence)){started_part} \
@@ -311,7 +311,7 @@ async fn answer_inbound(
                SET state = 'answered', updated_at = $12, reply_obligation_id = $1 \
                WHERE platform = $13 AND event_id = $14 AND EXISTS (SELECT 1 FROM fence) \
                RETURNING 1), \
-         o AS (INSERT INTO delivery_obligations ({OBLIGATION_COLUMNS}) \
+         o AS ({OBLIGATION_INSERT} \
                SELECT $1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7, $8, $9, $10, $11 FROM e \
                ON CONFLICT (obligation_id) DO NOTHING) \
          SELECT (SELECT count(*) FROM fence) AS held, (SELECT count(*) FROM e) AS changed",

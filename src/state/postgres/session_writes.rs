@@ -176,8 +176,8 @@ async fn create_session(tx: &mut PgTx, s: &NewSession, extras: &Extras) -> Store
 }
 
 async fn append_message(tx: &mut PgTx, m: &NewMessage, extras: &Extras) -> StoreResult<Outcome> {
-    let (columns, values) = message_columns(extras);
-    let sql = format!("INSERT INTO messages ({columns}) VALUES ({values}) RETURNING id");
+    let (insert, values) = message_columns(extras);
+    let sql = format!("{insert} VALUES ({values}) RETURNING id");
     let timestamp = message_timestamp(m);
     let insert = bind_message(sqlx::query(AssertSqlSafe(sql)), m, timestamp, extras);
     let inserted = insert.fetch_one(&mut **tx).await;
@@ -203,8 +203,8 @@ async fn append_message(tx: &mut PgTx, m: &NewMessage, extras: &Extras) -> Store
     Ok(Outcome::RowId(id))
 }
 
-/// The message row's columns, and its values `$1` to `$14` (`$15`, a durable id in Hermes's
-/// form, where rows carry one), as [`bind_message`] binds them.
+/// The message row's `INSERT` up to its values, and those values `$1` to `$14` (`$15`, a
+/// durable id in Hermes's form, where rows carry one), as [`bind_message`] binds them.
 pub(super) fn message_columns(extras: &Extras) -> (String, String) {
     let count = if extras.message_uid { 15 } else { 14 };
     let uid_column = if extras.message_uid {
@@ -212,13 +212,13 @@ pub(super) fn message_columns(extras: &Extras) -> (String, String) {
     } else {
         ""
     };
-    let columns = format!(
-        "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, \
-         token_count, finish_reason, reasoning, reasoning_content, reasoning_details, \
-         codex_reasoning_items, codex_message_items{uid_column}"
+    let insert = format!(
+        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, \
+             timestamp, token_count, finish_reason, reasoning, reasoning_content, \
+             reasoning_details, codex_reasoning_items, codex_message_items{uid_column})"
     );
     let values: Vec<String> = (1..=count).map(|n| format!("${n}")).collect();
-    (columns, values.join(", "))
+    (insert, values.join(", "))
 }
 
 /// The time a message is stamped with (value `$7` of [`message_columns`]).

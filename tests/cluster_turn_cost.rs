@@ -43,9 +43,12 @@ const CHAT_TURN_ENDS: [&str; 2] = [
 /// The last statement of an API turn: the session lease given back.
 const API_TURN_ENDS: [&str; 1] = ["UPDATE hermesd_leases SET expires_at = now()"];
 
-/// The ceiling this test holds a chat turn's statement round trips to: the 47 a turn makes
-/// (listed in docs/cluster.md, "Cost per turn"), the notification race's 2, and 2 spare.
-const CHAT_TURN_BOUND: usize = 51;
+/// The ceiling this test holds a chat turn's statement round trips to: the 21 a turn makes
+/// (listed in docs/cluster.md, "Cost per turn") and the notification race's 2.
+const CHAT_TURN_BOUND: usize = 23;
+
+/// The same for an API turn: the 12 it makes and the race's 2.
+const API_TURN_BOUND: usize = 14;
 
 /// How many round trips two identical chat turns may differ by (see the scale test).
 const NOTIFICATION_RACE: usize = 2;
@@ -303,6 +306,7 @@ async fn round_trips_of_a_chat_turn_and_an_api_turn() {
             .any(|l| l.contains("hermesd_shared_files")),
         "{chat:#?}"
     );
+    assert!(api.statements <= API_TURN_BOUND, "{api:#?}");
     assert!(api.statements < chat.statements, "{api:#?}");
     rig.stop().await;
 }
@@ -355,7 +359,7 @@ struct Hot {
 
 /// The statements every turn runs, as the instance sends them (the test checks each one
 /// appears in a real turn's traffic first).
-const HOT: [Hot; 6] = [
+const HOT: [Hot; 7] = [
     Hot {
         what: "the session's routing entry",
         types: "text, text",
@@ -399,7 +403,16 @@ const HOT: [Hot; 6] = [
         in_turn: false,
     },
     Hot {
-        what: "the fence check of a turn's write",
+        what: "a fenced one-statement write (the routing entry saved under the lease)",
+        types: "text, text, text, float8, text, text, bigint",
+        sql: "WITH fence AS MATERIALIZED ( SELECT 1 FROM hermesd_leases \
+              WHERE scope = $5 AND key = $6 AND token = $7 AND expires_at > now() FOR SHARE), \
+              w AS (INSERT INTO gateway_routing",
+        index: "hermesd_leases_pkey",
+        in_turn: true,
+    },
+    Hot {
+        what: "the fence check of a transaction's write",
         types: "text, text, bigint, text",
         sql: "SELECT set_config('idle_in_transaction_session_timeout', $4, true) \
               FROM hermesd_leases \
@@ -467,8 +480,8 @@ async fn the_hot_statements_of_a_turn_are_planned_on_an_index() {
             !in_turn || seen.iter().any(|s| s.contains(&prefix)),
             "{what}: a turn no longer sends {sql:?}"
         );
-        // The acquire's full text (its DO UPDATE clause) as the instance sends it.
-        let sql = match sql.contains("ON CONFLICT") {
+        // The acquire's and the fenced write's full text as the instance sends them.
+        let sql = match sql.contains("ON CONFLICT") || sql.starts_with("WITH fence") {
             true => seen
                 .iter()
                 .find(|s| s.contains(&prefix))

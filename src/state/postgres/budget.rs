@@ -15,7 +15,14 @@ use sqlx::postgres::PgPool;
 
 use super::error::PgResult;
 use super::lease::LeaseScope;
-use super::store::{DEFAULT_MAX_CONNECTIONS, RENEWAL_CONNECTIONS};
+
+/// Connections the store's pool keeps per instance.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
+
+/// Connections kept per instance for renewing session and ingress leases, apart from the
+/// store's pool (the instance lease has one more of its own). A few, so that a renewal held
+/// up behind a row lock does not hold up the others.
+pub(super) const RENEWAL_CONNECTIONS: u32 = 4;
 
 /// The connections one instance may hold at once: the store's pool, the renewal pool and
 /// the instance lease's renewal connection.
@@ -50,7 +57,7 @@ pub async fn connection_budget(pool: &PgPool) -> PgResult<ConnectionBudget> {
                   WHERE scope = $1 AND expires_at > now()) AS instances",
     )
     .bind(LeaseScope::Instance.as_str())
-    .fetch_one(pool)
+    .fetch_one(super::retried(pool))
     .await?;
     let max: i64 = row.get("max");
     let reserved: i64 = row.get("reserved");

@@ -44,11 +44,11 @@ impl PgError {
         }
     }
 
-    /// Whether the connection the statement ran on is gone (its socket closed or reset):
-    /// a transaction being begun on it cannot have committed anything, so it can be begun
+    /// Whether the connection the statement ran on is gone (see [`connection_broke`]): a
+    /// transaction being begun on it cannot have committed anything, so it can be begun
     /// again on another connection.
     pub(crate) fn is_broken_connection(&self) -> bool {
-        matches!(self, PgError::Query(sqlx::Error::Io(_)))
+        matches!(self, PgError::Query(error) if connection_broke(error))
     }
 
     /// The shared database's error as it is, a lost lease included (no closed-pool mapping:
@@ -62,6 +62,22 @@ impl PgError {
 }
 
 pub type PgResult<T> = Result<T, PgError>;
+
+/// SQLSTATEs of the server ending a session (an operator's or a shutdown's doing, or
+/// `idle_session_timeout`): it said so instead of running what was sent.
+const SESSION_ENDED: [&str; 3] = ["57P01", "57P02", "57P05"];
+
+/// Whether `error` says the connection is gone (its socket closed or reset, or the server
+/// ended the session) rather than that a statement failed on a live one.
+pub(crate) fn connection_broke(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_) => true,
+        sqlx::Error::Database(db) => db
+            .code()
+            .is_some_and(|code| SESSION_ENDED.contains(&&*code)),
+        _ => false,
+    }
+}
 
 impl From<PgError> for StoreError {
     /// A closed PostgreSQL pool is the closed store, as a stopped writer is on SQLite.

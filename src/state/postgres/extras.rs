@@ -43,7 +43,7 @@ impl Extras {
                  OR (table_name = 'messages' AND column_name = 'message_uid') \
                  OR (table_name = 'session_model_usage' AND column_name = 'task'))",
         )
-        .fetch_all(pool)
+        .fetch_all(super::retried(pool))
         .await
         .map_err(PgError::from)?;
         let has = |table: &str, column: &str| found.iter().any(|(t, c)| t == table && c == column);

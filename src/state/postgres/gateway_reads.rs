@@ -93,7 +93,7 @@ impl PgStore {
              WHERE state IN ('received', 'processing') ORDER BY seq"
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
-            .fetch_all(self.pool())
+            .fetch_all(super::retried(self.pool()))
             .await
             .db()?;
         rows.iter().map(inbound).collect()
@@ -111,7 +111,7 @@ impl PgStore {
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(session_key)
-            .fetch_all(self.pool())
+            .fetch_all(super::retried(self.pool()))
             .await
             .db()?;
         rows.iter().map(inbound).collect()
@@ -123,7 +123,7 @@ impl PgStore {
              WHERE state IN ('received', 'processing') AND session_key = $1) AS found",
         )
         .bind(session_key)
-        .fetch_one(self.pool())
+        .fetch_one(super::retried(self.pool()))
         .await
         .db()?;
         Ok(row.get("found"))
@@ -141,7 +141,7 @@ impl PgStore {
         let row = sqlx::query(AssertSqlSafe(sql))
             .bind(platform)
             .bind(event_id)
-            .fetch_optional(self.pool())
+            .fetch_optional(super::retried(self.pool()))
             .await
             .db()?;
         row.as_ref().map(inbound).transpose()
@@ -150,7 +150,7 @@ impl PgStore {
     pub(crate) async fn reply_edit_target(&self, id: &str) -> StoreResult<Option<String>> {
         sqlx::query_scalar("SELECT message_id FROM hermesd_reply_edits WHERE obligation_id = $1")
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(super::retried(self.pool()))
             .await
             .db()
     }
@@ -160,7 +160,7 @@ impl PgStore {
         let (count,): (i64,) = sqlx::query_as(
             "SELECT COUNT(*) FROM delivery_obligations WHERE state IN ('pending', 'attempting')",
         )
-        .fetch_one(self.pool())
+        .fetch_one(super::retried(self.pool()))
         .await
         .db()?;
         Ok(u64::try_from(count).unwrap_or(0))
@@ -172,7 +172,7 @@ impl PgStore {
         );
         let row = sqlx::query(AssertSqlSafe(sql))
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(super::retried(self.pool()))
             .await
             .db()?;
         row.as_ref().map(obligation).transpose()
@@ -192,7 +192,7 @@ impl PgStore {
             .bind(OBLIGATION_MAX_ATTEMPTS)
             .bind(now)
             .bind(OBLIGATION_STALE_AFTER_SECONDS)
-            .fetch_all(self.pool())
+            .fetch_all(super::retried(self.pool()))
             .await
             .db()?;
         rows.iter().map(obligation).collect()
@@ -207,7 +207,7 @@ impl PgStore {
         let rows: Vec<(String, String)> =
             sqlx::query_as("SELECT session_key, entry_json FROM gateway_routing WHERE scope = $1")
                 .bind(scope)
-                .fetch_all(self.pool())
+                .fetch_all(super::retried(self.pool()))
                 .await
                 .db()?;
         Ok(crate::state::sqlite::gateway_read::parse_routing(
@@ -226,7 +226,7 @@ impl PgStore {
         )
         .bind(scope)
         .bind(session_key)
-        .fetch_optional(self.pool())
+        .fetch_optional(super::retried(self.pool()))
         .await
         .db()?;
         Ok(json.and_then(|json| {
@@ -246,7 +246,7 @@ impl PgStore {
              WHERE state = 'running' OR job_recorded = 0 ORDER BY claimed_at"
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
-            .fetch_all(self.pool())
+            .fetch_all(super::retried(self.pool()))
             .await
             .db()?;
         rows.iter().map(cron_run).collect()
@@ -260,7 +260,7 @@ impl PgStore {
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(job_id)
-            .fetch_all(self.pool())
+            .fetch_all(super::retried(self.pool()))
             .await
             .db()?;
         rows.iter().map(cron_run).collect()
@@ -272,7 +272,7 @@ impl PgStore {
             "SELECT platform, item_id, chat_id, raw, error, received_at \
              FROM hermesd_dead_letters ORDER BY received_at, seq",
         )
-        .fetch_all(self.pool())
+        .fetch_all(super::retried(self.pool()))
         .await
         .db()?;
         Ok(rows

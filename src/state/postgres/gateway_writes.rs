@@ -6,6 +6,8 @@
 //! recording the same key at once serialise on the key, and the second learns (from a
 //! zero row count, as on SQLite) that it was a duplicate.
 
+use sqlx::{Executor, Postgres};
+
 use super::instance::InstanceOwner;
 use super::ledger_writes::{self, Owner};
 use super::tx::{Db, PgTx, changed};
@@ -30,22 +32,8 @@ pub async fn apply(
             session_key,
             payload_json,
         } => {
-            let done = sqlx::query(
-                "INSERT INTO hermesd_inbound_events \
-                     (platform, event_id, session_key, state, payload_json, received_at, \
-                      updated_at) \
-                 VALUES ($1, $2, $3, 'received', $4, $5, $5) \
-                 ON CONFLICT (platform, event_id) DO NOTHING",
-            )
-            .bind(platform)
-            .bind(event_id)
-            .bind(session_key)
-            .bind(payload_json)
-            .bind(now_epoch())
-            .execute(&mut **tx)
-            .await
-            .db()?;
-            Ok(Outcome::Changed(changed(done)))
+            let recorded = (&*platform, &*event_id, &*session_key, &*payload_json);
+            record_inbound(&mut **tx, recorded).await
         }
         W::MarkInbound {
             platform,
@@ -140,25 +128,7 @@ pub async fn apply(
             scope,
             session_key,
             entry_json,
-        } => {
-            if session_key.is_empty() || entry_json.is_empty() {
-                return Ok(Outcome::Changed(0));
-            }
-            let done = sqlx::query(
-                "INSERT INTO gateway_routing (scope, session_key, entry_json, updated_at) \
-                 VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (scope, session_key) DO UPDATE SET \
-                     entry_json = EXCLUDED.entry_json, updated_at = EXCLUDED.updated_at",
-            )
-            .bind(scope)
-            .bind(session_key)
-            .bind(entry_json)
-            .bind(now_epoch())
-            .execute(&mut **tx)
-            .await
-            .db()?;
-            Ok(Outcome::Changed(changed(done)))
-        }
+        } => save_routing(&mut **tx, &scope, &session_key, &entry_json).await,
         W::DeleteRouting {
             scope,
             session_keys,
@@ -180,6 +150,57 @@ pub async fn apply(
 
 /// Moves an event to `state`: `Changed(0)` when no such event is journaled. (The session
 /// side's `StartTurn` marks its event `processing` with this, in the turn's transaction.)
+/// Journals an inbound event as `received`; `Changed(0)` when it was journaled already.
+/// Running it twice changes nothing the first run did not.
+pub(super) async fn record_inbound<'e>(
+    on: impl Executor<'e, Database = Postgres>,
+    (platform, event_id, session_key, payload_json): (&str, &str, &str, &str),
+) -> StoreResult<Outcome> {
+    let done = sqlx::query(
+        "INSERT INTO hermesd_inbound_events \
+             (platform, event_id, session_key, state, payload_json, received_at, updated_at) \
+         VALUES ($1, $2, $3, 'received', $4, $5, $5) \
+         ON CONFLICT (platform, event_id) DO NOTHING",
+    )
+    .bind(platform)
+    .bind(event_id)
+    .bind(session_key)
+    .bind(payload_json)
+    .bind(now_epoch())
+    .execute(on)
+    .await
+    .db()?;
+    Ok(Outcome::Changed(changed(done)))
+}
+
+/// The upsert of one routing entry (nothing for an empty key or entry). Running it twice
+/// leaves the same row.
+pub(super) async fn save_routing<'e>(
+    on: impl Executor<'e, Database = Postgres>,
+    scope: &str,
+    session_key: &str,
+    entry_json: &str,
+) -> StoreResult<Outcome> {
+    if session_key.is_empty() || entry_json.is_empty() {
+        return Ok(Outcome::Changed(0));
+    }
+    let done = sqlx::query(SAVE_ROUTING)
+        .bind(scope)
+        .bind(session_key)
+        .bind(entry_json)
+        .bind(now_epoch())
+        .execute(on)
+        .await
+        .db()?;
+    Ok(Outcome::Changed(changed(done)))
+}
+
+/// The routing upsert, its values `$1` to `$4`.
+pub(super) const SAVE_ROUTING: &str = "INSERT INTO gateway_routing (scope, session_key, entry_json, updated_at) \
+     VALUES ($1, $2, $3, $4) \
+     ON CONFLICT (scope, session_key) DO UPDATE SET \
+         entry_json = EXCLUDED.entry_json, updated_at = EXCLUDED.updated_at";
+
 pub(crate) async fn mark_inbound(
     tx: &mut PgTx,
     platform: &str,

@@ -17,7 +17,7 @@ use super::error::{PgError, PgResult};
 pub use crate::coord::{Lease, LeaseScope};
 
 /// The error for a request made under `lease` after it was lost.
-fn lost(lease: &Lease) -> PgError {
+pub(super) fn lost(lease: &Lease) -> PgError {
     PgError::LeaseLost {
         scope: lease.scope.as_str(),
         key: lease.key.clone(),
@@ -56,7 +56,7 @@ pub async fn acquire(
     .bind(key)
     .bind(holder)
     .bind(millis(ttl) as f64)
-    .fetch_optional(pool)
+    .fetch_optional(super::retried(pool))
     .await?;
     Ok(row.map(|row| Lease {
         scope,
@@ -101,7 +101,7 @@ async fn extend(
     .bind(lease.token)
     .bind(millis(ttl) as f64)
     .bind(even_expired)
-    .fetch_optional(pool)
+    .fetch_optional(super::retried(pool))
     .await?;
     match row {
         Some(row) => Ok(Lease {
@@ -123,7 +123,7 @@ pub async fn release(pool: &PgPool, lease: &Lease) -> PgResult<bool> {
     .bind(lease.scope.as_str())
     .bind(&lease.key)
     .bind(lease.token)
-    .execute(pool)
+    .execute(super::retried(pool))
     .await?;
     Ok(done.rows_affected() == 1)
 }
@@ -137,7 +137,7 @@ pub async fn count_current(pool: &PgPool, scope: LeaseScope, key_prefix: &str) -
     )
     .bind(scope.as_str())
     .bind(key_prefix)
-    .fetch_one(pool)
+    .fetch_one(super::retried(pool))
     .await?;
     Ok(row.get("n"))
 }

@@ -3,6 +3,8 @@
 //! instance: a row belongs to the instance (and lease token) that created or last claimed
 //! it, and is another instance's to claim or abandon only once that lease has expired.
 
+use sqlx::{Executor, Postgres};
+
 use super::instance::InstanceOwner;
 use super::tx::{Db, PgTx, changed};
 use crate::state::commands::{Outcome, WriteCommand};
@@ -85,37 +87,11 @@ pub(super) async fn apply(
             Ok(Outcome::Changed(inserted))
         }
         W::MarkAttempting { id, owner } => {
-            mark_attempting(tx, &id, Owner::new(owner, instance)).await
+            mark_attempting(&mut **tx, &id, Owner::new(owner, instance)).await
         }
         W::PruneLedger { now } => prune_ledger(tx, now).await,
-        W::MarkDelivered { id } => {
-            let done = sqlx::query(
-                "UPDATE delivery_obligations \
-                 SET state = 'delivered', updated_at = $1, last_error = NULL \
-                 WHERE obligation_id = $2",
-            )
-            .bind(now_epoch())
-            .bind(id)
-            .execute(&mut **tx)
-            .await
-            .db()?;
-            Ok(Outcome::Changed(changed(done)))
-        }
-        // A definitive rejection; never overrides `delivered`.
-        W::MarkFailed { id, error } => {
-            let done = sqlx::query(
-                "UPDATE delivery_obligations \
-                 SET state = 'failed', updated_at = $1, last_error = $2 \
-                 WHERE obligation_id = $3 AND state != 'delivered'",
-            )
-            .bind(now_epoch())
-            .bind(clip_error(&error))
-            .bind(id)
-            .execute(&mut **tx)
-            .await
-            .db()?;
-            Ok(Outcome::Changed(changed(done)))
-        }
+        W::MarkDelivered { id } => mark_delivered(&mut **tx, &id).await,
+        W::MarkFailed { id, error } => mark_failed(&mut **tx, &id, &error).await,
         // Flow control outlasted the deadline: back to `pending`, the claim uncounted (see
         // `gateway_commands::mark_deferred`). Only this instance's send (same lease token), or
         // one whose instance is gone: another live instance may be sending it right now.
@@ -208,31 +184,44 @@ pub(super) async fn insert_obligation(
     o: &NewObligation,
     owner: Owner<'_>,
 ) -> StoreResult<usize> {
-    let now = now_epoch();
-    let thread_id = o.thread_id.as_deref().filter(|t| !t.is_empty());
-    let done = sqlx::query(
-        "INSERT INTO delivery_obligations \
-             (obligation_id, session_key, platform, chat_id, thread_id, content, state, \
-              attempts, created_at, updated_at, owner_pid, owner_started_at, owner_instance, \
-              owner_token) \
+    let sql = format!(
+        "{OBLIGATION_INSERT} \
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7, $8, $9, $10, $11) \
-         ON CONFLICT (obligation_id) DO NOTHING",
-    )
-    .bind(o.obligation_id())
-    .bind(&o.session_key)
-    .bind(&o.platform)
-    .bind(&o.chat_id)
-    .bind(thread_id)
-    .bind(&o.content)
-    .bind(now)
-    .bind(owner.stamp.pid)
-    .bind(owner.stamp.started_at)
-    .bind(&owner.instance.instance)
-    .bind(owner.instance.token)
-    .execute(&mut **tx)
-    .await
-    .db()?;
+         ON CONFLICT (obligation_id) DO NOTHING"
+    );
+    let done = bind_obligation(sqlx::query(sqlx::AssertSqlSafe(sql)), o, owner)
+        .execute(&mut **tx)
+        .await
+        .db()?;
     Ok(changed(done))
+}
+
+/// A new obligation row's `INSERT` up to its values: `$1` to `$6` (id, session key,
+/// platform, chat, thread, content), `'pending'`, `0` attempts, `$7` twice (created and
+/// updated), then `$8` to `$11` (the owner), as [`bind_obligation`] binds them.
+pub(super) const OBLIGATION_INSERT: &str = "INSERT INTO delivery_obligations (obligation_id, \
+     session_key, platform, chat_id, thread_id, content, state, attempts, created_at, \
+     updated_at, owner_pid, owner_started_at, owner_instance, owner_token)";
+
+/// Binds [`OBLIGATION_INSERT`]'s values.
+pub(super) fn bind_obligation<'q>(
+    query: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    o: &'q NewObligation,
+    owner: Owner<'q>,
+) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+    let thread_id = o.thread_id.as_deref().filter(|t| !t.is_empty());
+    query
+        .bind(o.obligation_id())
+        .bind(&o.session_key)
+        .bind(&o.platform)
+        .bind(&o.chat_id)
+        .bind(thread_id)
+        .bind(&o.content)
+        .bind(now_epoch())
+        .bind(owner.stamp.pid)
+        .bind(owner.stamp.started_at)
+        .bind(&owner.instance.instance)
+        .bind(owner.instance.token)
 }
 
 /// Claims an undelivered row for a send: `attempting`, one more attempt, owned by `owner`.
@@ -241,50 +230,70 @@ pub(super) async fn insert_obligation(
 /// lease has expired: `Changed(0)` for a live instance's row, as for a delivered or
 /// abandoned one. Of instances racing for a dead instance's row, the first claims it and
 /// the others find it owned by a live instance.
-async fn mark_attempting(tx: &mut PgTx, id: &str, owner: Owner<'_>) -> StoreResult<Outcome> {
-    // Lock the row first: a racing claim waits here and then reads the winner's stamp.
-    let row: Option<(Option<String>, Option<i64>)> = sqlx::query_as(
-        "SELECT owner_instance, owner_token FROM delivery_obligations \
-         WHERE obligation_id = $1 AND state IN ('pending', 'attempting', 'failed') FOR UPDATE",
-    )
-    .bind(id)
-    .fetch_optional(&mut **tx)
-    .await
-    .db()?;
-    let Some((instance, token)) = row else {
-        return Ok(Outcome::Changed(0));
-    };
-    let ours = instance.as_deref() == Some(owner.instance.instance.as_str())
-        && token == Some(owner.instance.token);
-    if !ours {
-        let (alive,): (bool,) = sqlx::query_as(concat!(
-            "SELECT ",
-            pg_owner_alive!(),
-            " FROM (SELECT $1::text AS owner_instance, $2::bigint AS owner_token) o"
-        ))
-        .bind(instance)
-        .bind(token)
-        .fetch_one(&mut **tx)
-        .await
-        .db()?;
-        if alive {
-            return Ok(Outcome::Changed(0));
-        }
-    }
-    let done = sqlx::query(
-        "UPDATE delivery_obligations \
+///
+/// One statement: the update locks the row, and a racing claim that updated it first makes
+/// PostgreSQL check the condition again on the winner's version (found owned by a live
+/// instance: no change). Not to be run twice (it counts an attempt).
+pub(super) async fn mark_attempting<'e>(
+    on: impl Executor<'e, Database = Postgres>,
+    id: &str,
+    owner: Owner<'_>,
+) -> StoreResult<Outcome> {
+    let done = sqlx::query(concat!(
+        "UPDATE delivery_obligations o \
          SET state = 'attempting', attempts = attempts + 1, updated_at = $1, \
              owner_pid = $2, owner_started_at = $3, owner_instance = $4, owner_token = $5, \
              last_error = NULL \
-         WHERE obligation_id = $6",
-    )
+         WHERE obligation_id = $6 AND state IN ('pending', 'attempting', 'failed') \
+           AND ((o.owner_instance = $4 AND o.owner_token = $5) OR NOT ",
+        pg_owner_alive!(),
+        ")"
+    ))
     .bind(now_epoch())
     .bind(owner.stamp.pid)
     .bind(owner.stamp.started_at)
     .bind(&owner.instance.instance)
     .bind(owner.instance.token)
     .bind(id)
-    .execute(&mut **tx)
+    .execute(on)
+    .await
+    .db()?;
+    Ok(Outcome::Changed(changed(done)))
+}
+
+/// Marks a reply delivered. Running it twice leaves the same row.
+pub(super) async fn mark_delivered<'e>(
+    on: impl Executor<'e, Database = Postgres>,
+    id: &str,
+) -> StoreResult<Outcome> {
+    let done = sqlx::query(
+        "UPDATE delivery_obligations \
+         SET state = 'delivered', updated_at = $1, last_error = NULL \
+         WHERE obligation_id = $2",
+    )
+    .bind(now_epoch())
+    .bind(id)
+    .execute(on)
+    .await
+    .db()?;
+    Ok(Outcome::Changed(changed(done)))
+}
+
+/// A definitive rejection; never overrides `delivered`. Running it twice leaves the same row.
+pub(super) async fn mark_failed<'e>(
+    on: impl Executor<'e, Database = Postgres>,
+    id: &str,
+    error: &str,
+) -> StoreResult<Outcome> {
+    let done = sqlx::query(
+        "UPDATE delivery_obligations \
+         SET state = 'failed', updated_at = $1, last_error = $2 \
+         WHERE obligation_id = $3 AND state != 'delivered'",
+    )
+    .bind(now_epoch())
+    .bind(clip_error(error))
+    .bind(id)
+    .execute(on)
     .await
     .db()?;
     Ok(Outcome::Changed(changed(done)))

@@ -15,7 +15,9 @@ mod lease;
 mod ledger_writes;
 mod migrate;
 pub mod notify;
+mod one_statement;
 pub mod pg_text;
+mod retry;
 mod rows;
 mod search;
 mod search_syntax;
@@ -41,6 +43,7 @@ pub use lease::{
     Lease, LeaseScope, acquire, begin_fenced, count_current, release, renew, renew_late,
 };
 pub use migrate::{SCHEMA_FLOOR_KEY, known_version, migrate};
+pub use retry::{Retried, retried};
 pub(crate) use search::search;
 pub use search::{SEARCH_TEXT, SEARCH_WORDS};
 pub(crate) use session_reads::*;
@@ -86,20 +89,20 @@ pub(crate) fn connect_options(url: &str) -> PgResult<(PgConnectOptions, Duration
     Ok((options, timeout))
 }
 
-/// Pool settings for a turn's many short statements. sqlx checks a connection twice per use:
-/// a ping when it is taken (`test_before_acquire`) and one when it is given back (in
-/// `PoolConnection`'s return to the pool, which cannot be turned off). The first is kept:
-/// without it every connection that broke while idle (a server restart, a dropped socket)
-/// fails one read, which has no retry (`tests/state_turn_reads.rs`). Only the ping on the
-/// caller's path costs it time; the return ping runs after the caller has its answer.
-fn pool_options(max_connections: u32) -> PgPoolOptions {
-    PgPoolOptions::new().max_connections(max_connections)
+/// Pool settings for a turn's many short statements. sqlx checks a connection twice per use
+/// by default: a ping when it is taken (`test_before_acquire`) and one when it is given back
+/// (in `PoolConnection`'s return to the pool, which no option turns off). `checked` keeps the
+/// first; the store's pool turns it off (see [`connect_for_store`]).
+fn pool_options(max_connections: u32, checked: bool) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .test_before_acquire(checked)
 }
 
 /// A pool of at most `max_connections` connections to `url`.
 pub async fn connect(url: &str, max_connections: u32) -> PgResult<PgPool> {
     let (options, timeout) = connect_options(url)?;
-    pool_options(max_connections)
+    pool_options(max_connections, true)
         .acquire_timeout(timeout)
         .connect_with(options)
         .await
@@ -111,13 +114,19 @@ pub async fn connect(url: &str, max_connections: u32) -> PgResult<PgPool> {
 /// inside an unfenced write (a delivery claim's row lock, a cron claim) would otherwise keep
 /// its row locks for as long as it is paused, and the instances taking its work over would
 /// wait on them; fenced writes set the same timeout themselves (`lease::begin_fenced`).
+///
+/// A connection is handed out without a ping first (it saves a round trip per statement): a
+/// connection that broke while idle is found by the statement sent on it, and every
+/// statement on this pool is either run through [`retried`] (reads, and writes that may run
+/// twice), which runs it again on a live connection, or begins a transaction through
+/// [`PgStore::begin`], which begins it again on another.
 pub async fn connect_for_store(url: &str, max_connections: u32, ttl: Duration) -> PgResult<PgPool> {
     let (options, timeout) = connect_options(url)?;
     let options = options.options([(
         "idle_in_transaction_session_timeout",
         ttl.as_millis().max(1).to_string(),
     )]);
-    pool_options(max_connections)
+    pool_options(max_connections, false)
         .acquire_timeout(timeout)
         .connect_with(options)
         .await
@@ -138,7 +147,7 @@ pub async fn connect_for_renewals(
     let (options, _) = connect_options(url)?;
     let within = renewal_timeout(ttl);
     let options = options.options([("statement_timeout", within.as_millis().to_string())]);
-    pool_options(max_connections)
+    pool_options(max_connections, true)
         .acquire_timeout(within)
         .connect_with(options)
         .await

@@ -18,7 +18,7 @@ pub async fn notify_session_work(pool: &PgPool, session_key: &str) -> PgResult<(
     sqlx::query("SELECT pg_notify($1, $2)")
         .bind(SESSION_WORK_CHANNEL)
         .bind(session_key)
-        .execute(pool)
+        .execute(super::retried(pool))
         .await?;
     Ok(())
 }

@@ -170,7 +170,7 @@ async fn words(pool: &PgPool, q: &SearchQuery, expr: &Expr) -> Result<Vec<Search
     let candidates = RANKED_CANDIDATES.max(q.offset + q.limit);
     args.add(candidates as i64).map_err(sqlx::Error::Encode)?;
     let found = sqlx::query_with(AssertSqlSafe(sql), args)
-        .fetch_all(pool)
+        .fetch_all(super::retried(pool))
         .await?;
     let terms = search_syntax::positive_terms(expr);
     found
@@ -225,7 +225,7 @@ async fn substrings(
         offset = next + 4,
     );
     let found = sqlx::query_with(AssertSqlSafe(sql), args)
-        .fetch_all(pool)
+        .fetch_all(super::retried(pool))
         .await?;
     found
         .iter()
@@ -290,7 +290,7 @@ async fn context_of(pool: &PgPool, hit: &SearchHit) -> StoreResult<Vec<ContextLi
     )
     .bind(&hit.session_id)
     .bind(hit.id)
-    .fetch_all(pool)
+    .fetch_all(super::retried(pool))
     .await
     .map_err(db)?;
     rows::all(&found, |r| {

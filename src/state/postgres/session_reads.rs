@@ -24,7 +24,7 @@ pub async fn get_session(pool: &PgPool, id: &str) -> StoreResult<Option<Session>
     let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = $1");
     let row = sqlx::query(AssertSqlSafe(sql))
         .bind(id)
-        .fetch_optional(pool)
+        .fetch_optional(super::retried(pool))
         .await
         .map_err(db)?;
     row.map(|row| rows::session(&row)).transpose().map_err(db)
@@ -39,7 +39,7 @@ pub async fn resolve_session_id(pool: &PgPool, prefix: &str) -> StoreResult<Stri
     let ids: Vec<String> =
         sqlx::query_scalar("SELECT id FROM sessions WHERE id ILIKE $1 ESCAPE '\\' LIMIT 2")
             .bind(&pattern)
-            .fetch_all(pool)
+            .fetch_all(super::retried(pool))
             .await
             .map_err(db)?;
     match ids.len() {
@@ -49,7 +49,7 @@ pub async fn resolve_session_id(pool: &PgPool, prefix: &str) -> StoreResult<Stri
             let count: i64 =
                 sqlx::query_scalar("SELECT count(*) FROM sessions WHERE id ILIKE $1 ESCAPE '\\'")
                     .bind(&pattern)
-                    .fetch_one(pool)
+                    .fetch_one(super::retried(pool))
                     .await
                     .map_err(db)?;
             Err(StoreError::AmbiguousPrefix {
@@ -66,7 +66,7 @@ pub async fn get_messages(pool: &PgPool, id: &str) -> StoreResult<Vec<Message>> 
         format!("SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = $1 ORDER BY m.id");
     let found = sqlx::query(AssertSqlSafe(sql))
         .bind(id)
-        .fetch_all(pool)
+        .fetch_all(super::retried(pool))
         .await
         .map_err(db)?;
     rows::all(&found, rows::message)
@@ -93,7 +93,7 @@ pub async fn recent_sessions(
     let found = sqlx::query(AssertSqlSafe(sql))
         .bind(source)
         .bind(limit as i64)
-        .fetch_all(pool)
+        .fetch_all(super::retried(pool))
         .await
         .map_err(db)?;
     let summary = |r: &sqlx::postgres::PgRow| -> Result<SessionSummary, sqlx::Error> {
@@ -115,7 +115,7 @@ pub async fn recent_sessions(
 async fn lineage(pool: &PgPool, sql: &'static str, id: &str) -> StoreResult<Vec<LineageEntry>> {
     let found = sqlx::query(sql)
         .bind(id)
-        .fetch_all(pool)
+        .fetch_all(super::retried(pool))
         .await
         .map_err(db)?;
     let entry = |r: &sqlx::postgres::PgRow| -> Result<LineageEntry, sqlx::Error> {
@@ -170,7 +170,7 @@ pub async fn model_stats(pool: &PgPool) -> StoreResult<Vec<ModelStats>> {
          FROM sessions WHERE model IS NOT NULL GROUP BY model \
          ORDER BY SUM(estimated_cost_usd) DESC NULLS LAST, COUNT(*) DESC",
     )
-    .fetch_all(pool)
+    .fetch_all(super::retried(pool))
     .await
     .map_err(db)?;
     let stats = |r: &sqlx::postgres::PgRow| -> Result<ModelStats, sqlx::Error> {
@@ -198,7 +198,7 @@ pub async fn export_all(pool: &PgPool, source: Option<&str>) -> StoreResult<Vec<
         "SELECT id FROM sessions WHERE ($1::text IS NULL OR source = $1) ORDER BY started_at",
     )
     .bind(source)
-    .fetch_all(pool)
+    .fetch_all(super::retried(pool))
     .await
     .map_err(db)?;
     let mut out = Vec::with_capacity(ids.len());
@@ -224,7 +224,7 @@ pub async fn prune_candidates(
     )
     .bind(cutoff)
     .bind(source)
-    .fetch_all(pool)
+    .fetch_all(super::retried(pool))
     .await
     .map_err(db)
 }

@@ -185,39 +185,10 @@ async fn create_session(tx: &mut PgTx, s: &NewSession, extras: &Extras) -> Store
 }
 
 async fn append_message(tx: &mut PgTx, m: &NewMessage, extras: &Extras) -> StoreResult<Outcome> {
-    let json = |value| encode_json(value).map(|text| to_pg(&text).into_owned());
-    // Where rows carry a durable id, hermesd mints it in Hermes's form.
-    let (uid_column, uid_value) = if extras.message_uid {
-        (", message_uid", ", $15")
-    } else {
-        ("", "")
-    };
-    let sql = format!(
-        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, \
-             timestamp, token_count, finish_reason, reasoning, reasoning_content, \
-             reasoning_details, codex_reasoning_items, codex_message_items{uid_column}) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14{uid_value}) \
-         RETURNING id"
-    );
-    let timestamp = m.timestamp.unwrap_or_else(now_epoch);
-    let mut insert = sqlx::query(AssertSqlSafe(sql))
-        .bind(&m.session_id)
-        .bind(&m.role)
-        .bind(opt_to_pg(encode_content(&m.content).as_deref()))
-        .bind(&m.tool_call_id)
-        .bind(json(&m.tool_calls))
-        .bind(&m.tool_name)
-        .bind(timestamp)
-        .bind(m.token_count)
-        .bind(&m.finish_reason)
-        .bind(opt_to_pg(m.reasoning.as_deref()))
-        .bind(opt_to_pg(m.reasoning_content.as_deref()))
-        .bind(json(&m.reasoning_details))
-        .bind(json(&m.codex_reasoning_items))
-        .bind(json(&m.codex_message_items));
-    if extras.message_uid {
-        insert = insert.bind(crate::state::sqlite::newer::mint_uid());
-    }
+    let (insert, values) = message_columns(extras);
+    let sql = format!("{insert} VALUES ({values}) RETURNING id");
+    let timestamp = message_timestamp(m);
+    let insert = bind_message(sqlx::query(AssertSqlSafe(sql)), m, timestamp, extras);
     let inserted = insert.fetch_one(&mut **tx).await;
     let id: i64 = match inserted {
         Ok(row) => row.try_get(0).map_err(db)?,
@@ -241,8 +212,75 @@ async fn append_message(tx: &mut PgTx, m: &NewMessage, extras: &Extras) -> Store
     Ok(Outcome::RowId(id))
 }
 
+/// The message row's `INSERT` up to its values, and those values `$1` to `$14` (`$15`, a
+/// durable id in Hermes's form, where rows carry one), as [`bind_message`] binds them.
+pub(super) fn message_columns(extras: &Extras) -> (String, String) {
+    let count = if extras.message_uid { 15 } else { 14 };
+    let uid_column = if extras.message_uid {
+        ", message_uid"
+    } else {
+        ""
+    };
+    let insert = format!(
+        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, \
+             timestamp, token_count, finish_reason, reasoning, reasoning_content, \
+             reasoning_details, codex_reasoning_items, codex_message_items{uid_column})"
+    );
+    let values: Vec<String> = (1..=count).map(|n| format!("${n}")).collect();
+    (insert, values.join(", "))
+}
+
+/// The time a message is stamped with (value `$7` of [`message_columns`]).
+pub(super) fn message_timestamp(m: &NewMessage) -> f64 {
+    m.timestamp.unwrap_or_else(now_epoch)
+}
+
+/// Binds [`message_columns`]'s values.
+pub(super) fn bind_message<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    m: &'q NewMessage,
+    timestamp: f64,
+    extras: &Extras,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    let json = |value| encode_json(value).map(|text| to_pg(&text).into_owned());
+    let query = query
+        .bind(&m.session_id)
+        .bind(&m.role)
+        .bind(opt_to_pg(encode_content(&m.content).as_deref()))
+        .bind(&m.tool_call_id)
+        .bind(json(&m.tool_calls))
+        .bind(&m.tool_name)
+        .bind(timestamp)
+        .bind(m.token_count)
+        .bind(&m.finish_reason)
+        .bind(opt_to_pg(m.reasoning.as_deref()))
+        .bind(opt_to_pg(m.reasoning_content.as_deref()))
+        .bind(json(&m.reasoning_details))
+        .bind(json(&m.codex_reasoning_items))
+        .bind(json(&m.codex_message_items));
+    match extras.message_uid {
+        true => query.bind(crate::state::sqlite::newer::mint_uid()),
+        false => query,
+    }
+}
+
 async fn record_usage(tx: &mut PgTx, u: &UsageDelta, extras: &Extras) -> StoreResult<Outcome> {
-    let sql = format!(
+    let sql = usage_update(extras);
+    let update = bind_usage(sqlx::query(AssertSqlSafe(sql)), u, extras);
+    let done = update.execute(&mut **tx).await.map_err(db)?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::SessionNotFound(u.session_id.clone()));
+    }
+    if extras.model_usage {
+        extras::record_model_usage(tx, u).await?;
+    }
+    Ok(Outcome::Done)
+}
+
+/// The session counters' update for one usage delta, ending in its `WHERE` clause: values
+/// `$1` to `$11`, and `$12` when the schema keeps the last activity (see [`bind_usage`]).
+pub(super) fn usage_update(extras: &Extras) -> String {
+    format!(
         "UPDATE sessions SET \
              input_tokens = COALESCE(input_tokens, 0) + $1, \
              output_tokens = COALESCE(output_tokens, 0) + $2, \
@@ -257,8 +295,21 @@ async fn record_usage(tx: &mut PgTx, u: &UsageDelta, extras: &Extras) -> StoreRe
              billing_base_url = COALESCE($10, billing_base_url){} \
          WHERE id = $11",
         extras.activity_assignment(12)
-    );
-    let mut update = sqlx::query(AssertSqlSafe(sql))
+    )
+}
+
+/// How many values [`usage_update`] takes.
+pub(super) fn usage_values(extras: &Extras) -> usize {
+    if extras.last_activity { 12 } else { 11 }
+}
+
+/// Binds [`usage_update`]'s values.
+pub(super) fn bind_usage<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    u: &'q UsageDelta,
+    extras: &Extras,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    let query = query
         .bind(u.input_tokens)
         .bind(u.output_tokens)
         .bind(u.cache_read_tokens)
@@ -270,17 +321,10 @@ async fn record_usage(tx: &mut PgTx, u: &UsageDelta, extras: &Extras) -> StoreRe
         .bind(&u.billing_provider)
         .bind(&u.billing_base_url)
         .bind(&u.session_id);
-    if extras.last_activity {
-        update = update.bind(now_epoch());
+    match extras.last_activity {
+        true => query.bind(now_epoch()),
+        false => query,
     }
-    let done = update.execute(&mut **tx).await.map_err(db)?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::SessionNotFound(u.session_id.clone()));
-    }
-    if extras.model_usage {
-        extras::record_model_usage(tx, u).await?;
-    }
-    Ok(Outcome::Done)
 }
 
 /// Deletes sessions and their messages; their children are orphaned, not deleted.

@@ -7,23 +7,18 @@ use std::time::Duration;
 
 use sqlx::postgres::PgPool;
 
+pub use super::budget::DEFAULT_MAX_CONNECTIONS;
+use super::budget::RENEWAL_CONNECTIONS;
 use super::error::PgError;
 use super::extras::Extras;
 use super::instance::{InstanceLease, InstanceOwner};
 use super::lease::{Lease, begin_fenced};
+use super::one_statement::Alone;
 pub use super::tx::PgTx;
 use crate::state::StoreOptions;
 use crate::state::commands::{Outcome, WriteCommand};
 use crate::state::error::StoreResult;
 use crate::state::ledger::OwnerStamp;
-
-/// Connections kept per instance.
-pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
-
-/// Connections kept per instance for renewing session and ingress leases, apart from the
-/// pool above (the instance lease has one more of its own). A few, so that a renewal held up
-/// behind a row lock does not hold up the others.
-pub(super) const RENEWAL_CONNECTIONS: u32 = 4;
 
 /// How long a lease outlives its holder's last renewal unless `state.lease_seconds` says
 /// otherwise.
@@ -130,12 +125,22 @@ impl PgStore {
         }
     }
 
-    /// Applies one write command in its own transaction and commits it.
+    /// A newer Hermes's columns and tables this database has.
+    pub(super) fn extras(&self) -> &Extras {
+        &self.extras
+    }
+
+    /// Applies one write command: as one statement when it is one (see `one_statement.rs`),
+    /// else in its own transaction, committed.
     pub async fn apply(
         &self,
         command: WriteCommand,
         fence: Option<&Lease>,
     ) -> StoreResult<Outcome> {
+        let command = match super::one_statement::apply(self, command, fence).await? {
+            Alone::Done(outcome) => return Ok(outcome),
+            Alone::NotAlone(command) => command,
+        };
         let mut tx = self.begin(fence).await?;
         let outcome = if is_gateway_command(&command) {
             super::gateway_writes::apply(&mut tx, command, &self.instance_owner()).await?

@@ -105,7 +105,7 @@ async fn numbered_variants(pool: &PgPool, base: &str) -> StoreResult<Vec<(String
     )
     .bind(base)
     .bind(format!("{} #%", escape_like(base)))
-    .fetch_all(pool)
+    .fetch_all(super::retried(pool))
     .await
     .map_err(db)?;
     let mut out = Vec::new();

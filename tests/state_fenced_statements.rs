@@ -114,7 +114,12 @@ async fn one_statement_writes_under_a_lost_lease_write_nothing_and_under_a_curre
         "a refused write wrote something"
     );
 
-    let done = with_fence(current.into(), Trust::unbounded(), turn_writes(&store)).await;
+    let done = with_fence(
+        current.clone().into(),
+        Trust::unbounded(),
+        turn_writes(&store),
+    )
+    .await;
     for (n, result) in done.iter().enumerate() {
         assert!(result.is_ok(), "write {n}: {result:?}");
     }
@@ -122,6 +127,21 @@ async fn one_statement_writes_under_a_lost_lease_write_nothing_and_under_a_curre
         written(&pool).await,
         (2, 5, 2, "answered".to_owned(), 1, 1),
         "the writes under the current lease"
+    );
+    // The answered event does not start a turn again, even under the current lease (a copy
+    // queued before a lost hold): refused, nothing written.
+    let again = with_fence(
+        current.into(),
+        Trust::unbounded(),
+        store.start_turn(NewMessage::text("s", "user", "hello"), "telegram", "e1"),
+    )
+    .await;
+    let error = again.expect_err("a turn started twice");
+    assert!(error.is_already_answered(), "{error}");
+    assert_eq!(
+        written(&pool).await,
+        (2, 5, 2, "answered".to_owned(), 1, 1),
+        "a refused start wrote something"
     );
     // An unknown event is an error and records no reply, as in a transaction.
     let current = postgres::acquire(&pool, LeaseScope::Session, "other", "b", ttl)

@@ -8,6 +8,7 @@ use sqlx::Row;
 
 use super::gateway_reads::obligation;
 use super::ledger_writes::pg_owner_alive;
+use super::retry::retried;
 use super::store::PgStore;
 use super::tx::Db;
 use crate::state::error::StoreResult;
@@ -53,7 +54,7 @@ impl PgStore {
             .bind(OBLIGATION_STALE_AFTER_SECONDS)
             .bind(&me.instance)
             .bind(me.token)
-            .fetch_all(self.pool())
+            .fetch_all(retried(self.pool()))
             .await
             .db()?;
         let mut found = ObligationInOrder::default();

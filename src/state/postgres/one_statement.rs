@@ -245,25 +245,37 @@ async fn turn_message(
     // The message's values, its tool calls, the event's (four), the lease's (three).
     let tools = count + 1;
     let event = tools + 1;
-    let started_part = match started {
-        Some(_) => format!(
-            ", e AS (UPDATE hermesd_inbound_events SET state = ${}, updated_at = ${} \
-                  WHERE platform = ${} AND event_id = ${} AND EXISTS (SELECT 1 FROM fence))",
-            event,
-            event + 1,
-            event + 2,
-            event + 3
+    // `go`: the lease is held and, when the message starts a turn, its event is not one the
+    // journal lists as answered or ignored (a turn for it ran elsewhere: `AlreadyAnswered`).
+    let (go_part, started_part) = match started {
+        Some(_) => (
+            format!(
+                "go AS MATERIALIZED (SELECT 1 FROM fence WHERE NOT EXISTS ( \
+                     SELECT 1 FROM hermesd_inbound_events WHERE platform = ${} \
+                     AND event_id = ${} AND state NOT IN ('received', 'processing')))",
+                event + 2,
+                event + 3
+            ),
+            format!(
+                ", e AS (UPDATE hermesd_inbound_events SET state = ${}, updated_at = ${} \
+                      WHERE platform = ${} AND event_id = ${} AND EXISTS (SELECT 1 FROM go))",
+                event,
+                event + 1,
+                event + 2,
+                event + 3
+            ),
         ),
-        None => String::new(),
+        None => ("go AS (SELECT 1 FROM fence)".to_owned(), String::new()),
     };
     let lease_first = if started.is_some() { event + 4 } else { event };
     let sql = format!(
-        "WITH {fence}, \
-         m AS ({insert} SELECT {values} FROM fence RETURNING id), \
+        "WITH {fence}, {go_part}, \
+         m AS ({insert} SELECT {values} FROM go RETURNING id), \
          s AS (UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, \
                    tool_call_count = COALESCE(tool_call_count, 0) + ${tools}{activity} \
-               WHERE id = $1 AND EXISTS (SELECT 1 FROM fence)){started_part} \
-         SELECT (SELECT count(*) FROM fence) AS held, (SELECT id FROM m) AS id",
+               WHERE id = $1 AND EXISTS (SELECT 1 FROM go)){started_part} \
+         SELECT (SELECT count(*) FROM fence) AS held, (SELECT count(*) FROM go) AS go, \
+                (SELECT id FROM m) AS id",
         fence = fence_part(lease_first),
         // The message's own time, `$7`, as the unfenced write does.
         activity = extras.activity_assignment(7),
@@ -289,6 +301,13 @@ async fn turn_message(
     let held: i64 = row.try_get("held").map_err(db)?;
     if held == 0 {
         return Err(lost(lease).into_shared());
+    }
+    let go: i64 = row.try_get("go").map_err(db)?;
+    if let (0, Some((platform, event_id))) = (go, started) {
+        return Err(StoreError::AlreadyAnswered {
+            platform: platform.to_owned(),
+            event_id: event_id.to_owned(),
+        });
     }
     let id: i64 = row.try_get("id").map_err(db)?;
     Ok(Outcome::RowId(id))

@@ -22,6 +22,7 @@ on_both_backends!(
     usage_accumulates_and_an_unknown_session_is_an_error,
     text_with_nul_and_structured_content_round_trips,
     start_turn_appends_and_marks_the_event_processing,
+    tool_start_marks_say_which_calls_began,
     writes_after_close_fail_clearly,
 );
 
@@ -549,4 +550,23 @@ async fn start_turn_appends_and_marks_the_event_processing(t: &TestStore) {
         )
         .await
         .unwrap();
+}
+
+async fn tool_start_marks_say_which_calls_began(t: &TestStore) {
+    let store = &t.store;
+    store.ensure_gateway_schema().await.unwrap();
+    let ids = ["c1".to_owned(), "c2".to_owned(), "c3".to_owned()];
+    assert!(
+        store
+            .started_tool_calls("s", &ids)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store.mark_tool_started("s", "c2").await.unwrap();
+    // Marking twice is harmless (a retried write).
+    store.mark_tool_started("s", "c2").await.unwrap();
+    store.mark_tool_started("other", "c1").await.unwrap();
+    let started = store.started_tool_calls("s", &ids).await.unwrap();
+    assert_eq!(started.into_iter().collect::<Vec<_>>(), ["c2"]);
 }

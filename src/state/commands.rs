@@ -49,6 +49,13 @@ pub enum WriteCommand {
     },
     // ---- gateway (tables created by `EnsureGatewaySchema`) ----------------------------------
     EnsureGatewaySchema,
+    /// A journaled turn's tool call is about to run (`hermesd_tool_starts`): a turn resumed
+    /// after a crash or a takeover runs a recorded call without a result only when it never
+    /// started. Also drops the session's marks older than a day.
+    MarkToolStarted {
+        session_id: String,
+        call_id: String,
+    },
     RecordInbound {
         platform: String,
         event_id: String,

@@ -332,6 +332,31 @@ impl Store {
         })
     }
 
+    /// Marks a journaled turn's tool call as started, just before it runs (fenced by the
+    /// turn's session lease like every write of the turn).
+    pub async fn mark_tool_started(&self, session_id: &str, call_id: &str) -> StoreResult<()> {
+        self.write(WriteCommand::MarkToolStarted {
+            session_id: session_id.to_owned(),
+            call_id: call_id.to_owned(),
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Which of `call_ids` (calls of `session_id`) were marked as started.
+    pub async fn started_tool_calls(
+        &self,
+        session_id: &str,
+        call_ids: &[String],
+    ) -> StoreResult<std::collections::HashSet<String>> {
+        if let Some(pg) = self.postgres() {
+            return pg.started_tool_calls(session_id, call_ids).await;
+        }
+        let (session_id, call_ids) = (session_id.to_owned(), call_ids.to_vec());
+        self.read(move |c, _| gateway_read::started_tool_calls(c, &session_id, &call_ids))
+            .await
+    }
+
     // ---- routing index --------------------------------------------------------------------
 
     /// Upserts one routing entry (a `SessionEntry` as JSON) in `scope`.

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Agent, AgentError, TurnOutcome};
 use crate::agent::event_channel::EventSink;
 use crate::agent::history;
-use crate::agent::message::{ChatMessage, ImagePart};
+use crate::agent::message::{ChatMessage, ImagePart, Role, ToolCall};
 
 impl Agent {
     /// Runs a gateway turn for an inbound event: the user's message is stored and the event
@@ -21,6 +21,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
         self.deps.memory.reset_consolidation_failures();
+        self.marks_tool_starts = true;
         let mut message = ChatMessage::user(user_text);
         message.images = std::mem::take(&mut self.pending_images);
         // The pixels stay out of state.db; kept under the home until the turn ends so a
@@ -52,6 +53,7 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
+        self.marks_tool_starts = true;
         if let Some(outcome) = self.stored_answer() {
             self.forget_turn_images(inbound).await;
             return Ok(outcome);
@@ -69,6 +71,7 @@ impl Agent {
         {
             user.images = images;
         }
+        self.run_calls_never_started(events, cancel).await?;
         let outcome = self.continue_then_forget_images(events, cancel).await;
         self.forget_turn_images(inbound).await;
         outcome
@@ -91,5 +94,62 @@ impl Agent {
         let kept = self.deps.turn_images.clone();
         let owned = (inbound.0.to_owned(), inbound.1.to_owned());
         let _ = tokio::task::spawn_blocking(move || kept.remove((&owned.0, &owned.1))).await;
+    }
+}
+
+impl Agent {
+    /// A resumed journaled turn whose stored history ends in a tool round with calls left
+    /// without a result runs those no mark says started (the previous holder stopped before
+    /// running them), and stores their results. A call marked as started may have run, so it
+    /// is never run again: the request gives it the "unavailable" result.
+    async fn run_calls_never_started(
+        &mut self,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), AgentError> {
+        let Some(round) = self
+            .history
+            .iter()
+            .rposition(|m| m.role != Role::Tool)
+            .filter(|&i| self.history[i].role == Role::Assistant)
+        else {
+            return Ok(());
+        };
+        let answered: Vec<&str> = self.history[round + 1..]
+            .iter()
+            .filter_map(|m| m.tool_call_id.as_deref())
+            .collect();
+        let unanswered: Vec<ToolCall> = self.history[round]
+            .tool_calls
+            .iter()
+            .filter(|c| !answered.contains(&c.id.as_str()))
+            .cloned()
+            .collect();
+        if unanswered.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<String> = unanswered.iter().map(|c| c.id.clone()).collect();
+        let started = self
+            .deps
+            .store
+            .started_tool_calls(&self.session_id, &ids)
+            .await?;
+        let never: Vec<ToolCall> = unanswered
+            .into_iter()
+            .filter(|c| !started.contains(&c.id))
+            .collect();
+        if never.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(session_id = %self.session_id, calls = never.len(),
+            "running the recorded tool calls of a resumed turn that never started");
+        let results = super::tool_round::run(self, &never, events, cancel).await?;
+        let model = self.model_name();
+        for (call, result) in never.iter().zip(results) {
+            let mut message = ChatMessage::tool_result(call.id.clone(), call.name.clone(), result);
+            crate::agent::tool_images::attach(&self.deps, &model, &mut message).await;
+            self.push(message, None).await?;
+        }
+        Ok(())
     }
 }

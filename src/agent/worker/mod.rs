@@ -69,6 +69,9 @@ pub struct Agent {
     pending_images: Vec<ImagePart>,
     /// The current [`Agent::run_turn`]'s user message is stored ([`Agent::turn_recorded`]).
     turn_recorded: bool,
+    /// The current turn is a journaled one (a chat event's): each tool call is marked as
+    /// started before it runs, so a resume can run the calls that never started.
+    marks_tool_starts: bool,
     /// An HTTP API request's own `system` text, added after the stored prompt for this
     /// request's calls only (never stored).
     request_system: Option<String>,
@@ -154,6 +157,7 @@ impl Agent {
             steer: None,
             pending_images: Vec::new(),
             turn_recorded: false,
+            marks_tool_starts: false,
             request_system: None,
             client: None,
             caller: crate::tools::context::Caller::operator(),
@@ -186,6 +190,7 @@ impl Agent {
             steer: None,
             pending_images: Vec::new(),
             turn_recorded: false,
+            marks_tool_starts: false,
             request_system: None,
             client: None,
             caller: crate::tools::context::Caller::operator(),
@@ -216,6 +221,7 @@ impl Agent {
             steer: None,
             pending_images: Vec::new(),
             turn_recorded: false,
+            marks_tool_starts: false,
             request_system: None,
             client: None,
             caller: crate::tools::context::Caller::operator(),
@@ -329,6 +335,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
         self.deps.memory.reset_consolidation_failures();
+        self.marks_tool_starts = false;
         let mut message = ChatMessage::user(user_text);
         message.images = std::mem::take(&mut self.pending_images);
         self.turn_recorded = false;
@@ -351,6 +358,7 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
+        self.marks_tool_starts = false;
         if let Some(outcome) = self.stored_answer() {
             return Ok(outcome);
         }

@@ -46,18 +46,33 @@ pub async fn run(
         let mut results = Vec::with_capacity(calls.len());
         for call in calls {
             hold_still_trusted(call).await?;
+            mark_started(agent, call).await?;
             results.push(run_one(agent, call, events, cancel).await);
         }
         Ok(results)
     } else {
         join_all(calls.iter().map(|call| async move {
             hold_still_trusted(call).await?;
+            mark_started(agent, call).await?;
             Ok(run_one(agent, call, events, cancel).await)
         }))
         .await
         .into_iter()
         .collect()
     }
+}
+
+/// In a journaled turn, records that `call` starts now (a failed write keeps it from
+/// running: a resume would not know it ran).
+async fn mark_started(agent: &Agent, call: &ToolCall) -> Result<(), StoreError> {
+    if agent.marks_tool_starts {
+        agent
+            .deps()
+            .store
+            .mark_tool_started(agent.session_id(), &call.id)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Lets a tool call run only while the turn's session hold can be trusted to cover its start

@@ -290,3 +290,22 @@ impl PgStore {
             .collect())
     }
 }
+
+impl PgStore {
+    /// Which of `call_ids` (calls of `session_id`) were marked as started.
+    pub(crate) async fn started_tool_calls(
+        &self,
+        session_id: &str,
+        call_ids: &[String],
+    ) -> StoreResult<std::collections::HashSet<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT call_id FROM hermesd_tool_starts WHERE session_id = $1 AND call_id = ANY($2)",
+        )
+        .bind(session_id)
+        .bind(call_ids)
+        .fetch_all(super::retry::retried(self.pool()))
+        .await
+        .db()?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+}

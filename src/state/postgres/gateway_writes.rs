@@ -26,6 +26,10 @@ pub async fn apply(
     match command {
         // The migrations created the tables.
         W::EnsureGatewaySchema => Ok(Outcome::Done),
+        W::MarkToolStarted {
+            session_id,
+            call_id,
+        } => mark_tool_started(tx, &session_id, &call_id).await,
         W::RecordInbound {
             platform,
             event_id,
@@ -342,4 +346,26 @@ async fn finish_cron_run(
         .await
         .db()?;
     Ok(Outcome::Changed(finished))
+}
+
+/// See [`WriteCommand::MarkToolStarted`].
+async fn mark_tool_started(tx: &mut PgTx, session_id: &str, call_id: &str) -> StoreResult<Outcome> {
+    let now = crate::state::now_epoch();
+    sqlx::query("DELETE FROM hermesd_tool_starts WHERE session_id = $1 AND started_at < $2")
+        .bind(session_id)
+        .bind(now - crate::state::sqlite::gateway_schema::TOOL_START_KEPT_SECONDS)
+        .execute(&mut **tx)
+        .await
+        .db()?;
+    let done = sqlx::query(
+        "INSERT INTO hermesd_tool_starts (session_id, call_id, started_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (session_id, call_id) DO NOTHING",
+    )
+    .bind(session_id)
+    .bind(call_id)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .db()?;
+    Ok(Outcome::Changed(changed(done)))
 }

@@ -178,6 +178,7 @@ fn is_gateway_command(command: &WriteCommand) -> bool {
         // Appends the turn's user message and marks its inbound event in one transaction.
         | W::StartTurn { .. } => false,
         W::EnsureGatewaySchema
+        | W::MarkToolStarted { .. }
         | W::RecordInbound { .. }
         | W::MarkInbound { .. }
         | W::FoldInbound { .. }

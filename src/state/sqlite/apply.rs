@@ -87,6 +87,7 @@ pub fn apply(
         }
         WriteCommand::DeleteSessions { ids } => delete_sessions(conn, caps, ids),
         WriteCommand::EnsureGatewaySchema
+        | WriteCommand::MarkToolStarted { .. }
         | WriteCommand::RecordInbound { .. }
         | WriteCommand::MarkInbound { .. }
         | WriteCommand::FoldInbound { .. }
@@ -116,6 +117,10 @@ fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outco
             super::gateway_schema::ensure(conn)?;
             Ok(Outcome::Done)
         }
+        WriteCommand::MarkToolStarted {
+            session_id,
+            call_id,
+        } => gateway::mark_tool_started(conn, session_id, call_id),
         WriteCommand::RecordInbound {
             platform,
             event_id,

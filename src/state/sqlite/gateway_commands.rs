@@ -11,7 +11,7 @@ use crate::state::ledger::{
     OBLIGATION_RETENTION_SECONDS, OBLIGATION_STALE_AFTER_SECONDS, OwnerStamp, owner_alive,
 };
 use crate::state::model::now_epoch;
-use crate::state::sqlite::gateway_schema::UNFINISHED_STATES;
+use crate::state::sqlite::gateway_schema::{TOOL_START_KEPT_SECONDS, UNFINISHED_STATES};
 
 /// `INSERT OR IGNORE`: a platform redelivering an event we already hold changes nothing.
 /// `Changed(1)` when recorded, `Changed(0)` for a duplicate.
@@ -42,6 +42,24 @@ pub fn mark_inbound(
         "UPDATE hermesd_inbound_events SET state = ?1, updated_at = ?2
          WHERE platform = ?3 AND event_id = ?4",
         params![state, now_epoch(), platform, event_id],
+    )?))
+}
+
+/// See [`WriteCommand::MarkToolStarted`](crate::state::WriteCommand::MarkToolStarted).
+pub fn mark_tool_started(
+    conn: &Connection,
+    session_id: &str,
+    call_id: &str,
+) -> StoreResult<Outcome> {
+    let now = now_epoch();
+    conn.execute(
+        "DELETE FROM hermesd_tool_starts WHERE session_id = ?1 AND started_at < ?2",
+        params![session_id, now - TOOL_START_KEPT_SECONDS],
+    )?;
+    Ok(Outcome::Changed(conn.execute(
+        "INSERT OR IGNORE INTO hermesd_tool_starts (session_id, call_id, started_at)
+         VALUES (?1, ?2, ?3)",
+        params![session_id, call_id, now],
     )?))
 }
 

@@ -238,3 +238,21 @@ pub(crate) fn parse_routing(scope: &str, rows: Vec<(String, String)>) -> BTreeMa
     }
     out
 }
+
+/// See [`crate::state::Store::started_tool_calls`].
+pub fn started_tool_calls(
+    conn: &Connection,
+    session_id: &str,
+    call_ids: &[String],
+) -> StoreResult<std::collections::HashSet<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT 1 FROM hermesd_tool_starts WHERE session_id = ?1 AND call_id = ?2",
+    )?;
+    let mut started = std::collections::HashSet::new();
+    for id in call_ids {
+        if stmt.exists(rusqlite::params![session_id, id])? {
+            started.insert(id.clone());
+        }
+    }
+    Ok(started)
+}

@@ -78,6 +78,20 @@ pub const REPLY_EDITS_SQL: &str = "CREATE TABLE IF NOT EXISTS hermesd_reply_edit
     created_at REAL NOT NULL
 )";
 
+/// hermesd's marks of the tool calls of journaled turns that started running, so a resumed
+/// turn can tell a recorded call that never ran (run it) from one that may have (never run
+/// twice).
+pub const TOOL_STARTS_SQL: &str = "CREATE TABLE IF NOT EXISTS hermesd_tool_starts (
+    session_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    PRIMARY KEY (session_id, call_id)
+)";
+
+/// How long a tool-start mark is kept: a resumed turn only asks about the calls of its
+/// session's last round.
+pub const TOOL_START_KEPT_SECONDS: f64 = 86_400.0;
+
 /// The states [`unfinished`](crate::state::Store::unfinished_inbound) looks for, as SQL.
 pub const UNFINISHED_STATES: &str = "('received', 'processing')";
 
@@ -91,13 +105,14 @@ pub fn inbound_unfinished_index_sql() -> String {
 }
 
 /// The gateway's table names (ours and the two shared with Hermes).
-pub const GATEWAY_TABLES: [&str; 6] = [
+pub const GATEWAY_TABLES: [&str; 7] = [
     "gateway_routing",
     "delivery_obligations",
     "hermesd_inbound_events",
     "hermesd_reply_edits",
     "hermesd_dead_letters",
     "hermesd_cron_runs",
+    "hermesd_tool_starts",
 ];
 
 /// Creates whatever is missing. Idempotent; runs as one writer command.
@@ -109,5 +124,6 @@ pub fn ensure(conn: &Connection) -> StoreResult<()> {
     conn.execute_batch(&inbound_unfinished_index_sql())?;
     conn.execute_batch(crate::state::dead_letters::DEAD_LETTERS_SQL)?;
     conn.execute_batch(CRON_RUNS_SQL)?;
+    conn.execute_batch(TOOL_STARTS_SQL)?;
     Ok(())
 }

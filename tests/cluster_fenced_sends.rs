@@ -97,13 +97,12 @@ async fn a_holder_paused_before_running_a_tool_call_does_not_run_it_after_a_take
         )
     };
     // The first holder's model call waits until the trap is armed; the holder that takes
-    // the turn over asks again and runs the same command; then the answer.
+    // the turn over runs the stored call (no mark says it started), then gets the answer.
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     rig.model.push(Step::Gated {
         reply: append(),
         gate: gate.clone(),
     });
-    rig.model.push(Step::Reply(append()));
     rig.model.push(Step::text("appended"));
     assert_eq!(rig.post(0, 1, "append a line").await, 200);
     rig.model.wait_for_requests(1, WAIT).await;

@@ -4,9 +4,10 @@
 //! handled here, with the agent's state, instead of through the registry.
 //!
 //! In a cluster, each call runs only while the turn's session hold can still be trusted
-//! (`coord/trust.rs`); a refused call is not run and the turn stops as it does when its lease
-//! is lost: the hold's next owner resumes it from the stored history (the model's tool-call
-//! message is stored, with a fenced write, before any call runs).
+//! (`coord/trust.rs`); a hold whose trust ran short is waited for up to one lease time, and a
+//! call still refused is not run and the turn stops as it does when its lease is lost. In a
+//! journaled turn each call is marked as started just before it runs, so the hold's next
+//! owner, resuming from the stored history, runs the stored calls that never started.
 
 use std::time::{Duration, Instant};
 

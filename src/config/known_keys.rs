@@ -26,7 +26,7 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "plugins", "prefill_messages_file", "privacy", "profile_routes", "prompt_caching", "proxy",
     "quick_commands", "reset_by_platform", "reset_by_type", "reset_triggers", "runtime", "secrets",
     "security", "session", "session_store_max_age_days", "sessions",
-    "smart_model_routing", "systemd_watchdog_seconds", "telemetry", "terminal", "tool_loop_guardrails",
+    "smart_model_routing", "systemd_watchdog_seconds", "telemetry", "tool_loop_guardrails",
     "tool_output", "tools", "toolsets", "tts", "updates", "vault", "vertex", "voice", "wake_word",
     "web", "worktree", "write_sessions_json", "x_search",
 ];
@@ -241,7 +241,7 @@ mod tests {
     fn warns_only_for_truly_unknown_keys() {
         let mut issues = Issues::default();
         let unknown: Unknown = [
-            ("terminal".to_owned(), json!({"backend": "local"})),
+            ("tts".to_owned(), json!({"provider": "edge"})),
             ("tokn".to_owned(), json!("x")),
             ("whatsapp".to_owned(), json!({})),
         ]
@@ -254,14 +254,14 @@ mod tests {
             &[IGNORED_TOP_LEVEL, OTHER_PLATFORMS],
         );
         // An empty mapping asks for nothing, so it is not reported as set.
-        assert_eq!(issues.ignored, ["terminal"]);
+        assert_eq!(issues.ignored, ["tts"]);
         warn_unknown(&mut issues, "telegram", &unknown, &[]);
         assert_eq!(
             issues.warnings,
             [
                 "unknown key 'tokn'",
-                "unknown key 'telegram.terminal'",
                 "unknown key 'telegram.tokn'",
+                "unknown key 'telegram.tts'",
                 "unknown key 'telegram.whatsapp'",
             ]
         );

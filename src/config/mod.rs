@@ -31,6 +31,7 @@ mod sections;
 mod shape;
 mod skills;
 mod state;
+mod terminal;
 pub mod toolset_names;
 mod toolsets;
 mod types;
@@ -67,6 +68,7 @@ pub use prompt::{HintOverride, PromptConfig, ToolUseEnforcement};
 pub use secret::{REDACTED, Secret};
 pub use skills::SkillsConfig;
 pub use state::{DATABASE_URL_ENV, StateConfig};
+pub use terminal::{DockerSettings, SandboxScope, SshSettings, TerminalBackend, TerminalConfig};
 pub use toolsets::ToolsetsConfig;
 pub use types::{
     AgentConfig, ApprovalsConfig, AuxiliaryConfig, CompressionConfig, Config, DisplayConfig,

@@ -61,6 +61,8 @@ pub struct RawConfig {
     pub platform_toolsets: Option<Value>,
     /// Per-platform overrides of the prompt's platform hint (read in `prompt.rs`).
     pub platform_hints: Option<Value>,
+    /// The terminal backend and its keys (read in `terminal.rs`, with `TERMINAL_*`).
+    pub terminal: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -242,7 +242,7 @@ fn errors_never_show_secrets() {
 #[test]
 fn unknown_keys_warn_and_set_hermes_keys_we_ignore_are_named_in_one_warning() {
     let yaml = "\
-terminal: {backend: local}
+terminal: {backend: local, modal_image: x, surprise: 1}
 browser: {headed: false}
 mcp_servers: {github: {command: npx, keepalive_interval: 30}}
 toolsets: [hermes-cli]
@@ -261,14 +261,16 @@ totally_unknown: 1
         loaded.warnings,
         [
             "unknown key 'totally_unknown'",
+            "terminal.modal_image is not supported by hermesd yet (the modal backend); it has no effect",
+            "unknown key 'terminal.surprise'",
             "unknown key 'gateway.surprise'",
             "unknown key 'display.busy_input_mod'",
             "unknown key 'telegram.tokn'",
             "unknown key 'platforms.discord.tokn'",
             "unknown key 'slack.surprise'",
-            "8 settings are set but not supported by hermesd yet, so without effect: \
+            "7 settings are set but not supported by hermesd yet, so without effect: \
              agent.reasoning_effort, browser, display.compact, gateway.delivery_ledger, \
-             mcp_servers.github.keepalive_interval, platforms.signal, terminal, toolsets",
+             mcp_servers.github.keepalive_interval, platforms.signal, toolsets",
         ]
     );
     let discord = &loaded.config.platforms.discord;

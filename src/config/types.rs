@@ -58,6 +58,8 @@ pub struct Config {
     pub toolsets: super::toolsets::ToolsetsConfig,
     /// Which guidance blocks and platform hint go into the system prompt.
     pub prompt: super::prompt::PromptConfig,
+    /// `terminal:`: where commands and file tools act.
+    pub terminal: super::terminal::TerminalConfig,
 }
 
 /// The auxiliary model tasks hermesd runs (Hermes `auxiliary:`).
@@ -113,6 +115,7 @@ impl Default for Config {
             context_file_max_chars: None,
             toolsets: super::toolsets::ToolsetsConfig::default(),
             prompt: super::prompt::PromptConfig::default(),
+            terminal: super::terminal::TerminalConfig::default(),
         }
     }
 }

@@ -162,6 +162,7 @@ pub fn validate(
             raw.context_file_max_chars.as_ref(),
         ),
         prompt: super::prompt::prompt(&mut issues, raw.agent.as_ref(), raw.platform_hints.as_ref()),
+        terminal: super::terminal::terminal(&mut issues, raw.terminal.as_ref(), env),
         auxiliary: AuxiliaryConfig {
             title_generation: TitleGenerationConfig {
                 enabled: issues.bool(

@@ -9,6 +9,7 @@
 
 pub mod ansi;
 pub mod approval;
+pub mod backend;
 pub mod builtin;
 pub mod clarify;
 mod clarify_request;

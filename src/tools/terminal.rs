@@ -194,7 +194,7 @@ fn wrap_command(command: &str, cwd: &str, marker: &str) -> String {
         },
     };
     format!(
-        "builtin cd -- {target} || exit 126\neval {}\n__hermes_ec=$?\nprintf '\\n{marker}%s{marker}\\n' \"$(pwd -P)\"\nexit $__hermes_ec",
+        "command cd -- {target} || exit 126\neval {}\n__hermes_ec=$?\nprintf '\\n{marker}%s{marker}\\n' \"$(pwd -P)\"\nexit $__hermes_ec",
         shell_quote(command)
     )
 }
@@ -425,7 +425,7 @@ mod tests {
         assert_eq!(extract_cwd(&mut none, marker), None);
         assert_eq!(
             wrap_command("echo 'a'", "~/w d", marker).lines().next(),
-            Some("builtin cd -- $HOME/'w d' || exit 126")
+            Some("command cd -- $HOME/'w d' || exit 126")
         );
     }
 }

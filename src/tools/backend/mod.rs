@@ -7,6 +7,7 @@
 //! guard a command do not depend on where it runs. [`Sandboxes`] hands each tool call the
 //! backend of its scope (everyone, the chat, or the person) and stops idle ones.
 
+mod docker;
 mod local;
 mod sandboxes;
 mod scope;
@@ -20,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use super::local::RunResult;
 
+pub use docker::{DockerBackend, DockerFactory};
 pub use local::{LocalBackend, LocalFactory};
 pub use sandboxes::{BackendFactory, Sandboxes};
 pub use scope::Scope;

@@ -61,9 +61,7 @@ async fn container_of(engine: &Podman, scope: &Scope) -> Option<serde_json::Valu
 fn url_escape(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
-                (b as char).to_string()
-            }
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -71,7 +69,10 @@ fn url_escape(text: &str) -> String {
 
 async fn run(backend: &Arc<dyn Backend>, script: &str) -> hermesd::tools::backend::RunResult {
     backend
-        .run(&exec(script, Duration::from_secs(60)), &CancellationToken::new())
+        .run(
+            &exec(script, Duration::from_secs(60)),
+            &CancellationToken::new(),
+        )
         .await
         .unwrap_or_else(|e| panic!("{script}: {e}"))
 }
@@ -94,7 +95,11 @@ async fn a_real_engine_runs_kills_and_replaces_scope_containers() {
     };
     let cold = Instant::now();
     let backend = factory.open(&scope).await.expect("open");
-    let first = run(&backend, "echo hi; id -u; echo \"$GREETING\"; cat /proc/1/cgroup").await;
+    let first = run(
+        &backend,
+        "echo hi; id -u; echo \"$GREETING\"; cat /proc/1/cgroup",
+    )
+    .await;
     let cold = cold.elapsed();
     assert_eq!(first.exit_code, 0, "{}", first.output);
     assert!(
@@ -108,17 +113,27 @@ async fn a_real_engine_runs_kills_and_replaces_scope_containers() {
     assert!(backend.host_roots().is_none());
 
     // The limits and the isolation reached the engine.
-    let summary = container_of(&engine, &scope).await.expect("container listed");
+    let summary = container_of(&engine, &scope)
+        .await
+        .expect("container listed");
     let id = summary["Id"].as_str().expect("id").to_owned();
-    let (_, inspect) = engine.json("GET", &format!("/v1.41/containers/{id}/json")).await;
+    let (_, inspect) = engine
+        .json("GET", &format!("/v1.41/containers/{id}/json"))
+        .await;
     let host = &inspect["HostConfig"];
     assert_eq!(host["NetworkMode"], "none", "{host}");
     assert_eq!(host["Memory"], 256 * 1024 * 1024, "{host}");
     assert_eq!(host["PidsLimit"], 256, "{host}");
     assert_eq!(host["NanoCpus"], 1_000_000_000i64, "{host}");
     assert_eq!(inspect["Config"]["Labels"]["hermesd"], "1");
-    let name = inspect["Name"].as_str().unwrap_or_default().trim_start_matches('/');
-    assert!(name.starts_with("hermesd-") && name.ends_with(&scope.id()), "{name}");
+    let name = inspect["Name"]
+        .as_str()
+        .unwrap_or_default()
+        .trim_start_matches('/');
+    assert!(
+        name.starts_with("hermesd-") && name.ends_with(&scope.id()),
+        "{name}"
+    );
 
     let warm_runs = 10;
     let warm = Instant::now();
@@ -150,14 +165,29 @@ async fn a_real_engine_runs_kills_and_replaces_scope_containers() {
         .expect("read")
         .expect("present");
     assert!(back == data, "binary round trip differs");
-    backend.write_file("note.txt", b"relative\n").await.expect("write relative");
-    assert_eq!(run(&backend, "cat /root/note.txt").await.output, "relative\n");
-    assert!(backend.read_file("/root/nothing-here").await.expect("read").is_none());
+    backend
+        .write_file("note.txt", b"relative\n")
+        .await
+        .expect("write relative");
+    assert_eq!(
+        run(&backend, "cat /root/note.txt").await.output,
+        "relative\n"
+    );
+    assert!(
+        backend
+            .read_file("/root/nothing-here")
+            .await
+            .expect("read")
+            .is_none()
+    );
     let persisted = home
         .join("sandboxes/docker")
         .join(scope.id())
         .join("home/note.txt");
-    assert_eq!(std::fs::read(&persisted).expect("bind-mounted home"), b"relative\n");
+    assert_eq!(
+        std::fs::read(&persisted).expect("bind-mounted home"),
+        b"relative\n"
+    );
 
     // A timeout kills the command inside the container.
     let timed = backend
@@ -170,12 +200,17 @@ async fn a_real_engine_runs_kills_and_replaces_scope_containers() {
     assert!(timed.timed_out);
     assert_eq!(timed.exit_code, 124);
     assert!(
-        timed.output.starts_with("started\n") && timed.output.ends_with("[Command timed out after 2s]"),
+        timed.output.starts_with("started\n")
+            && timed.output.ends_with("[Command timed out after 2s]"),
         "{}",
         timed.output
     );
     let ps = run(&backend, "ps -o pid,args").await;
-    assert!(!ps.output.contains("sleep 100"), "still running:\n{}", ps.output);
+    assert!(
+        !ps.output.contains("sleep 100"),
+        "still running:\n{}",
+        ps.output
+    );
 
     // An interrupt kills too.
     let cancel = CancellationToken::new();
@@ -231,11 +266,20 @@ async fn a_real_engine_runs_kills_and_replaces_scope_containers() {
     let error = outcome.expect_err("a removed container is an error");
     assert!(error.is_gone(), "{error}");
     println!("after removal: {error}");
-    assert!(backend.read_file("/root/note.txt").await.expect_err("gone").is_gone());
+    assert!(
+        backend
+            .read_file("/root/note.txt")
+            .await
+            .expect_err("gone")
+            .is_gone()
+    );
 
     let fresh = factory.open(&scope).await.expect("fresh open");
     let again = run(&fresh, "cat /root/note.txt").await;
-    assert_eq!(again.output, "relative\n", "the persistent home survives a new container");
+    assert_eq!(
+        again.output, "relative\n",
+        "the persistent home survives a new container"
+    );
     let fresh_id = container_of(&engine, &scope).await.expect("fresh")["Id"]
         .as_str()
         .expect("id")
@@ -247,13 +291,22 @@ async fn a_real_engine_runs_kills_and_replaces_scope_containers() {
         .json("GET", &format!("/v1.41/containers/{fresh_id}/json"))
         .await;
     assert_eq!(status, 404, "shutdown removes the container");
-    assert!(fresh.run(&exec("true", Duration::from_secs(5)), &never).await.expect_err("closed").is_gone());
+    assert!(
+        fresh
+            .run(&exec("true", Duration::from_secs(5)), &never)
+            .await
+            .expect_err("closed")
+            .is_gone()
+    );
 
     // A killed daemon's container is swept at the next start; other homes' are not.
     let other_home = engine.dir.path().join("other-home");
     std::fs::create_dir_all(&other_home).expect("other home");
     let other = factory_for(&engine, &other_home);
-    let theirs = other.open(&Scope::Shared).await.expect("other home's container");
+    let theirs = other
+        .open(&Scope::Shared)
+        .await
+        .expect("other home's container");
     let _abandoned = factory.open(&Scope::Shared).await.expect("open shared");
     let restarted = factory_for(&engine, &home);
     assert_eq!(restarted.sweep().await.expect("sweep"), 1);

@@ -34,6 +34,26 @@ impl Drop for Podman {
     fn drop(&mut self) {
         let _ = self.service.kill();
         let _ = self.service.wait();
+        // podman leaves a conmon per exec session waiting out its exit delay, and may leave
+        // an overlay mount: end those of this engine (their command lines name its root).
+        let root = self.dir.path().display().to_string();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(&root) {
+                if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+        }
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        for target in mounts.lines().filter_map(|l| l.split(' ').nth(1)) {
+            if target.starts_with(&root) {
+                let _ = Command::new("umount").arg("-l").arg(target).status();
+            }
+        }
     }
 }
 
@@ -161,7 +181,10 @@ impl Podman {
 
     /// A JSON answer of the engine.
     pub async fn json(&self, method: &str, path: &str) -> (u16, serde_json::Value) {
-        let (status, body) = self.request(method, path, None).await.expect("engine request");
+        let (status, body) = self
+            .request(method, path, None)
+            .await
+            .expect("engine request");
         let value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
         (status, value)
     }
@@ -170,11 +193,8 @@ impl Podman {
 fn unchunk(mut data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     while let Some(line_end) = data.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(
-            String::from_utf8_lossy(&data[..line_end]).trim(),
-            16,
-        )
-        .unwrap_or(0);
+        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..line_end]).trim(), 16)
+            .unwrap_or(0);
         if size == 0 {
             break;
         }
@@ -201,6 +221,5 @@ fn busybox_rootfs(busybox: &Path, rootfs: &Path) {
                 .expect("applet link");
         }
     }
-    std::fs::write(rootfs.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")
-        .expect("passwd");
+    std::fs::write(rootfs.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n").expect("passwd");
 }

@@ -116,7 +116,11 @@ impl Engine {
         match status(error) {
             Some(_) => BackendError::Unavailable {
                 kind: "docker",
-                detail: format!("{what}: the engine at {} said {}", self.shown, describe(error)),
+                detail: format!(
+                    "{what}: the engine at {} said {}",
+                    self.shown,
+                    describe(error)
+                ),
             },
             None => self.unavailable(error),
         }

@@ -192,7 +192,9 @@ impl DockerFactory {
             match client.remove_container(&id, Some(force)).await {
                 Ok(()) => removed += 1,
                 Err(e) if status(&e) == Some(404) => {}
-                Err(e) => tracing::warn!(error = %describe(&e), "could not remove a leftover container"),
+                Err(e) => {
+                    tracing::warn!(error = %describe(&e), "could not remove a leftover container")
+                }
             }
         }
         if removed > 0 {

@@ -31,9 +31,7 @@ impl DockerBackend {
         match done.exit {
             Some(0) => Ok(Some(done.stdout)),
             Some(READ_MISSING) => Ok(None),
-            Some(READ_NOT_FILE) => Err(BackendError::File(format!(
-                "{path} is not a regular file"
-            ))),
+            Some(READ_NOT_FILE) => Err(BackendError::File(format!("{path} is not a regular file"))),
             _ => Err(BackendError::File(format!(
                 "could not read {path} in the container: {}",
                 stderr_line(&done)
@@ -50,9 +48,9 @@ impl DockerBackend {
             .await
             .map_err(|e| match e {
                 FileError::Backend(e) => e,
-                FileError::TooLarge => BackendError::File(format!(
-                    "writing {path} printed unexpected output"
-                )),
+                FileError::TooLarge => {
+                    BackendError::File(format!("writing {path} printed unexpected output"))
+                }
             })?;
         match done.exit {
             Some(0) => Ok(()),

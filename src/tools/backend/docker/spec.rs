@@ -258,14 +258,17 @@ impl ContainerSpec {
             network_mode: (!self.network).then(|| "none".to_owned()),
             tmpfs: Some(tmpfs),
             binds: Some(binds),
-            storage_opt: (disk_limit && self.disk_mb > 0).then(|| {
-                HashMap::from([("size".to_owned(), format!("{}M", self.disk_mb))])
-            }),
+            storage_opt: (disk_limit && self.disk_mb > 0)
+                .then(|| HashMap::from([("size".to_owned(), format!("{}M", self.disk_mb))])),
             ..HostConfig::default()
         };
         ContainerCreateBody {
             image: Some(self.image.clone()),
-            cmd: Some(vec!["sh".to_owned(), "-c".to_owned(), KEEP_ALIVE.to_owned()]),
+            cmd: Some(vec![
+                "sh".to_owned(),
+                "-c".to_owned(),
+                KEEP_ALIVE.to_owned(),
+            ]),
             env: Some(env.into_iter().map(|(k, v)| format!("{k}={v}")).collect()),
             labels: Some(labels),
             user: self.user.clone(),

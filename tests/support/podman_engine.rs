@@ -42,10 +42,10 @@ impl Drop for Podman {
                 continue;
             };
             let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains(&root) {
-                if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-                }
+            if String::from_utf8_lossy(&cmdline).contains(&root)
+                && let Some(pid) = rustix::process::Pid::from_raw(pid)
+            {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
         }
         let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
@@ -124,10 +124,10 @@ impl Podman {
         };
         let start = Instant::now();
         loop {
-            if let Ok((200, body)) = engine.request("GET", "/_ping", None).await {
-                if body == b"OK" {
-                    break;
-                }
+            if let Ok((200, body)) = engine.request("GET", "/_ping", None).await
+                && body == b"OK"
+            {
+                break;
             }
             assert!(
                 start.elapsed() < Duration::from_secs(60),

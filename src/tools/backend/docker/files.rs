@@ -85,10 +85,10 @@ impl DockerBackend {
             }
             Ok(Ok(done)) => done,
         };
-        if done.exit.is_none_or(|code| code >= 128) {
-            if let Some(reason) = self.gone_reason().await? {
-                return Err(self.gone(reason).into());
-            }
+        if done.exit.is_none_or(|code| code >= 128)
+            && let Some(reason) = self.gone_reason().await?
+        {
+            return Err(self.gone(reason).into());
         }
         Ok(done)
     }

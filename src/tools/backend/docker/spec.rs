@@ -320,10 +320,10 @@ fn parse_volume(volume: &str) -> Result<Bind<'_>, String> {
     if !target.starts_with('/') {
         return bad("has a container side that is not an absolute path");
     }
-    if let Some(options) = options {
-        if let Some(unknown) = options.split(',').find(|o| !BIND_OPTIONS.contains(o)) {
-            return bad(&format!("has an unknown mount option '{unknown}'"));
-        }
+    if let Some(options) = options
+        && let Some(unknown) = options.split(',').find(|o| !BIND_OPTIONS.contains(o))
+    {
+        return bad(&format!("has an unknown mount option '{unknown}'"));
     }
     Ok(Bind { source, target })
 }

@@ -144,6 +144,18 @@ async fn a_real_engine_runs_kills_and_replaces_scope_containers() {
     let status = run(&backend, "exit 7").await;
     assert_eq!(status.exit_code, 7);
 
+    // Only the capabilities Hermes keeps (CHOWN, DAC_OVERRIDE, FOWNER, SETGID, SETUID) and
+    // no way to gain more.
+    let status = run(&backend, "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status").await;
+    assert!(status.output.contains("CapEff:\t00000000000000cb"), "{}", status.output);
+    assert!(status.output.contains("NoNewPrivs:\t1"), "{}", status.output);
+
+    // A path the model chose is an argument, never shell text.
+    let odd = "/root/it's $(touch pwned) `x` \"q\".txt";
+    backend.write_file(odd, b"odd").await.expect("write odd name");
+    assert_eq!(backend.read_file(odd).await.expect("read odd"), Some(b"odd".to_vec()));
+    assert!(run(&backend, "ls /root").await.output.lines().all(|l| l != "pwned"));
+
     // No network but loopback.
     let net = run(&backend, "cat /proc/net/dev").await;
     let interfaces: Vec<&str> = net
@@ -211,6 +223,28 @@ async fn a_real_engine_runs_kills_and_replaces_scope_containers() {
         "still running:\n{}",
         ps.output
     );
+
+    // A child orphaned out of the command's tree (its parent subshell exited) is still in
+    // the command's process group and dies with it.
+    let orphaned = backend
+        .run(
+            &exec("(sleep 103 &); sleep 104", Duration::from_secs(2)),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("orphan run");
+    assert!(orphaned.timed_out);
+    let ps = run(&backend, "ps -o args").await;
+    assert!(
+        !ps.output.contains("sleep 103") && !ps.output.contains("sleep 104"),
+        "still running:\n{}",
+        ps.output
+    );
+
+    // A background job does not hold the command open.
+    let background = run(&backend, "sleep 105 >/dev/null 2>&1 & echo started").await;
+    assert_eq!(background.output, "started\n");
+    let _ = run(&backend, "pkill -f 'sleep 105'").await;
 
     // An interrupt kills too.
     let cancel = CancellationToken::new();

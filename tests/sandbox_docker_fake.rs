@@ -434,3 +434,70 @@ async fn bad_settings_are_refused_before_any_container_exists() {
     assert!(err.contains("DOCKER_HOST"), "{err}");
     assert!(fake.state().requests.is_empty());
 }
+
+#[tokio::test]
+async fn a_dropped_call_still_kills_its_command() {
+    let fake = FakeDocker::start().await;
+    let home = tempfile::tempdir().expect("home");
+    let backend = factory_with(&settings(&fake), home.path())
+        .open(&Scope::Shared)
+        .await
+        .expect("open");
+    let never = CancellationToken::new();
+    let slow = exec("hang", Duration::from_secs(600));
+    {
+        let running = backend.run(&slow, &never);
+        tokio::pin!(running);
+        // Drop the call once its command is in the container (the turn was abandoned).
+        loop {
+            tokio::select! {
+                done = &mut running => panic!("the command cannot end: {done:?}"),
+                () = tokio::time::sleep(Duration::from_millis(20)) => {
+                    if !fake.state().wrappers.is_empty() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let start = std::time::Instant::now();
+    while fake.state().kills.is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(30), "no kill after the drop");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let state = fake.state();
+    assert_eq!(state.kills, state.wrappers);
+}
+
+#[tokio::test]
+async fn output_is_bounded_and_host_user_mode_keeps_fewer_capabilities() {
+    let fake = FakeDocker::start().await;
+    let home = tempfile::tempdir().expect("home");
+    let as_host = DockerSettings {
+        run_as_host_user: true,
+        ..settings(&fake)
+    };
+    let backend = factory_with(&as_host, home.path())
+        .open(&Scope::Shared)
+        .await
+        .expect("open");
+    let (_, body) = only_container(&fake);
+    assert_eq!(
+        body["HostConfig"]["CapAdd"],
+        serde_json::json!(["DAC_OVERRIDE", "CHOWN", "FOWNER"])
+    );
+    let user = body["User"].as_str().expect("user");
+    let (uid, gid) = user.split_once(':').expect("uid:gid");
+    assert!(uid.parse::<u32>().is_ok() && gid.parse::<u32>().is_ok(), "{user}");
+
+    let long = "x".repeat(500);
+    let mut small = exec(&format!("echo {long}; echo tail-end"), Duration::from_secs(30));
+    small.max_chars = 200;
+    let done = backend
+        .run(&small, &CancellationToken::new())
+        .await
+        .expect("run");
+    assert!(done.output.chars().count() <= 200, "{}", done.output);
+    assert!(done.output.contains("output cut"), "{}", done.output);
+    assert!(done.output.ends_with("tail-end\n"), "{}", done.output);
+}

@@ -147,14 +147,34 @@ async fn a_real_engine_runs_kills_and_replaces_scope_containers() {
     // Only the capabilities Hermes keeps (CHOWN, DAC_OVERRIDE, FOWNER, SETGID, SETUID) and
     // no way to gain more.
     let status = run(&backend, "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status").await;
-    assert!(status.output.contains("CapEff:\t00000000000000cb"), "{}", status.output);
-    assert!(status.output.contains("NoNewPrivs:\t1"), "{}", status.output);
+    assert!(
+        status.output.contains("CapEff:\t00000000000000cb"),
+        "{}",
+        status.output
+    );
+    assert!(
+        status.output.contains("NoNewPrivs:\t1"),
+        "{}",
+        status.output
+    );
 
     // A path the model chose is an argument, never shell text.
     let odd = "/root/it's $(touch pwned) `x` \"q\".txt";
-    backend.write_file(odd, b"odd").await.expect("write odd name");
-    assert_eq!(backend.read_file(odd).await.expect("read odd"), Some(b"odd".to_vec()));
-    assert!(run(&backend, "ls /root").await.output.lines().all(|l| l != "pwned"));
+    backend
+        .write_file(odd, b"odd")
+        .await
+        .expect("write odd name");
+    assert_eq!(
+        backend.read_file(odd).await.expect("read odd"),
+        Some(b"odd".to_vec())
+    );
+    assert!(
+        run(&backend, "ls /root")
+            .await
+            .output
+            .lines()
+            .all(|l| l != "pwned")
+    );
 
     // No network but loopback.
     let net = run(&backend, "cat /proc/net/dev").await;

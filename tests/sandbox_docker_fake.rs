@@ -462,7 +462,10 @@ async fn a_dropped_call_still_kills_its_command() {
     }
     let start = std::time::Instant::now();
     while fake.state().kills.is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(30), "no kill after the drop");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no kill after the drop"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let state = fake.state();
@@ -488,10 +491,16 @@ async fn output_is_bounded_and_host_user_mode_keeps_fewer_capabilities() {
     );
     let user = body["User"].as_str().expect("user");
     let (uid, gid) = user.split_once(':').expect("uid:gid");
-    assert!(uid.parse::<u32>().is_ok() && gid.parse::<u32>().is_ok(), "{user}");
+    assert!(
+        uid.parse::<u32>().is_ok() && gid.parse::<u32>().is_ok(),
+        "{user}"
+    );
 
     let long = "x".repeat(500);
-    let mut small = exec(&format!("echo {long}; echo tail-end"), Duration::from_secs(30));
+    let mut small = exec(
+        &format!("echo {long}; echo tail-end"),
+        Duration::from_secs(30),
+    );
     small.max_chars = 200;
     let done = backend
         .run(&small, &CancellationToken::new())

@@ -10,7 +10,7 @@
 //! failed fetch is not kept. The key only ever travels in a sensitive header: it is in no
 //! URL, error or log line, and the cache is keyed by its digest.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -139,6 +139,7 @@ async fn fetch_pages(
     let url = listing_url(endpoint);
     let anthropic = endpoint.mode == ApiMode::AnthropicMessages;
     let mut models: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut after: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let mut request = client.get(&url);
@@ -154,7 +155,7 @@ async fn fetch_pages(
         }
         let page = parse_page(&read_page(request).await?, &endpoint.provider)?;
         for id in page.ids {
-            if models.len() < MAX_MODELS && !models.contains(&id) {
+            if models.len() < MAX_MODELS && seen.insert(id.clone()) {
                 models.push(id);
             }
         }
@@ -261,6 +262,7 @@ impl ListingCache {
     }
 
     /// How many listings are kept (expired ones included until the next `put`).
+    #[cfg(test)]
     pub fn count(&self) -> usize {
         self.entries.lock().unwrap_or_else(|p| p.into_inner()).len()
     }

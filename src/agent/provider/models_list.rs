@@ -233,8 +233,11 @@ impl ListingKey {
 /// (the oldest goes first).
 #[derive(Debug, Default)]
 pub struct ListingCache {
-    entries: Mutex<HashMap<ListingKey, (Instant, Arc<[String]>)>>,
+    entries: Mutex<HashMap<ListingKey, Fetched>>,
 }
+
+/// A listing and when it was fetched.
+type Fetched = (Instant, Arc<[String]>);
 
 impl ListingCache {
     /// The listing kept for `key`, if it was fetched less than [`LISTING_TTL`] before `now`.

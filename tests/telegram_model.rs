@@ -3,7 +3,8 @@
 //! restart, like the model itself), `--once` changes the model for one message only, and
 //! `--global` edits config.yaml in place — comments, order and file mode kept. A name
 //! config.yaml does not configure is looked up in the provider's models listing (the fake's
-//! `GET /v1/models`): listed, it switches and survives a restart; a typo is corrected; an
+//! `GET /v1/models`): listed, it switches (or, with `--once`, serves one message) and
+//! survives a restart; a typo is corrected; an
 //! unlisted name, or any name when a custom server's listing fails, is refused; an
 //! Anthropic-protocol server whose listing fails takes the name with a warning; and a
 //! group guest's unknown name is refused without a fetch.
@@ -194,6 +195,25 @@ async fn a_model_the_provider_lists_switches_and_others_are_refused() {
         turn(&rig, &proxy, "still listed").await,
         served("primary", "listed-model"),
         "a refusal changes nothing"
+    );
+    // `--once` takes a listed name for one message.
+    let once = say(&rig, "/model gpt-4o-mini --once").await;
+    assert!(
+        once.contains("next message goes to `gpt-4o-mini`"),
+        "{once}"
+    );
+    assert_eq!(
+        turn(&rig, &proxy, "just once").await,
+        served("primary", "gpt-4o-mini")
+    );
+    assert_eq!(
+        turn(&rig, &proxy, "and back").await,
+        served("primary", "listed-model")
+    );
+    assert_eq!(
+        rig.model.models_requests().len(),
+        1,
+        "still the cached listing"
     );
 
     // An Anthropic-protocol server without a listing takes the name, saying it is unverified;

@@ -108,6 +108,9 @@ pub struct ToolCtx {
     pub platform: Option<String>,
     /// Whom the call acts for; the operator unless a chat turn says otherwise.
     pub caller: Caller,
+    /// Where commands and files live when `terminal:` configures a sandbox, container or
+    /// remote machine; `None`: this host, under [`cwd`](Self::cwd) and the allowed roots.
+    pub sandbox: Option<super::backend::SandboxRef>,
 }
 
 impl std::fmt::Debug for ToolCtx {
@@ -120,6 +123,7 @@ impl std::fmt::Debug for ToolCtx {
             .field("has_store", &self.store.is_some())
             .field("has_clarify", &self.clarify.is_some())
             .field("caller", &self.caller)
+            .field("sandbox", &self.sandbox.as_ref().map(|s| s.scope.id()))
             .finish_non_exhaustive()
     }
 }
@@ -169,6 +173,7 @@ impl ToolCtx {
             skills: Arc::default(),
             platform: None,
             caller: Caller::operator(),
+            sandbox: None,
         }
     }
 }

@@ -244,6 +244,7 @@ impl AgentDeps {
             delegation: DelegationLimits::default(),
             limits: ToolLimits {
                 terminal_timeout: std::time::Duration::from_secs(config.terminal.timeout_secs),
+                keep_cwd: config.terminal.persistent_shell,
                 ..ToolLimits::default()
             },
             env: child_env(home, &loaded.env, &config.terminal.env_passthrough),
@@ -268,6 +269,7 @@ impl AgentDeps {
         );
         copy.limits.terminal_timeout =
             std::time::Duration::from_secs(loaded.config.terminal.timeout_secs);
+        copy.limits.keep_cwd = loaded.config.terminal.persistent_shell;
         copy
     }
 

@@ -43,6 +43,7 @@ const LIVE_SECTIONS: &[&str] = &[
     // The terminal tool reads these per call; the backend, cwd and sandboxes stay as started.
     "terminal.timeout_secs",
     "terminal.env_passthrough",
+    "terminal.persistent_shell",
 ];
 
 /// Config paths whose effect authorization already reports as `auth.*` entries.

@@ -30,6 +30,9 @@ pub struct ToolLimits {
     pub terminal_timeout: Duration,
     /// Largest foreground timeout a model may request.
     pub foreground_max_timeout: Duration,
+    /// `terminal.persistent_shell`: a command starts where the previous one ended (false:
+    /// every command starts in the session's starting directory).
+    pub keep_cwd: bool,
 }
 
 impl Default for ToolLimits {
@@ -41,6 +44,7 @@ impl Default for ToolLimits {
             max_read_chars: 100_000,
             terminal_timeout: Duration::from_secs(180),
             foreground_max_timeout: Duration::from_secs(600),
+            keep_cwd: true,
         }
     }
 }

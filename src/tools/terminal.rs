@@ -334,7 +334,9 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
         }
     };
     let mut output = run.output;
-    if let Some(cwd) = extract_cwd(&mut output, &marker).filter(|c| c.is_dir()) {
+    if let Some(cwd) = extract_cwd(&mut output, &marker).filter(|c| c.is_dir())
+        && ctx.limits.keep_cwd
+    {
         ctx.processes.set_session_cwd(&ctx.session_id, &cwd);
     }
     Ok(render(

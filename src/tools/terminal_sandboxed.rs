@@ -117,7 +117,9 @@ pub async fn run(ctx: &ToolCtx, sandbox: &SandboxRef, request: Request<'_>) -> S
         }
     };
     let mut output = run.output;
-    if let Some(new_cwd) = extract_cwd(&mut output, &marker).filter(|c| !on_host || c.is_dir()) {
+    if let Some(new_cwd) = extract_cwd(&mut output, &marker).filter(|c| !on_host || c.is_dir())
+        && ctx.limits.keep_cwd
+    {
         ctx.processes.set_session_cwd(&ctx.session_id, &new_cwd);
     }
     render(

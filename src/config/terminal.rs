@@ -210,6 +210,7 @@ const NOT_SUPPORTED: &[(&str, &str)] = &[
 ];
 
 /// The names of [`NOT_SUPPORTED`], for `config/KEYS.md`.
+#[cfg(test)]
 pub(super) const IGNORED_TERMINAL: &[&str] = &[
     "daytona_image",
     "docker_extra_args",

@@ -23,11 +23,14 @@ pub fn resolve_for_gateway(terminal: &mut TerminalConfig, env: &BTreeMap<String,
         .filter(|v| !v.is_empty() && !matches!(*v, "." | "auto" | "cwd"))
         .map(str::to_owned);
     terminal.cwd = match terminal.backend {
+        // A home that does not exist (a service user without one) leaves the process
+        // directory in place, quietly: nothing was configured.
         TerminalBackend::Local => messaging.or_else(|| {
             env.get("HOME")
                 .filter(|h| !h.is_empty())
                 .cloned()
                 .or_else(|| std::env::home_dir().map(|h| h.display().to_string()))
+                .filter(|h| Path::new(h).is_dir())
         }),
         TerminalBackend::Docker if terminal.docker.mount_cwd_to_workspace => messaging,
         _ => None,
@@ -70,9 +73,15 @@ mod tests {
 
     #[test]
     fn the_gateway_starts_in_messaging_cwd_or_home_unless_terminal_cwd_says() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().display().to_string();
         let mut t = TerminalConfig::default();
-        resolve_for_gateway(&mut t, &env(&[("HOME", "/home/ann")]));
-        assert_eq!(t.cwd.as_deref(), Some("/home/ann"));
+        resolve_for_gateway(&mut t, &env(&[("HOME", &home)]));
+        assert_eq!(t.cwd.as_deref(), Some(home.as_str()));
+
+        let mut t = TerminalConfig::default();
+        resolve_for_gateway(&mut t, &env(&[("HOME", "/nonexistent/ann")]));
+        assert_eq!(t.cwd, None, "a missing home leaves the process directory");
 
         let mut t = TerminalConfig::default();
         resolve_for_gateway(

@@ -111,9 +111,15 @@ impl std::fmt::Debug for UserPrompts {
 }
 
 /// The environment tools (and the processes they start) see: the loaded environment with
-/// `HERMES_HOME` set to the resolved home, so a child never falls back to another profile.
-fn child_env(home: &HermesHome, env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+/// `HERMES_HOME` set to the resolved home, so a child never falls back to another profile,
+/// and the `terminal.env_passthrough` variables marked to pass the secret filter.
+fn child_env(
+    home: &HermesHome,
+    env: &BTreeMap<String, String>,
+    passthrough: &[String],
+) -> BTreeMap<String, String> {
     let mut env = env.clone();
+    crate::process::env::mark_passthrough(&mut env, passthrough);
     for (key, value) in home.child_env() {
         env.insert(key.to_owned(), value.display().to_string());
     }
@@ -136,6 +142,11 @@ pub struct AgentDeps {
     pub delegation: DelegationLimits,
     pub limits: ToolLimits,
     pub env: BTreeMap<String, String>,
+    /// The sandboxes `terminal:` configures (`None`: commands run on this host), shared with
+    /// every copy: a reload keeps the open ones.
+    pub sandboxes: Option<Arc<crate::tools::backend::Sandboxes>>,
+    /// `terminal.sandbox_scope`: who shares a sandbox.
+    pub sandbox_scope: crate::config::SandboxScope,
     /// Shared with [`AgentDeps::reconfigured`] copies, so a reload keeps the lists.
     todos: Arc<Mutex<HashMap<String, Arc<TodoStore>>>>,
     /// The tool definitions offered per platform, reused between model calls; never shared
@@ -187,7 +198,7 @@ impl AgentDeps {
         client: ModelClient,
     ) -> Self {
         let config = &loaded.config;
-        let cwd = std::env::current_dir().unwrap_or_else(|_| home.path().to_path_buf());
+        let cwd = super::workdir::starting_dir(&config.terminal, home);
         let approval = ApprovalSettings::from_config(config, home, &loaded.env);
         let memory = MemoryStore::open(home).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot read MEMORY.md/USER.md; starting with empty memory");
@@ -231,8 +242,14 @@ impl AgentDeps {
             turn_images,
             clarify: prompts.clarify,
             delegation: DelegationLimits::default(),
-            limits: ToolLimits::default(),
-            env: child_env(home, &loaded.env),
+            limits: ToolLimits {
+                terminal_timeout: std::time::Duration::from_secs(config.terminal.timeout_secs),
+                keep_cwd: config.terminal.persistent_shell,
+                ..ToolLimits::default()
+            },
+            env: child_env(home, &loaded.env, &config.terminal.env_passthrough),
+            sandboxes: crate::tools::backend::sandboxes(&config.terminal, home.path(), &loaded.env),
+            sandbox_scope: config.terminal.sandbox_scope,
             todos: Arc::new(Mutex::new(HashMap::new())),
             offers: Arc::default(),
         }
@@ -245,7 +262,14 @@ impl AgentDeps {
     pub fn reconfigured(&self, loaded: &LoadedConfig, client: ModelClient) -> Self {
         let mut copy = self.with_model_client(client);
         copy.settings = AgentSettings::from_config(&loaded.config, self.settings.cwd.clone());
-        copy.env = child_env(&self.home, &loaded.env);
+        copy.env = child_env(
+            &self.home,
+            &loaded.env,
+            &loaded.config.terminal.env_passthrough,
+        );
+        copy.limits.terminal_timeout =
+            std::time::Duration::from_secs(loaded.config.terminal.timeout_secs);
+        copy.limits.keep_cwd = loaded.config.terminal.persistent_shell;
         copy
     }
 
@@ -266,6 +290,8 @@ impl AgentDeps {
             delegation: self.delegation,
             limits: self.limits,
             env: self.env.clone(),
+            sandboxes: self.sandboxes.clone(),
+            sandbox_scope: self.sandbox_scope,
             todos: Arc::clone(&self.todos),
             offers: Arc::default(),
         }
@@ -467,7 +493,21 @@ impl AgentDeps {
             skills: Arc::new(self.settings.skills.clone()),
             platform: None,
             caller: crate::tools::context::Caller::operator(),
+            sandbox: None,
         }
+    }
+
+    /// Where a tool call acting for `caller` runs its commands and touches its files: the
+    /// caller's scope among the configured sandboxes, `None` for this host.
+    pub fn sandbox_for(
+        &self,
+        caller: &crate::tools::context::Caller,
+    ) -> Option<crate::tools::backend::SandboxRef> {
+        let sandboxes = self.sandboxes.as_ref()?;
+        Some(crate::tools::backend::SandboxRef {
+            sandboxes: Arc::clone(sandboxes),
+            scope: crate::tools::backend::Scope::for_caller(self.sandbox_scope, caller),
+        })
     }
 
     /// The session's to-do list. Lists live in memory while the session's slot does; a

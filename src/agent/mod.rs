@@ -19,6 +19,7 @@ mod todo_history;
 mod tool_images;
 pub mod tool_offer;
 mod turn_images;
+pub mod workdir;
 mod worker;
 
 pub use activity::Activity;

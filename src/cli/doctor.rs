@@ -9,6 +9,7 @@ mod mcp;
 mod network;
 mod private_files;
 mod probes;
+mod terminal;
 mod tokens;
 
 use std::collections::BTreeMap;
@@ -61,6 +62,12 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &DoctorArgs)
             checks.extend(service_checks(&loaded.config, args));
             checks.extend(mcp::checks(
                 loaded,
+                args.offline,
+                Duration::from_secs(args.timeout.max(1)),
+            ));
+            checks.extend(terminal::checks(
+                loaded,
+                home,
                 args.offline,
                 Duration::from_secs(args.timeout.max(1)),
             ));

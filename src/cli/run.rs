@@ -297,7 +297,8 @@ fn load_config(
     log_warnings: bool,
 ) -> Result<config::LoadedConfig, i32> {
     match config::load(home, env) {
-        Ok(loaded) => {
+        Ok(mut loaded) => {
+            crate::agent::workdir::resolve_for_gateway(&mut loaded.config.terminal, &loaded.env);
             for warning in loaded.warnings.iter().filter(|_| log_warnings) {
                 tracing::warn!("{warning}");
             }

@@ -31,6 +31,7 @@ const IGNORED_LISTS: &[(&str, &[&str])] = &[
     ("platforms.api_server", IGNORED_API_SERVER),
     ("session_reset", IGNORED_SESSION_RESET),
     ("skills", super::skills::IGNORED_SKILLS),
+    ("terminal", super::terminal::IGNORED_TERMINAL),
 ];
 
 /// Implemented keys that `default.yaml` cannot document without overriding their section:

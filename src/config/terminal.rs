@@ -90,8 +90,9 @@ pub struct DockerSettings {
     pub memory_mb: u64,
     /// `container_disk`: MiB (applied where the engine's storage driver supports a size).
     pub disk_mb: u64,
-    /// `container_persistent`: keep the container's files across idle stops (stop and start
-    /// again instead of removing it).
+    /// `container_persistent`: `/root` and `/workspace` are host directories under
+    /// `sandbox_dir/docker/<scope>`, so their files outlive the container (idle stops,
+    /// restarts); false: both are tmpfs, gone with the container.
     pub persistent: bool,
     /// `docker_mount_cwd_to_workspace`: bind the configured host `cwd` at `/workspace`.
     pub mount_cwd_to_workspace: bool,
@@ -107,7 +108,8 @@ impl Default for DockerSettings {
         Self {
             image: "nikolaik/python-nodejs:python3.11-nodejs20".to_owned(),
             volumes: Vec::new(),
-            network: true,
+            // Off unless configured: a container reaches nothing by default.
+            network: false,
             env: BTreeMap::new(),
             forward_env: Vec::new(),
             cpu: 1.0,
@@ -206,6 +208,19 @@ const NOT_SUPPORTED: &[(&str, &str)] = &[
     ("modal_image", "the modal backend"),
     ("modal_mode", "the modal backend"),
     ("singularity_image", "the singularity backend"),
+];
+
+/// The names of [`NOT_SUPPORTED`], for `config/KEYS.md`.
+#[cfg(test)]
+pub(super) const IGNORED_TERMINAL: &[&str] = &[
+    "daytona_image",
+    "docker_extra_args",
+    "docker_orphan_reaper",
+    "docker_persist_across_processes",
+    "home_mode",
+    "modal_image",
+    "modal_mode",
+    "singularity_image",
 ];
 
 /// Keys read below, with their environment spellings.
@@ -463,5 +478,14 @@ pub fn terminal(
         sandbox_network: issues.bool(read.leaf("sandbox_network"), false),
         docker,
         ssh,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_ignored_list_names_every_unsupported_key() {
+        let names: Vec<&str> = super::NOT_SUPPORTED.iter().map(|(k, _)| *k).collect();
+        assert_eq!(names, super::IGNORED_TERMINAL);
     }
 }

@@ -261,10 +261,10 @@ totally_unknown: 1
         loaded.warnings,
         [
             "unknown key 'totally_unknown'",
-            "terminal.modal_image is not supported by hermesd yet (the modal backend); it has no effect",
-            "unknown key 'terminal.surprise'",
             "unknown key 'gateway.surprise'",
             "unknown key 'display.busy_input_mod'",
+            "terminal.modal_image is not supported by hermesd yet (the modal backend); it has no effect",
+            "unknown key 'terminal.surprise'",
             "unknown key 'telegram.tokn'",
             "unknown key 'platforms.discord.tokn'",
             "unknown key 'slack.surprise'",

@@ -40,6 +40,10 @@ const LIVE_SECTIONS: &[&str] = &[
     "cron.run_timeout",
     "cron.tick_seconds",
     "cron.wrap_response",
+    // The terminal tool reads these per call; the backend, cwd and sandboxes stay as started.
+    "terminal.timeout_secs",
+    "terminal.env_passthrough",
+    "terminal.persistent_shell",
 ];
 
 /// Config paths whose effect authorization already reports as `auth.*` entries.

@@ -256,6 +256,9 @@ impl GatewayRunner {
             }
         };
         let janitor = tokio::spawn(janitor(router.clone(), metrics.clone(), ingress.clone()));
+        if let Some(sandboxes) = router.sandboxes() {
+            tasks.push(tokio::spawn(start_sandboxes(sandboxes, ingress.clone())));
+        }
         tasks.push(tokio::spawn(crate::heap_stats::log_every(
             HEAP_STATS_INTERVAL,
             ingress.clone(),
@@ -326,6 +329,17 @@ impl GatewayRunner {
             task.abort();
         }
         self.router.mcp().shutdown(Duration::from_secs(5)).await;
+        if let Some(sandboxes) = self.router.sandboxes() {
+            let open = sandboxes.open_count().await;
+            if tokio::time::timeout(Duration::from_secs(30), sandboxes.shutdown())
+                .await
+                .is_err()
+            {
+                tracing::warn!("shutdown: some sandboxes did not stop within 30 s");
+            } else if open > 0 {
+                tracing::info!(open, "shutdown: sandboxes stopped");
+            }
+        }
         self.janitor.abort();
         self.admin_stop.cancel();
         for server in self.servers {
@@ -336,6 +350,26 @@ impl GatewayRunner {
             "shutdown: gateway stopped"
         );
     }
+}
+
+/// Removes what a killed earlier run left (its containers), then stops idle sandboxes
+/// until `stop`.
+async fn start_sandboxes(
+    sandboxes: Arc<crate::tools::backend::Sandboxes>,
+    stop: CancellationToken,
+) {
+    match sandboxes.factory().sweep().await {
+        Ok(0) => {}
+        Ok(removed) => tracing::info!(
+            removed,
+            kind = sandboxes.kind(),
+            "removed sandboxes an earlier run left"
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, kind = sandboxes.kind(), "could not look for sandboxes an earlier run left")
+        }
+    }
+    sandboxes.reap_until(stop).await;
 }
 
 /// Waits until no turn runs; false if `limit` passed first.

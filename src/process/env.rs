@@ -123,6 +123,35 @@ fn is_blocked_name(key: &str) -> bool {
     is_internal_secret(key) || BLOCKLIST.contains(&key) || is_secret_env_name(key)
 }
 
+/// Marks the `terminal.env_passthrough` variables present in `env` to reach commands although
+/// their names look secret. The secrets hermesd itself uses (provider keys, platform tokens,
+/// the state database's URL) never pass; naming one is reported.
+pub fn mark_passthrough(env: &mut BTreeMap<String, String>, names: &[String]) {
+    for name in names {
+        if BLOCKLIST.contains(&name.as_str()) || is_internal_secret(name) {
+            tracing::warn!(
+                variable = %name,
+                "terminal.env_passthrough names a secret hermesd itself uses; it stays hidden from commands"
+            );
+            continue;
+        }
+        if let Some(value) = env.get(name).cloned() {
+            env.insert(format!("{FORCE_PREFIX}{name}"), value);
+        }
+    }
+}
+
+/// The variables passed on purpose (`_HERMES_FORCE_*`, `terminal.env_passthrough`) by their
+/// real names: all a command on a remote backend gets from the daemon.
+pub fn forced_env(base: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    base.iter()
+        .filter_map(|(key, value)| {
+            let real = key.strip_prefix(FORCE_PREFIX)?;
+            (!is_internal_secret(real)).then(|| (real.to_owned(), value.clone()))
+        })
+        .collect()
+}
+
 /// The environment for a terminal command (and a cron script).
 pub fn command_env(base: &BTreeMap<String, String>, home: &HermesHome) -> BTreeMap<String, String> {
     // The values of the variables dropped by name: a copy under another name goes too.
@@ -157,6 +186,33 @@ pub fn command_env(base: &BTreeMap<String, String>, home: &HermesHome) -> BTreeM
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passthrough_lets_named_variables_through_but_never_hermesds_own_secrets() {
+        let home = HermesHome::at("/tmp/h");
+        let mut base: BTreeMap<String, String> = [
+            ("NOTION_TOKEN", "ntn_passthrough_value_1234"),
+            ("OPENAI_API_KEY", "sk-never-passes-through-1234"),
+            ("NPM_TOKEN", "npm_not_listed_value_1234"),
+            ("PATH", "/usr/bin"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        mark_passthrough(
+            &mut base,
+            &["NOTION_TOKEN".to_owned(), "OPENAI_API_KEY".to_owned()],
+        );
+        let env = command_env(&base, &home);
+        assert_eq!(
+            env.get("NOTION_TOKEN").map(String::as_str),
+            Some("ntn_passthrough_value_1234")
+        );
+        assert!(!env.contains_key("OPENAI_API_KEY"));
+        assert!(!env.contains_key("NPM_TOKEN"));
+        let remote = forced_env(&base);
+        assert_eq!(remote.keys().collect::<Vec<_>>(), ["NOTION_TOKEN"]);
+    }
 
     #[test]
     fn secrets_are_stripped_and_force_passes_through() {

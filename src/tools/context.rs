@@ -30,6 +30,9 @@ pub struct ToolLimits {
     pub terminal_timeout: Duration,
     /// Largest foreground timeout a model may request.
     pub foreground_max_timeout: Duration,
+    /// `terminal.persistent_shell`: a command starts where the previous one ended (false:
+    /// every command starts in the session's starting directory).
+    pub keep_cwd: bool,
 }
 
 impl Default for ToolLimits {
@@ -41,6 +44,7 @@ impl Default for ToolLimits {
             max_read_chars: 100_000,
             terminal_timeout: Duration::from_secs(180),
             foreground_max_timeout: Duration::from_secs(600),
+            keep_cwd: true,
         }
     }
 }
@@ -108,6 +112,9 @@ pub struct ToolCtx {
     pub platform: Option<String>,
     /// Whom the call acts for; the operator unless a chat turn says otherwise.
     pub caller: Caller,
+    /// Where commands and files live when `terminal:` configures a sandbox, container or
+    /// remote machine; `None`: this host, under [`cwd`](Self::cwd) and the allowed roots.
+    pub sandbox: Option<super::backend::SandboxRef>,
 }
 
 impl std::fmt::Debug for ToolCtx {
@@ -120,6 +127,7 @@ impl std::fmt::Debug for ToolCtx {
             .field("has_store", &self.store.is_some())
             .field("has_clarify", &self.clarify.is_some())
             .field("caller", &self.caller)
+            .field("sandbox", &self.sandbox.as_ref().map(|s| s.scope.id()))
             .finish_non_exhaustive()
     }
 }
@@ -169,6 +177,7 @@ impl ToolCtx {
             skills: Arc::default(),
             platform: None,
             caller: Caller::operator(),
+            sandbox: None,
         }
     }
 }

@@ -35,6 +35,7 @@ pub mod sensitive;
 pub mod session_search;
 pub mod skills;
 pub mod terminal;
+mod terminal_sandboxed;
 pub(crate) mod threats;
 pub mod timefmt;
 pub mod todo;

@@ -184,7 +184,7 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// The command wrapped so the shell reports the directory it ends in.
-fn wrap_command(command: &str, cwd: &str, marker: &str) -> String {
+pub(super) fn wrap_command(command: &str, cwd: &str, marker: &str) -> String {
     let target = match cwd {
         "~" => "~".to_owned(),
         "~/" => "$HOME".to_owned(),
@@ -200,7 +200,7 @@ fn wrap_command(command: &str, cwd: &str, marker: &str) -> String {
 }
 
 /// Removes the cwd marker line from the output and returns the directory it carried.
-fn extract_cwd(output: &mut String, marker: &str) -> Option<PathBuf> {
+pub(super) fn extract_cwd(output: &mut String, marker: &str) -> Option<PathBuf> {
     let last = output.rfind(marker)?;
     let search_start = last.saturating_sub(4096);
     let search_start = (0..=search_start)
@@ -220,7 +220,7 @@ fn extract_cwd(output: &mut String, marker: &str) -> Option<PathBuf> {
     (!cwd.is_empty()).then(|| PathBuf::from(cwd))
 }
 
-fn blocked(message: &str, status: &str) -> String {
+pub(super) fn blocked(message: &str, status: &str) -> String {
     json!({"output": "", "exit_code": -1, "error": message, "status": status}).to_string()
 }
 
@@ -286,6 +286,17 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
         tracing::warn!(session_id = %ctx.session_id, "blocked dangerous workdir");
         return Ok(blocked(&error, "blocked"));
     }
+    let timeout = Duration::from_secs(requested.unwrap_or(ctx.limits.terminal_timeout.as_secs()));
+    if let Some(sandbox) = ctx.sandbox.clone() {
+        let request = super::terminal_sandboxed::Request {
+            command: &command,
+            background,
+            workdir,
+            timeout,
+            approval_note,
+        };
+        return Ok(super::terminal_sandboxed::run(&ctx, &sandbox, request).await);
+    }
     let shell_cwd = safe_cwd(&ctx.shell_cwd());
     let env = command_env(&ctx.env, &ctx.home);
 
@@ -296,20 +307,7 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
         };
         return Ok(
             match ctx.processes.spawn(&command, &cwd, &ctx.session_id, env) {
-                Ok(session) => {
-                    let mut result = json!({
-                        "output": "Background process started",
-                        "session_id": session.id,
-                        "pid": session.pid,
-                        "exit_code": 0,
-                        "error": null,
-                        "hint": "No notice comes when it exits: the process tool's 'poll' or 'wait' gives its result.",
-                    });
-                    if let Some(note) = approval_note {
-                        result["approval"] = json!(note);
-                    }
-                    result.to_string()
-                }
+                Ok(session) => started(&session, approval_note),
                 Err(e) => json!({"output": "", "exit_code": -1,
                 "error": format!("Failed to start background process: {e}")})
                 .to_string(),
@@ -317,13 +315,9 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
         );
     }
 
-    let marker = format!(
-        "__HERMES_CWD_{:012x}__",
-        rand::random::<u64>() & 0xffff_ffff_ffff
-    );
+    let marker = cwd_marker();
     let target = workdir.map_or_else(|| shell_cwd.display().to_string(), str::to_owned);
     let script = wrap_command(&command, &target, &marker);
-    let timeout = Duration::from_secs(requested.unwrap_or(ctx.limits.terminal_timeout.as_secs()));
     let shell = ShellCommand {
         script,
         cwd: shell_cwd,
@@ -340,24 +334,72 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
         }
     };
     let mut output = run.output;
-    if let Some(cwd) = extract_cwd(&mut output, &marker).filter(|c| c.is_dir()) {
+    if let Some(cwd) = extract_cwd(&mut output, &marker).filter(|c| c.is_dir())
+        && ctx.limits.keep_cwd
+    {
         ctx.processes.set_session_cwd(&ctx.session_id, &cwd);
     }
-    let output = truncate_head_tail(&output, ctx.limits.max_output_chars);
+    Ok(render(
+        &ctx,
+        &command,
+        &output,
+        run.exit_code,
+        run.interrupted,
+        approval_note,
+    ))
+}
+
+/// A new random marker the wrapped command prints its final directory between.
+pub(super) fn cwd_marker() -> String {
+    format!(
+        "__HERMES_CWD_{:012x}__",
+        rand::random::<u64>() & 0xffff_ffff_ffff
+    )
+}
+
+/// The tool's JSON result for a finished foreground command.
+pub(super) fn render(
+    ctx: &ToolCtx,
+    command: &str,
+    output: &str,
+    exit_code: i32,
+    interrupted: bool,
+    approval_note: Option<String>,
+) -> String {
+    let output = truncate_head_tail(output, ctx.limits.max_output_chars);
     let output = strip_ansi(&output).trim().to_owned();
-    let mut result = json!({"output": output, "exit_code": run.exit_code, "error": null});
+    let mut result = json!({"output": output, "exit_code": exit_code, "error": null});
     if let Some(note) = approval_note {
-        if run.interrupted {
+        if interrupted {
             result["approval"] =
                 json!(format!("{}, then interrupted.", note.trim_end_matches('.')));
         } else {
             result["approval"] = json!(note);
         }
     }
-    if let Some(meaning) = interpret_exit_code(&command, run.exit_code) {
+    if let Some(meaning) = interpret_exit_code(command, exit_code) {
         result["exit_code_meaning"] = json!(meaning);
     }
-    Ok(result.to_string())
+    result.to_string()
+}
+
+/// The result of a background start.
+pub(super) fn started(
+    session: &super::process_registry::ProcessSession,
+    approval_note: Option<String>,
+) -> String {
+    let mut result = json!({
+        "output": "Background process started",
+        "session_id": session.id,
+        "pid": session.pid,
+        "exit_code": 0,
+        "error": null,
+        "hint": "No notice comes when it exits: the process tool's 'poll' or 'wait' gives its result.",
+    });
+    if let Some(note) = approval_note {
+        result["approval"] = json!(note);
+    }
+    result.to_string()
 }
 
 pub fn entry(limits: &super::context::ToolLimits) -> ToolEntry {

@@ -1,6 +1,8 @@
 //! A fake model server speaking the three wire formats hermesd uses: OpenAI chat completions
 //! (`POST /v1/chat/completions`), the Responses API (`POST /v1/responses`) and Anthropic
-//! Messages (`POST /v1/messages`), streamed (SSE in each format's real event shapes) or not.
+//! Messages (`POST /v1/messages`), streamed (SSE in each format's real event shapes) or not;
+//! and the models listing (`GET /v1/models`, OpenAI's or Anthropic's shape; 404 until a test
+//! sets one with [`FakeModel::set_models`]).
 //!
 //! Each request takes the next [`Step`] of the script; with an empty script the server
 //! echoes (`"echo: <last user text>"`), so end-to-end runs and load tests need no script.
@@ -15,6 +17,8 @@
 mod anthropic;
 #[path = "fake_model/chat.rs"]
 mod chat;
+#[path = "fake_model/models.rs"]
+mod models;
 #[path = "fake_model/responses.rs"]
 mod responses;
 #[path = "fake_model/script.rs"]
@@ -117,6 +121,8 @@ struct Shared {
     disconnects: watch::Sender<usize>,
     title_reply: Mutex<Option<String>>,
     title_requests: Mutex<Vec<Value>>,
+    models: Mutex<Option<Vec<String>>>,
+    models_requests: Mutex<Vec<RecordedRequest>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -221,6 +227,18 @@ impl FakeModel {
     pub fn title_requests(&self) -> Vec<Value> {
         lock(&self.shared.title_requests).clone()
     }
+
+    /// What `GET /v1/models` lists (`None`: it answers 404, the default).
+    pub fn set_models(&self, models: Option<&[&str]>) {
+        *lock(&self.shared.models) =
+            models.map(|models| models.iter().map(|m| (*m).to_owned()).collect());
+    }
+
+    /// The models listing requests so far (`path` includes the query); they are not in
+    /// [`FakeModel::requests`].
+    pub fn models_requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.models_requests).clone()
+    }
 }
 
 async fn wait_for(counter: &watch::Sender<usize>, count: usize, timeout: Duration, what: &str) {
@@ -244,6 +262,8 @@ impl Shared {
             disconnects: watch::Sender::new(0),
             title_reply: Mutex::new(None),
             title_requests: Mutex::new(Vec::new()),
+            models: Mutex::new(None),
+            models_requests: Mutex::new(Vec::new()),
         })
     }
 

@@ -3,12 +3,15 @@
 use super::call::call_endpoint;
 use super::endpoint::{Endpoint, endpoints_from_config};
 use super::error::{Attempt, ProviderError};
+use super::models_list::{ListingCache, ListingError, ListingKey, fetch_listing};
 use super::policy::{NextStep, next_step};
 use super::prepared::Prepared;
 use super::settings::HttpSettings;
 use super::types::{ModelReply, ModelRequest, StreamDelta};
 use crate::config::Config;
 use hermes_adapter::net::Net;
+use std::sync::Arc;
+use std::time::Instant;
 
 /// Calls the configured model, falling back along the chain. Cheap to clone: the HTTP
 /// connection pool is shared.
@@ -17,6 +20,9 @@ pub struct ModelClient {
     endpoints: Vec<Endpoint>,
     http: HttpSettings,
     client: reqwest::Client,
+    /// Models listings fetched for `/model`, shared by the clones (a reload builds a new
+    /// client, so new keys or URLs start with an empty cache).
+    listings: Arc<ListingCache>,
 }
 
 impl ModelClient {
@@ -67,6 +73,7 @@ impl ModelClient {
             endpoints,
             http,
             client,
+            listings: Arc::default(),
         })
     }
 
@@ -88,6 +95,7 @@ impl ModelClient {
             endpoints,
             http: self.http.clone(),
             client: self.client.clone(),
+            listings: self.listings.clone(),
         })
     }
 
@@ -119,14 +127,28 @@ impl ModelClient {
     }
 
     /// The same client with the first endpoint serving `choice` (its model, and its
-    /// provider when named) as its primary (the others stay fallbacks, in order); `None`
-    /// when no endpoint serves it. Shares the connection pool.
+    /// provider when named; or the server whose listing named the model) as its primary,
+    /// asked for the chosen model (the others stay fallbacks, in order); `None` when no
+    /// endpoint serves it. Shares the connection pool.
     pub fn with_primary(&self, choice: &ModelChoice) -> Option<ModelClient> {
         let index = self.endpoints.iter().position(|e| choice.served_by(e))?;
         let mut client = self.clone();
-        let chosen = client.endpoints.remove(index);
+        let mut chosen = client.endpoints.remove(index);
+        chosen.model = choice.model.clone();
         client.endpoints.insert(0, chosen);
         Some(client)
+    }
+
+    /// The models `endpoint`'s server lists (see `models_list`), from the cache when it was
+    /// fetched in the last ten minutes. Only `/model` asks, for a name not configured.
+    pub async fn listed_models(&self, endpoint: &Endpoint) -> Result<Arc<[String]>, ListingError> {
+        let key = ListingKey::of(endpoint);
+        if let Some(models) = self.listings.get(&key, Instant::now()) {
+            return Ok(models);
+        }
+        let models: Arc<[String]> = fetch_listing(&self.client, endpoint).await?.into();
+        self.listings.put(key, models.clone(), Instant::now());
+        Ok(models)
     }
 
     pub fn http_settings(&self) -> &HttpSettings {
@@ -205,14 +227,30 @@ impl ModelClient {
 pub struct ModelChoice {
     pub model: String,
     pub provider: Option<String>,
+    /// The base URL of the endpoint whose models listing named this model, when config.yaml
+    /// does not configure it: that endpoint (same provider, same server) serves it.
+    pub listed_by: Option<String>,
 }
 
 impl ModelChoice {
+    /// A choice of a configured model (from `provider` when named).
+    pub fn configured(model: impl Into<String>, provider: Option<String>) -> Self {
+        Self {
+            model: model.into(),
+            provider,
+            listed_by: None,
+        }
+    }
+
     pub fn served_by(&self, endpoint: &Endpoint) -> bool {
-        endpoint.model == self.model
-            && self
-                .provider
-                .as_deref()
-                .is_none_or(|p| p.eq_ignore_ascii_case(&endpoint.provider))
+        let provider_matches = self
+            .provider
+            .as_deref()
+            .is_none_or(|p| p.eq_ignore_ascii_case(&endpoint.provider));
+        let listed_there = self.provider.is_some()
+            && self.listed_by.as_deref().is_some_and(|url| {
+                url.trim().trim_end_matches('/') == endpoint.base_url.trim().trim_end_matches('/')
+            });
+        provider_matches && (endpoint.model == self.model || listed_there)
     }
 }

@@ -20,10 +20,7 @@ impl SamplingModel for ModelClient {
             );
         }
         for hint in hints {
-            let choice = ModelChoice {
-                model: (*hint).to_owned(),
-                provider: None,
-            };
+            let choice = ModelChoice::configured(*hint, None);
             if let Some(client) = self.with_primary(&choice) {
                 return Arc::new(client);
             }

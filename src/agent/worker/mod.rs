@@ -235,7 +235,7 @@ impl Agent {
 
     /// Uses the chosen model (from the chosen provider, if named) for this session's calls
     /// (`None`: the configured default). Returns false, changing nothing, when no
-    /// configured endpoint serves it.
+    /// configured endpoint serves it (nor the endpoint whose listing named it).
     pub fn set_model(&mut self, choice: Option<&super::provider::ModelChoice>) -> bool {
         match choice {
             None => {

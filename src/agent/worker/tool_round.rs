@@ -175,6 +175,7 @@ async fn execute(
         let mut ctx = deps.tool_ctx(session_id, cancel.child_token());
         ctx.platform = Some(agent.platform().to_owned());
         ctx.caller = agent.caller().clone();
+        ctx.sandbox = deps.sandbox_for(&ctx.caller);
         return deps
             .registry
             .dispatch(&call.name, &call.arguments, ctx)

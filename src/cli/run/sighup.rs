@@ -47,6 +47,7 @@ impl Reload<'_> {
                 );
             }
             Ok(mut new) => {
+                crate::agent::workdir::resolve_for_gateway(&mut new.config.terminal, &new.env);
                 if self.forced_api {
                     new.config.api_server.enabled = true;
                 }

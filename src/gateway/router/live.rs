@@ -47,6 +47,7 @@ fn agent_inputs_changed(old: &Live, new: &LoadedConfig) -> bool {
         || a.compression != b.compression
         || a.toolsets != b.toolsets
         || a.mcp_servers != b.mcp_servers
+        || a.terminal != b.terminal
         || old.env != new.env
 }
 

@@ -135,6 +135,11 @@ impl Router {
         &self.mcp
     }
 
+    /// The sandboxes the agent's commands run in (`terminal:`), `None` on this host.
+    pub fn sandboxes(&self) -> Option<Arc<crate::tools::backend::Sandboxes>> {
+        self.live().agent.as_ref().ok()?.sandboxes.clone()
+    }
+
     /// Builds the router: loads the routing index and the pairing store and prepares the
     /// agent (a missing model provider is not fatal: messages get a reply saying what to set).
     pub async fn start(parts: RouterParts) -> anyhow::Result<Arc<Self>> {

@@ -20,6 +20,8 @@ use crate::state::{Store, StoreError, StoreResult, now_epoch};
 
 /// The routing-entry field Hermes keeps a session's `/model` choice in (without secrets).
 pub(super) const OVERRIDE_FIELD: &str = "model_override";
+/// Marks a `model_override` whose model came from its server's models listing.
+pub(super) const LISTED_FIELD: &str = "listed";
 
 /// An agent ready for a turn, and the notice owed to the user first (an automatic reset).
 pub(super) struct Prepared {
@@ -165,17 +167,24 @@ impl Sessions {
         Ok(entry)
     }
 
-    /// The model (and provider) `/model` chose for the session at `key`, if any.
+    /// The model (and provider) `/model` chose for the session at `key`, if any. A record
+    /// marked `listed` (our own addition; Hermes reads only model, provider and base_url)
+    /// names a model found in the listing of the server at its `base_url`.
     pub(super) fn model_choice(&self, key: &str) -> Option<ModelChoice> {
         let entry = self.routing.get(key)?;
         let record = entry.fields.get(OVERRIDE_FIELD)?;
+        let text = |name: &str| {
+            record
+                .get(name)
+                .and_then(|v| v.as_str())
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        let listed = record.get(LISTED_FIELD).and_then(|v| v.as_bool()) == Some(true);
         Some(ModelChoice {
             model: record.get("model")?.as_str()?.to_owned(),
-            provider: record
-                .get("provider")
-                .and_then(|p| p.as_str())
-                .filter(|p| !p.is_empty())
-                .map(str::to_owned),
+            provider: text("provider"),
+            listed_by: text("base_url").filter(|_| listed),
         })
     }
 

@@ -36,6 +36,15 @@ impl Backend for LocalBackend {
         Some(self.roots.clone())
     }
 
+    fn host_command(
+        &self,
+        script: &str,
+        _cwd: &str,
+        _env: &std::collections::BTreeMap<String, String>,
+    ) -> Option<String> {
+        Some(script.to_owned())
+    }
+
     fn run<'a>(
         &'a self,
         exec: &'a Exec,

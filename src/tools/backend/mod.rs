@@ -7,10 +7,12 @@
 //! guard a command do not depend on where it runs. [`Sandboxes`] hands each tool call the
 //! backend of its scope (everyone, the chat, or the person) and stops idle ones.
 
+mod bwrap;
 mod docker;
 mod local;
 mod sandboxes;
 mod scope;
+mod select;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,10 +23,12 @@ use tokio_util::sync::CancellationToken;
 
 pub use super::local::RunResult;
 
+pub use bwrap::{BwrapFactory, find_bwrap};
 pub use docker::{DockerBackend, DockerFactory};
 pub use local::{LocalBackend, LocalFactory};
 pub use sandboxes::{BackendFactory, Sandboxes};
 pub use scope::Scope;
+pub use select::{sandbox_base, sandboxes};
 
 /// A boxed future returned by a backend (the trait is used as `dyn Backend`).
 pub type BackendFuture<'a, T> = BoxFuture<'a, Result<T, BackendError>>;
@@ -83,6 +87,19 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// [`write_file`](Self::write_file).
     fn host_roots(&self) -> Option<Vec<PathBuf>>;
 
+    /// For backends that run commands as host processes: the command line for `bash -c` on
+    /// the host that runs `script` inside this backend, starting in `cwd` with `env` (the
+    /// terminal's background processes use it). `None` on remote backends, where background
+    /// processes are not offered.
+    fn host_command(
+        &self,
+        _script: &str,
+        _cwd: &str,
+        _env: &BTreeMap<String, String>,
+    ) -> Option<String> {
+        None
+    }
+
     /// Runs `exec` to completion, its timeout or `cancel`, whichever comes first. A timeout
     /// or an interrupt is a normal result (`timed_out` / `interrupted`), not an error.
     fn run<'a>(
@@ -101,4 +118,41 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Stops and removes what this instance started (idle reaping, shutdown). Calls after it
     /// fail with [`BackendError::Gone`].
     fn shutdown(&self) -> BoxFuture<'_, ()>;
+}
+
+/// The sandbox a tool call acts in: its scope among the daemon's open backends. Resolved
+/// only when a tool needs it, so a turn that runs no command starts no container.
+#[derive(Debug, Clone)]
+pub struct SandboxRef {
+    pub sandboxes: std::sync::Arc<Sandboxes>,
+    pub scope: Scope,
+}
+
+impl SandboxRef {
+    /// The scope's backend, opened on first use.
+    pub async fn backend(&self) -> Result<std::sync::Arc<dyn Backend>, BackendError> {
+        self.sandboxes.get(&self.scope).await
+    }
+
+    /// Forgets `backend` after it went away; the next call opens a fresh one.
+    pub async fn discard(&self, backend: &std::sync::Arc<dyn Backend>) {
+        self.sandboxes.discard(&self.scope, backend).await;
+    }
+}
+
+/// The docker backend's factory.
+fn docker_factory(
+    terminal: &crate::config::TerminalConfig,
+    home: &std::path::Path,
+) -> Result<std::sync::Arc<dyn BackendFactory>, String> {
+    let factory = DockerFactory::new(&terminal.docker, terminal, home)?;
+    Ok(std::sync::Arc::new(factory))
+}
+
+/// The ssh backend's factory (built in `ssh`).
+fn ssh_factory(
+    _terminal: &crate::config::TerminalConfig,
+    _home: &std::path::Path,
+) -> Result<std::sync::Arc<dyn BackendFactory>, String> {
+    Err("the ssh backend is not built into this hermesd".to_owned())
 }

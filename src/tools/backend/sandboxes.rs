@@ -1,12 +1,14 @@
 //! The backends in use, one per scope: opened on a scope's first tool call, shared by its
 //! later calls, stopped once idle for `terminal.lifetime_seconds` (never while a call holds
 //! it), replaced after it went away, and all stopped at shutdown.
+//!
+//! Each scope has its own slot with its own lock: opening one scope's container (seconds)
+//! never holds up another scope's call; the map of slots is locked only to find a slot.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use super::{Backend, BackendError, BackendFuture, Scope};
@@ -27,17 +29,29 @@ pub trait BackendFactory: Send + Sync {
     }
 }
 
-struct Entry {
-    backend: Arc<dyn Backend>,
-    last_used: Instant,
+/// One scope's backend while it is open.
+#[derive(Default)]
+struct Slot {
+    /// Held while the backend is opened, replaced or stopped.
+    backend: tokio::sync::Mutex<Option<Arc<dyn Backend>>>,
+    last_used: Mutex<Option<Instant>>,
+}
+
+impl Slot {
+    fn touch(&self) {
+        *self.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+    }
+
+    fn idle_since(&self) -> Option<Instant> {
+        *self.last_used.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// The open backends by scope id.
 pub struct Sandboxes {
     factory: Arc<dyn BackendFactory>,
     idle_after: Duration,
-    /// Scopes being opened hold this lock: two first calls of one scope open it once.
-    open: Mutex<HashMap<String, Entry>>,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
 }
 
 impl std::fmt::Debug for Sandboxes {
@@ -54,7 +68,7 @@ impl Sandboxes {
         Self {
             factory,
             idle_after,
-            open: Mutex::new(HashMap::new()),
+            slots: Mutex::new(HashMap::new()),
         }
     }
 
@@ -66,75 +80,101 @@ impl Sandboxes {
         &self.factory
     }
 
-    /// The scope's backend, opened if it is not yet.
+    fn slot(&self, id: &str) -> Arc<Slot> {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(slots.entry(id.to_owned()).or_default())
+    }
+
+    fn all_slots(&self) -> Vec<(String, Arc<Slot>)> {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots
+            .iter()
+            .map(|(id, slot)| (id.clone(), Arc::clone(slot)))
+            .collect()
+    }
+
+    /// The scope's backend, opened if it is not yet. Two first calls of one scope open it
+    /// once; calls of other scopes do not wait for it.
     pub async fn get(&self, scope: &Scope) -> Result<Arc<dyn Backend>, BackendError> {
         let id = scope.id();
-        let mut open = self.open.lock().await;
-        if let Some(entry) = open.get_mut(&id) {
-            entry.last_used = Instant::now();
-            return Ok(Arc::clone(&entry.backend));
+        let slot = self.slot(&id);
+        let mut backend = slot.backend.lock().await;
+        slot.touch();
+        if let Some(open) = backend.as_ref() {
+            return Ok(Arc::clone(open));
         }
-        let backend = self.factory.open(scope).await?;
-        tracing::info!(kind = backend.kind(), scope = %id, "sandbox opened");
-        open.insert(
-            id,
-            Entry {
-                backend: Arc::clone(&backend),
-                last_used: Instant::now(),
-            },
-        );
-        Ok(backend)
+        let opened = self.factory.open(scope).await?;
+        tracing::info!(kind = opened.kind(), scope = %id, "sandbox opened");
+        *backend = Some(Arc::clone(&opened));
+        Ok(opened)
     }
 
     /// Forgets `backend` for `scope` after it went away, so the next call opens a fresh one.
     /// A newer backend already in its place is kept.
     pub async fn discard(&self, scope: &Scope, backend: &Arc<dyn Backend>) {
         let id = scope.id();
-        let removed = {
-            let mut open = self.open.lock().await;
-            match open.get(&id) {
-                Some(entry) if Arc::ptr_eq(&entry.backend, backend) => open.remove(&id),
-                _ => None,
-            }
-        };
-        if let Some(entry) = removed {
-            tracing::warn!(kind = entry.backend.kind(), scope = %id, "sandbox went away; the next call opens a new one");
-            entry.backend.shutdown().await;
+        let slot = self.slot(&id);
+        let mut current = slot.backend.lock().await;
+        if current.as_ref().is_some_and(|b| Arc::ptr_eq(b, backend)) {
+            let gone = current.take().expect("checked above");
+            tracing::warn!(kind = gone.kind(), scope = %id, "sandbox went away; the next call opens a new one");
+            gone.shutdown().await;
         }
     }
 
     /// Stops the backends idle longer than the lifetime that no call holds. Returns how many.
     pub async fn reap_idle(&self) -> usize {
         let now = Instant::now();
-        let idle: Vec<Entry> = {
-            let mut open = self.open.lock().await;
-            let ids: Vec<String> = open
-                .iter()
-                .filter(|(_, entry)| {
-                    now.duration_since(entry.last_used) >= self.idle_after
-                        && Arc::strong_count(&entry.backend) == 1
-                })
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.iter().filter_map(|id| open.remove(id)).collect()
-        };
-        for entry in &idle {
-            tracing::info!(kind = entry.backend.kind(), "idle sandbox stopped");
-            entry.backend.shutdown().await;
+        let mut stopped = 0;
+        for (id, slot) in self.all_slots() {
+            let idle = slot
+                .idle_since()
+                .is_none_or(|last| now.duration_since(last) >= self.idle_after);
+            if !idle {
+                continue;
+            }
+            // A slot being opened or used right now is not idle.
+            let Ok(mut backend) = slot.backend.try_lock() else {
+                continue;
+            };
+            let unheld = backend.as_ref().is_some_and(|b| Arc::strong_count(b) == 1);
+            if unheld {
+                let idle_backend = backend.take().expect("checked above");
+                tracing::info!(kind = idle_backend.kind(), scope = %id, "idle sandbox stopped");
+                idle_backend.shutdown().await;
+                stopped += 1;
+            }
+            if backend.is_none() {
+                let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+                if slots.get(&id).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+                    slots.remove(&id);
+                }
+            }
         }
-        idle.len()
+        stopped
     }
 
     /// How many backends are open.
     pub async fn open_count(&self) -> usize {
-        self.open.lock().await.len()
+        let mut count = 0;
+        for (_, slot) in self.all_slots() {
+            if slot.backend.lock().await.is_some() {
+                count += 1;
+            }
+        }
+        count
     }
 
     /// Stops every backend (daemon shutdown).
     pub async fn shutdown(&self) {
-        let all: Vec<Entry> = self.open.lock().await.drain().map(|(_, e)| e).collect();
-        for entry in all {
-            entry.backend.shutdown().await;
+        let slots: Vec<Arc<Slot>> = {
+            let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            slots.drain().map(|(_, slot)| slot).collect()
+        };
+        for slot in slots {
+            if let Some(backend) = slot.backend.lock().await.take() {
+                backend.shutdown().await;
+            }
         }
     }
 
@@ -152,3 +192,7 @@ impl Sandboxes {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "sandboxes_tests.rs"]
+mod tests;

@@ -20,7 +20,7 @@ pub(super) fn read_text(path: &Path) -> Option<String> {
 }
 
 /// Syntax gate for structured formats: a write that does not parse is refused.
-fn syntax_error(ext: &str, content: &str) -> Option<String> {
+pub(super) fn syntax_error(ext: &str, content: &str) -> Option<String> {
     match ext {
         ".json" => serde_json::from_str::<Value>(content)
             .err()

@@ -6,6 +6,7 @@ mod diff;
 mod edit;
 mod guard;
 mod read;
+mod remote;
 mod search;
 mod text;
 mod v4a;

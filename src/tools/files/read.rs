@@ -18,10 +18,10 @@ use crate::tools::error::ToolError;
 use crate::tools::paths::{PathError, read_block_error, resolve};
 use crate::tools::tool_error;
 
-const DEFAULT_LIMIT: i64 = 500;
+pub(super) const DEFAULT_LIMIT: i64 = 500;
 const LARGE_FILE_HINT_BYTES: u64 = 512_000;
 
-fn int_arg(args: &Value, key: &str, default: i64) -> i64 {
+pub(super) fn int_arg(args: &Value, key: &str, default: i64) -> i64 {
     match args.get(key) {
         Some(Value::Number(n)) => n.as_i64().unwrap_or(default),
         Some(Value::String(s)) => s.trim().parse().unwrap_or(default),
@@ -160,7 +160,19 @@ fn read_blocking(ctx: &ToolCtx, raw: &str, offset: usize, limit: usize) -> Strin
         Ok(f) => f,
         Err(e) => return tool_error(format!("Failed to read file: {e}")),
     };
-    let mut reader = BufReader::new(file);
+    render(ctx, file, file_size, offset, limit)
+}
+
+/// The tool's result for a file's bytes read from `source`: binary content refused, the
+/// window of lines numbered, the character budget applied.
+pub(super) fn render(
+    ctx: &ToolCtx,
+    source: impl Read,
+    file_size: u64,
+    offset: usize,
+    limit: usize,
+) -> String {
+    let mut reader = BufReader::new(source);
     let mut sample = Vec::new();
     if reader.by_ref().take(1000).read_to_end(&mut sample).is_err()
         || looks_binary(&String::from_utf8_lossy(&sample))
@@ -265,5 +277,10 @@ pub async fn read_file(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
     let offset = int_arg(&args, "offset", 1).max(1) as usize;
     let max_lines = ctx.limits.max_read_lines as i64;
     let limit = int_arg(&args, "limit", DEFAULT_LIMIT).clamp(1, max_lines.max(1)) as usize;
+    let ctx = match super::remote::place(ctx).await {
+        super::remote::Place::Host(ctx) => ctx,
+        super::remote::Place::Remote(remote) => return Ok(remote.read(&args).await),
+        super::remote::Place::Failed(result) => return Ok(result),
+    };
     blocking(move || read_blocking(&ctx, &raw, offset, limit)).await
 }

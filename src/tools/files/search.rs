@@ -374,5 +374,10 @@ pub async fn search_files(ctx: ToolCtx, args: Value) -> Result<String, ToolError
             "search_files: missing required field 'pattern'.",
         ));
     }
+    let ctx = match super::remote::place(ctx).await {
+        super::remote::Place::Host(ctx) => ctx,
+        super::remote::Place::Remote(remote) => return Ok(remote.search(&args).await),
+        super::remote::Place::Failed(result) => return Ok(result),
+    };
     blocking(move || search_blocking(&ctx, &args)).await
 }

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use super::diff::unified_diff;
 use super::edit::{read_text, replace_exact, write_preserving};
 use super::guard::{approve_writes, unapproved};
+use super::remote::{Place, place};
 use super::text::{
     BOM, detect_line_ending, extension, is_internal_file_tool_content, normalize_line_endings,
     strip_bom,
@@ -93,6 +94,11 @@ pub async fn write_file(ctx: ToolCtx, args: Value) -> Result<String, ToolError> 
             )));
         }
     };
+    let ctx = match place(ctx).await {
+        Place::Host(ctx) => ctx,
+        Place::Remote(remote) => return Ok(remote.write(&raw, &content).await),
+        Place::Failed(result) => return Ok(result),
+    };
     let approved = match approve_writes(&ctx, std::slice::from_ref(&raw)).await {
         Ok(approved) => approved,
         Err(refusal) => return Ok(tool_error(refusal.to_string())),
@@ -171,6 +177,11 @@ fn patch_replace_blocking(
 /// Runs `patch`.
 pub async fn patch(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
     let mode = arg_str(&args, "mode").unwrap_or("replace").to_owned();
+    let ctx = match place(ctx).await {
+        Place::Host(ctx) => ctx,
+        Place::Remote(remote) => return Ok(patch_remote(&remote, &mode, &args).await),
+        Place::Failed(result) => return Ok(result),
+    };
     match mode.as_str() {
         "replace" => {
             let Some(raw) = arg_str(&args, "path")
@@ -211,4 +222,25 @@ pub async fn patch(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
         }
         other => Ok(tool_error(format!("Unknown mode: {other}"))),
     }
+}
+
+/// `patch` on a container or remote machine: replace mode only.
+async fn patch_remote(remote: &super::remote::Remote, mode: &str, args: &Value) -> String {
+    if mode != "replace" {
+        return tool_error(
+            "mode='patch' (V4A) is not available when files live in a container or on a remote machine; use mode='replace' for each change.",
+        );
+    }
+    let (Some(raw), Some(old), Some(new)) = (
+        arg_str(args, "path").filter(|p| !p.is_empty()),
+        arg_str(args, "old_string"),
+        arg_str(args, "new_string"),
+    ) else {
+        return tool_error("path, old_string and new_string required");
+    };
+    let all = args
+        .get("replace_all")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    remote.replace(raw, old, new, all).await
 }

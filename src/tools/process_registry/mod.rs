@@ -88,11 +88,24 @@ impl ProcessRegistry {
         command: &str,
         cwd: &Path,
         session_key: &str,
+        env: BTreeMap<String, String>,
+    ) -> std::io::Result<Arc<ProcessSession>> {
+        self.spawn_as(command, command, cwd, session_key, env)
+    }
+
+    /// [`spawn`](Self::spawn) running `script` (a sandbox's wrapper around `command`) while
+    /// listing the process as `command`.
+    pub fn spawn_as(
+        &self,
+        command: &str,
+        script: &str,
+        cwd: &Path,
+        session_key: &str,
         mut env: BTreeMap<String, String>,
     ) -> std::io::Result<Arc<ProcessSession>> {
         env.insert("PYTHONUNBUFFERED".to_owned(), "1".to_owned());
         let mut process = spawn(&ShellCommand {
-            script: command.to_owned(),
+            script: script.to_owned(),
             cwd: cwd.to_owned(),
             env,
             stdin: true,

@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use serde_json::Value;
 
 use super::script::Step;
-use super::{Format, RecordedRequest, Shared, anthropic, chat, responses};
+use super::{Format, RecordedRequest, Shared, anthropic, chat, lock, models, responses};
 
 /// How the server is kept alive; dropping it stops the server.
 #[derive(Debug)]
@@ -51,6 +51,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/chat/completions", route(Format::Chat))
         .route("/v1/responses", route(Format::Responses))
         .route("/v1/messages", route(Format::Anthropic))
+        .route("/v1/models", get(list_models))
         // Requests with images are large: Anthropic takes up to 32 MB per request
         // (https://docs.anthropic.com/en/api/overview#request-size-limits), OpenAI more;
         // axum's own 2 MB default would refuse what the real servers accept.
@@ -104,6 +105,45 @@ pub fn on_own_thread(shared: Arc<Shared>) -> (SocketAddr, Lifetime) {
     (addr, Lifetime::Thread(Some(stop)))
 }
 
+async fn list_models(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let query = query.unwrap_or_default();
+    let pairs: std::collections::HashMap<String, String> = query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let path = if query.is_empty() {
+        "/v1/models".to_owned()
+    } else {
+        format!("/v1/models?{query}")
+    };
+    lock(&shared.models_requests).push(RecordedRequest {
+        path,
+        headers: recorded_headers(&headers),
+        body: Value::Null,
+        body_text: String::new(),
+        received_at: Instant::now(),
+    });
+    let anthropic = headers.contains_key("anthropic-version");
+    let listing = lock(&shared.models).clone();
+    let (status, body) = models::answer(listing.as_deref(), anthropic, &pairs);
+    json(status, body)
+}
+
+fn recorded_headers(headers: &HeaderMap) -> BTreeMap<String, String> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            (name.as_str().to_owned(), value)
+        })
+        .collect()
+}
+
 async fn respond(
     shared: Arc<Shared>,
     format: Format,
@@ -121,13 +161,7 @@ async fn respond(
     }
     shared.record(RecordedRequest {
         path: format_path(format).to_owned(),
-        headers: headers
-            .iter()
-            .map(|(name, value)| {
-                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-                (name.as_str().to_owned(), value)
-            })
-            .collect::<BTreeMap<_, _>>(),
+        headers: recorded_headers(&headers),
         body: body.clone(),
         body_text,
         received_at: Instant::now(),

@@ -10,6 +10,7 @@ mod control;
 mod cron;
 mod info;
 mod model;
+mod model_listing;
 mod platform;
 mod session;
 mod skill;

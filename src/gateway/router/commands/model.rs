@@ -1,24 +1,29 @@
 //! `/model`: show the session's model and the configured ones, switch this session to
-//! another configured model (kept in the session's routing entry as Hermes's
-//! `model_override`, so a restart keeps it), pick the provider with `--provider` (alone: that
-//! provider's configured model), switch for the next message only with `--once` (kept in
-//! memory and not persisted, as in Hermes), or with `--global` also make it `model.default`
-//! in config.yaml (edited in place, comments kept). A model or provider no endpoint serves is
-//! refused with the list.
+//! another model (kept in the session's routing entry as Hermes's `model_override`, so a
+//! restart keeps it), pick the provider with `--provider` (alone: that provider's
+//! configured model), switch for the next message only with `--once` (kept in memory and not
+//! persisted, as in Hermes), or with `--global` also make it `model.default` in config.yaml
+//! (edited in place, comments kept). A provider no endpoint serves is refused with the list.
+//!
+//! A name config.yaml does not configure is looked up in the provider's models listing
+//! (`model_listing.rs` has the rules, `agent::provider::models_list` the fetch and cache): a
+//! listed name switches like a configured one, its record marked `listed` so the endpoint
+//! whose listing named it serves it later, after a restart too.
 
 use std::sync::Arc;
 
 use hermes_adapter::MessageEvent;
 use serde_json::json;
 
+use super::model_listing::{Lookup, Target};
 use super::{CommandCtx, Reply};
 use crate::agent::AgentDeps;
 use crate::agent::provider::{Endpoint, ModelChoice};
 use crate::gateway::router::Router;
 use crate::gateway::router::authority::Gate;
+use crate::gateway::router::session::{LISTED_FIELD, OVERRIDE_FIELD};
 use crate::gateway::router::slot::Slot;
-
-use crate::gateway::router::session::OVERRIDE_FIELD;
+use crate::tools::context::Authority;
 
 const USAGE: &str = "Usage: `/model [name] [--provider <name>] [--once | --global]`";
 
@@ -164,7 +169,8 @@ pub(super) fn gate(args: &str) -> Gate {
 }
 
 pub(super) async fn apply(ctx: &CommandCtx<'_>) -> Reply {
-    Reply::Text(model_command(ctx.router, ctx.slot, &ctx.job.event, &ctx.command.args).await)
+    let (job, args) = (ctx.job, &ctx.command.args);
+    Reply::Text(model_command(ctx.router, ctx.slot, &job.event, args, job.authority).await)
 }
 
 async fn model_command(
@@ -172,6 +178,7 @@ async fn model_command(
     slot: &Arc<Slot>,
     event: &MessageEvent,
     args: &str,
+    authority: Authority,
 ) -> String {
     let deps = match &router.live().agent {
         Ok(deps) => deps.clone(),
@@ -182,40 +189,71 @@ async fn model_command(
         Err(e) => return e.to_string(),
     };
     let endpoints = deps.client.endpoints();
-    let current = router
+    let current_choice = router
         .sessions
         .model_choice(&slot.key)
-        .filter(|c| endpoints.iter().any(|e| c.served_by(e)))
-        .map(|c| c.model)
+        .filter(|c| endpoints.iter().any(|e| c.served_by(e)));
+    let current = current_choice
+        .as_ref()
+        .map(|c| c.model.clone())
         .unwrap_or_else(|| deps.model_name());
     if request.model.is_none() && request.provider.is_none() {
         return format!(
-            "**Model:** `{current}`\n{}\nSwitch this chat with `/model <name>` (`--provider <name>` to pick the provider); add `--once` for the next message only, or `--global` to make it the default in config.yaml.",
+            "**Model:** `{current}`\n{}\nSwitch this chat with `/model <name>` (a configured model or one the provider lists; `--provider <name>` to pick the provider); add `--once` for the next message only, or `--global` to make it the default in config.yaml.",
             listing(endpoints)
         );
     }
-    let endpoint = match resolve(endpoints, &request) {
-        Ok(endpoint) => endpoint.clone(),
-        Err(e) => return e.to_string(),
+    let target = match resolve(endpoints, &request) {
+        Ok(endpoint) => Target {
+            endpoint: endpoint.clone(),
+            listed: false,
+            note: None,
+        },
+        Err(e @ NotServed::UnknownProvider { .. }) => return e.to_string(),
+        Err(not_configured) => {
+            let Some(wanted) = request.model.as_deref() else {
+                return not_configured.to_string();
+            };
+            let lookup = Lookup {
+                client: &deps.client,
+                wanted,
+                provider: request.provider.as_deref(),
+                current_choice: current_choice.as_ref(),
+                current: &current,
+                authority,
+            };
+            match lookup.target().await {
+                Ok(target) => target,
+                Err(refusal) => return format!("{refusal}\n{}", listing(endpoints)),
+            }
+        }
     };
+    let Target {
+        endpoint,
+        listed,
+        note,
+    } = target;
     let wanted = endpoint.model.clone();
+    let note = note.map(|n| format!("\n{n}")).unwrap_or_default();
     if request.once {
         slot.lock().once_model = Some(ModelChoice {
             model: wanted.clone(),
             provider: Some(endpoint.provider.clone()),
+            listed_by: listed.then(|| endpoint.base_url.clone()),
         });
         return format!(
-            "✅ Your next message goes to `{wanted}` ({}); after it this chat is back on `{current}`.",
+            "✅ Your next message goes to `{wanted}` ({}); after it this chat is back on `{current}`.{note}",
             endpoint.provider
         );
     }
-    let saved = save_session_model(router, &slot.key, event, &wanted, Some(&endpoint)).await;
+    let saved =
+        save_session_model(router, &slot.key, event, &wanted, Some(&endpoint), listed).await;
     if let Err(e) = saved {
         tracing::error!(session_key = %slot.key, error = %e, "cannot save the model choice");
         return "⚠️ The model choice could not be saved; nothing was changed.".to_owned();
     }
     let mut reply = format!(
-        "✅ This chat now uses `{wanted}` ({}), was `{current}`.",
+        "✅ This chat now uses `{wanted}` ({}), was `{current}`.{note}",
         endpoint.provider
     );
     if request.global {
@@ -241,6 +279,7 @@ pub(super) async fn save_session_model(
     event: &MessageEvent,
     model: &str,
     endpoint: Option<&Endpoint>,
+    listed: bool,
 ) -> crate::state::StoreResult<()> {
     let (mut entry, _) = router
         .sessions
@@ -250,12 +289,15 @@ pub(super) async fn save_session_model(
     if let Some(endpoint) = endpoint {
         record["provider"] = json!(endpoint.provider);
         record["base_url"] = json!(endpoint.base_url);
+        if listed {
+            record[LISTED_FIELD] = json!(true);
+        }
     }
     entry.set(OVERRIDE_FIELD, record);
     router.routing.save(&router.store, entry).await
 }
 
-fn listing(endpoints: &[Endpoint]) -> String {
+pub(super) fn listing(endpoints: &[Endpoint]) -> String {
     let mut names: Vec<String> = Vec::new();
     for e in endpoints {
         let name = format!("`{}` ({})", e.model, e.provider);

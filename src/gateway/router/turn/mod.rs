@@ -131,7 +131,12 @@ impl TurnRunner {
         // A session created by this turn starts on the chosen model, if it is still served.
         let served = chosen
             .as_ref()
-            .filter(|c| deps.client.endpoints().iter().any(|e| e.model == c.model))
+            .filter(|c| {
+                deps.client
+                    .endpoints()
+                    .iter()
+                    .any(|e| e.model == c.model || c.served_by(e))
+            })
             .map(|c| c.model.clone());
         let Some(start) = media::turn_start(&self.responder, &live, job, &model).await else {
             return TurnEnd::Finished(Vec::new());
@@ -180,12 +185,10 @@ impl TurnRunner {
         // Hermes naming providers differently) still picks its model from any provider.
         let any_provider = chosen
             .as_ref()
-            .map(|c| crate::agent::provider::ModelChoice {
-                model: c.model.clone(),
-                provider: None,
-            });
+            .map(|c| crate::agent::provider::ModelChoice::configured(c.model.clone(), None));
         if !agent.set_model(chosen.as_ref()) && !agent.set_model(any_provider.as_ref()) {
-            // The model was removed from config.yaml since `/model` chose it.
+            // The model was removed from config.yaml (or its listing's server) since
+            // `/model` chose it.
             tracing::warn!(session_key = %slot.key, model = ?chosen, "the session's chosen model is no longer configured; using the default");
             agent.set_model(None);
         }

@@ -1,0 +1,121 @@
+//! The docker backend through the real binary and a Telegram chat, on a real engine (podman's
+//! Docker API service, `tests/support/podman_engine.rs`): the file tools act on the
+//! container's files, not the host's; a container that dies in the middle of a command gives
+//! the model a clear tool error, and the next command runs in a fresh container.
+
+#[path = "support/podman_engine.rs"]
+#[allow(dead_code)]
+mod podman_engine;
+mod support;
+#[path = "telegram_support/mod.rs"]
+mod telegram_support;
+
+use fake_telegram::{Chat, MessageSpec, User};
+use podman_engine::{IMAGE, Podman};
+use serde_json::{Value, json};
+use support::fake_model::{Reply, Step};
+use telegram_support::{Rig, start};
+
+/// Every distinct tool result the model was sent, in order.
+fn tool_results(rig: &Rig) -> Vec<Value> {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for request in rig.model.requests() {
+        for message in request.body["messages"].as_array().into_iter().flatten() {
+            if message["role"] != "tool" {
+                continue;
+            }
+            let id = message["tool_call_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let content = message["content"].as_str().unwrap_or_default().to_owned();
+            if !seen.iter().any(|(i, c)| *i == id && *c == content) {
+                seen.push((id, content));
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(_, c)| serde_json::from_str(&c).unwrap_or(Value::String(c)))
+        .collect()
+}
+
+async fn say(rig: &Rig, text: &str, needle: &str) {
+    let before = rig.sent_to(7).len();
+    rig.telegram.push_message(MessageSpec::text(
+        Chat::private(7),
+        User::new(7, "Ann"),
+        text,
+    ));
+    rig.wait_for(&format!("{needle:?}"), |rig| {
+        rig.sent_to(7)
+            .into_iter()
+            .skip(before)
+            .find(|m| m.text.contains(needle))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_are_the_containers_and_a_dead_container_is_replaced() {
+    let podman = Podman::start().await;
+    let docker_host = podman.host();
+    let marker = format!("hermesd-e2e-{:08x}.txt", rand::random::<u32>());
+    let tail = format!(
+        "terminal:\n  backend: docker\n  docker_image: {IMAGE}\n  container_persistent: false\n  container_memory: 256\n"
+    );
+    let rig = start("", &tail, &[("DOCKER_HOST", docker_host.as_str())]).await;
+
+    // A file the command made is read by read_file from the container, not the host.
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "terminal",
+        json!({"command": format!("echo made-inside > /tmp/{marker}; cat /proc/1/cmdline")}),
+    )));
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "read_file",
+        json!({"path": format!("/tmp/{marker}")}),
+    )));
+    rig.model.push(Step::text("read it"));
+    say(&rig, "make a file", "read it").await;
+    let results = tool_results(&rig);
+    assert_eq!(results.len(), 2, "{results:#?} {:#?}", rig.sent_to(7));
+    assert_eq!(results[0]["exit_code"], 0, "{}", results[0]);
+    assert!(
+        results[1].to_string().contains("made-inside"),
+        "{}",
+        results[1]
+    );
+    assert!(
+        !std::path::Path::new("/tmp").join(&marker).exists(),
+        "the file is the container's, not the host's"
+    );
+
+    // The container dies mid-command (its first process ends): a clear error...
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "terminal",
+        json!({"command": "echo before; kill -TERM 1; sleep 60; echo after"}),
+    )));
+    rig.model.push(Step::text("it broke"));
+    say(&rig, "stop the box", "it broke").await;
+    let died = tool_results(&rig).pop().unwrap();
+    let error = died["error"].as_str().unwrap_or_else(|| panic!("{died}"));
+    assert!(
+        error.contains("went away") && error.contains("fresh"),
+        "{died}"
+    );
+
+    // ...and the next command runs in a fresh container without the old files.
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "terminal",
+        json!({"command": format!("echo again; ls /tmp/{marker} 2>&1")}),
+    )));
+    rig.model.push(Step::text("back"));
+    say(&rig, "try again", "back").await;
+    let again = tool_results(&rig).pop().unwrap();
+    let output = again["output"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{again}"));
+    assert!(output.starts_with("again"), "{again}");
+    assert!(output.contains("No such file"), "a new container: {again}");
+    rig.stop().await;
+    drop(podman);
+}

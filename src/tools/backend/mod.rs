@@ -10,6 +10,7 @@
 mod local;
 mod sandboxes;
 mod scope;
+mod ssh;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ pub use super::local::RunResult;
 pub use local::{LocalBackend, LocalFactory};
 pub use sandboxes::{BackendFactory, Sandboxes};
 pub use scope::Scope;
+pub use ssh::{SshBackend, SshFactory};
 
 /// A boxed future returned by a backend (the trait is used as `dyn Backend`).
 pub type BackendFuture<'a, T> = BoxFuture<'a, Result<T, BackendError>>;

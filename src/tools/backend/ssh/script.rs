@@ -1,0 +1,191 @@
+//! The shell text sent over SSH. An exec request is run by the remote user's login shell
+//! (`$SHELL -c '<text>'`), so everything we pass is one POSIX `sh -c` line whose arguments
+//! are single-quoted: the login shell only strips the quotes and nothing of the model's
+//! script or of a variable's value is interpreted twice.
+//!
+//! A command runs under bash when the machine has it (else sh), in a process group of its
+//! own (`setsid`, else bash's job control), with its stderr joined to its stdout on the
+//! remote side. The wrapper's own stderr carries one line: the group's id, so a timeout or
+//! an interrupt can kill the whole group over a second channel.
+
+use std::collections::BTreeMap;
+
+/// The first line the wrapper writes on stderr: `hermesd-pgid:<pid>`.
+pub const PGID_MARKER: &str = "hermesd-pgid:";
+
+/// Exit code of a read for a file that does not exist.
+pub const MISSING_FILE_EXIT: u32 = 44;
+
+/// `text` as one single-quoted shell word: `'` becomes `'\''`.
+pub fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// A shell word for `path` on the remote machine. `~` and `~/…` name the remote home (the
+/// remote shell expands `$HOME`); other relative paths are relative to `cwd` (itself
+/// absolute, `~` or `~/…`; a relative `cwd` is taken from the remote home, where an exec
+/// starts).
+pub fn remote_path(cwd: &str, path: &str) -> String {
+    if path.starts_with('/') {
+        return quote(path);
+    }
+    if path == "~" {
+        return "\"$HOME\"".to_owned();
+    }
+    if let Some(rest) = path.strip_prefix("~/") {
+        return format!("\"$HOME\"{}", quote(&format!("/{rest}")));
+    }
+    if cwd.is_empty() || cwd == "." {
+        return quote(&format!("./{path}"));
+    }
+    let joined = format!("{}/{path}", cwd.trim_end_matches('/'));
+    if joined.starts_with('/') || joined.starts_with("~/") {
+        remote_path("", &joined)
+    } else {
+        quote(&format!("./{joined}"))
+    }
+}
+
+/// Whether `name` may be exported by a POSIX shell.
+pub fn valid_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+/// The script bash (or sh) runs: change into `cwd`, export `env`, then the caller's script.
+/// A variable name a shell cannot export is an error naming it.
+pub fn inner_script(
+    cwd: &str,
+    env: &BTreeMap<String, String>,
+    script: &str,
+) -> Result<String, String> {
+    let mut text = String::new();
+    if !cwd.is_empty() {
+        text.push_str(&format!("cd {} || exit 1\n", remote_path("", cwd)));
+    }
+    for (name, value) in env {
+        if !valid_env_name(name) {
+            return Err(format!(
+                "environment variable name {name:?} cannot be set over ssh (letters, digits and _ only, not starting with a digit)"
+            ));
+        }
+        text.push_str(&format!("export {name}={}\n", quote(value)));
+    }
+    text.push_str(script);
+    Ok(text)
+}
+
+/// The wrapper run by `sh -c`, with the inner script as `$1`.
+const WRAPPER: &str = r#"if command -v bash >/dev/null 2>&1; then s=bash; else s=sh; fi
+if command -v setsid >/dev/null 2>&1; then setsid "$s" -c "$1" </dev/null 2>&1 &
+else set -m 2>/dev/null; "$s" -c "$1" </dev/null 2>&1 &
+fi
+echo "hermesd-pgid:$!" >&2
+exec 2>/dev/null
+wait "$!""#;
+
+/// The exec line of a foreground command.
+pub fn command_line(inner: &str) -> String {
+    format!("sh -c {} hermesd {}", quote(WRAPPER), quote(inner))
+}
+
+/// Terminates the group `pgid` (or the process, if it could not get a group of its own):
+/// TERM, up to about a second for it to go, then KILL.
+pub fn kill_line(pgid: u32) -> String {
+    let script = format!(
+        "t=-{pgid}; kill -TERM $t 2>/dev/null || {{ t={pgid}; kill -TERM $t 2>/dev/null; }} || exit 0
+i=0
+while [ $i -lt 10 ] && kill -0 $t 2>/dev/null; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done
+kill -KILL $t 2>/dev/null
+exit 0"
+    );
+    format!("sh -c {}", quote(&script))
+}
+
+/// Prints the file's bytes; exits [`MISSING_FILE_EXIT`] when it does not exist.
+pub fn read_line(cwd: &str, path: &str) -> String {
+    let target = remote_path(cwd, path);
+    let script = format!(
+        "if [ ! -e {target} ] && [ ! -L {target} ]; then exit {MISSING_FILE_EXIT}; fi\nexec cat {target}"
+    );
+    format!("sh -c {}", quote(&script))
+}
+
+/// Replaces the file with stdin, making missing parent directories.
+pub fn write_line(cwd: &str, path: &str) -> String {
+    let target = remote_path(cwd, path);
+    let script = format!("p={target}\nd=$(dirname \"$p\") && mkdir -p \"$d\" && cat > \"$p\"");
+    format!("sh -c {}", quote(&script))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `line` with the host's sh and returns its stdout (the remote login shell does the
+    /// same with an exec request's text).
+    fn sh(line: &str) -> String {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .env("HOME", "/home/someone")
+            .output()
+            .expect("sh runs");
+        String::from_utf8(out.stdout).expect("utf-8")
+    }
+
+    #[test]
+    fn quoted_words_reach_the_shell_unchanged() {
+        for text in ["plain", "it's", "'", "$(id) `id` $HOME \\ \" *", "a\nb", ""] {
+            assert_eq!(sh(&format!("printf %s {}", quote(text))), text);
+        }
+    }
+
+    #[test]
+    fn paths_resolve_against_the_remote_home_and_cwd() {
+        let cases = [
+            ("~", "a.txt", "/home/someone/a.txt"),
+            ("~/w", "a b.txt", "/home/someone/w/a b.txt"),
+            ("/srv/x/", "d/it's", "/srv/x/d/it's"),
+            ("/srv", "/etc/hosts", "/etc/hosts"),
+            ("/srv", "~/n", "/home/someone/n"),
+            ("/srv", "~", "/home/someone"),
+            ("rel", "f", "./rel/f"),
+        ];
+        for (cwd, path, want) in cases {
+            assert_eq!(sh(&format!("printf %s {}", remote_path(cwd, path))), want);
+        }
+    }
+
+    #[test]
+    fn env_names_a_shell_cannot_export_are_refused() {
+        let mut env = BTreeMap::new();
+        env.insert("GOOD_1".to_owned(), "x'y $z".to_owned());
+        let text = inner_script("/tmp", &env, "printf %s \"$GOOD_1\"").expect("valid");
+        assert_eq!(sh(&text), "x'y $z");
+        env.insert("BAD-NAME".to_owned(), "v".to_owned());
+        let err = inner_script("/tmp", &env, "true").expect_err("refused");
+        assert!(err.contains("BAD-NAME"), "{err}");
+        assert!(!valid_env_name("1X") && !valid_env_name("") && valid_env_name("_x9"));
+    }
+
+    #[test]
+    fn the_wrapper_reports_the_group_and_joins_stderr() {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command_line("echo out; echo err >&2; exit 7"))
+            .output()
+            .expect("sh runs");
+        assert_eq!(out.status.code(), Some(7));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\nerr\n");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let pid = stderr
+            .trim()
+            .strip_prefix(PGID_MARKER)
+            .expect("marker first");
+        assert!(pid.parse::<u32>().is_ok(), "{stderr}");
+    }
+}

@@ -222,7 +222,9 @@ async fn a_timeout_or_an_interrupt_kills_the_remote_command() {
     let marker = format!("hermesd-timeout-marker-{}", sshd.port());
     let mut e = exec(
         &*backend,
-        &format!("echo started; sleep 600 & sleep 600; echo {marker}"),
+        &format!(
+            "echo started; sh -c 'sleep 600; :' {marker}-bg & sh -c 'sleep 600; :' {marker}-fg"
+        ),
     );
     e.timeout = Duration::from_secs(3);
     let result = run(&*backend, &e).await;
@@ -243,10 +245,16 @@ async fn a_timeout_or_an_interrupt_kills_the_remote_command() {
         .expect("mkfifo");
     assert!(made.success());
     let marker = format!("hermesd-interrupt-marker-{}", sshd.port());
-    let e = exec(
+    let mut e = exec(
         &*backend,
-        &format!("echo go > '{}'; sleep 600; echo {marker}", fifo.display()),
+        &format!(
+            "sh -c 'sleep 600; :' {marker}-bg & sh -c 'echo go > \"$1\"; sleep 600; :' {marker}-speaker '{}'",
+            fifo.display()
+        ),
     );
+    // A value the command exports is in no command line another user could list.
+    let secret = format!("value-of-a-passed-through-variable-{}", sshd.port());
+    e.env.insert("PASSED_THROUGH".into(), secret.clone());
     let cancel = CancellationToken::new();
     let running = {
         let backend = Arc::clone(&backend);
@@ -258,11 +266,10 @@ async fn a_timeout_or_an_interrupt_kills_the_remote_command() {
         .await
         .expect("fifo in time");
     assert_eq!(said.expect("join").expect("read fifo"), "go\n");
-    assert_eq!(
-        processes_with(&marker).is_empty(),
-        false,
-        "the command runs"
-    );
+    let speaker = format!("{marker}-speaker");
+    assert_eq!(processes_with(&speaker).len(), 1, "the command runs");
+    assert_eq!(processes_with(&secret), Vec::<u32>::new());
+    assert_eq!(processes_with("PASSED_THROUGH"), Vec::<u32>::new());
     cancel.cancel();
     let result = tokio::time::timeout(BOUND, running)
         .await

@@ -151,7 +151,12 @@ async fn drive(
     cancel: &CancellationToken,
 ) -> Result<RunResult, BackendError> {
     let (mut rx, tx) = channel.split();
-    tx.exec(true, script::command_line(inner))
+    let started = async {
+        tx.exec(true, script::command_line()).await?;
+        tx.data(inner.as_bytes()).await?;
+        tx.eof().await
+    };
+    started
         .await
         .map_err(|_| gone(link, "before the command started"))?;
     let mut guard = KillOnDrop {
@@ -171,6 +176,7 @@ async fn drive(
             () = tokio::time::sleep_until(deadline) => break End::TimedOut,
             msg = rx.wait() => msg,
         };
+
         match msg {
             Some(ChannelMsg::Data { data }) => output.push(&decoder.decode(&data)),
             Some(ChannelMsg::ExtendedData { data, .. }) => {

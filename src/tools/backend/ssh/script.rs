@@ -5,7 +5,7 @@
 //!
 //! A command runs under bash when the machine has it (else sh), in a process group of its
 //! own (`setsid`, else bash's job control), with its stderr joined to its stdout on the
-//! remote side. The wrapper's own stderr carries one line: the group's id, so a timeout or
+//! remote side; its script arrives on stdin, never in a command line. The wrapper's own stderr carries one line: the group's id, so a timeout or
 //! an interrupt can kill the whole group over a second channel.
 
 use std::collections::BTreeMap;
@@ -78,18 +78,27 @@ pub fn inner_script(
     Ok(text)
 }
 
-/// The wrapper run by `sh -c`, with the inner script as `$1`.
-const WRAPPER: &str = r#"if command -v bash >/dev/null 2>&1; then s=bash; else s=sh; fi
-if command -v setsid >/dev/null 2>&1; then setsid "$s" -c "$1" </dev/null 2>&1 &
-else set -m 2>/dev/null; "$s" -c "$1" </dev/null 2>&1 &
+/// The wrapper run by `sh -c`. It reads the inner script from stdin (the channel's data,
+/// ended by EOF), so neither the script nor the variables it exports appear in a command
+/// line other users of the machine can list with `ps`; the script travels in the
+/// environment, which only the same user can read, and is removed from it before it runs.
+///
+/// The login shell that started the wrapper has read its startup files already (a bash login
+/// shell under sshd reads ~/.bashrc) and the command inherits that environment, so the
+/// command's bash reads none (`--norc`): a slow ~/.bashrc is paid once per command, not twice.
+const WRAPPER: &str = r#"s=$(cat; echo .); HERMESD_SCRIPT=${s%.}; export HERMESD_SCRIPT; s=
+run='c=$HERMESD_SCRIPT; unset HERMESD_SCRIPT; eval "$c"'
+if command -v bash >/dev/null 2>&1; then set -- bash --norc -c "$run"; else set -- sh -c "$run"; fi
+if command -v setsid >/dev/null 2>&1; then setsid "$@" </dev/null 2>&1 &
+else set -m 2>/dev/null; "$@" </dev/null 2>&1 &
 fi
 echo "hermesd-pgid:$!" >&2
 exec 2>/dev/null
 wait "$!""#;
 
-/// The exec line of a foreground command.
-pub fn command_line(inner: &str) -> String {
-    format!("sh -c {} hermesd {}", quote(WRAPPER), quote(inner))
+/// The exec line of a foreground command; its inner script goes on stdin.
+pub fn command_line() -> String {
+    format!("sh -c {} hermesd", quote(WRAPPER))
 }
 
 /// Terminates the group `pgid` (or the process, if it could not get a group of its own):
@@ -174,13 +183,25 @@ mod tests {
 
     #[test]
     fn the_wrapper_reports_the_group_and_joins_stderr() {
-        let out = std::process::Command::new("sh")
+        use std::io::Write;
+        let mut child = std::process::Command::new("sh")
             .arg("-c")
-            .arg(command_line("echo out; echo err >&2; exit 7"))
-            .output()
+            .arg(command_line())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .expect("sh runs");
+        let script = "echo out; echo err >&2; test -z \"$HERMESD_SCRIPT\" && printf 'kept\\n\\n'; exit 7\n\n";
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(script.as_bytes())
+            .expect("write");
+        let out = child.wait_with_output().expect("wait");
         assert_eq!(out.status.code(), Some(7));
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\nerr\n");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\nerr\nkept\n\n");
         let stderr = String::from_utf8_lossy(&out.stderr);
         let pid = stderr
             .trim()

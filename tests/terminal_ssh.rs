@@ -569,3 +569,21 @@ async fn a_server_killed_mid_command_is_gone_then_a_restarted_one_serves_again()
         "fresh\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_persistent_shell_each_call_has_its_own_connection() {
+    let sshd = Sshd::start();
+    let config = TerminalConfig {
+        persistent_shell: false,
+        ..terminal(None)
+    };
+    let f = SshFactory::new(&sshd.settings(), &config, sshd.dir()).expect("factory");
+    let backend = open(&f).await;
+    assert_eq!(
+        run(&*backend, &exec(&*backend, "echo one")).await.output,
+        "one\n"
+    );
+    backend.write_file("two.txt", b"2").await.expect("write");
+    // The open's own check, the command and the write: three connections, none left open.
+    assert_eq!(f.connections_opened(), 3);
+}

@@ -176,7 +176,7 @@ impl Link {
     }
 
     /// The live connection, opened if there is none or the last one dropped.
-    pub async fn ensure(&self) -> Result<Arc<Conn>, BackendError> {
+    async fn ensure(&self) -> Result<Arc<Conn>, BackendError> {
         let mut live = self.live.lock().await;
         if let Some(conn) = live.as_ref()
             && !conn.is_closed()
@@ -186,6 +186,18 @@ impl Link {
         let conn = self.fresh().await?;
         *live = Some(Arc::clone(&conn));
         Ok(conn)
+    }
+
+    /// Proves the machine reachable: the shared connection is opened (and kept); without a
+    /// persistent shell a connection is opened and closed again.
+    pub async fn check(&self) -> Result<(), BackendError> {
+        if self.persistent {
+            self.ensure().await?;
+        } else {
+            let conn = self.fresh().await?;
+            self.release(&conn, true).await;
+        }
+        Ok(())
     }
 
     /// Forgets `stale` if it is still the live connection.

@@ -70,7 +70,7 @@ impl BackendFactory for SshFactory {
 
     fn open<'a>(&'a self, _scope: &'a Scope) -> BackendFuture<'a, Arc<dyn Backend>> {
         Box::pin(async move {
-            self.link.ensure().await?;
+            self.link.check().await?;
             self.users.fetch_add(1, Ordering::SeqCst);
             let backend: Arc<dyn Backend> = Arc::new(SshBackend {
                 link: Arc::clone(&self.link),

@@ -156,9 +156,17 @@ async fn drive(
         tx.data(inner.as_bytes()).await?;
         tx.eof().await
     };
-    started
-        .await
-        .map_err(|_| gone(link, "before the command started"))?;
+    // Starting is bounded by the timeout and the interrupt too (a stalled link).
+    let deadline = Instant::now() + exec.timeout;
+    let early = tokio::select! {
+        biased;
+        () = cancel.cancelled() => Some(End::Interrupted),
+        () = tokio::time::sleep_until(deadline) => Some(End::TimedOut),
+        sent = started => {
+            sent.map_err(|_| gone(link, "before the command started"))?;
+            None
+        }
+    };
     let mut guard = KillOnDrop {
         conn: Arc::clone(conn),
         pgid: None,
@@ -166,54 +174,56 @@ async fn drive(
     let mut output = BoundedOutput::new(exec.max_chars);
     let mut decoder = Utf8Decoder::default();
     let mut stderr = Stderr::default();
-    let deadline = Instant::now() + exec.timeout;
     let mut status: Option<i32> = None;
     let mut eof = false;
-    let end = loop {
-        let msg = tokio::select! {
-            biased;
-            () = cancel.cancelled() => break End::Interrupted,
-            () = tokio::time::sleep_until(deadline) => break End::TimedOut,
-            msg = rx.wait() => msg,
-        };
-
-        match msg {
-            Some(ChannelMsg::Data { data }) => output.push(&decoder.decode(&data)),
-            Some(ChannelMsg::ExtendedData { data, .. }) => {
-                stderr.push(&data, &mut output);
-                guard.pgid = stderr.pgid;
-            }
-            Some(ChannelMsg::ExitStatus { exit_status }) => {
-                status = Some(i32::try_from(exit_status).unwrap_or(255));
-            }
-            Some(ChannelMsg::ExitSignal { signal_name, .. }) => {
-                status = Some(signal_code(&signal_name));
-            }
-            Some(ChannelMsg::Eof) => eof = true,
-            Some(ChannelMsg::Failure) => {
-                return Err(BackendError::Unavailable {
-                    kind: "ssh",
-                    detail: format!("{} refused to run a command", link.target().label()),
-                });
-            }
-            Some(ChannelMsg::Close) => break End::Exited(status.unwrap_or(255)),
-            Some(_) => {}
-            None => match status {
-                Some(code) => break End::Exited(code),
-                None => {
-                    guard.pgid = None;
-                    return Err(gone(link, "while the command ran"));
+    let end = if let Some(end) = early {
+        end
+    } else {
+        loop {
+            let msg = tokio::select! {
+                biased;
+                () = cancel.cancelled() => break End::Interrupted,
+                () = tokio::time::sleep_until(deadline) => break End::TimedOut,
+                msg = rx.wait() => msg,
+            };
+            match msg {
+                Some(ChannelMsg::Data { data }) => output.push(&decoder.decode(&data)),
+                Some(ChannelMsg::ExtendedData { data, .. }) => {
+                    stderr.push(&data, &mut output);
+                    guard.pgid = stderr.pgid;
                 }
-            },
-        }
-        if let Some(code) = status
-            && eof
-        {
-            break End::Exited(code);
-        }
-        if status.is_some() {
-            drain(&mut rx, &mut output, &mut decoder, &mut stderr).await;
-            break End::Exited(status.unwrap_or(255));
+                Some(ChannelMsg::ExitStatus { exit_status }) => {
+                    status = Some(i32::try_from(exit_status).unwrap_or(255));
+                }
+                Some(ChannelMsg::ExitSignal { signal_name, .. }) => {
+                    status = Some(signal_code(&signal_name));
+                }
+                Some(ChannelMsg::Eof) => eof = true,
+                Some(ChannelMsg::Failure) => {
+                    return Err(BackendError::Unavailable {
+                        kind: "ssh",
+                        detail: format!("{} refused to run a command", link.target().label()),
+                    });
+                }
+                Some(ChannelMsg::Close) => break End::Exited(status.unwrap_or(255)),
+                Some(_) => {}
+                None => match status {
+                    Some(code) => break End::Exited(code),
+                    None => {
+                        guard.pgid = None;
+                        return Err(gone(link, "while the command ran"));
+                    }
+                },
+            }
+            if let Some(code) = status
+                && eof
+            {
+                break End::Exited(code);
+            }
+            if status.is_some() {
+                drain(&mut rx, &mut output, &mut decoder, &mut stderr).await;
+                break End::Exited(status.unwrap_or(255));
+            }
         }
     };
     let result = match end {

@@ -86,17 +86,18 @@ pub fn inner_script(
 /// The login shell that started the wrapper has read its startup files already (a bash login
 /// shell under sshd reads ~/.bashrc) and the command inherits that environment, so the
 /// command's bash reads none (`--norc`): a slow ~/.bashrc is paid once per command, not twice.
-const WRAPPER: &str = r#"s=$(cat; echo .); HERMESD_SCRIPT=${s%.}; export HERMESD_SCRIPT; s=
-run='c=$HERMESD_SCRIPT; unset HERMESD_SCRIPT; eval "$c"'
-if command -v bash >/dev/null 2>&1; then set -- bash --norc -c "$run"; else set -- sh -c "$run"; fi
-if command -v setsid >/dev/null 2>&1; then setsid "$@" </dev/null 2>&1 &
-else set -m 2>/dev/null; "$@" </dev/null 2>&1 &
-fi
-echo "hermesd-pgid:$!" >&2
-exec 2>/dev/null
-wait "$!""#;
+const WRAPPER: &str = concat!(
+    r#"s=$(cat; echo .); HERMESD_SCRIPT=${s%.}; export HERMESD_SCRIPT; s=; "#,
+    r#"run='c=$HERMESD_SCRIPT; unset HERMESD_SCRIPT; eval "$c"'; "#,
+    r#"if command -v bash >/dev/null 2>&1; then set -- bash --norc -c "$run"; "#,
+    r#"else set -- sh -c "$run"; fi; "#,
+    r#"if command -v setsid >/dev/null 2>&1; then setsid "$@" </dev/null 2>&1 & "#,
+    r#"else set -m 2>/dev/null; "$@" </dev/null 2>&1 & fi; "#,
+    r#"echo "hermesd-pgid:$!" >&2; exec 2>/dev/null; wait "$!""#,
+);
 
-/// The exec line of a foreground command; its inner script goes on stdin.
+/// The exec line of a foreground command; its inner script goes on stdin. Like every line
+/// here it is one line: csh-family login shells refuse a newline inside quotes.
 pub fn command_line() -> String {
     format!("sh -c {} hermesd", quote(WRAPPER))
 }
@@ -105,11 +106,10 @@ pub fn command_line() -> String {
 /// TERM, up to about a second for it to go, then KILL.
 pub fn kill_line(pgid: u32) -> String {
     let script = format!(
-        "t=-{pgid}; kill -TERM $t 2>/dev/null || {{ t={pgid}; kill -TERM $t 2>/dev/null; }} || exit 0
-i=0
-while [ $i -lt 10 ] && kill -0 $t 2>/dev/null; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done
-kill -KILL $t 2>/dev/null
-exit 0"
+        "t=-{pgid}; kill -TERM $t 2>/dev/null || {{ t={pgid}; kill -TERM $t 2>/dev/null; }} || exit 0; \
+         i=0; while [ $i -lt 10 ] && kill -0 $t 2>/dev/null; \
+         do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done; \
+         kill -KILL $t 2>/dev/null; exit 0"
     );
     format!("sh -c {}", quote(&script))
 }
@@ -118,7 +118,7 @@ exit 0"
 pub fn read_line(cwd: &str, path: &str) -> String {
     let target = remote_path(cwd, path);
     let script = format!(
-        "if [ ! -e {target} ] && [ ! -L {target} ]; then exit {MISSING_FILE_EXIT}; fi\nexec cat {target}"
+        "if [ ! -e {target} ] && [ ! -L {target} ]; then exit {MISSING_FILE_EXIT}; fi; exec cat {target}"
     );
     format!("sh -c {}", quote(&script))
 }
@@ -126,7 +126,7 @@ pub fn read_line(cwd: &str, path: &str) -> String {
 /// Replaces the file with stdin, making missing parent directories.
 pub fn write_line(cwd: &str, path: &str) -> String {
     let target = remote_path(cwd, path);
-    let script = format!("p={target}\nd=$(dirname \"$p\") && mkdir -p \"$d\" && cat > \"$p\"");
+    let script = format!("p={target}; d=$(dirname \"$p\") && mkdir -p \"$d\" && cat > \"$p\"");
     format!("sh -c {}", quote(&script))
 }
 
@@ -144,6 +144,18 @@ mod tests {
             .output()
             .expect("sh runs");
         String::from_utf8(out.stdout).expect("utf-8")
+    }
+
+    #[test]
+    fn exec_lines_are_single_lines() {
+        for line in [
+            command_line(),
+            kill_line(42),
+            read_line("~/w", "a b"),
+            write_line("/srv", "it's"),
+        ] {
+            assert!(!line.contains('\n'), "{line}");
+        }
     }
 
     #[test]

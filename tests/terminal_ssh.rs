@@ -267,7 +267,8 @@ async fn a_timeout_or_an_interrupt_kills_the_remote_command() {
         .expect("fifo in time");
     assert_eq!(said.expect("join").expect("read fifo"), "go\n");
     let speaker = format!("{marker}-speaker");
-    assert_eq!(processes_with(&speaker).len(), 1, "the command runs");
+    // (Two for a moment while it forks its sleep.)
+    assert!(!processes_with(&speaker).is_empty(), "the command runs");
     assert_eq!(processes_with(&secret), Vec::<u32>::new());
     assert_eq!(processes_with("PASSED_THROUGH"), Vec::<u32>::new());
     cancel.cancel();

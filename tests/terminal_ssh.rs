@@ -2,70 +2,24 @@
 //! commands with their output, exit code, cwd and variables; one connection for many
 //! commands; a timeout and an interrupt that kill the remote process; host keys unknown,
 //! changed and unchecked; a client key the server refuses; binary files; and the server
-//! dying mid-command, then coming back.
+//! dying mid-command, then coming back; a call dropped mid-command; a connection per call
+//! without a persistent shell.
 //!
 //! Run: `cargo test --test terminal_ssh -- --nocapture` (prints the latency figures).
 
+#[path = "ssh_support/calls.rs"]
+mod calls;
 #[path = "ssh_support/sshd.rs"]
 mod sshd;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hermesd::config::{SshSettings, TerminalBackend, TerminalConfig};
-use hermesd::tools::backend::{Backend, BackendError, BackendFactory, Exec, Scope, SshFactory};
+use calls::{BOUND, exec, factory, open, run, terminal, unavailable};
+use hermesd::config::{SshSettings, TerminalConfig};
+use hermesd::tools::backend::{BackendError, BackendFactory, Scope, SshFactory};
 use sshd::{Sshd, processes_with};
 use tokio_util::sync::CancellationToken;
-
-/// Any wait in these tests gives up after this long.
-const BOUND: Duration = Duration::from_secs(60);
-
-fn terminal(cwd: Option<&str>) -> TerminalConfig {
-    TerminalConfig {
-        backend: TerminalBackend::Ssh,
-        cwd: cwd.map(str::to_owned),
-        ..TerminalConfig::default()
-    }
-}
-
-fn factory(settings: &SshSettings, cwd: Option<&str>, home: &std::path::Path) -> SshFactory {
-    SshFactory::new(settings, &terminal(cwd), home).expect("factory")
-}
-
-fn exec(backend: &dyn Backend, script: &str) -> Exec {
-    Exec {
-        script: script.to_owned(),
-        cwd: backend.default_cwd(),
-        env: BTreeMap::new(),
-        timeout: BOUND,
-        max_chars: 50_000,
-    }
-}
-
-async fn open(factory: &SshFactory) -> Arc<dyn Backend> {
-    tokio::time::timeout(BOUND, factory.open(&Scope::Shared))
-        .await
-        .expect("open in time")
-        .expect("open")
-}
-
-async fn run(backend: &dyn Backend, exec: &Exec) -> hermesd::tools::backend::RunResult {
-    tokio::time::timeout(BOUND * 2, backend.run(exec, &CancellationToken::new()))
-        .await
-        .expect("run in time")
-        .expect("run")
-}
-
-fn unavailable(err: BackendError) -> String {
-    match err {
-        BackendError::Unavailable {
-            kind: "ssh",
-            detail,
-        } => detail,
-        other => panic!("expected Unavailable, got {other:?}"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_return_output_and_exit_code() {
@@ -226,11 +180,11 @@ async fn a_timeout_or_an_interrupt_kills_the_remote_command() {
             "echo started; sh -c 'sleep 600; :' {marker}-bg & sh -c 'sleep 600; :' {marker}-fg"
         ),
     );
-    e.timeout = Duration::from_secs(3);
+    e.timeout = Duration::from_secs(5);
     let result = run(&*backend, &e).await;
     assert!(result.timed_out);
     assert_eq!(result.exit_code, 124);
-    assert_eq!(result.output, "started\n\n[Command timed out after 3s]");
+    assert_eq!(result.output, "started\n\n[Command timed out after 5s]");
     assert_eq!(
         processes_with(&marker),
         Vec::<u32>::new(),
@@ -261,11 +215,11 @@ async fn a_timeout_or_an_interrupt_kills_the_remote_command() {
         let cancel = cancel.clone();
         tokio::spawn(async move { backend.run(&e, &cancel).await })
     };
-    let read = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo));
+    let read = calls::read_fifo(fifo);
     let said = tokio::time::timeout(BOUND, read)
         .await
         .expect("fifo in time");
-    assert_eq!(said.expect("join").expect("read fifo"), "go\n");
+    assert_eq!(said.expect("fifo read"), "go\n");
     let speaker = format!("{marker}-speaker");
     // (Two for a moment while it forks its sleep.)
     assert!(!processes_with(&speaker).is_empty(), "the command runs");
@@ -527,11 +481,11 @@ async fn a_server_killed_mid_command_is_gone_then_a_restarted_one_serves_again()
         let backend = Arc::clone(&backend);
         tokio::spawn(async move { backend.run(&e, &CancellationToken::new()).await })
     };
-    let read = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo));
+    let read = calls::read_fifo(fifo);
     let said = tokio::time::timeout(BOUND, read)
         .await
         .expect("fifo in time");
-    assert_eq!(said.expect("join").expect("read fifo"), "go\n");
+    assert_eq!(said.expect("fifo read"), "go\n");
     sshd.kill_all();
     let err = tokio::time::timeout(BOUND, running)
         .await
@@ -587,4 +541,42 @@ async fn without_a_persistent_shell_each_call_has_its_own_connection() {
     backend.write_file("two.txt", b"2").await.expect("write");
     // The open's own check, the command and the write: three connections, none left open.
     assert_eq!(f.connections_opened(), 3);
+}
+
+/// A turn that stops waiting (its future dropped) still kills the remote command. The
+/// command holds the write end of a FIFO the test reads: the read ends only when every
+/// process of the command has died.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_mid_command_kills_the_remote_command() {
+    let sshd = Sshd::start();
+    let f = factory(&sshd.settings(), None, sshd.dir());
+    let backend = open(&f).await;
+    let (alive, ready) = (sshd.dir().join("alive.fifo"), sshd.dir().join("ready.fifo"));
+    for fifo in [&alive, &ready] {
+        let made = std::process::Command::new("mkfifo").arg(fifo).status();
+        assert!(made.expect("mkfifo").success());
+    }
+    let e = exec(
+        &*backend,
+        &format!(
+            "exec 3> '{}'; sleep 600 & echo go > '{}'; sleep 600",
+            alive.display(),
+            ready.display()
+        ),
+    );
+    let until_dead = calls::read_fifo(alive);
+    let running = {
+        let backend = Arc::clone(&backend);
+        tokio::spawn(async move { backend.run(&e, &CancellationToken::new()).await })
+    };
+    let read = calls::read_fifo(ready);
+    let said = tokio::time::timeout(BOUND, read)
+        .await
+        .expect("ready in time");
+    assert_eq!(said.expect("fifo read"), "go\n");
+    running.abort();
+    let rest = tokio::time::timeout(BOUND, until_dead)
+        .await
+        .expect("the command's processes died after the call was dropped");
+    assert_eq!(rest.expect("fifo read"), "");
 }

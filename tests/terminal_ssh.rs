@@ -452,6 +452,19 @@ async fn files_round_trip_bytes_relative_to_the_cwd() {
         Err(BackendError::File(msg)) => assert!(msg.contains("deep"), "{msg}"),
         other => panic!("reading a directory: {other:?}"),
     }
+    // A FIFO (or a device) would never end: only regular files are read.
+    let fifo = work.join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    match backend.read_file("pipe").await {
+        Err(BackendError::File(msg)) => assert!(msg.contains("not a regular file"), "{msg}"),
+        other => panic!("reading a FIFO: {other:?}"),
+    }
     std::fs::write(work.join("blocker"), "a file").expect("write");
     match backend.write_file("blocker/inside.txt", b"x").await {
         Err(BackendError::File(msg)) => assert!(msg.contains("blocker/inside.txt"), "{msg}"),

@@ -14,6 +14,9 @@ use crate::tools::backend::BackendError;
 /// A file transfer that takes longer than this is abandoned.
 const FILE_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// A read larger than this is refused rather than held in memory.
+pub const MAX_READ_BYTES: usize = 256 * 1024 * 1024;
+
 /// What a command printed and how it ended.
 struct Collected {
     status: Option<u32>,
@@ -21,7 +24,8 @@ struct Collected {
     stderr: Vec<u8>,
 }
 
-/// Runs `line` with `stdin` (then end of input) and collects its output.
+/// Runs `line` with `stdin` (then end of input) and collects its output, at most
+/// [`MAX_READ_BYTES`] of it.
 async fn collect(link: &Link, line: String, stdin: &[u8]) -> Result<Collected, BackendError> {
     let opened = link.open().await?;
     let (conn, own) = (std::sync::Arc::clone(&opened.conn), opened.own);
@@ -45,8 +49,18 @@ async fn collect(link: &Link, line: String, stdin: &[u8]) -> Result<Collected, B
             let mut dropped = true;
             while let Some(msg) = rx.wait().await {
                 match msg {
-                    ChannelMsg::Data { data } => got.stdout.extend_from_slice(&data),
-                    ChannelMsg::ExtendedData { data, .. } => got.stderr.extend_from_slice(&data),
+                    ChannelMsg::Data { data } => {
+                        if got.stdout.len() + data.len() > MAX_READ_BYTES {
+                            return Err(BackendError::File(format!(
+                                "the file is larger than {} MiB, too large to read whole",
+                                MAX_READ_BYTES / (1024 * 1024)
+                            )));
+                        }
+                        got.stdout.extend_from_slice(&data);
+                    }
+                    ChannelMsg::ExtendedData { data, .. } if got.stderr.len() < 4096 => {
+                        got.stderr.extend_from_slice(&data);
+                    }
                     ChannelMsg::ExitStatus { exit_status } => got.status = Some(exit_status),
                     ChannelMsg::ExitSignal { .. } => got.status = Some(255),
                     ChannelMsg::Close => {
@@ -56,7 +70,7 @@ async fn collect(link: &Link, line: String, stdin: &[u8]) -> Result<Collected, B
                     _ => {}
                 }
             }
-            (got, dropped)
+            Ok((got, dropped))
         };
         // The receiver decides: a command that failed early closes the channel while the
         // sender may still wait for window space that never comes.
@@ -65,7 +79,7 @@ async fn collect(link: &Link, line: String, stdin: &[u8]) -> Result<Collected, B
         let (got, dropped) = loop {
             tokio::select! {
                 result = &mut send, if sent.is_none() => sent = Some(result.is_ok()),
-                done = &mut receive => break done,
+                done = &mut receive => break done?,
             }
         };
         if dropped && got.status.is_none() {

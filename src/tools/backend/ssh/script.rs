@@ -114,11 +114,15 @@ pub fn kill_line(pgid: u32) -> String {
     format!("sh -c {}", quote(&script))
 }
 
-/// Prints the file's bytes; exits [`MISSING_FILE_EXIT`] when it does not exist.
+/// Prints the file's bytes; exits [`MISSING_FILE_EXIT`] when it does not exist. Only a
+/// regular file is read (as the local file tools require): a device or a FIFO never ends.
 pub fn read_line(cwd: &str, path: &str) -> String {
     let target = remote_path(cwd, path);
     let script = format!(
-        "if [ ! -e {target} ] && [ ! -L {target} ]; then exit {MISSING_FILE_EXIT}; fi; exec cat {target}"
+        "if [ ! -e {target} ] && [ ! -L {target} ]; then exit {MISSING_FILE_EXIT}; fi; \
+         if [ -d {target} ]; then echo 'is a directory' >&2; exit 1; fi; \
+         if [ ! -f {target} ]; then echo 'is not a regular file' >&2; exit 1; fi; \
+         exec cat {target}"
     );
     format!("sh -c {}", quote(&script))
 }

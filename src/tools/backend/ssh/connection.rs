@@ -233,7 +233,10 @@ impl Link {
                 own: false,
             }),
             Err(first) => {
-                tracing::warn!(target = %self.target.label(), error = %first, "ssh connection dropped; reconnecting once");
+                // Dropped, or full (sshd's MaxSessions caps channels per connection, 10 by
+                // default): a new connection either way; calls still running on the old one
+                // finish there, and it closes with its last channel.
+                tracing::warn!(target = %self.target.label(), error = %first, "no channel on the ssh connection; opening a new connection once");
                 self.forget(&conn).await;
                 let conn = self.ensure().await?;
                 let channel = conn.channel_open_session().await.map_err(|e| {

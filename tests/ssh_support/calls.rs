@@ -1,4 +1,5 @@
 //! Short forms of the backend calls the ssh tests make, each bounded in time.
+#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

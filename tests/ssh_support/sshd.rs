@@ -5,6 +5,7 @@
 //!
 //! sshd_config keywords used are those of sshd_config(5):
 //! <https://man.openbsd.org/sshd_config>.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Sshd {
     dir: tempfile::TempDir,
     port: u16,
+    max_sessions: u32,
     child: Option<Child>,
     /// The client key sshd accepts.
     pub client_key: PathBuf,
@@ -69,6 +71,11 @@ fn free_port() -> u16 {
 
 impl Sshd {
     pub fn start() -> Self {
+        Self::start_with(100)
+    }
+
+    /// A server allowing at most `max_sessions` channels per connection (sshd's MaxSessions).
+    pub fn start_with(max_sessions: u32) -> Self {
         assert!(
             Path::new(SSHD).is_file(),
             "{SSHD} is missing: install openssh-server (apt-get install openssh-server openssh-client) to run the ssh backend tests"
@@ -97,6 +104,7 @@ impl Sshd {
             host_fingerprint,
             dir,
             port: 0,
+            max_sessions,
             child: None,
         };
         for _ in 0..5 {
@@ -136,8 +144,9 @@ impl Sshd {
                  UsePAM no\nStrictModes no\nAuthorizedKeysFile {d}/authorized_keys\n\
                  PubkeyAuthentication yes\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
-                 MaxStartups 100\nMaxSessions 100\nLogLevel INFO\n",
-                port = self.port
+                 MaxStartups 100\nMaxSessions {sessions}\nLogLevel INFO\n",
+                port = self.port,
+                sessions = self.max_sessions
             ),
         )
         .expect("sshd_config");

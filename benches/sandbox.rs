@@ -9,6 +9,8 @@
 #[path = "../tests/support/podman_engine.rs"]
 #[allow(dead_code)]
 mod podman_engine;
+#[path = "../tests/ssh_support/sshd.rs"]
+mod sshd;
 mod support;
 
 use std::collections::BTreeMap;
@@ -18,9 +20,10 @@ use std::time::{Duration, Instant};
 use hermesd::config::{DockerSettings, TerminalConfig};
 use hermesd::tools::backend::{
     Backend, BackendFactory, BwrapFactory, DockerFactory, Exec, LocalBackend, LocalFactory, Scope,
+    SshFactory,
 };
 use serde_json::{Value, json};
-use support::percentiles;
+use support::{percentiles, rss_kib};
 use tokio_util::sync::CancellationToken;
 
 fn env() -> BTreeMap<String, String> {
@@ -115,6 +118,38 @@ async fn container_idle_kib(engine: &podman_engine::Podman) -> f64 {
     (total as f64 / ids.len().max(1) as f64 / 1024.0).round()
 }
 
+/// The processes whose parent is `pid` (sshd's per-connection session processes).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|child| {
+            std::fs::read_to_string(format!("/proc/{child}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    let after = stat
+                        .rsplit_once(')')?
+                        .1
+                        .split_whitespace()
+                        .nth(1)?
+                        .to_owned();
+                    after.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect()
+}
+
+/// RSS of `pid`'s whole process tree below it.
+fn tree_rss_kib(pid: u32) -> u64 {
+    children(pid)
+        .into_iter()
+        .map(|child| rss_kib(child) + tree_rss_kib(child))
+        .sum()
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
@@ -171,6 +206,22 @@ async fn main() {
         "the engine's stats memory_stats.usage per idle container",
     ));
     drop(engine);
+
+    let server = sshd::Sshd::start();
+    let ssh = SshFactory::new(&server.settings(), &TerminalConfig::default(), server.dir())
+        .expect("ssh settings");
+    let (cold, warm, open) = measure(&ssh, cold_n, warm_n).await;
+    let sessions = tree_rss_kib(server.pid().expect("sshd runs"));
+    for backend in &open {
+        backend.shutdown().await;
+    }
+    results.push(report(
+        "ssh (OpenSSH 9 on loopback)",
+        cold,
+        warm,
+        (sessions as f64 / open.len() as f64).round(),
+        "one connection serves every scope: the remote sshd session processes' RSS, divided by the open scopes",
+    ));
 
     let report = json!({
         "benchmark": "sandbox",

@@ -13,6 +13,7 @@ mod local;
 mod sandboxes;
 mod scope;
 mod select;
+mod ssh;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ pub use local::{LocalBackend, LocalFactory};
 pub use sandboxes::{BackendFactory, Sandboxes};
 pub use scope::Scope;
 pub use select::{sandbox_base, sandboxes};
+pub use ssh::{SshBackend, SshFactory};
 
 /// A boxed future returned by a backend (the trait is used as `dyn Backend`).
 pub type BackendFuture<'a, T> = BoxFuture<'a, Result<T, BackendError>>;
@@ -149,10 +151,11 @@ fn docker_factory(
     Ok(std::sync::Arc::new(factory))
 }
 
-/// The ssh backend's factory (built in `ssh`).
+/// The ssh backend's factory; `user_home` is where `~/.ssh` (keys, known hosts) is looked up.
 fn ssh_factory(
-    _terminal: &crate::config::TerminalConfig,
-    _home: &std::path::Path,
+    terminal: &crate::config::TerminalConfig,
+    user_home: &std::path::Path,
 ) -> Result<std::sync::Arc<dyn BackendFactory>, String> {
-    Err("the ssh backend is not built into this hermesd".to_owned())
+    let factory = SshFactory::new(&terminal.ssh, terminal, user_home)?;
+    Ok(std::sync::Arc::new(factory))
 }

@@ -51,6 +51,15 @@ pub fn sandbox_base(terminal: &TerminalConfig, home: &Path) -> PathBuf {
         .unwrap_or_else(|| home.join("sandboxes"))
 }
 
+/// The daemon user's home directory (`HOME`, else the system's record of it).
+fn user_home(env: &BTreeMap<String, String>) -> PathBuf {
+    env.get("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(std::env::home_dir)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
 /// The sandboxes `terminal` configures, or `None` when commands run on the host.
 pub fn sandboxes(
     terminal: &TerminalConfig,
@@ -68,7 +77,9 @@ pub fn sandboxes(
         .map(|f| Arc::new(f) as Arc<dyn BackendFactory>)
         .map_err(|e| ("sandbox", e)),
         TerminalBackend::Docker => super::docker_factory(terminal, home).map_err(|e| ("docker", e)),
-        TerminalBackend::Ssh => super::ssh_factory(terminal, home).map_err(|e| ("ssh", e)),
+        TerminalBackend::Ssh => {
+            super::ssh_factory(terminal, &user_home(env)).map_err(|e| ("ssh", e))
+        }
     };
     let factory = factory.unwrap_or_else(|(kind, reason)| {
         tracing::error!(

@@ -506,7 +506,12 @@ impl AgentDeps {
         let sandboxes = self.sandboxes.as_ref()?;
         Some(crate::tools::backend::SandboxRef {
             sandboxes: Arc::clone(sandboxes),
-            scope: crate::tools::backend::Scope::for_caller(self.sandbox_scope, caller),
+            scope: crate::tools::backend::Scope::for_turn(
+                self.sandbox_scope,
+                &caller.platform,
+                &caller.chat_id,
+                caller.user_id.as_deref(),
+            ),
         })
     }
 

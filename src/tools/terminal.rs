@@ -10,15 +10,16 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::{Value, json};
 
-use super::ansi::strip_ansi;
 use super::approval::ApprovalOutcome;
-use super::approval::parse::{basename, outline};
+use super::approval::parse::outline;
 use super::context::ToolCtx;
 use super::env::command_env;
 use super::error::ToolError;
 use super::local::{ShellCommand, find_bash, run_foreground};
-use super::output::truncate_head_tail;
 use super::registry::{ToolEntry, check_fn, handler};
+pub use super::terminal_result::interpret_exit_code;
+use super::terminal_result::{blocked, render, started};
+use super::terminal_script::{cwd_marker, extract_cwd, wrap_command};
 
 const DESCRIPTION: &str = "Runs a bash command on this Linux host. The working directory and files persist from call to call.\n\nPrefer the dedicated tools: read_file to read, search_files to search or list, patch to edit, write_file to create files. Use terminal for builds, installs, git, scripts, networking and process control.\n\nForeground (default): the call returns as soon as the command ends, so a high timeout costs nothing when the command is quick. Background (background=true): returns a session_id at once; for servers, watchers and long jobs. The process tool then reports on it ('poll', 'wait'). Do not background with nohup, setsid, disown or a trailing '&' in a foreground call. After starting a server, confirm it is ready (health check or log line) before testing it in a separate call, rather than sleeping.\n\nNothing interactive: vim, nano and pagers hang without a TTY (pipe git output through cat).\n";
 
@@ -139,34 +140,6 @@ fn foreground_background_guidance(command: &str) -> Option<&'static str> {
     None
 }
 
-/// A note for non-zero exit codes that are not errors (`grep` 1 = no matches), by the last
-/// command the shell runs.
-pub fn interpret_exit_code(command: &str, exit_code: i32) -> Option<&'static str> {
-    if exit_code == 0 {
-        return None;
-    }
-    let script = outline(command).ok()?;
-    let last = script.last_top_level()?;
-    let word = last.words.first()?.value.as_deref()?;
-    let base = basename(word);
-    let no_matches = "No matches found (not an error)";
-    let differ = "Files differ (expected, not an error)";
-    match (base, exit_code) {
-        ("grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack", 1) => Some(no_matches),
-        ("diff" | "colordiff", 1) => Some(differ),
-        ("find", 1) => {
-            Some("Some directories could not be read; the results shown are still usable")
-        }
-        ("test" | "[", 1) => Some("The test was false (an answer, not an error)"),
-        ("curl", 6) => Some("Could not resolve host"),
-        ("curl", 7) => Some("Failed to connect to host"),
-        ("curl", 22) => Some("The server answered with an HTTP error status (4xx/5xx)"),
-        ("curl", 28) => Some("Operation timed out"),
-        ("git", 1) => Some("Exit 1 is routine for some git commands (git diff: the files differ)"),
-        _ => None,
-    }
-}
-
 /// `cwd` if it is a usable directory, else its nearest existing ancestor, else `/tmp`.
 fn safe_cwd(cwd: &Path) -> PathBuf {
     let mut candidate = Some(cwd);
@@ -177,51 +150,6 @@ fn safe_cwd(cwd: &Path) -> PathBuf {
         candidate = dir.parent();
     }
     PathBuf::from("/tmp")
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// The command wrapped so the shell reports the directory it ends in.
-pub(super) fn wrap_command(command: &str, cwd: &str, marker: &str) -> String {
-    let target = match cwd {
-        "~" => "~".to_owned(),
-        "~/" => "$HOME".to_owned(),
-        _ => match cwd.strip_prefix("~/") {
-            Some(rest) => format!("$HOME/{}", shell_quote(rest)),
-            None => shell_quote(cwd),
-        },
-    };
-    format!(
-        "command cd -- {target} || exit 126\neval {}\n__hermes_ec=$?\nprintf '\\n{marker}%s{marker}\\n' \"$(pwd -P)\"\nexit $__hermes_ec",
-        shell_quote(command)
-    )
-}
-
-/// Removes the cwd marker line from the output and returns the directory it carried.
-pub(super) fn extract_cwd(output: &mut String, marker: &str) -> Option<PathBuf> {
-    let last = output.rfind(marker)?;
-    let search_start = last.saturating_sub(4096);
-    let search_start = (0..=search_start)
-        .rev()
-        .find(|i| output.is_char_boundary(*i))
-        .unwrap_or(0);
-    let first = output[search_start..last]
-        .rfind(marker)
-        .map(|i| i + search_start)?;
-    let cwd = output[first + marker.len()..last].trim().to_owned();
-    let line_start = output[..first].rfind('\n').unwrap_or(first);
-    let after = last + marker.len();
-    let line_end = output[after..]
-        .find('\n')
-        .map_or(output.len(), |i| after + i + 1);
-    output.replace_range(line_start..line_end, "");
-    (!cwd.is_empty()).then(|| PathBuf::from(cwd))
-}
-
-pub(super) fn blocked(message: &str, status: &str) -> String {
-    json!({"output": "", "exit_code": -1, "error": message, "status": status}).to_string()
 }
 
 /// Runs the tool.
@@ -347,59 +275,6 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
         run.interrupted,
         approval_note,
     ))
-}
-
-/// A new random marker the wrapped command prints its final directory between.
-pub(super) fn cwd_marker() -> String {
-    format!(
-        "__HERMES_CWD_{:012x}__",
-        rand::random::<u64>() & 0xffff_ffff_ffff
-    )
-}
-
-/// The tool's JSON result for a finished foreground command.
-pub(super) fn render(
-    ctx: &ToolCtx,
-    command: &str,
-    output: &str,
-    exit_code: i32,
-    interrupted: bool,
-    approval_note: Option<String>,
-) -> String {
-    let output = truncate_head_tail(output, ctx.limits.max_output_chars);
-    let output = strip_ansi(&output).trim().to_owned();
-    let mut result = json!({"output": output, "exit_code": exit_code, "error": null});
-    if let Some(note) = approval_note {
-        if interrupted {
-            result["approval"] =
-                json!(format!("{}, then interrupted.", note.trim_end_matches('.')));
-        } else {
-            result["approval"] = json!(note);
-        }
-    }
-    if let Some(meaning) = interpret_exit_code(command, exit_code) {
-        result["exit_code_meaning"] = json!(meaning);
-    }
-    result.to_string()
-}
-
-/// The result of a background start.
-pub(super) fn started(
-    session: &super::process_registry::ProcessSession,
-    approval_note: Option<String>,
-) -> String {
-    let mut result = json!({
-        "output": "Background process started",
-        "session_id": session.id,
-        "pid": session.pid,
-        "exit_code": 0,
-        "error": null,
-        "hint": "No notice comes when it exits: the process tool's 'poll' or 'wait' gives its result.",
-    });
-    if let Some(note) = approval_note {
-        result["approval"] = json!(note);
-    }
-    result.to_string()
 }
 
 pub fn entry(limits: &super::context::ToolLimits) -> ToolEntry {

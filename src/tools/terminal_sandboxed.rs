@@ -12,7 +12,8 @@ use serde_json::json;
 use super::backend::{Backend, BackendError, Exec, SandboxRef};
 use super::context::ToolCtx;
 use super::env::command_env;
-use super::terminal::{blocked, cwd_marker, extract_cwd, render, started, wrap_command};
+use super::terminal_result::{blocked, render, started};
+use super::terminal_script::{cwd_marker, extract_cwd, wrap_command};
 
 /// One terminal call, already approved.
 pub struct Request<'a> {

@@ -5,7 +5,6 @@
 use sha2::{Digest, Sha256};
 
 use crate::config::SandboxScope;
-use crate::tools::context::Caller;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Scope {
@@ -22,23 +21,27 @@ pub enum Scope {
 }
 
 impl Scope {
-    /// The scope `setting` gives a turn acting for `caller`. Turns without a chat (the CLI,
-    /// the operator's scheduled jobs) share one; a person-scoped turn without a user id (an
-    /// HTTP API client) gets its chat's.
-    pub fn for_caller(setting: SandboxScope, caller: &Caller) -> Scope {
-        if caller.platform.is_empty() || setting == SandboxScope::Shared {
+    /// The scope `setting` gives a turn from `chat_id` on `platform` by `user_id`. Turns
+    /// without a chat (the CLI, the operator's scheduled jobs: an empty platform) share one;
+    /// a person-scoped turn without a user id (an HTTP API client) gets its chat's.
+    pub fn for_turn(
+        setting: SandboxScope,
+        platform: &str,
+        chat_id: &str,
+        user_id: Option<&str>,
+    ) -> Scope {
+        if platform.is_empty() || setting == SandboxScope::Shared {
             return Scope::Shared;
         }
-        let chat = || Scope::Chat {
-            platform: caller.platform.clone(),
-            chat_id: caller.chat_id.clone(),
-        };
-        match (setting, &caller.user_id) {
+        match (setting, user_id) {
             (SandboxScope::User, Some(user_id)) if !user_id.is_empty() => Scope::User {
-                platform: caller.platform.clone(),
-                user_id: user_id.clone(),
+                platform: platform.to_owned(),
+                user_id: user_id.to_owned(),
             },
-            _ => chat(),
+            _ => Scope::Chat {
+                platform: platform.to_owned(),
+                chat_id: chat_id.to_owned(),
+            },
         }
     }
 
@@ -64,30 +67,27 @@ impl Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::context::Authority;
 
-    fn caller(platform: &str, chat: &str, user: Option<&str>) -> Caller {
-        Caller {
-            authority: Authority::AllowedUser,
-            platform: platform.to_owned(),
-            chat_id: chat.to_owned(),
-            user_id: user.map(str::to_owned),
-        }
+    type Caller = (&'static str, &'static str, Option<&'static str>);
+
+    fn caller(platform: &'static str, chat: &'static str, user: Option<&'static str>) -> Caller {
+        (platform, chat, user)
+    }
+
+    fn scope_of(setting: SandboxScope, (platform, chat, user): &Caller) -> Scope {
+        Scope::for_turn(setting, platform, chat, *user)
     }
 
     #[test]
     fn scopes_follow_the_setting_and_never_show_ids() {
         let alice = caller("telegram", "-100", Some("42"));
         let bob = caller("telegram", "-100", Some("43"));
-        assert_eq!(
-            Scope::for_caller(SandboxScope::Shared, &alice),
-            Scope::Shared
-        );
-        let chat = Scope::for_caller(SandboxScope::Chat, &alice);
-        assert_eq!(chat, Scope::for_caller(SandboxScope::Chat, &bob));
+        assert_eq!(scope_of(SandboxScope::Shared, &alice), Scope::Shared);
+        let chat = scope_of(SandboxScope::Chat, &alice);
+        assert_eq!(chat, scope_of(SandboxScope::Chat, &bob));
         let (a, b) = (
-            Scope::for_caller(SandboxScope::User, &alice),
-            Scope::for_caller(SandboxScope::User, &bob),
+            scope_of(SandboxScope::User, &alice),
+            scope_of(SandboxScope::User, &bob),
         );
         assert_ne!(a.id(), b.id());
         assert_ne!(a.id(), chat.id());
@@ -97,13 +97,10 @@ mod tests {
             assert_eq!(digits.len(), 16, "{id}");
             assert!(digits.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
         }
-        assert_eq!(
-            Scope::for_caller(SandboxScope::User, &Caller::operator()),
-            Scope::Shared
-        );
+        assert_eq!(scope_of(SandboxScope::User, &("", "", None)), Scope::Shared);
         let api = caller("api_server", "conv-1", None);
         assert!(matches!(
-            Scope::for_caller(SandboxScope::User, &api),
+            scope_of(SandboxScope::User, &api),
             Scope::Chat { .. }
         ));
     }

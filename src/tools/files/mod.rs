@@ -18,7 +18,7 @@ use super::context::ToolCtx;
 use super::error::ToolError;
 use super::registry::{ToolEntry, handler};
 
-pub use read::read_file;
+pub use remote::read_file;
 pub use search::search_files;
 pub use v4a::{PatchOperation, parse_v4a_patch};
 pub use write::{patch, write_file};

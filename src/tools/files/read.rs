@@ -268,8 +268,8 @@ pub(super) fn render(
     Value::Object(map).to_string()
 }
 
-/// Runs the tool.
-pub async fn read_file(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
+/// Runs the tool on the host's files (`remote::read_file` decides where it runs).
+pub(super) async fn read_host_file(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
     let raw = arg_str(&args, "path").unwrap_or_default().to_owned();
     if raw.is_empty() {
         return Ok(tool_error("read_file: missing required field 'path'."));
@@ -277,10 +277,5 @@ pub async fn read_file(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
     let offset = int_arg(&args, "offset", 1).max(1) as usize;
     let max_lines = ctx.limits.max_read_lines as i64;
     let limit = int_arg(&args, "limit", DEFAULT_LIMIT).clamp(1, max_lines.max(1)) as usize;
-    let ctx = match super::remote::place(ctx).await {
-        super::remote::Place::Host(ctx) => ctx,
-        super::remote::Place::Remote(remote) => return Ok(remote.read(&args).await),
-        super::remote::Place::Failed(result) => return Ok(result),
-    };
     blocking(move || read_blocking(&ctx, &raw, offset, limit)).await
 }

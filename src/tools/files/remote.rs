@@ -17,6 +17,7 @@ use super::read::{DEFAULT_LIMIT, int_arg, render};
 use super::text::{extension, has_binary_extension, is_internal_file_tool_content};
 use crate::tools::backend::{Backend, BackendError, Exec, SandboxRef};
 use crate::tools::context::ToolCtx;
+use crate::tools::error::ToolError;
 use crate::tools::tool_error;
 
 /// The largest file read or written through a remote backend in one call.
@@ -36,6 +37,15 @@ pub(super) struct Remote {
     ctx: ToolCtx,
     sandbox: SandboxRef,
     backend: Arc<dyn Backend>,
+}
+
+/// Runs `read_file` where the call acts.
+pub async fn read_file(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
+    match place(ctx).await {
+        Place::Host(ctx) => super::read::read_host_file(ctx, args).await,
+        Place::Remote(remote) => Ok(remote.read(&args).await),
+        Place::Failed(result) => Ok(result),
+    }
 }
 
 /// Decides where `ctx`'s call acts, opening its sandbox if needed.
@@ -99,6 +109,9 @@ impl Remote {
     /// `read_file` in the backend.
     pub(super) async fn read(&self, args: &Value) -> String {
         let raw = arg_str(args, "path").unwrap_or_default();
+        if raw.is_empty() {
+            return tool_error("read_file: missing required field 'path'.");
+        }
         let offset = int_arg(args, "offset", 1).max(1) as usize;
         let max_lines = self.ctx.limits.max_read_lines as i64;
         let limit = int_arg(args, "limit", DEFAULT_LIMIT).clamp(1, max_lines.max(1)) as usize;

@@ -95,7 +95,7 @@ fn key_file(configured: Option<&Path>, home: &Path) -> Result<PathBuf, String> {
             return Ok(path.to_owned());
         }
         return Err(format!(
-            "terminal.ssh_key {} does not exist or is not a file",
+            "terminal.ssh_key {}: no such key file (give the path of an OpenSSH private key)",
             path.display()
         ));
     }

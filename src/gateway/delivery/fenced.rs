@@ -61,11 +61,19 @@ pub async fn send_checked(adapter: &dyn Adapter, outbound: Outbound) -> Option<S
     let Some(act_by) = act_by else {
         return Some(send.await);
     };
-    Some(
-        tokio::time::timeout_at(act_by, send)
-            .await
-            .unwrap_or_else(|_| cut_off()),
-    )
+    Some(bounded(act_by, send).await)
+}
+
+/// Runs `send` until `act_by`. The deadline is looked at before every poll of the call, not
+/// after it as `tokio::time::timeout_at` does: a process stopped mid-call (SIGSTOP, a frozen
+/// VM) that resumes past its deadline drops the call without polling it again, so it writes
+/// nothing more to the platform after a survivor may have taken the reply over.
+pub(super) async fn bounded(act_by: Instant, send: impl Future<Output = SendResult>) -> SendResult {
+    tokio::select! {
+        biased;
+        () = tokio::time::sleep_until(act_by) => cut_off(),
+        result = send => result,
+    }
 }
 
 /// The result of a call cut off at the lease's deadline: it may or may not have landed.
@@ -77,5 +85,34 @@ pub(super) fn cut_off() -> SendResult {
             "cut off at the lease's local deadline".to_owned(),
         )),
         retry_after: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_past_its_deadline_is_not_polled_again() {
+        let polled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = std::sync::Arc::clone(&polled);
+        let act_by = Instant::now() + Duration::from_millis(10);
+        // As after a SIGSTOP: the deadline has passed by the time the call is first polled.
+        tokio::time::advance(Duration::from_millis(50)).await;
+        let call = async move {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            SendResult {
+                message_id: Some("1".to_owned()),
+                error: None,
+                retry_after: None,
+            }
+        };
+        let result = bounded(act_by, call).await;
+        assert_eq!(
+            polled.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "the call never ran"
+        );
+        assert!(matches!(result.error, Some((SendErrorKind::Ambiguous, _))));
     }
 }

@@ -287,8 +287,6 @@ impl Sender {
         let Some(act_by) = act_by else {
             return Ok(send.await);
         };
-        Ok(tokio::time::timeout_at(act_by, send)
-            .await
-            .unwrap_or_else(|_| fenced::cut_off()))
+        Ok(fenced::bounded(act_by, send).await)
     }
 }

@@ -61,6 +61,12 @@ impl DockerBackend {
             Err(e) if status(&e) == Some(404) => {
                 return Ok(Some(format!("container {} was removed", self.name)));
             }
+            // Podman reports states Docker's API does not define (`stopped`, `configured`,
+            // `initialized`), which bollard's typed answer refuses; every one of them means
+            // "not running" (only `running` is, and it deserializes).
+            Err(e) if let Some(word) = undefined_state(&e) => {
+                return Ok(Some(format!("container {} {word}", self.name)));
+            }
             Err(e) => return Err(self.engine.failed("inspecting the container", &e)),
         };
         let state = inspected.state.unwrap_or_default();
@@ -94,6 +100,15 @@ impl DockerBackend {
             Err(unreachable) => unreachable,
         }
     }
+}
+
+/// The state word of an inspect answer bollard could not read because the engine used a
+/// state Docker does not define (podman's `stopped`), from serde's "unknown variant" text.
+fn undefined_state(error: &EngineError) -> Option<String> {
+    let text = error.to_string();
+    let rest = text.split_once("unknown variant `")?.1;
+    let word = rest.split_once('`')?.0;
+    (!word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic())).then(|| word.to_owned())
 }
 
 impl Backend for DockerBackend {
@@ -157,5 +172,25 @@ impl Backend for DockerBackend {
                 ),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn podman_states_docker_does_not_define_are_read_from_the_refusal() {
+        let refused = EngineError::JsonDataError {
+            message: "unknown variant `stopped`, expected one of ``, `created`, `running`"
+                .to_owned(),
+            column: 235,
+        };
+        assert_eq!(undefined_state(&refused).as_deref(), Some("stopped"));
+        let other = EngineError::JsonDataError {
+            message: "missing field `Id`".to_owned(),
+            column: 1,
+        };
+        assert_eq!(undefined_state(&other), None);
     }
 }

@@ -44,6 +44,8 @@ mod key_table;
 #[cfg(test)]
 mod platform_tests;
 #[cfg(test)]
+mod terminal_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

@@ -10,49 +10,17 @@ mod support;
 #[path = "telegram_support/mod.rs"]
 mod telegram_support;
 
-use fake_telegram::{Chat, MessageSpec, User};
 use podman_engine::{IMAGE, Podman};
 use serde_json::{Value, json};
 use support::fake_model::{Reply, Step};
 use telegram_support::{Rig, start};
 
-/// Every distinct tool result the model was sent, in order.
+/// The tool results so far, parsed.
 fn tool_results(rig: &Rig) -> Vec<Value> {
-    let mut seen: Vec<(String, String)> = Vec::new();
-    for request in rig.model.requests() {
-        for message in request.body["messages"].as_array().into_iter().flatten() {
-            if message["role"] != "tool" {
-                continue;
-            }
-            let id = message["tool_call_id"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            let content = message["content"].as_str().unwrap_or_default().to_owned();
-            if !seen.iter().any(|(i, c)| *i == id && *c == content) {
-                seen.push((id, content));
-            }
-        }
-    }
-    seen.into_iter()
-        .map(|(_, c)| serde_json::from_str(&c).unwrap_or(Value::String(c)))
+    rig.tool_results()
+        .into_iter()
+        .map(|c| serde_json::from_str(&c).unwrap_or(Value::String(c)))
         .collect()
-}
-
-async fn say(rig: &Rig, text: &str, needle: &str) {
-    let before = rig.sent_to(7).len();
-    rig.telegram.push_message(MessageSpec::text(
-        Chat::private(7),
-        User::new(7, "Ann"),
-        text,
-    ));
-    rig.wait_for(&format!("{needle:?}"), |rig| {
-        rig.sent_to(7)
-            .into_iter()
-            .skip(before)
-            .find(|m| m.text.contains(needle))
-    })
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -75,7 +43,7 @@ async fn files_are_the_containers_and_a_dead_container_is_replaced() {
         json!({"path": format!("/tmp/{marker}")}),
     )));
     rig.model.push(Step::text("read it"));
-    say(&rig, "make a file", "read it").await;
+    rig.say_privately(7, "make a file", "read it").await;
     let results = tool_results(&rig);
     assert_eq!(results.len(), 2, "{results:#?} {:#?}", rig.sent_to(7));
     assert_eq!(results[0]["exit_code"], 0, "{}", results[0]);
@@ -95,7 +63,7 @@ async fn files_are_the_containers_and_a_dead_container_is_replaced() {
         json!({"command": "echo before; kill -TERM 1; sleep 60; echo after"}),
     )));
     rig.model.push(Step::text("it broke"));
-    say(&rig, "stop the box", "it broke").await;
+    rig.say_privately(7, "stop the box", "it broke").await;
     let died = tool_results(&rig).pop().unwrap();
     let error = died["error"].as_str().unwrap_or_else(|| panic!("{died}"));
     assert!(
@@ -109,7 +77,7 @@ async fn files_are_the_containers_and_a_dead_container_is_replaced() {
         json!({"command": format!("echo again; ls /tmp/{marker} 2>&1")}),
     )));
     rig.model.push(Step::text("back"));
-    say(&rig, "try again", "back").await;
+    rig.say_privately(7, "try again", "back").await;
     let again = tool_results(&rig).pop().unwrap();
     let output = again["output"]
         .as_str()

@@ -8,34 +8,9 @@ mod support;
 #[path = "telegram_support/mod.rs"]
 mod telegram_support;
 
-use fake_telegram::{Chat, MessageSpec, User};
 use serde_json::{Value, json};
 use support::fake_model::{Reply, Step};
 use telegram_support::{Rig, start};
-
-/// Every distinct tool result the model was sent, in order.
-fn tool_results(rig: &Rig) -> Vec<String> {
-    let mut seen: Vec<(String, String)> = Vec::new();
-    for request in rig.model.requests() {
-        for message in request.body["messages"].as_array().into_iter().flatten() {
-            if message["role"] != "tool" {
-                continue;
-            }
-            let id = message["tool_call_id"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            let content = match &message["content"] {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            if !seen.iter().any(|(i, c)| *i == id && *c == content) {
-                seen.push((id, content));
-            }
-        }
-    }
-    seen.into_iter().map(|(_, c)| c).collect()
-}
 
 /// The system prompt of the first model request.
 fn first_system_prompt(rig: &Rig) -> String {
@@ -51,27 +26,9 @@ fn first_system_prompt(rig: &Rig) -> String {
         .to_owned()
 }
 
-/// Sends `text` from user `id` in their private chat and waits for a reply containing
-/// `needle`.
-async fn say(rig: &Rig, id: i64, text: &str, needle: &str) {
-    let before = rig.sent_to(id).len();
-    rig.telegram.push_message(MessageSpec::text(
-        Chat::private(id),
-        User::new(id, "Person"),
-        text,
-    ));
-    rig.wait_for(&format!("{needle:?} in chat {id}"), |rig| {
-        rig.sent_to(id)
-            .into_iter()
-            .skip(before)
-            .find(|m| m.text.contains(needle))
-    })
-    .await;
-}
-
 /// The newest tool result, parsed.
 fn last_result(rig: &Rig) -> Value {
-    let last = tool_results(rig).pop().expect("a tool result");
+    let last = rig.tool_results().pop().expect("a tool result");
     serde_json::from_str(&last).unwrap_or(Value::String(last))
 }
 
@@ -91,7 +48,8 @@ async fn a_chat_works_in_terminal_cwd_and_reads_its_agents_md() {
         json!({"command": "pwd; ls"}),
     )));
     rig.model.push(Step::text("listed it"));
-    say(&rig, 7, "where are you working?", "listed it").await;
+    rig.say_privately(7, "where are you working?", "listed it")
+        .await;
 
     assert!(
         first_system_prompt(&rig).contains("Captain ZX-417"),
@@ -122,7 +80,7 @@ async fn without_terminal_cwd_the_gateway_starts_in_the_home_directory() {
         json!({"command": "pwd"}),
     )));
     rig.model.push(Step::text("found it"));
-    say(&rig, 7, "where?", "found it").await;
+    rig.say_privately(7, "where?", "found it").await;
     assert!(first_system_prompt(&rig).contains("Commander Q-88"));
     assert_eq!(last_result(&rig)["output"], json!(home_var));
     rig.stop().await;
@@ -138,7 +96,7 @@ async fn per_person_sandboxes_keep_two_people_apart_and_a_timeout_kills() {
         json!({"command": "echo note-of-seven > note.txt && pwd"}),
     )));
     rig.model.push(Step::text("noted"));
-    say(&rig, 7, "remember this", "noted").await;
+    rig.say_privately(7, "remember this", "noted").await;
     let seven_dir = last_result(&rig)["output"]
         .as_str()
         .expect("pwd output")
@@ -168,8 +126,8 @@ async fn per_person_sandboxes_keep_two_people_apart_and_a_timeout_kills() {
             .with_tool_call("read_file", json!({"path": format!("{seven_dir}/note.txt")})),
     ));
     rig.model.push(Step::text("looked"));
-    say(&rig, 8, "read their note", "looked").await;
-    let results = tool_results(&rig);
+    rig.say_privately(8, "read their note", "looked").await;
+    let results = rig.tool_results();
     let (shell, file) = (&results[results.len() - 2], &results[results.len() - 1]);
     assert!(
         !shell.contains("note-of-seven") && !file.contains("note-of-seven"),
@@ -185,7 +143,7 @@ async fn per_person_sandboxes_keep_two_people_apart_and_a_timeout_kills() {
         json!({"path": "note.txt"}),
     )));
     rig.model.push(Step::text("read back"));
-    say(&rig, 7, "what did I say?", "read back").await;
+    rig.say_privately(7, "what did I say?", "read back").await;
     assert!(
         last_result(&rig).to_string().contains("note-of-seven"),
         "{}",
@@ -198,7 +156,7 @@ async fn per_person_sandboxes_keep_two_people_apart_and_a_timeout_kills() {
         json!({"command": "sleep 600; echo never", "timeout": 2}),
     )));
     rig.model.push(Step::text("gave up"));
-    say(&rig, 7, "wait a long time", "gave up").await;
+    rig.say_privately(7, "wait a long time", "gave up").await;
     let result = last_result(&rig);
     assert_eq!(result["exit_code"], 124, "{result}");
     let output = result["output"].as_str().unwrap_or_default();

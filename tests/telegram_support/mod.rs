@@ -164,6 +164,49 @@ impl Rig {
             .collect()
     }
 
+    /// Every distinct tool result the model was sent, in order (a result is repeated in
+    /// every later request of its turn; call ids repeat across turns, so both are compared).
+    pub fn tool_results(&self) -> Vec<String> {
+        let mut seen: Vec<(String, String)> = Vec::new();
+        for request in self.model.requests() {
+            for message in request.body["messages"].as_array().into_iter().flatten() {
+                if message["role"] != "tool" {
+                    continue;
+                }
+                let id = message["tool_call_id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let content = match &message["content"] {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                if !seen.iter().any(|(i, c)| *i == id && *c == content) {
+                    seen.push((id, content));
+                }
+            }
+        }
+        seen.into_iter().map(|(_, c)| c).collect()
+    }
+
+    /// Sends `text` from user `id` in their private chat and waits for a later reply there
+    /// containing `needle`.
+    pub async fn say_privately(&self, id: i64, text: &str, needle: &str) {
+        let before = self.sent_to(id).len();
+        self.telegram.push_message(fake_telegram::MessageSpec::text(
+            fake_telegram::Chat::private(id),
+            fake_telegram::User::new(id, "Person"),
+            text,
+        ));
+        self.wait_for(&format!("{needle:?} in chat {id}"), |rig| {
+            rig.sent_to(id)
+                .into_iter()
+                .skip(before)
+                .find(|m| m.text.contains(needle))
+        })
+        .await;
+    }
+
     /// Every model request's whole message list, as one string each.
     pub fn model_transcripts(&self) -> Vec<String> {
         self.model

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
+use super::local::{read_host_file, write_host_file};
 use super::{Backend, BackendError, BackendFactory, BackendFuture, Exec, RunResult, Scope};
 use crate::tools::local::{ShellCommand, find_bash, run_foreground};
 
@@ -239,23 +240,11 @@ impl Backend for BwrapBackend {
     }
 
     fn read_file<'a>(&'a self, path: &'a str) -> BackendFuture<'a, Option<Vec<u8>>> {
-        Box::pin(async move {
-            match tokio::fs::read(self.resolve(path)).await {
-                Ok(bytes) => Ok(Some(bytes)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(e.into()),
-            }
-        })
+        Box::pin(read_host_file(self.resolve(path)))
     }
 
     fn write_file<'a>(&'a self, path: &'a str, data: &'a [u8]) -> BackendFuture<'a, ()> {
-        Box::pin(async move {
-            let path = self.resolve(path);
-            if let Some(parent) = path.parent() {
-                tokio::fs::create_dir_all(parent).await?;
-            }
-            Ok(tokio::fs::write(path, data).await?)
-        })
+        Box::pin(write_host_file(self.resolve(path), data))
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {

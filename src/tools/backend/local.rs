@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::{Backend, BackendFactory, BackendFuture, Exec, RunResult, Scope};
+use super::{Backend, BackendError, BackendFactory, BackendFuture, Exec, RunResult, Scope};
 use crate::tools::local::{ShellCommand, run_foreground};
 
 #[derive(Debug, Clone)]
@@ -62,28 +62,33 @@ impl Backend for LocalBackend {
     }
 
     fn read_file<'a>(&'a self, path: &'a str) -> BackendFuture<'a, Option<Vec<u8>>> {
-        Box::pin(async move {
-            match tokio::fs::read(self.cwd.join(path)).await {
-                Ok(bytes) => Ok(Some(bytes)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(e.into()),
-            }
-        })
+        Box::pin(read_host_file(self.cwd.join(path)))
     }
 
     fn write_file<'a>(&'a self, path: &'a str, data: &'a [u8]) -> BackendFuture<'a, ()> {
-        Box::pin(async move {
-            let path = self.cwd.join(path);
-            if let Some(parent) = path.parent() {
-                tokio::fs::create_dir_all(parent).await?;
-            }
-            Ok(tokio::fs::write(path, data).await?)
-        })
+        Box::pin(write_host_file(self.cwd.join(path), data))
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
+}
+
+/// A host file's bytes, `None` when it does not exist (backends whose files are the host's).
+pub(super) async fn read_host_file(path: PathBuf) -> Result<Option<Vec<u8>>, BackendError> {
+    match tokio::fs::read(path).await {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates or replaces a host file, making missing parent directories.
+pub(super) async fn write_host_file(path: PathBuf, data: &[u8]) -> Result<(), BackendError> {
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent).await?;
+    }
+    Ok(tokio::fs::write(path, data).await?)
 }
 
 /// Hands every scope the same host backend.

@@ -112,7 +112,16 @@ async fn allow_once_runs_the_command_and_deny_blocks_it() {
     let allow = data_of(&choices, "Allow Once");
 
     // Someone who is not allowed to talk to the agent clicks first: nothing happens.
-    let sent_before = rig.sent_to(GROUP).len();
+    // Counted once the prompt itself is among the sent messages: the fake stores a message
+    // (what `ask_to_delete` waits on) before its send is listed here.
+    let sent_before = rig
+        .wait_for("the prompt among the sent messages", |rig| {
+            let sent = rig.sent_to(GROUP);
+            sent.iter()
+                .any(|m| m.text.contains("Command Approval Required"))
+                .then_some(sent.len())
+        })
+        .await;
     let click = rig
         .telegram
         .push_callback(Chat::group(GROUP), mallory, prompt, &allow);

@@ -7,3 +7,9 @@ pub mod group;
 
 pub use env::command_env;
 pub use group::{exit_code, find_bash, kill_group};
+
+/// `text` as one single-quoted POSIX shell word (`'` becomes `'\''`): safe to paste into a
+/// script for `sh` or `bash` whatever it holds.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}

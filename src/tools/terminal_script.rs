@@ -4,9 +4,7 @@
 
 use std::path::PathBuf;
 
-pub(super) fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
+use crate::process::shell_quote;
 
 /// The command wrapped so the shell reports the directory it ends in.
 pub(super) fn wrap_command(command: &str, cwd: &str, marker: &str) -> String {

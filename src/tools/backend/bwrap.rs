@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::local::{read_host_file, write_host_file};
 use super::{Backend, BackendError, BackendFactory, BackendFuture, Exec, RunResult, Scope};
+use crate::process::shell_quote;
 use crate::tools::local::{ShellCommand, find_bash, run_foreground};
 
 /// The uid and gid commands run as inside the sandbox (mapped to the daemon's own).
@@ -70,10 +71,6 @@ pub fn find_bwrap(env: &BTreeMap<String, String>) -> Option<PathBuf> {
     from_path
         .chain(BWRAP_CANDIDATES.iter().map(PathBuf::from))
         .find(|candidate| candidate.is_file())
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// What every sandbox of one daemon shares.

@@ -36,7 +36,7 @@ fn equivalent_command(ctx: &ToolCtx, path: &Path) -> String {
     if safe {
         format!("tee {shown}")
     } else {
-        format!("tee '{}'", shown.replace('\'', r"'\''"))
+        format!("tee {}", crate::process::shell_quote(&shown))
     }
 }
 

@@ -80,6 +80,6 @@ fn shell_word(text: &str) -> String {
     {
         text.to_owned()
     } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
+        crate::process::shell_quote(text)
     }
 }

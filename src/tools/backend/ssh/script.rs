@@ -16,10 +16,8 @@ pub const PGID_MARKER: &str = "hermesd-pgid:";
 /// Exit code of a read for a file that does not exist.
 pub const MISSING_FILE_EXIT: u32 = 44;
 
-/// `text` as one single-quoted shell word: `'` becomes `'\''`.
-pub fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
+/// `text` as one single-quoted shell word.
+pub use crate::process::shell_quote as quote;
 
 /// A shell word for `path` on the remote machine. `~` and `~/…` name the remote home (the
 /// remote shell expands `$HOME`); other relative paths are relative to `cwd` (itself

@@ -57,6 +57,43 @@ async fn files_are_the_containers_and_a_dead_container_is_replaced() {
         "the file is the container's, not the host's"
     );
 
+    // write_file, patch and search_files act in the container too.
+    let notes = format!("/root/notes-{marker}");
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "write_file",
+        json!({"path": notes, "content": "ratio a:0\nplain line\n"}),
+    )));
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "patch",
+        json!({"mode": "replace", "path": notes, "old_string": "plain", "new_string": "edited"}),
+    )));
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "search_files",
+        json!({"pattern": "a:0|edited", "path": "/root"}),
+    )));
+    rig.model.push(Step::Reply(Reply::tool_call(
+        "terminal",
+        json!({"command": format!("cat {notes}")}),
+    )));
+    rig.model.push(Step::text("edited it"));
+    rig.say_privately(7, "edit a file", "edited it").await;
+    let results = tool_results(&rig);
+    let [write, patch, search, cat] = &results[results.len() - 4..] else {
+        unreachable!()
+    };
+    assert!(write["bytes_written"].as_u64().is_some(), "{write}");
+    assert_eq!(patch["success"], true, "{patch}");
+    let matches = search["matches"].to_string();
+    assert!(
+        matches.contains("ratio a:0") && matches.contains("edited line"),
+        "a line ending in :0 is a match like any other: {search}"
+    );
+    assert_eq!(cat["output"], "ratio a:0\nedited line", "{cat}");
+    assert!(
+        !std::path::Path::new(&notes).exists(),
+        "not written on the host"
+    );
+
     // The container dies mid-command (its first process ends): a clear error...
     rig.model.push(Step::Reply(Reply::tool_call(
         "terminal",

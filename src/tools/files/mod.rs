@@ -37,6 +37,21 @@ fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Value::as_str)
 }
 
+/// `limit` (default 50, at least 1) and `offset` (default 0) of a search call.
+fn page(args: &Value) -> (usize, usize) {
+    let limit = args
+        .get("limit")
+        .and_then(Value::as_i64)
+        .unwrap_or(50)
+        .max(1) as usize;
+    let offset = args
+        .get("offset")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+        .max(0) as usize;
+    (limit, offset)
+}
+
 fn read_file_schema() -> Value {
     json!({
         "name": "read_file",

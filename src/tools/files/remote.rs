@@ -195,18 +195,12 @@ impl Remote {
                 .filter(|p| !p.is_empty())
                 .unwrap_or("."),
         );
-        let limit = args
-            .get("limit")
-            .and_then(Value::as_i64)
-            .unwrap_or(50)
-            .max(1) as usize;
-        let offset = args
-            .get("offset")
-            .and_then(Value::as_i64)
-            .unwrap_or(0)
-            .max(0) as usize;
+        let (limit, offset) = super::page(args);
         let files = matches!(arg_str(args, "target"), Some("files" | "find"));
-        let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+        let output_mode = arg_str(args, "output_mode");
+        // grep -c lists every file, most with a count of 0; only those with matches count.
+        let counting = !files && output_mode == Some("count");
+        let quote = crate::process::shell_quote;
         let script = if files {
             format!(
                 "find {} -name {} -not -path '*/.*' 2>/dev/null | sort",
@@ -214,7 +208,7 @@ impl Remote {
                 quote(pattern)
             )
         } else {
-            let mode = match arg_str(args, "output_mode") {
+            let mode = match output_mode {
                 Some("files_only") => "-l",
                 Some("count") => "-c",
                 _ => "-n",
@@ -243,7 +237,8 @@ impl Remote {
         let lines: Vec<&str> = run
             .output
             .lines()
-            .filter(|l| !l.is_empty() && !l.ends_with(":0"))
+            .filter(|l| !l.is_empty())
+            .filter(|l| !(counting && l.ends_with(":0")))
             .collect();
         let total = lines.len();
         let page: Vec<&str> = lines.iter().skip(offset).take(limit).copied().collect();

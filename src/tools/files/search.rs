@@ -317,16 +317,7 @@ fn search_blocking(ctx: &ToolCtx, args: &Value) -> String {
     let shown_root = arg_str(args, "path")
         .filter(|p| !p.is_empty())
         .unwrap_or(".");
-    let limit = args
-        .get("limit")
-        .and_then(Value::as_i64)
-        .unwrap_or(50)
-        .max(1) as usize;
-    let offset = args
-        .get("offset")
-        .and_then(Value::as_i64)
-        .unwrap_or(0)
-        .max(0) as usize;
+    let (limit, offset) = super::page(args);
     let context = args
         .get("context")
         .and_then(Value::as_i64)

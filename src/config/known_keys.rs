@@ -16,7 +16,7 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "context_file_read_timeout", "credential_pool_strategies", "curator",
     "custom_providers", "dashboard", "database", "delegation", "desktop", "doctor",
     "fallback_model", "file_read_max_chars", "filter_silence_narration", "goals", "honcho",
-    "hooks", "hooks_auto_accept", "human_delay", "kanban", "local_runtime", "logging",
+    "human_delay", "kanban", "local_runtime", "logging",
     "loop_watchdog", "loops", "lsp", "max_concurrent_sessions", "max_live_sessions", "mcp",
     "mcp_discovery_timeout", "mcp_single_query_discovery_timeout", "memory", "moa",
     "model_catalog", "model_overrides", "models_dev", "monitoring", "multiplex_profile_allowlist",

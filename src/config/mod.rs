@@ -13,6 +13,7 @@ mod delivery;
 pub mod durations;
 mod env_overrides;
 mod error;
+mod hooks;
 mod known_keys;
 mod layers;
 mod listeners;
@@ -60,6 +61,10 @@ pub use choice::{
 pub use cron::CronConfig;
 pub use delivery::{DeliveryConfig, MAX_RATE_LIMIT_DEADLINE_SECS};
 pub use error::{ConfigError, ConfigErrors};
+pub use hooks::{
+    DEFAULT_HOOK_TIMEOUT_SECS, FIRED_EVENTS, HOOK_EVENTS, HookSpec, HooksConfig,
+    MAX_HOOK_TIMEOUT_SECS,
+};
 pub use mcp::{DEFAULT_MCP_CONNECT_TIMEOUT, DEFAULT_MCP_TIMEOUT, McpServerConfig, McpTransport};
 pub use mcp_sampling::{McpSampling, SamplingLogLevel};
 pub use media::{AuxVisionConfig, MediaConfig, STT_PROVIDERS, SttConfig, SttOpenAiConfig};

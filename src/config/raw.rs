@@ -63,6 +63,9 @@ pub struct RawConfig {
     pub platform_hints: Option<Value>,
     /// The terminal backend and its keys (read in `terminal.rs`, with `TERMINAL_*`).
     pub terminal: Option<Value>,
+    /// The operator's shell hooks and their consent switch (read in `hooks.rs`).
+    pub hooks: Option<Value>,
+    pub hooks_auto_accept: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -60,6 +60,8 @@ pub struct Config {
     pub prompt: super::prompt::PromptConfig,
     /// `terminal:`: where commands and file tools act.
     pub terminal: super::terminal::TerminalConfig,
+    /// `hooks:` and `hooks_auto_accept`: the operator's shell hooks.
+    pub hooks: super::hooks::HooksConfig,
 }
 
 /// The auxiliary model tasks hermesd runs (Hermes `auxiliary:`).
@@ -116,6 +118,7 @@ impl Default for Config {
             toolsets: super::toolsets::ToolsetsConfig::default(),
             prompt: super::prompt::PromptConfig::default(),
             terminal: super::terminal::TerminalConfig::default(),
+            hooks: super::hooks::HooksConfig::default(),
         }
     }
 }

@@ -163,6 +163,12 @@ pub fn validate(
         ),
         prompt: super::prompt::prompt(&mut issues, raw.agent.as_ref(), raw.platform_hints.as_ref()),
         terminal: super::terminal::terminal(&mut issues, raw.terminal.as_ref(), env),
+        hooks: super::hooks::hooks(
+            &mut issues,
+            raw.hooks.as_ref(),
+            raw.hooks_auto_accept.as_ref(),
+            env,
+        ),
         auxiliary: AuxiliaryConfig {
             title_generation: TitleGenerationConfig {
                 enabled: issues.bool(

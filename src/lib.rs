@@ -12,6 +12,7 @@ pub mod cron;
 pub mod gateway;
 pub mod heap_stats;
 pub mod home;
+pub mod hooks;
 pub mod logging;
 pub mod process;
 pub mod skills;

@@ -21,7 +21,7 @@ const FLOORS: &[&[&str]] = &[
     &["config"],
     &["logging"],
     &["skills", "process"],
-    &["coord"],
+    &["coord", "hooks"],
     &["state"],
     &["cron"],
     &["tools"],

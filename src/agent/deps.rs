@@ -147,6 +147,8 @@ pub struct AgentDeps {
     pub sandboxes: Option<Arc<crate::tools::backend::Sandboxes>>,
     /// `terminal.sandbox_scope`: who shares a sandbox.
     pub sandbox_scope: crate::config::SandboxScope,
+    /// The operator's approved shell hooks (`hooks:`), run around turns and tool calls.
+    pub hooks: Arc<crate::hooks::ShellHooks>,
     /// Shared with [`AgentDeps::reconfigured`] copies, so a reload keeps the lists.
     todos: Arc<Mutex<HashMap<String, Arc<TodoStore>>>>,
     /// The tool definitions offered per platform, reused between model calls; never shared
@@ -234,7 +236,7 @@ impl AgentDeps {
             client,
             registry: builtin_registry(),
             store,
-            settings: AgentSettings::from_config(config, cwd),
+            settings: AgentSettings::from_config(config, cwd.clone()),
             home: home.clone(),
             approvals: Arc::new(ApprovalGate::new(approval, prompts.approval)),
             processes: Arc::new(ProcessRegistry::new()),
@@ -250,6 +252,12 @@ impl AgentDeps {
             env: child_env(home, &loaded.env, &config.terminal.env_passthrough),
             sandboxes: crate::tools::backend::sandboxes(&config.terminal, home.path(), &loaded.env),
             sandbox_scope: config.terminal.sandbox_scope,
+            hooks: Arc::new(crate::hooks::ShellHooks::load(
+                &config.hooks,
+                home,
+                &loaded.env,
+                &cwd,
+            )),
             todos: Arc::new(Mutex::new(HashMap::new())),
             offers: Arc::default(),
         }
@@ -270,6 +278,12 @@ impl AgentDeps {
         copy.limits.terminal_timeout =
             std::time::Duration::from_secs(loaded.config.terminal.timeout_secs);
         copy.limits.keep_cwd = loaded.config.terminal.persistent_shell;
+        copy.hooks = Arc::new(crate::hooks::ShellHooks::load(
+            &loaded.config.hooks,
+            &self.home,
+            &loaded.env,
+            &self.settings.cwd,
+        ));
         copy
     }
 
@@ -292,6 +306,7 @@ impl AgentDeps {
             env: self.env.clone(),
             sandboxes: self.sandboxes.clone(),
             sandbox_scope: self.sandbox_scope,
+            hooks: Arc::clone(&self.hooks),
             todos: Arc::clone(&self.todos),
             offers: Arc::default(),
         }

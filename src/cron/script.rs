@@ -13,10 +13,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use rustix::process::Pid;
-use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::home::HermesHome;
-use crate::process::{command_env, exit_code, find_bash, kill_group};
+use crate::process::{command_env, exit_code, find_bash, kill_group, read_capped};
 
 /// Why a job's script gave no output to use. Its text is what the job's owner reads (in the
 /// alert of a `no_agent` job, or handed to the agent to report).
@@ -128,24 +127,6 @@ pub fn wakes_agent(output: &str) -> bool {
         Ok(serde_json::Value::Object(gate)) => gate.get("wakeAgent") != Some(&false.into()),
         _ => true,
     }
-}
-
-/// Reads a stream to its end, keeping the first `cap` bytes; returns them and the total.
-async fn read_capped(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, usize) {
-    let (mut kept, mut total) = (Vec::new(), 0);
-    let Some(mut stream) = stream else {
-        return (kept, total);
-    };
-    let mut buf = [0u8; 8192];
-    while let Ok(n) = stream.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        total += n;
-        let room = cap.saturating_sub(kept.len());
-        kept.extend_from_slice(&buf[..n.min(room)]);
-    }
-    (kept, total)
 }
 
 /// The stream as text, trimmed, with a note when it was cut and secrets masked.

@@ -9,6 +9,7 @@ pub mod chunk;
 pub mod cluster;
 pub mod cron;
 pub mod delivery;
+pub mod event_hooks;
 pub mod first_run;
 pub mod inbound_media;
 pub mod incident;

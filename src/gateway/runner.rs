@@ -182,6 +182,10 @@ impl GatewayRunner {
             client: options.client,
         })
         .await?;
+        router.live().events.emit(
+            "gateway:startup",
+            serde_json::json!({"platforms": router.platform_names()}),
+        );
         let cron_jobs = super::cron::open_jobs(home, &config).await?;
         let ingress = CancellationToken::new();
         let admin_stop = CancellationToken::new();

@@ -4,9 +4,11 @@
 
 pub mod env;
 pub mod group;
+pub mod output;
 
 pub use env::command_env;
 pub use group::{exit_code, find_bash, kill_group};
+pub use output::read_capped;
 
 /// `text` as one single-quoted POSIX shell word (`'` becomes `'\''`): safe to paste into a
 /// script for `sh` or `bash` whatever it holds.

@@ -8,12 +8,16 @@
 //! "interrupted" result so the history stays well-formed.
 
 mod compression;
+mod hook_points;
 mod journaled;
+mod steer_marker;
 mod tool_round;
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
+
+use steer_marker::append_steer;
 
 use super::budget::IterationBudget;
 use super::deps::AgentDeps;
@@ -85,27 +89,12 @@ pub struct Agent {
     /// Whom the current turn acts for (a guest's turn is offered fewer tools); the
     /// operator unless the gateway says otherwise before each turn.
     caller: crate::tools::context::Caller,
+    /// What the `pre_llm_call` hooks add to this turn's user message (requests only).
+    turn_context: Option<String>,
 }
 
 /// Where `/steer` texts wait for the next tool round of a running turn.
 pub type SteerInbox = Arc<std::sync::Mutex<Vec<String>>>;
-
-const STEER_MARKER_OPEN: &str =
-    "[USER MESSAGE SENT DURING THIS TURN — from the user, not from the tool]";
-const STEER_MARKER_CLOSE: &str = "[/USER MESSAGE SENT DURING THIS TURN]";
-
-/// Appends pending steer texts to a tool result with Hermes's marker.
-fn append_steer(result: &mut String, inbox: Option<&SteerInbox>) {
-    let Some(inbox) = inbox else { return };
-    let texts: Vec<String> = std::mem::take(&mut *inbox.lock().unwrap_or_else(|e| e.into_inner()));
-    if texts.is_empty() {
-        return;
-    }
-    let text = texts.join("\n");
-    result.push_str(&format!(
-        "\n\n{STEER_MARKER_OPEN}\n{text}\n{STEER_MARKER_CLOSE}"
-    ));
-}
 
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -161,6 +150,7 @@ impl Agent {
             request_system: None,
             client: None,
             caller: crate::tools::context::Caller::operator(),
+            turn_context: None,
         })
     }
 
@@ -194,6 +184,7 @@ impl Agent {
             request_system: None,
             client: None,
             caller: crate::tools::context::Caller::operator(),
+            turn_context: None,
         })
     }
 
@@ -225,6 +216,7 @@ impl Agent {
             request_system: None,
             client: None,
             caller: crate::tools::context::Caller::operator(),
+            turn_context: None,
         }
     }
 
@@ -265,10 +257,12 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
+        self.hooks_before_turn().await;
         let outcome = self.continue_turn(events, cancel).await;
         for message in &mut self.history {
             message.images.clear();
         }
+        self.hooks_after_turn(&outcome).await;
         outcome
     }
 
@@ -446,11 +440,17 @@ impl Agent {
                 &self.system_prompt,
                 self.request_system.as_deref(),
             )),
-            messages: self.history.clone(),
+            messages: self.history_with_turn_context(),
             tools,
             max_tokens: None,
             stream: self.deps.settings.stream,
         }
+    }
+
+    fn history_with_turn_context(&self) -> Vec<ChatMessage> {
+        let mut messages = self.history.clone();
+        hook_points::add_turn_context(&mut messages, self.turn_context.as_deref());
+        messages
     }
 
     /// One model call, racing cancellation; `None` when cancelled (nothing is kept).

@@ -137,14 +137,27 @@ async fn run_one(
         },
     );
     let started = Instant::now();
-    let result = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => tool_error(INTERRUPTED_RESULT),
-        result = execute(agent, call, events, cancel) => result,
+    // The operator's pre_tool_call hooks decide before the tool (and its approval) runs.
+    let blocked = agent.hook_blocks(call).await;
+    let result = match &blocked {
+        Some(refusal) => refusal.clone(),
+        None => tokio::select! {
+            biased;
+            _ = cancel.cancelled() => tool_error(INTERRUPTED_RESULT),
+            result = execute(agent, call, events, cancel) => result,
+        },
     };
     // The agent-level tools do not pass the registry's masking; mask them here too.
     let result = crate::logging::mask_secrets(&result);
     let ok = !result.trim_start().starts_with("{\"error\"");
+    let status = match (&blocked, ok) {
+        (Some(_), _) => "blocked",
+        (None, true) => "ok",
+        (None, false) => "error",
+    };
+    agent
+        .hook_after_tool(call, &result, status, started.elapsed())
+        .await;
     emit(
         events,
         AgentEvent::ToolFinished {

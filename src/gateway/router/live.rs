@@ -13,6 +13,7 @@ use crate::agent::AgentDeps;
 use crate::agent::provider::{ModelClient, ProviderError};
 use crate::config::{Config, LoadedConfig};
 use crate::gateway::authorize::AuthPolicy;
+use crate::home::HermesHome;
 
 /// One consistent set of reloadable settings.
 #[derive(Debug)]
@@ -23,6 +24,8 @@ pub struct Live {
     pub auth: AuthPolicy,
     /// The agent's dependencies, or why there is no model provider.
     pub agent: Result<Arc<AgentDeps>, NoProvider>,
+    /// The approved gateway event hooks (`$HERMES_HOME/hooks/`), found again at each reload.
+    pub events: crate::hooks::EventHooks,
 }
 
 /// Why the router has no model to run turns with. Its text is one line saying what to set;
@@ -38,8 +41,13 @@ impl From<ProviderError> for NoProvider {
 }
 
 /// Whether anything the agent's dependencies are built from differs.
-fn agent_inputs_changed(old: &Live, new: &LoadedConfig) -> bool {
+fn agent_inputs_changed(old: &Live, new: &LoadedConfig, home: &HermesHome) -> bool {
     let (a, b) = (&old.config, &new.config);
+    // An approval given since (`hermesd hooks accept`) counts from the reload on.
+    let hooks_changed = match &old.agent {
+        Ok(deps) => !deps.hooks.is_current(&b.hooks, home),
+        Err(_) => false,
+    };
     a.model != b.model
         || a.providers != b.providers
         || a.fallback_providers != b.fallback_providers
@@ -49,6 +57,7 @@ fn agent_inputs_changed(old: &Live, new: &LoadedConfig) -> bool {
         || a.mcp_servers != b.mcp_servers
         || a.terminal != b.terminal
         || old.env != new.env
+        || hooks_changed
 }
 
 /// Applies a validated, reloaded configuration at once. The agent's dependencies are
@@ -61,7 +70,7 @@ pub(super) fn apply_reload(router: &Router, loaded: &LoadedConfig) {
         &loaded.env,
     );
     let old = router.live();
-    let agent = if agent_inputs_changed(&old, loaded) {
+    let agent = if agent_inputs_changed(&old, loaded, &router.home) {
         match (ModelClient::from_config(&loaded.config), &old.agent) {
             (Ok(client), Ok(deps)) => Ok(Arc::new(deps.reconfigured(loaded, client))),
             (Ok(client), Err(_)) => crate::agent::assemble(
@@ -87,6 +96,7 @@ pub(super) fn apply_reload(router: &Router, loaded: &LoadedConfig) {
         env: loaded.env.clone(),
         auth: AuthPolicy::from_config(&loaded.config, &loaded.env),
         agent,
+        events: crate::hooks::EventHooks::start(&router.home, &loaded.env),
     });
     router.live.replace(fresh);
 }

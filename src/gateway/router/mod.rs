@@ -205,6 +205,7 @@ impl Router {
             env: loaded.env.clone(),
             auth,
             agent,
+            events: crate::hooks::EventHooks::start(&home, &loaded.env),
         });
         let gate = Arc::new(Gatekeeper {
             live: live.clone(),

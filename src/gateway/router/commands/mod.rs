@@ -189,6 +189,13 @@ pub(in crate::gateway::router) async fn run_command(
         router.responder.respond(&job, &refusal).await;
         return;
     }
+    let mut context = crate::gateway::event_hooks::chat_context(&job.event.source, &slot.key);
+    context["command"] = name.into();
+    context["args"] = command.args.clone().into();
+    router
+        .live()
+        .events
+        .emit(&format!("command:{name}"), context);
     let ctx = CommandCtx {
         router,
         slot,

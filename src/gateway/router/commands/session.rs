@@ -70,6 +70,10 @@ pub(super) async fn new_session(
             "starting a new session",
         );
     }
+    let events = router.live().events.clone();
+    let context = crate::gateway::event_hooks::chat_context(&event.source, &slot.key);
+    events.emit("session:end", context.clone());
+    events.emit("session:reset", context);
     let name = name.trim();
     if name.is_empty() {
         return "✨ Session reset! Starting fresh.".to_owned();

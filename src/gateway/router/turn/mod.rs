@@ -225,6 +225,11 @@ impl TurnRunner {
         GatewayMetrics::incr(&self.metrics.turns_started);
         let text = start.text;
         let inbound = (event.source.platform.as_str(), event.event_id.as_str());
+        let hook_session = agent.session_id().to_owned();
+        live.events.emit(
+            "agent:start",
+            crate::gateway::event_hooks::agent_context(&event.source, &hook_session, &event.text),
+        );
         let result = if job.api.is_some() && job.resumed {
             // Taken up again after a lost lease, its user message already stored.
             agent.resume_turn(&events, &cancel).await
@@ -237,6 +242,17 @@ impl TurnRunner {
                 .run_journaled_turn(&text, inbound, &events, &cancel)
                 .await
         };
+        if let Ok(outcome) = &result {
+            live.events.emit(
+                "agent:end",
+                crate::gateway::event_hooks::agent_end_context(
+                    &event.source,
+                    &outcome.session_id,
+                    &event.text,
+                    &outcome.reply,
+                ),
+            );
+        }
         drop(budget);
         drop(events);
         drop(typing);

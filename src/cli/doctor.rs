@@ -4,6 +4,7 @@
 
 mod check;
 mod cron;
+mod hooks;
 mod local;
 mod mcp;
 mod network;
@@ -65,6 +66,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &DoctorArgs)
                 args.offline,
                 Duration::from_secs(args.timeout.max(1)),
             ));
+            checks.extend(hooks::checks(loaded, home));
             checks.extend(terminal::checks(
                 loaded,
                 home,

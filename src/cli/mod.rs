@@ -6,6 +6,7 @@ mod cron;
 mod doctor;
 mod format;
 mod health;
+mod hooks;
 mod mcp;
 mod pairing;
 mod run;
@@ -96,6 +97,11 @@ pub enum Command {
         #[command(subcommand)]
         command: mcp::McpCommand,
     },
+    /// List, approve, revoke and try the operator's hooks (`hooks:` and $HERMES_HOME/hooks).
+    Hooks {
+        #[command(subcommand)]
+        command: hooks::HooksCommand,
+    },
     /// Install or remove the systemd unit for this binary and home.
     Service {
         #[command(subcommand)]
@@ -135,6 +141,7 @@ impl Cli {
                 | Command::Health(_)
                 | Command::Service { .. }
                 | Command::Mcp { .. }
+                | Command::Hooks { .. }
                 | Command::State { .. },
             ) => "warn",
             _ => "info",
@@ -164,6 +171,7 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
         Command::Cron { command } => cron::run(&home, &env, command),
         Command::Doctor(args) => doctor::run(&home, &env, &args),
         Command::Mcp { command } => mcp::run(&home, &env, command),
+        Command::Hooks { command } => hooks::run(&home, &env, command),
         Command::Service { command } => service::run(&home, &env, command),
         Command::Health(args) => health::run(&home, &env, &args),
     }

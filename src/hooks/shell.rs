@@ -102,6 +102,22 @@ impl ShellHooks {
         }
     }
 
+    /// Every hook of `config`, approved or not: for `hermesd hooks test`, where the
+    /// operator runs them by hand.
+    pub fn for_test(
+        config: &HooksConfig,
+        home: &HermesHome,
+        env: &BTreeMap<String, String>,
+    ) -> Self {
+        Self {
+            active: config.hooks.clone(),
+            env: crate::process::command_env(env, home),
+            cwd: env
+                .get("HOME")
+                .map_or_else(|| PathBuf::from("/"), PathBuf::from),
+        }
+    }
+
     /// Whether [`ShellHooks::load`] would pick the same hooks now (the config and the
     /// approvals unchanged); a reload rebuilds the hooks when not.
     pub fn is_current(&self, config: &HooksConfig, home: &HermesHome) -> bool {

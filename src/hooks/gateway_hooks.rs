@@ -157,9 +157,18 @@ impl EventHooks {
 
     /// Finds the hooks, reports those without consent, and starts the task that runs the
     /// approved ones (must be called inside the runtime).
-    pub fn start(home: &HermesHome, env: &BTreeMap<String, String>) -> Self {
+    /// `auto_accept` (`hooks_auto_accept`) approves, and records, the hooks not yet approved.
+    pub fn start(home: &HermesHome, env: &BTreeMap<String, String>, auto_accept: bool) -> Self {
         let mut hooks = discover(home);
-        for hook in &hooks {
+        for hook in &mut hooks {
+            if !hook.approved && auto_accept {
+                if let Err(error) =
+                    allowlist::approve(home, CONSENT_EVENT, &hook.consent_key(), None)
+                {
+                    tracing::warn!(hook = %hook.name, %error, "gateway hook approved by hooks_auto_accept, but the approval could not be recorded");
+                }
+                hook.approved = true;
+            }
             if hook.approved {
                 tracing::info!(hook = %hook.name, events = ?hook.events, "gateway hook loaded");
             } else {
@@ -223,7 +232,9 @@ async fn run_handler(
         )
     };
     match run(&command, &stdin, env, &hook.dir, hook.timeout).await {
-        RunOutcome::Exited { code: 0, .. } => {}
+        RunOutcome::Exited { code: 0, .. } => {
+            tracing::info!(hook = %hook.name, %event, "gateway hook ran");
+        }
         RunOutcome::Exited { code, stderr, .. } => {
             let stderr: String = stderr.trim().chars().take(400).collect();
             tracing::warn!(hook = %hook.name, %event, code, %stderr, "gateway hook failed");

@@ -38,6 +38,27 @@ pub async fn start_at(
     tail: &str,
     env: &[(&str, &str)],
 ) -> Rig {
+    start_inner(base_url, |_| {}, extra, tail, env).await
+}
+
+/// As [`start`], with `prepare` run on the home after config.yaml is written and before
+/// the daemon starts (files the daemon reads at start-up).
+pub async fn start_prepared(
+    prepare: impl FnOnce(&std::path::Path),
+    extra: &str,
+    tail: &str,
+    env: &[(&str, &str)],
+) -> Rig {
+    start_inner(|url| url.to_owned(), prepare, extra, tail, env).await
+}
+
+async fn start_inner(
+    base_url: impl FnOnce(&str) -> String,
+    prepare: impl FnOnce(&std::path::Path),
+    extra: &str,
+    tail: &str,
+    env: &[(&str, &str)],
+) -> Rig {
     let telegram = FakeTelegram::start().await;
     let base_url = base_url(&telegram.url());
     let model = FakeModel::start().await;
@@ -51,6 +72,7 @@ pub async fn start_at(
         "telegram:\n  enabled: true\n  extra:\n    base_url: \"{base_url}\"\n    poll_timeout_seconds: 1\n{extra}{tail}"
     );
     std::fs::write(home.path().join("config.yaml"), config).expect("write config.yaml");
+    prepare(home.path());
     let mut vars = daemon_env(home.path(), &model);
     for (k, v) in env {
         vars.retain(|(key, _)| key != k);

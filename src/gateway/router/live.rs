@@ -96,7 +96,11 @@ pub(super) fn apply_reload(router: &Router, loaded: &LoadedConfig) {
         env: loaded.env.clone(),
         auth: AuthPolicy::from_config(&loaded.config, &loaded.env),
         agent,
-        events: crate::hooks::EventHooks::start(&router.home, &loaded.env),
+        events: crate::hooks::EventHooks::start(
+            &router.home,
+            &loaded.env,
+            loaded.config.hooks.auto_accept,
+        ),
     });
     router.live.replace(fresh);
 }

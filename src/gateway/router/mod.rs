@@ -205,7 +205,11 @@ impl Router {
             env: loaded.env.clone(),
             auth,
             agent,
-            events: crate::hooks::EventHooks::start(&home, &loaded.env),
+            events: crate::hooks::EventHooks::start(
+                &home,
+                &loaded.env,
+                loaded.config.hooks.auto_accept,
+            ),
         });
         let gate = Arc::new(Gatekeeper {
             live: live.clone(),

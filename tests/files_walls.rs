@@ -135,6 +135,42 @@ async fn protected_writes_are_refused_where_nobody_can_be_asked() {
     assert_eq!(notes["bytes_written"], 5, "{notes}");
 }
 
+/// Hooks run with the operator's rights: the model must not add one (config.yaml, a
+/// `hooks/<name>/` handler) nor approve one (the allowlist), even with a made-up approval.
+#[tokio::test]
+async fn the_model_cannot_add_or_approve_a_hook_with_file_tools() {
+    let f = fixture();
+    let approval = r#"{"approvals": [{"event": "gateway_hook", "command": "/x/handler"}]}"#;
+    for (path, content, what) in [
+        (
+            "~/shell-hooks-allowlist.json",
+            approval,
+            "the hooks allowlist",
+        ),
+        (
+            "~/hooks/evil/HOOK.yaml",
+            "events: [agent:start]",
+            "a gateway hook",
+        ),
+        (
+            "~/hooks/evil/handler",
+            "#!/bin/sh\nid",
+            "a gateway hook handler",
+        ),
+        ("~/config.yaml", "hooks: {}", "the configuration's hooks"),
+    ] {
+        let written = run(
+            &f.ctx,
+            "write_file",
+            json!({"path": path, "content": content}),
+        )
+        .await;
+        assert_refused_for_approval(&written, what);
+    }
+    assert!(!f.home.join("shell-hooks-allowlist.json").exists());
+    assert!(!f.home.join("hooks").exists());
+}
+
 #[tokio::test]
 async fn a_symlink_does_not_disguise_a_protected_place() {
     let f = fixture();

@@ -133,6 +133,22 @@ const HOME_WRITE: &[(&str, bool, Guarded)] = &[
             "the hooks directory (hooks run with the operator's rights)",
         ),
     ),
+    (
+        "shell-hooks-allowlist.json",
+        false,
+        g(
+            "hermes-hooks",
+            "the hooks allowlist (an approved hook runs with the operator's rights)",
+        ),
+    ),
+    (
+        "shell-hooks-allowlist.json.lock",
+        false,
+        g(
+            "hermes-hooks",
+            "the hooks allowlist (an approved hook runs with the operator's rights)",
+        ),
+    ),
     ("state.db", false, STATE_DB),
     ("state.db-wal", false, STATE_DB),
     ("state.db-shm", false, STATE_DB),
@@ -328,6 +344,19 @@ mod tests {
         assert_eq!(key("/home/ann/.hermes/.env"), Some("hermes-secrets"));
         assert_eq!(key("/home/ann/.hermes/config.yaml"), Some("hermes-config"));
         assert_eq!(key("/home/ann/.hermes/state.db-wal"), Some("state-db"));
+        // Who may add or approve a hook: the operator only (SECURITY.md).
+        assert_eq!(
+            key("/home/ann/.hermes/shell-hooks-allowlist.json"),
+            Some("hermes-hooks")
+        );
+        assert_eq!(
+            key("/home/ann/.hermes/hooks/audit/HOOK.yaml"),
+            Some("hermes-hooks")
+        );
+        assert_eq!(
+            key("/home/ann/.hermes/hooks/../shell-hooks-allowlist.json"),
+            Some("hermes-hooks")
+        );
         assert_eq!(key("/home/ann/.hermes/memories/MEMORY.md"), None);
         assert_eq!(key("/home/ann/.hermes/SOUL.md"), None);
     }

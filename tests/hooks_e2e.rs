@@ -52,12 +52,21 @@ async fn a_blocking_pre_tool_call_hook_stops_the_terminal_and_the_model_reads_wh
             seen.display()
         ),
     );
-    let marker = scripts.path().join("marker");
-    let tail = hooks_block(
-        "pre_tool_call",
-        &guard,
-        "      matcher: \"terminal\"\n      timeout: 30\nhooks_auto_accept: true\n",
+    let note = scripts.path().join("note.sh");
+    script(
+        &note,
+        "cat > /dev/null\necho '{\"context\": \"Operator note ZQ91: the marker is sacred\"}'",
     );
+    let marker = scripts.path().join("marker");
+    let tail = format!(
+        "{}  pre_llm_call:\n    - command: \"{}\"\n",
+        hooks_block(
+            "pre_tool_call",
+            &guard,
+            "      matcher: \"terminal\"\n      timeout: 30\n",
+        ),
+        note.display()
+    ) + "hooks_auto_accept: true\n";
     let rig = start("", &tail, &[]).await;
     let command = format!("touch '{}'", marker.display());
     rig.model.push(Step::Reply(Reply::tool_call(
@@ -69,6 +78,13 @@ async fn a_blocking_pre_tool_call_hook_stops_the_terminal_and_the_model_reads_wh
         .await;
 
     assert!(!marker.exists(), "the blocked command ran");
+    // The pre_llm_call hook's context reached the turn's user message in the requests.
+    let saw = rig.model_saw();
+    assert!(
+        saw.first()
+            .is_some_and(|t| t.starts_with("make the marker") && t.contains("ZQ91")),
+        "{saw:?}"
+    );
     let results = rig.tool_results();
     let last = results.last().expect("a tool result");
     assert!(

@@ -31,131 +31,142 @@ fn extra(fields: Value) -> Map<String, Value> {
     }
 }
 
-impl Agent {
-    fn hook_payload(&self, fields: Value) -> Payload {
-        Payload {
-            session_id: self.session_id.clone(),
-            cwd: self.deps.settings.cwd.display().to_string(),
-            extra: extra(fields),
-            ..Payload::default()
-        }
-    }
+// Free functions, not `impl Agent`: the agent's methods stay in few files.
 
-    fn last_user_text(&self) -> String {
-        self.history
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::User)
-            .and_then(|m| m.content.clone())
-            .unwrap_or_default()
+fn hook_payload(agent: &Agent, fields: Value) -> Payload {
+    Payload {
+        session_id: agent.session_id.clone(),
+        cwd: agent.deps.settings.cwd.display().to_string(),
+        extra: extra(fields),
+        ..Payload::default()
     }
+}
 
-    /// `on_session_start` (first turn) and `pre_llm_call`; keeps the hooks' context for this
-    /// turn's requests.
-    pub(super) async fn hooks_before_turn(&mut self) {
-        self.turn_context = None;
-        let hooks = std::sync::Arc::clone(&self.deps.hooks);
-        if hooks.is_empty() {
-            return;
-        }
-        let first_turn = self
-            .history
-            .iter()
-            .filter(|m| m.role != Role::System)
-            .count()
-            == 1;
-        let model = self.model_name();
-        if first_turn {
-            let payload = self.hook_payload(json!({"model": model, "platform": self.platform}));
-            hooks.notify("on_session_start", &payload).await;
-        }
-        let payload = self.hook_payload(json!({
-            "user_message": self.last_user_text(),
+fn last_user_text(agent: &Agent) -> String {
+    agent
+        .history
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .and_then(|m| m.content.clone())
+        .unwrap_or_default()
+}
+
+/// `on_session_start` (first turn) and `pre_llm_call`; keeps the hooks' context for this
+/// turn's requests.
+pub(super) async fn before_turn(agent: &mut Agent) {
+    agent.turn_context = None;
+    let hooks = std::sync::Arc::clone(&agent.deps.hooks);
+    if hooks.is_empty() {
+        return;
+    }
+    let first_turn = agent
+        .history
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .count()
+        == 1;
+    let model = agent.model_name();
+    if first_turn {
+        let payload = hook_payload(agent, json!({"model": model, "platform": agent.platform}));
+        hooks.notify("on_session_start", &payload).await;
+    }
+    let payload = hook_payload(
+        agent,
+        json!({
+            "user_message": last_user_text(agent),
             "is_first_turn": first_turn,
             "model": model,
-            "platform": self.platform,
-            "sender_id": self.caller.user_id.clone().unwrap_or_default(),
-        }));
-        self.turn_context = hooks.context(&payload).await;
-    }
+            "platform": agent.platform,
+            "sender_id": agent.caller.user_id.clone().unwrap_or_default(),
+        }),
+    );
+    agent.turn_context = hooks.context(&payload).await;
+}
 
-    /// `post_llm_call` (when the turn answered) and `on_session_end`.
-    pub(super) async fn hooks_after_turn(&mut self, outcome: &Result<TurnOutcome, AgentError>) {
-        self.turn_context = None;
-        let hooks = std::sync::Arc::clone(&self.deps.hooks);
-        if hooks.is_empty() {
-            return;
-        }
-        let model = self.model_name();
-        let completed = matches!(outcome, Ok(o) if !o.interrupted);
-        if let Ok(done) = outcome
-            && completed
-        {
-            let payload = self.hook_payload(json!({
-                "user_message": self.last_user_text(),
+/// `post_llm_call` (when the turn answered) and `on_session_end`.
+pub(super) async fn after_turn(agent: &mut Agent, outcome: &Result<TurnOutcome, AgentError>) {
+    agent.turn_context = None;
+    let hooks = std::sync::Arc::clone(&agent.deps.hooks);
+    if hooks.is_empty() {
+        return;
+    }
+    let model = agent.model_name();
+    let completed = matches!(outcome, Ok(o) if !o.interrupted);
+    if let Ok(done) = outcome
+        && completed
+    {
+        let payload = hook_payload(
+            agent,
+            json!({
+                "user_message": last_user_text(agent),
                 "assistant_response": done.reply,
                 "model": model,
-                "platform": self.platform,
-            }));
-            hooks.notify("post_llm_call", &payload).await;
-        }
-        let interrupted = matches!(outcome, Ok(o) if o.interrupted);
-        let payload = self.hook_payload(json!({
+                "platform": agent.platform,
+            }),
+        );
+        hooks.notify("post_llm_call", &payload).await;
+    }
+    let interrupted = matches!(outcome, Ok(o) if o.interrupted);
+    let payload = hook_payload(
+        agent,
+        json!({
             "completed": completed,
             "interrupted": interrupted,
             "model": model,
-            "platform": self.platform,
-        }));
-        hooks.notify("on_session_end", &payload).await;
-    }
+            "platform": agent.platform,
+        }),
+    );
+    hooks.notify("on_session_end", &payload).await;
+}
 
-    fn tool_payload(&self, call: &ToolCall, fields: Value) -> Payload {
-        let mut payload = self.hook_payload(fields);
-        payload.tool_name = Some(call.name.clone());
-        payload.tool_input = serde_json::from_str(&call.arguments).ok();
-        payload
-            .extra
-            .insert("tool_call_id".to_owned(), Value::String(call.id.clone()));
-        payload
-    }
+fn tool_payload(agent: &Agent, call: &ToolCall, fields: Value) -> Payload {
+    let mut payload = hook_payload(agent, fields);
+    payload.tool_name = Some(call.name.clone());
+    payload.tool_input = serde_json::from_str(&call.arguments).ok();
+    payload
+        .extra
+        .insert("tool_call_id".to_owned(), Value::String(call.id.clone()));
+    payload
+}
 
-    /// `pre_tool_call`: the tool result the model gets instead of running `call`, when a
-    /// hook blocks it.
-    pub(super) async fn hook_blocks(&self, call: &ToolCall) -> Option<String> {
-        let reason = self
-            .deps
-            .hooks
-            .block_reason(&self.tool_payload(call, json!({})))
-            .await?;
-        tracing::info!(session_id = %self.session_id, tool = %call.name, %reason,
-            "tool call blocked by a pre_tool_call hook");
-        Some(crate::tools::tool_error(format!(
-            "{BLOCKED_PREFIX}: {reason}"
-        )))
-    }
+/// `pre_tool_call`: the tool result the model gets instead of running `call`, when a
+/// hook blocks it.
+pub(super) async fn blocked(agent: &Agent, call: &ToolCall) -> Option<String> {
+    let reason = agent
+        .deps
+        .hooks
+        .block_reason(&tool_payload(agent, call, json!({})))
+        .await?;
+    tracing::info!(session_id = %agent.session_id, tool = %call.name, %reason,
+        "tool call blocked by a pre_tool_call hook");
+    Some(crate::tools::tool_error(format!(
+        "{BLOCKED_PREFIX}: {reason}"
+    )))
+}
 
-    /// `post_tool_call` with the call's result (`status`: ok, error or blocked).
-    pub(super) async fn hook_after_tool(
-        &self,
-        call: &ToolCall,
-        result: &str,
-        status: &str,
-        took: Duration,
-    ) {
-        if !self.deps.hooks.listens("post_tool_call") {
-            return;
-        }
-        let result: String = result.chars().take(RESULT_CHARS).collect();
-        let payload = self.tool_payload(
-            call,
-            json!({
-                "result": result,
-                "status": status,
-                "duration_ms": u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
-            }),
-        );
-        self.deps.hooks.notify("post_tool_call", &payload).await;
+/// `post_tool_call` with the call's result (`status`: ok, error or blocked).
+pub(super) async fn after_tool(
+    agent: &Agent,
+    call: &ToolCall,
+    result: &str,
+    status: &str,
+    took: Duration,
+) {
+    if !agent.deps.hooks.listens("post_tool_call") {
+        return;
     }
+    let result: String = result.chars().take(RESULT_CHARS).collect();
+    let payload = tool_payload(
+        agent,
+        call,
+        json!({
+            "result": result,
+            "status": status,
+            "duration_ms": u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        }),
+    );
+    agent.deps.hooks.notify("post_tool_call", &payload).await;
 }
 
 /// The request's copy of the turn's user message with the hooks' context added.

@@ -257,12 +257,12 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
-        self.hooks_before_turn().await;
+        hook_points::before_turn(self).await;
         let outcome = self.continue_turn(events, cancel).await;
         for message in &mut self.history {
             message.images.clear();
         }
-        self.hooks_after_turn(&outcome).await;
+        hook_points::after_turn(self, &outcome).await;
         outcome
     }
 

@@ -138,7 +138,7 @@ async fn run_one(
     );
     let started = Instant::now();
     // The operator's pre_tool_call hooks decide before the tool (and its approval) runs.
-    let blocked = agent.hook_blocks(call).await;
+    let blocked = super::hook_points::blocked(agent, call).await;
     let result = match &blocked {
         Some(refusal) => refusal.clone(),
         None => tokio::select! {
@@ -155,9 +155,7 @@ async fn run_one(
         (None, true) => "ok",
         (None, false) => "error",
     };
-    agent
-        .hook_after_tool(call, &result, status, started.elapsed())
-        .await;
+    super::hook_points::after_tool(agent, call, &result, status, started.elapsed()).await;
     emit(
         events,
         AgentEvent::ToolFinished {

@@ -2,7 +2,8 @@
 //! `pre_tool_call` hook blocks a terminal command and the model is told why; a hook that
 //! hangs is killed with its process group at its timeout and the turn still answers; a hook
 //! the operator has not approved does not run and the daemon says so; a gateway hook
-//! (`hooks/<name>/HOOK.yaml` + an executable handler) gets agent:start and agent:end.
+//! (`hooks/<name>/HOOK.yaml` + an executable handler) gets session:start, agent:start and
+//! agent:end.
 
 mod support;
 #[path = "telegram_support/mod.rs"]
@@ -183,6 +184,12 @@ async fn a_hook_without_the_operators_consent_does_not_run() {
     let listed = cli(rig.home.path(), &["hooks", "list"]);
     let text = String::from_utf8_lossy(&listed.stdout);
     assert!(text.contains("NO (does not run)"), "{text}");
+    let doctor = cli(rig.home.path(), &["doctor", "--offline"]);
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        text.contains("is not approved by the operator: it does not run"),
+        "{text}"
+    );
     // The approval `hermesd hooks accept` records is what `list` and the daemon read.
     let accepted = cli(rig.home.path(), &["hooks", "accept"]);
     let text = String::from_utf8_lossy(&accepted.stdout);
@@ -203,7 +210,7 @@ async fn a_gateway_hook_handler_gets_agent_start_and_end_on_stdin() {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(
                 dir.join("HOOK.yaml"),
-                "name: audit\ndescription: keeps what agents do\nevents: [agent:start, agent:end]\n",
+                "name: audit\ndescription: keeps what agents do\nevents: [\"session:*\", agent:start, agent:end]\n",
             )
             .unwrap();
             script(
@@ -241,14 +248,23 @@ async fn a_gateway_hook_handler_gets_agent_start_and_end_on_stdin() {
             (arg, serde_json::from_str(body).unwrap())
         })
         .collect();
-    assert_eq!(lines.len(), 2, "{text}");
-    let (arg, start) = &lines[0];
+    assert_eq!(lines.len(), 3, "{text}");
+    let (arg, session) = &lines[0];
+    assert_eq!(
+        *arg, "session:start",
+        "a new chat's first message opens a session"
+    );
+    let (arg, start) = &lines[1];
     assert_eq!(*arg, "agent:start");
     assert_eq!(start["event"], "agent:start");
     assert_eq!(start["context"]["platform"], "telegram");
     assert_eq!(start["context"]["user_id"], "7");
     assert_eq!(start["context"]["message"], "hi there");
-    let (arg, end) = &lines[1];
+    assert_eq!(
+        session["context"]["session_id"],
+        start["context"]["session_id"]
+    );
+    let (arg, end) = &lines[2];
     assert_eq!(*arg, "agent:end");
     assert_eq!(end["context"]["response"], "hello from the agent");
     assert_eq!(

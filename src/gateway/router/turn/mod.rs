@@ -226,6 +226,11 @@ impl TurnRunner {
         let text = start.text;
         let inbound = (event.source.platform.as_str(), event.event_id.as_str());
         let hook_session = agent.session_id().to_owned();
+        if agent.history().is_empty() {
+            let mut context = crate::gateway::event_hooks::chat_context(&event.source, &slot.key);
+            context["session_id"] = hook_session.clone().into();
+            live.events.emit("session:start", context);
+        }
         live.events.emit(
             "agent:start",
             crate::gateway::event_hooks::agent_context(&event.source, &hook_session, &event.text),

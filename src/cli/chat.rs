@@ -84,6 +84,39 @@ fn stdin_lines() -> Lines {
     Arc::new(Mutex::new(rx))
 }
 
+/// At a terminal the operator is present: each configured hook not yet approved is shown
+/// and approved on "y" (recorded in the allowlist, as Hermes asks on first use). Anything
+/// else leaves it off for this run.
+async fn ask_hook_consent(home: &HermesHome, loaded: &config::LoadedConfig, lines: &Lines) {
+    if loaded.config.hooks.auto_accept {
+        return;
+    }
+    let user_home = loaded.env.get("HOME").map(std::path::PathBuf::from);
+    for (spec, consent) in crate::hooks::consent_of(&loaded.config.hooks, home) {
+        if consent == crate::hooks::Consent::Approved {
+            continue;
+        }
+        eprint!(
+            "\n⚠️  A hook from config.yaml wants to run commands as you:\n    event:   {}\n    command: {}\n   approve it? [y/N] ",
+            spec.event, spec.command
+        );
+        let _ = std::io::stderr().flush();
+        let answer = lines.lock().await.recv().await.unwrap_or_default();
+        if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+            if let Err(e) = crate::hooks::allowlist::approve(
+                home,
+                &spec.event,
+                &spec.command,
+                user_home.as_deref(),
+            ) {
+                eprintln!("error: the approval could not be recorded: {e}");
+            }
+        } else {
+            eprintln!("not approved: this hook does not run");
+        }
+    }
+}
+
 /// Asks about a dangerous command on the terminal.
 fn approval_prompt(lines: Lines) -> ApprovalPrompt {
     Arc::new(move |request: ApprovalRequest| {
@@ -157,6 +190,9 @@ async fn chat(
     } else {
         UserPrompts::default()
     };
+    if interactive && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        ask_hook_consent(home, loaded, &lines).await;
+    }
     let mcp = crate::agent::assembly::start_mcp(loaded);
     mcp.settled().await;
     let deps = match crate::agent::assemble(home, loaded, store.clone(), prompts, None, &mcp) {

@@ -210,7 +210,7 @@ async fn a_gateway_hook_handler_gets_agent_start_and_end_on_stdin() {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(
                 dir.join("HOOK.yaml"),
-                "name: audit\ndescription: keeps what agents do\nevents: [\"session:*\", agent:start, agent:end]\n",
+                "name: audit\ndescription: keeps what agents do\nevents: [\"session:*\", \"agent:*\"]\n",
             )
             .unwrap();
             script(
@@ -248,7 +248,8 @@ async fn a_gateway_hook_handler_gets_agent_start_and_end_on_stdin() {
             (arg, serde_json::from_str(body).unwrap())
         })
         .collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    // session:start, agent:start, agent:step (one model call), agent:end.
+    assert_eq!(lines.len(), 4, "{text}");
     let (arg, session) = &lines[0];
     assert_eq!(
         *arg, "session:start",
@@ -264,7 +265,10 @@ async fn a_gateway_hook_handler_gets_agent_start_and_end_on_stdin() {
         session["context"]["session_id"],
         start["context"]["session_id"]
     );
-    let (arg, end) = &lines[2];
+    let (arg, step) = &lines[2];
+    assert_eq!(*arg, "agent:step");
+    assert_eq!(step["context"]["iteration"], 1);
+    let (arg, end) = &lines[3];
     assert_eq!(*arg, "agent:end");
     assert_eq!(end["context"]["response"], "hello from the agent");
     assert_eq!(

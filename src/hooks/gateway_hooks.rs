@@ -9,8 +9,8 @@
 //!   stdin, `{"event": "<event>", "context": {...}}`.
 //!
 //! Events: `gateway:startup`, `session:start`, `session:end`, `session:reset`, `agent:start`,
-//! `agent:end` and `command:<name>` (Hermes's `agent:step` is not sent yet); a hook may list
-//! `<kind>:*` to get every event of a kind. Handlers run one at a time, in order, off the gateway's path: an error or
+//! `agent:step`, `agent:end` and `command:<name>`; a hook may list `<kind>:*` to get every
+//! event of a kind. Handlers run one at a time, in order, off the gateway's path: an error or
 //! a hang (killed at its timeout) is logged and never delays a reply. Like shell hooks, a
 //! handler runs only with the operator's consent, recorded in the same allowlist under the
 //! event `gateway_hook` and the handler's path.

@@ -221,11 +221,12 @@ impl TurnRunner {
                     )
                 })
             });
-        let forwarder = progress::spawn_progress(&self.responder, &live, job, progress);
+        let hook_session = agent.session_id().to_owned();
+        let forwarder =
+            progress::spawn_progress(&self.responder, &live, job, &hook_session, progress);
         GatewayMetrics::incr(&self.metrics.turns_started);
         let text = start.text;
         let inbound = (event.source.platform.as_str(), event.event_id.as_str());
-        let hook_session = agent.session_id().to_owned();
         if agent.history().is_empty() {
             let mut context = crate::gateway::event_hooks::chat_context(&event.source, &slot.key);
             context["session_id"] = hook_session.clone().into();
@@ -247,6 +248,14 @@ impl TurnRunner {
                 .run_journaled_turn(&text, inbound, &events, &cancel)
                 .await
         };
+        drop(budget);
+        drop(events);
+        drop(typing);
+        let preview = match forwarder {
+            Some(forwarder) => forwarder.await.ok().flatten(),
+            None => None,
+        };
+        // After the progress forwarder ended: its agent:step events are queued before this.
         if let Ok(outcome) = &result {
             live.events.emit(
                 "agent:end",
@@ -258,13 +267,6 @@ impl TurnRunner {
                 ),
             );
         }
-        drop(budget);
-        drop(events);
-        drop(typing);
-        let preview = match forwarder {
-            Some(forwarder) => forwarder.await.ok().flatten(),
-            None => None,
-        };
         // A completed turn edits its streamed preview into the reply (`respond_by_edit`);
         // any other outcome removes the preview before answering.
         let completed = matches!(&result, Ok(outcome) if !outcome.interrupted);

@@ -19,6 +19,7 @@ pub(in crate::gateway::router) fn spawn_progress(
     responder: &Arc<Responder>,
     live: &Live,
     job: &Job,
+    session_id: &str,
     mut progress: crate::agent::EventStream,
 ) -> Option<tokio::task::JoinHandle<Option<String>>> {
     if let Some(api) = &job.api {
@@ -48,12 +49,29 @@ pub(in crate::gateway::router) fn spawn_progress(
     let mut preview = streaming.then(|| StreamPreview::new(&live.config.streaming));
     let responder = responder.clone();
     let source = job.event.source.clone();
+    let hooks = live.events.clone();
+    let session_id = session_id.to_owned();
     // Its lines and edits are checked against the turn's session hold
     // (`gateway/delivery/fenced.rs`): a refused one is skipped.
     Some(tokio::spawn(crate::coord::inherit_fence(async move {
         let mut last_tool = String::new();
+        // The tools started since the last model call, for the `agent:step` gateway hook.
+        let mut step_tools: Vec<String> = Vec::new();
         while let Some(event) = progress.recv().await {
             match event {
+                AgentEvent::Step { iteration } => {
+                    let names = std::mem::take(&mut step_tools);
+                    hooks.emit(
+                        "agent:step",
+                        serde_json::json!({
+                            "platform": source.platform,
+                            "user_id": source.user_id.clone().unwrap_or_default(),
+                            "session_id": session_id,
+                            "iteration": iteration,
+                            "tool_names": names,
+                        }),
+                    );
+                }
                 AgentEvent::Delta(text) => {
                     if let Some(preview) = preview.as_mut() {
                         preview.push(&responder, &source, &text).await;
@@ -76,6 +94,7 @@ pub(in crate::gateway::router) fn spawn_progress(
                         ToolProgress::All | ToolProgress::Verbose => true,
                     };
                     last_tool = name.clone();
+                    step_tools.push(name.clone());
                     if show {
                         let line = if args.is_empty() {
                             format!("{emoji} {name}")

@@ -69,7 +69,15 @@ async fn a_blocking_pre_tool_call_hook_stops_the_terminal_and_the_model_reads_wh
         note.display()
     ) + "hooks_auto_accept: true\n";
     let rig = start("", &tail, &[]).await;
-    let command = format!("touch '{}'", marker.display());
+    // A command that would ask the owner's approval: the hook decides first, so nobody is
+    // asked (an unanswered prompt would hold the turn past the wait).
+    let victim = scripts.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    let command = format!(
+        "rm -rf '{}' && touch '{}'",
+        victim.display(),
+        marker.display()
+    );
     rig.model.push(Step::Reply(Reply::tool_call(
         "terminal",
         json!({"command": command}),
@@ -79,6 +87,12 @@ async fn a_blocking_pre_tool_call_hook_stops_the_terminal_and_the_model_reads_wh
         .await;
 
     assert!(!marker.exists(), "the blocked command ran");
+    assert!(victim.exists(), "the blocked command ran");
+    assert!(
+        rig.sent_to(7).iter().all(|m| m.reply_markup.is_none()),
+        "a blocked call asked for approval: {:?}",
+        rig.sent_to(7)
+    );
     // The pre_llm_call hook's context reached the turn's user message in the requests.
     let saw = rig.model_saw();
     assert!(

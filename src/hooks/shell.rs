@@ -272,6 +272,28 @@ mod tests {
         assert_eq!(consent_of(&config, &home)[0].1, Consent::Approved);
     }
 
+    #[test]
+    fn a_new_approval_or_a_changed_block_makes_the_loaded_hooks_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = HermesHome::at(dir.path());
+        let config = HooksConfig {
+            hooks: vec![spec("pre_tool_call", "/bin/true")],
+            auto_accept: false,
+        };
+        let hooks = ShellHooks::load(&config, &home, &env(), dir.path());
+        assert!(hooks.is_current(&config, &home));
+        allowlist::approve(&home, "pre_tool_call", "/bin/true", None).unwrap();
+        assert!(
+            !hooks.is_current(&config, &home),
+            "the approval counts at reload"
+        );
+        let hooks = ShellHooks::load(&config, &home, &env(), dir.path());
+        assert!(hooks.is_current(&config, &home));
+        let mut changed = config.clone();
+        changed.hooks[0].timeout_secs = 5;
+        assert!(!hooks.is_current(&changed, &home));
+    }
+
     #[tokio::test]
     async fn the_matcher_picks_the_tools_and_the_environment_has_no_secrets() {
         let dir = tempfile::tempdir().unwrap();

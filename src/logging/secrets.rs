@@ -135,6 +135,9 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
             collect_extra(key, value, &mut values);
         }
     }
+    for (key, value) in &platforms.webhook.extra.0 {
+        collect_extra(key, value, &mut values);
+    }
     values.extend(found.into_iter().map(|s| s.expose().to_owned()));
     if let Some(url) = &config.state.postgres_url {
         values.push(url.expose().to_owned());

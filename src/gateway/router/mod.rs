@@ -538,6 +538,12 @@ impl Router {
     /// "running" and the worker goes on with the next job instead of dying with the slot
     /// wedged.
     async fn run_job(&self, slot: &Arc<Slot>, job: Job) {
+        // A `deliver_only` webhook route: the event's text is its own answer, no agent runs.
+        if job.event.reply_target.as_ref().is_some_and(|t| t.verbatim) {
+            let text = job.event.text.clone();
+            self.responder.respond(&job, &text).await;
+            return;
+        }
         let copy = job.clone();
         let command = match job.event.source.platform == API_PLATFORM {
             true => None,

@@ -171,6 +171,17 @@ async fn a_signed_pull_request_runs_once_and_comments_once() {
     assert_eq!(model.requests().len(), 2);
     assert_eq!(github.comments()[1].number, 8);
     assert_eq!(journaled(home.path()), 2);
+    // Each delivery was its own session, closed when its run ended.
+    let db = rusqlite::Connection::open(home.path().join("state.db")).unwrap();
+    let closed = || -> i64 {
+        db.query_row(
+            "SELECT COUNT(*) FROM sessions WHERE source = 'webhook' AND end_reason = 'webhook_complete'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap()
+    };
+    wait_until("both webhook sessions are closed", WAIT, || closed() == 2).await;
     daemon.terminate();
 }
 
@@ -415,5 +426,95 @@ async fn webhook_text_is_content_not_a_command_and_deliver_only_skips_the_model(
     assert_eq!(answer.chat_id, 4242);
     assert_eq!(model.requests().len(), 1);
     assert_eq!(model.requests()[0].last_message_text(), "/yolo");
+    daemon.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_added_while_running_is_served_without_a_restart() {
+    let github = FakeGithub::start().await;
+    let model = FakeModel::start().await;
+    model.push(Step::Reply(Reply::text("Seen the build.")));
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), config(&github, "")).unwrap();
+    let (daemon, url) = start(home.path(), &env(home.path(), &model)).await;
+    let body = br#"{"message": "build 41 failed"}"#.to_vec();
+    let post = |secret: &'static str| {
+        let (url, body) = (url.clone(), body.clone());
+        async move {
+            reqwest::Client::new()
+                .post(format!("{url}/webhooks/ci"))
+                .header("x-github-event", "check_run")
+                .header("x-github-delivery", "s-1")
+                .header(
+                    "x-hub-signature-256",
+                    hermes_webhook::signature::github_signature(secret, &body),
+                )
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    assert_eq!(post("ci-secret-1").await, 404);
+
+    let home_dir = home.path().to_path_buf();
+    let added = tokio::task::spawn_blocking(move || {
+        support::daemon::cli(
+            &home_dir,
+            &[
+                "webhook",
+                "subscribe",
+                "CI",
+                "--prompt",
+                "CI says: {message}",
+                "--secret",
+                "ci-secret-1",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let file = home.path().join("webhook_subscriptions.json");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    assert_eq!(post("wrong").await, 401);
+    assert_eq!(post("ci-secret-1").await, 202);
+    wait_until("the answer is logged", WAIT, || {
+        daemon.logs().iter().any(|l| l.contains("Seen the build."))
+    })
+    .await;
+    assert!(
+        model.requests()[0]
+            .last_message_text()
+            .contains("CI says: build 41 failed")
+    );
+
+    // A listing never prints the secret; a removed route is gone at once.
+    let home_dir = home.path().to_path_buf();
+    let (listed, removed) = tokio::task::spawn_blocking(move || {
+        (
+            support::daemon::cli(&home_dir, &["webhook", "list", "--json"]),
+            support::daemon::cli(&home_dir, &["webhook", "remove", "ci"]),
+        )
+    })
+    .await
+    .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+    assert!(
+        listed.contains("\"ci\"") && !listed.contains("ci-secret-1"),
+        "{listed}"
+    );
+    assert!(removed.status.success());
+    assert_eq!(post("ci-secret-1").await, 404);
     daemon.terminate();
 }

@@ -12,6 +12,7 @@ mod run;
 mod service;
 mod sessions;
 mod state_cmd;
+mod webhook;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -103,6 +104,11 @@ pub enum Command {
     },
     /// Ask the running daemon's admin API whether it is up (exit 0) or not (exit 1).
     Health(health::HealthArgs),
+    /// Manage webhook subscriptions (webhook_subscriptions.json, shared with `hermes webhook`).
+    Webhook {
+        #[command(subcommand)]
+        command: webhook::WebhookCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -166,6 +172,7 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
         Command::Mcp { command } => mcp::run(&home, &env, command),
         Command::Service { command } => service::run(&home, &env, command),
         Command::Health(args) => health::run(&home, &env, &args),
+        Command::Webhook { command } => webhook::run(&home, &env, command),
     }
 }
 

@@ -29,7 +29,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
-use hermes_adapter::{DeadLetter, MessageEvent, RecordOutcome};
+use hermes_adapter::{DeadLetter, MessageEvent, RecordOutcome, WEBHOOK_PLATFORM};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -564,6 +564,9 @@ impl Router {
     /// Runs `job` as an agent turn and settles how it ended.
     async fn run_turn(&self, slot: &Arc<Slot>, job: Job) {
         match self.turns.run(slot, &job).await {
+            TurnEnd::Finished(_) if job.event.source.platform == WEBHOOK_PLATFORM => {
+                self.end_webhook_session(&job).await;
+            }
             TurnEnd::Finished(leftover) => self.carry_over(slot, &job, leftover).await,
             TurnEnd::LeaseLost { error, recorded } => cluster::lease_lost(
                 &self.metrics.router_queue_depth,
@@ -572,6 +575,17 @@ impl Router {
                 &error,
                 recorded,
             ),
+        }
+    }
+
+    /// A webhook delivery is its own one-turn session: closed when its run ends (as Hermes
+    /// does, `webhook_complete`), so such sessions do not pile up open in state.db.
+    async fn end_webhook_session(&self, job: &Job) {
+        let key = self.session_key(&job.event);
+        if let Some(id) = self.sessions.current_session_id(&key) {
+            if let Err(e) = self.store.end_session(&id, "webhook_complete").await {
+                tracing::warn!(session_id = %id, error = %e, "cannot close a webhook session");
+            }
         }
     }
 

@@ -50,9 +50,11 @@ pub enum Fault {
     BadGateway,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Shared {
     comments: Vec<Comment>,
+    /// The number of comments, for waiters.
+    posted: tokio::sync::watch::Sender<usize>,
     faults: VecDeque<Fault>,
     /// Every request, refused ones included.
     requests: usize,
@@ -73,7 +75,12 @@ impl Drop for FakeGithub {
 
 impl FakeGithub {
     pub async fn start() -> FakeGithub {
-        let shared = Arc::new(Mutex::new(Shared::default()));
+        let shared = Arc::new(Mutex::new(Shared {
+            comments: Vec::new(),
+            posted: tokio::sync::watch::channel(0).0,
+            faults: VecDeque::new(),
+            requests: 0,
+        }));
         let app = Router::new()
             .route(
                 "/repos/{owner}/{repo}/issues/{number}/comments",
@@ -95,6 +102,11 @@ impl FakeGithub {
 
     pub fn comments(&self) -> Vec<Comment> {
         self.shared.lock().unwrap().comments.clone()
+    }
+
+    /// Watches the number of comments posted so far.
+    pub fn watch_comments(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.shared.lock().unwrap().posted.subscribe()
     }
 
     pub fn requests(&self) -> usize {
@@ -178,6 +190,8 @@ async fn create(
         number,
         body: text.clone(),
     });
+    let count = shared.comments.len();
+    shared.posted.send_replace(count);
     (
         StatusCode::CREATED,
         Json(json!({"id": id, "body": text,

@@ -22,7 +22,7 @@ use reqwest::header::HeaderMap;
 pub const COMMENT_LIMIT: usize = 65_536;
 
 static REPO: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^[A-Za-z0-9._-]+/[A-Za-z0-9._-]+$").expect("static pattern"));
+    LazyLock::new(|| Regex::new(r"^[-.0-9A-Z_a-z]+/[-.0-9A-Z_a-z]+$").expect("static pattern"));
 
 /// A pull request or issue to comment on, as the chat id `github:owner/repo#number`.
 #[derive(Debug, Clone, PartialEq, Eq)]

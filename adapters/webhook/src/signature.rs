@@ -2,14 +2,15 @@
 //! documents. The first scheme whose headers are present decides; a request with none of
 //! them is refused.
 //!
-//! - GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>`
-//!   (<https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries>).
+//! - GitHub sends the body's HMAC-SHA256 under the secret, hex-encoded after `sha256=`, in
+//!   `X-Hub-Signature-256` (<https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries>).
 //! - GitLab: `X-Gitlab-Token: <secret>`, compared in constant time
 //!   (<https://docs.gitlab.com/user/project/integrations/webhooks/#custom-headers>).
 //! - Svix (AgentMail and others): `svix-id`, `svix-timestamp`, `svix-signature: v1,<base64>`
 //!   over `id.timestamp.body`, with a `whsec_` base64 key (<https://docs.svix.com/receiving/verifying-payloads/how-manual>).
-//! - Generic, version 2: `X-Webhook-Signature-V2: <hex HMAC-SHA256(secret, "ts.body")>` with
-//!   `X-Webhook-Timestamp: <unix seconds>`, accepted within five minutes of now. A request
+//! - Generic, version 2: the sender signs `"<timestamp>.<body>"` (HMAC-SHA256, hex) into
+//!   `X-Webhook-Signature-V2` and puts the Unix time in `X-Webhook-Timestamp`; accepted
+//!   within five minutes of now. A request
 //!   carrying the V2 header is judged by V2 alone (never downgraded to V1).
 //! - Generic, version 1 (Hermes's older scheme, no replay protection): `X-Webhook-Signature:
 //!   <hex HMAC-SHA256(secret, body)>`; accepted with a warning once per route.

@@ -582,10 +582,10 @@ impl Router {
     /// does, `webhook_complete`), so such sessions do not pile up open in state.db.
     async fn end_webhook_session(&self, job: &Job) {
         let key = self.session_key(&job.event);
-        if let Some(id) = self.sessions.current_session_id(&key) {
-            if let Err(e) = self.store.end_session(&id, "webhook_complete").await {
-                tracing::warn!(session_id = %id, error = %e, "cannot close a webhook session");
-            }
+        if let Some(id) = self.sessions.current_session_id(&key)
+            && let Err(e) = self.store.end_session(&id, "webhook_complete").await
+        {
+            tracing::warn!(session_id = %id, error = %e, "cannot close a webhook session");
         }
     }
 

@@ -20,6 +20,7 @@ pub mod slot;
 mod slot_table;
 mod steer;
 mod turn;
+mod webhook;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -29,7 +30,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
-use hermes_adapter::{DeadLetter, MessageEvent, RecordOutcome, WEBHOOK_PLATFORM};
+use hermes_adapter::{DeadLetter, MessageEvent, RecordOutcome};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -538,17 +539,12 @@ impl Router {
     /// "running" and the worker goes on with the next job instead of dying with the slot
     /// wedged.
     async fn run_job(&self, slot: &Arc<Slot>, job: Job) {
-        // A `deliver_only` webhook route: the event's text is its own answer, no agent runs.
-        if job.event.reply_target.as_ref().is_some_and(|t| t.verbatim) {
-            let text = job.event.text.clone();
-            self.responder.respond(&job, &text).await;
-            return;
+        if let Some(text) = webhook::verbatim_answer(&job) {
+            return self.responder.respond(&job, &text).await;
         }
         let copy = job.clone();
-        let command = match job.event.source.platform == API_PLATFORM {
-            true => None,
-            false => Command::parse(&job.event),
-        };
+        let api = job.event.source.platform == API_PLATFORM;
+        let command = (!api).then(|| Command::parse(&job.event)).flatten();
         let run = async {
             match command {
                 Some(command) => commands::run_command(self, slot, job, command).await,
@@ -564,8 +560,9 @@ impl Router {
     /// Runs `job` as an agent turn and settles how it ended.
     async fn run_turn(&self, slot: &Arc<Slot>, job: Job) {
         match self.turns.run(slot, &job).await {
-            TurnEnd::Finished(_) if job.event.source.platform == WEBHOOK_PLATFORM => {
-                self.end_webhook_session(&job).await;
+            TurnEnd::Finished(_) if webhook::is_webhook(&job) => {
+                let key = self.session_key(&job.event);
+                webhook::close_session(&self.sessions, &self.store, &key).await;
             }
             TurnEnd::Finished(leftover) => self.carry_over(slot, &job, leftover).await,
             TurnEnd::LeaseLost { error, recorded } => cluster::lease_lost(
@@ -575,17 +572,6 @@ impl Router {
                 &error,
                 recorded,
             ),
-        }
-    }
-
-    /// A webhook delivery is its own one-turn session: closed when its run ends (as Hermes
-    /// does, `webhook_complete`), so such sessions do not pile up open in state.db.
-    async fn end_webhook_session(&self, job: &Job) {
-        let key = self.session_key(&job.event);
-        if let Some(id) = self.sessions.current_session_id(&key)
-            && let Err(e) = self.store.end_session(&id, "webhook_complete").await
-        {
-            tracing::warn!(session_id = %id, error = %e, "cannot close a webhook session");
         }
     }
 

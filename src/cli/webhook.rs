@@ -23,32 +23,7 @@ const USAGE: i32 = 2;
 pub enum WebhookCommand {
     /// Add or replace a route served at /webhooks/<name>.
     #[command(alias = "add")]
-    Subscribe {
-        name: String,
-        /// Event types taken (comma-separated); none = all.
-        #[arg(long)]
-        events: Option<String>,
-        /// The prompt template ({dotted.path} into the payload, {event_type}, {__raw__}).
-        #[arg(long)]
-        prompt: Option<String>,
-        /// Skills whose instructions wrap the prompt (comma-separated; the first found).
-        #[arg(long)]
-        skills: Option<String>,
-        /// log, github_comment, telegram, discord or slack.
-        #[arg(long, default_value = "log")]
-        deliver: String,
-        /// The chat to deliver to (else the platform's home channel).
-        #[arg(long = "deliver-chat-id")]
-        deliver_chat_id: Option<String>,
-        /// Post the rendered prompt itself; no agent runs.
-        #[arg(long = "deliver-only")]
-        deliver_only: bool,
-        /// The HMAC secret senders sign with; a random one when omitted.
-        #[arg(long)]
-        secret: Option<String>,
-        #[arg(long)]
-        description: Option<String>,
-    },
+    Subscribe(Subscription),
     /// List the subscriptions.
     #[command(alias = "ls")]
     List {
@@ -70,45 +45,38 @@ pub enum WebhookCommand {
 pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, command: WebhookCommand) -> i32 {
     let path = home.path().join(FILE);
     match command {
-        WebhookCommand::Subscribe {
-            name,
-            events,
-            prompt,
-            skills,
-            deliver,
-            deliver_chat_id,
-            deliver_only,
-            secret,
-            description,
-        } => {
-            let request = Subscription {
-                name,
-                events,
-                prompt,
-                skills,
-                deliver,
-                deliver_chat_id,
-                deliver_only,
-                secret,
-                description,
-            };
-            subscribe(home, env, &path, request)
-        }
+        WebhookCommand::Subscribe(request) => subscribe(home, env, &path, request),
         WebhookCommand::List { json } => list(home, env, &path, json),
         WebhookCommand::Remove { name } => remove(&path, &name),
         WebhookCommand::Test { name, payload } => test(home, env, &path, &name, payload),
     }
 }
 
-struct Subscription {
+#[derive(Debug, clap::Args)]
+pub struct Subscription {
     name: String,
+    /// Event types taken (comma-separated); none = all.
+    #[arg(long)]
     events: Option<String>,
+    /// The prompt template ({dotted.path} into the payload, {event_type}, {__raw__}).
+    #[arg(long)]
     prompt: Option<String>,
+    /// Skills whose instructions wrap the prompt (comma-separated; the first found).
+    #[arg(long)]
     skills: Option<String>,
+    /// log, github_comment, telegram, discord or slack.
+    #[arg(long, default_value = "log")]
     deliver: String,
+    /// The chat to deliver to (else the platform's home channel).
+    #[arg(long = "deliver-chat-id")]
     deliver_chat_id: Option<String>,
+    /// Post the rendered prompt itself; no agent runs.
+    #[arg(long = "deliver-only")]
     deliver_only: bool,
+    /// The HMAC secret senders sign with; a random one when omitted.
+    #[arg(long)]
     secret: Option<String>,
+    #[arg(long)]
     description: Option<String>,
 }
 

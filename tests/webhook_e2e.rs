@@ -518,3 +518,33 @@ async fn a_subscription_added_while_running_is_served_without_a_restart() {
     assert_eq!(post("ci-secret-1").await, 404);
     daemon.terminate();
 }
+
+#[test]
+fn a_route_that_cannot_work_is_refused_before_start_naming_its_key() {
+    let home = tempfile::tempdir().unwrap();
+    let yaml = r#"platforms:
+  webhook:
+    enabled: true
+    extra:
+      routes:
+        open:
+          secret: INSECURE_NO_AUTH
+        nosecret:
+          prompt: "{x}"
+        chat:
+          secret: s
+          deliver: signal
+"#;
+    std::fs::write(home.path().join("config.yaml"), yaml).unwrap();
+    let checked = support::daemon::cli(home.path(), &["config", "check"]);
+    let err = String::from_utf8_lossy(&checked.stderr).to_string()
+        + &String::from_utf8_lossy(&checked.stdout);
+    assert_eq!(checked.status.code(), Some(78), "{err}");
+    for needle in [
+        "routes.open.secret: INSECURE_NO_AUTH is only allowed",
+        "routes.nosecret.secret: required",
+        "routes.chat.deliver: 'signal' is not a platform this gateway runs",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in {err}");
+    }
+}

@@ -104,6 +104,13 @@ impl FakeGithub {
         self.shared.lock().unwrap().comments.clone()
     }
 
+    /// The text of comment `id` (as its `id` came back from the create call).
+    pub fn comment_text(&self, id: &str) -> Option<String> {
+        let index: usize = id.parse().ok()?;
+        let shared = self.shared.lock().unwrap();
+        shared.comments.get(index.checked_sub(1)?).map(|c| c.body.clone())
+    }
+
     /// Watches the number of comments posted so far.
     pub fn watch_comments(&self) -> tokio::sync::watch::Receiver<usize> {
         self.shared.lock().unwrap().posted.subscribe()

@@ -139,9 +139,14 @@ impl WebhookAdapter {
                     caption.map(|c| c + "\n").unwrap_or_default()
                 )
             }
-            // No typing indicator, and answers are never edited or removed here.
-            OutboundKind::Typing | OutboundKind::Edit { .. } | OutboundKind::Delete { .. } => {
-                return SendResult::sent(None);
+            // No typing indicator to show.
+            OutboundKind::Typing => return SendResult::sent(None),
+            // Not declared (`edits: false`), so never reported done.
+            OutboundKind::Edit { .. } | OutboundKind::Delete { .. } => {
+                return SendResult::failed(
+                    SendErrorKind::Unknown,
+                    "webhook answers are not edited or removed",
+                );
             }
         };
         if let Some(thread) = github::Thread::from_chat_id(chat) {

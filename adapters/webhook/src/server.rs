@@ -19,7 +19,7 @@ use axum::routing::{get, post};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use hermes_adapter::{
-    AdapterContext, ChatType, MessageEvent, RecordOutcome, ReplyTarget, SessionSource,
+    AdapterContext, ChatType, DeadLetter, MessageEvent, RecordOutcome, ReplyTarget, SessionSource,
     WEBHOOK_PLATFORM,
 };
 use serde_json::{Value, json};
@@ -116,10 +116,7 @@ async fn receive(
         return response;
     }
     let Some(payload) = parse_payload(&body) else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "the body is neither JSON nor form data",
-        );
+        return keep_undecodable(&shared, &name, &headers, &body).await;
     };
     let event_type = event_type(&headers, &payload);
     if !route.events.is_empty() && !route.events.contains(&event_type) {
@@ -171,17 +168,44 @@ async fn receive(
         )
             .into_response(),
         RecordOutcome::Refused => error(StatusCode::FORBIDDEN, "refused"),
-        RecordOutcome::Failed => {
-            let mut response = error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "not recorded; send it again later",
-            );
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, 5u64.into());
-            response
-        }
+        RecordOutcome::Failed => not_recorded(),
     }
+}
+
+/// A signed body that is neither JSON nor form data: kept as a dead letter for the operator
+/// (it came from the configured sender, so it is not noise) and refused with 400, which
+/// tells the sender not to retry; when it cannot be kept, 503 asks for it again.
+async fn keep_undecodable(
+    shared: &Shared,
+    route: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    let letter = DeadLetter {
+        platform: WEBHOOK_PLATFORM.to_owned(),
+        item_id: format!("{route}:{}", delivery_id(headers, route, body)),
+        source: None,
+        raw: String::from_utf8_lossy(body).into_owned(),
+        error: "the body is neither JSON nor form data".to_owned(),
+    };
+    match shared.ctx.dead_letter(letter).await {
+        RecordOutcome::Failed => not_recorded(),
+        _ => error(
+            StatusCode::BAD_REQUEST,
+            "the body is neither JSON nor form data",
+        ),
+    }
+}
+
+fn not_recorded() -> Response {
+    let mut response = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "not recorded; send it again later",
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, 5u64.into());
+    response
 }
 
 fn warn_v1_once(shared: &Shared, route: &str) {

@@ -3,6 +3,7 @@
 pub mod adapter_health;
 pub mod admin;
 mod admin_guard;
+mod admin_send;
 pub mod api_server;
 pub mod authorize;
 pub mod chunk;

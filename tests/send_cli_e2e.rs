@@ -47,7 +47,10 @@ async fn send_cli(rig: &Rig, args: &[&str], env: &[(&str, &str)]) -> Output {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!all.contains(ADMIN_TOKEN), "the admin token was printed: {all}");
+    assert!(
+        !all.contains(ADMIN_TOKEN),
+        "the admin token was printed: {all}"
+    );
     assert!(!all.contains(TOKEN), "the bot token was printed: {all}");
     out
 }
@@ -82,7 +85,13 @@ async fn a_message_reaches_the_chat_once_even_when_its_request_is_repeated() {
     let target = format!("telegram:{CHAT}");
     let out = send_cli(
         &rig,
-        &["--to", &target, "--idempotency-key", "deploy-1", "deploy finished"],
+        &[
+            "--to",
+            &target,
+            "--idempotency-key",
+            "deploy-1",
+            "deploy finished",
+        ],
         &[],
     )
     .await;
@@ -93,7 +102,14 @@ async fn a_message_reaches_the_chat_once_even_when_its_request_is_repeated() {
     // The same invocation again (a script's retry): the ledger already has it.
     let out = send_cli(
         &rig,
-        &["--to", &target, "--idempotency-key", "deploy-1", "--json", "deploy finished"],
+        &[
+            "--to",
+            &target,
+            "--idempotency-key",
+            "deploy-1",
+            "--json",
+            "deploy finished",
+        ],
         &[],
     )
     .await;
@@ -113,14 +129,19 @@ async fn a_message_reaches_the_chat_once_even_when_its_request_is_repeated() {
             .send()
             .await
             .expect("post");
-        answers.push((response.status().as_u16(), response.json::<serde_json::Value>().await.expect("json")));
+        answers.push((
+            response.status().as_u16(),
+            response.json::<serde_json::Value>().await.expect("json"),
+        ));
     }
     assert_eq!(answers[0].0, 201, "{answers:?}");
     assert_eq!(answers[1].0, 200, "{answers:?}");
     assert_eq!(answers[0].1["id"], answers[1].1["id"], "{answers:?}");
     assert_eq!(answers[1].1["repeated"], true, "{answers:?}");
-    rig.wait_for("the second note", |rig| (copies(rig, CHAT, "second note") >= 1).then_some(()))
-        .await;
+    rig.wait_for("the second note", |rig| {
+        (copies(rig, CHAT, "second note") >= 1).then_some(())
+    })
+    .await;
     // A later message proves the lane had time to send anything repeated: still one copy.
     let out = send_cli(&rig, &["--to", &target, "a last line"], &[]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -129,21 +150,36 @@ async fn a_message_reaches_the_chat_once_even_when_its_request_is_repeated() {
     assert_eq!(send_rows(rig.home.path()), 3);
 
     // A named topic reaches the Bot API as message_thread_id.
-    let out = send_cli(&rig, &["--to", &target, "--thread", "77", "in the topic"], &[]).await;
+    let out = send_cli(
+        &rig,
+        &["--to", &target, "--thread", "77", "in the topic"],
+        &[],
+    )
+    .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let sent = rig.sent_to(CHAT);
-    let topic = sent.iter().find(|m| m.text == "in the topic").expect("sent");
+    let topic = sent
+        .iter()
+        .find(|m| m.text == "in the topic")
+        .expect("sent");
     assert_eq!(topic.thread_id, Some(77), "{sent:?}");
 
     // No chat and no home channel: a usage error naming the fix; nothing recorded.
     let out = send_cli(&rig, &["--to", "telegram", "where to?"], &[]).await;
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("TELEGRAM_HOME_CHANNEL"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("TELEGRAM_HOME_CHANNEL"),
+        "{}",
+        text(&out.stderr)
+    );
     // A platform the gateway does not run: refused with the ones it does.
     let out = send_cli(&rig, &["--to", "discord:123", "hello"], &[]).await;
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("'discord' is not running") && stderr.contains("telegram"), "{stderr}");
+    assert!(
+        stderr.contains("'discord' is not running") && stderr.contains("telegram"),
+        "{stderr}"
+    );
     assert_eq!(send_rows(rig.home.path()), 4);
     rig.stop().await;
 }
@@ -153,14 +189,22 @@ async fn a_429_is_waited_out_and_the_message_still_arrives_once() {
     let rig = start("", TAIL, &[]).await;
     // https://core.telegram.org/bots/api#responseparameters: retry_after seconds to wait.
     rig.telegram.flood_chat(CHAT, 1, 1);
-    let out = send_cli(&rig, &["--to", &format!("telegram:{CHAT}"), "disk at 91%"], &[]).await;
+    let out = send_cli(
+        &rig,
+        &["--to", &format!("telegram:{CHAT}"), "disk at 91%"],
+        &[],
+    )
+    .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(copies(&rig, CHAT, "disk at 91%"), 1);
     let log = rig.telegram.flood_log();
     let outcomes: Vec<FloodOutcome> = log.iter().map(|e| e.outcome).collect();
     assert_eq!(
         outcomes,
-        vec![FloodOutcome::Limited { retry_after: 1 }, FloodOutcome::Accepted],
+        vec![
+            FloodOutcome::Limited { retry_after: 1 },
+            FloodOutcome::Accepted
+        ],
         "one 429, then one send after the wait (never early): {log:?}"
     );
     rig.stop().await;
@@ -178,7 +222,12 @@ async fn the_platform_alone_means_its_home_channel_and_only_the_operator_may_sen
         ],
     )
     .await;
-    let out = send_cli(&rig, &["--to", "telegram", "--subject", "Nightly", "backup ok"], &[]).await;
+    let out = send_cli(
+        &rig,
+        &["--to", "telegram", "--subject", "Nightly", "backup ok"],
+        &[],
+    )
+    .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let sent = rig.sent_to(home_chat.parse().unwrap());
     assert_eq!(sent.len(), 1, "{sent:?}");
@@ -189,7 +238,11 @@ async fn the_platform_alone_means_its_home_channel_and_only_the_operator_may_sen
     // --list shows the running platform and its home channel.
     let out = send_cli(&rig, &["--list"], &[]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("telegram:-1009876:55"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("telegram:-1009876:55"),
+        "{}",
+        text(&out.stdout)
+    );
 
     let rows = send_rows(rig.home.path());
     let url = format!("{}/send", rig.daemon().admin_url());
@@ -198,7 +251,13 @@ async fn the_platform_alone_means_its_home_channel_and_only_the_operator_may_sen
     // No token, a wrong token: refused by the guard before the handler.
     let none = http.post(&url).json(&body).send().await.expect("post");
     assert_eq!(none.status().as_u16(), 401);
-    let wrong = http.post(&url).bearer_auth("not-the-token").json(&body).send().await.expect("post");
+    let wrong = http
+        .post(&url)
+        .bearer_auth("not-the-token")
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
     assert_eq!(wrong.status().as_u16(), 401);
     // Reads of the send routes need the token too.
     let list = http
@@ -217,7 +276,12 @@ async fn the_platform_alone_means_its_home_channel_and_only_the_operator_may_sen
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("wrong-token-for-this-gateway"));
     assert_eq!(send_rows(rig.home.path()), rows, "nothing recorded");
-    assert!(!rig.telegram.sent_messages().iter().any(|m| m.text.contains("stranger")));
+    assert!(
+        !rig.telegram
+            .sent_messages()
+            .iter()
+            .any(|m| m.text.contains("stranger"))
+    );
     rig.stop().await;
 }
 
@@ -242,5 +306,8 @@ fn no_running_gateway_is_a_clear_failure() {
         .expect("run");
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("no running gateway") && stderr.contains("hermesd run"), "{stderr}");
+    assert!(
+        stderr.contains("no running gateway") && stderr.contains("hermesd run"),
+        "{stderr}"
+    );
 }

@@ -94,9 +94,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &SendArgs) -
         runtime.block_on(async {
             match job {
                 Job::List(filter) => list(&client, filter.as_deref(), args).await,
-                Job::Send(destination, text) => {
-                    send(&client, &destination, text, args).await
-                }
+                Job::Send(destination, text) => send(&client, &destination, text, args).await,
             }
         })
     });
@@ -186,9 +184,9 @@ fn unreachable(client: &AdminClient, reason: &str) -> Ending {
 fn refused(error: CallError, client: &AdminClient) -> Ending {
     match error {
         CallError::Unreachable(reason) => unreachable(client, &reason),
-        CallError::Refused { status, message } => {
-            usage(format!("the gateway refused the message ({status}): {message}"))
-        }
+        CallError::Refused { status, message } => usage(format!(
+            "the gateway refused the message ({status}): {message}"
+        )),
         CallError::Broken(reason) => not_delivered(format!("the gateway failed: {reason}")),
     }
 }
@@ -236,7 +234,9 @@ async fn send(
             Err(not_delivered(format!(
                 "not delivered to {label}: {} ({})",
                 report["state"].as_str().unwrap_or("unknown"),
-                report["last_error"].as_str().unwrap_or("no reason recorded")
+                report["last_error"]
+                    .as_str()
+                    .unwrap_or("no reason recorded")
             )))
         }
         Settled::TimedOut(report) => {
@@ -258,7 +258,10 @@ async fn send(
 
 fn print_json(args: &SendArgs, report: &Value) {
     if args.json {
-        println!("{}", serde_json::to_string_pretty(report).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).unwrap_or_default()
+        );
     }
 }
 

@@ -80,7 +80,7 @@ pub fn router(state: AdminState, port: u16) -> Router {
         .route("/ready", get(ready))
         .route("/metrics", get(metrics))
         .route("/log-level", get(log_level).put(set_log_level))
-        .merge(super::admin_send::routes())
+        .merge(super::admin_send::routes(state.router.clone()))
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(
             guard,

@@ -187,6 +187,23 @@ mod tests {
     }
 
     #[test]
+    fn every_send_route_needs_the_token_and_nothing_else_does() {
+        for path in ["/send", "/send/", "/send/targets", "/send/abc123"] {
+            assert!(always_needs_token(path), "{path}");
+        }
+        for path in [
+            "/health",
+            "/ready",
+            "/metrics",
+            "/log-level",
+            "/sender",
+            "/x/send",
+        ] {
+            assert!(!always_needs_token(path), "{path}");
+        }
+    }
+
+    #[test]
     fn tokens_are_matched_exactly() {
         let admin = Secret::new("admin-token-0123456789");
         let api = Secret::new("api-key-0123456789abcd");

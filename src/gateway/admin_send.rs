@@ -19,8 +19,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::sync::Arc;
 
-use super::admin::AdminState;
+use super::router::Router as GatewayRouter;
 use crate::state::{NewObligation, Obligation};
 
 /// The longest text accepted, in bytes: far above any chat message (the deliverer splits
@@ -140,17 +141,19 @@ pub fn resolve_target(
     let (chat_id, thread_id) = match trimmed(request.chat_id.as_deref()) {
         Some(chat) => (chat, thread),
         None => {
-            let (chat, home_thread) =
-                home(&platform).ok_or(SendRefusal::NoHomeChannel {
-                    platform: platform.clone(),
-                })?;
+            let (chat, home_thread) = home(&platform).ok_or(SendRefusal::NoHomeChannel {
+                platform: platform.clone(),
+            })?;
             (chat, thread.or(home_thread))
         }
     };
     if chat_id.chars().any(char::is_control) {
         return Err(SendRefusal::BadId("chat_id"));
     }
-    if thread_id.as_deref().is_some_and(|t| t.chars().any(char::is_control)) {
+    if thread_id
+        .as_deref()
+        .is_some_and(|t| t.chars().any(char::is_control))
+    {
         return Err(SendRefusal::BadId("thread_id"));
     }
     Ok(SendTarget {
@@ -160,12 +163,20 @@ pub fn resolve_target(
     })
 }
 
-/// The routes; every one needs the admin token (`admin_guard::needs_token`).
-pub fn routes() -> Router<AdminState> {
+/// What the handlers use: the running gateway (none while it starts).
+#[derive(Debug, Clone)]
+struct SendState {
+    router: Option<Arc<GatewayRouter>>,
+}
+
+/// The routes, for the admin listener's guard to wrap (every one needs the admin token:
+/// `admin_guard::always_needs_token`).
+pub fn routes<S: Clone + Send + Sync + 'static>(router: Option<Arc<GatewayRouter>>) -> Router<S> {
     Router::new()
         .route("/send", post(send))
         .route("/send/targets", get(targets))
         .route("/send/{id}", get(status))
+        .with_state(SendState { router })
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
@@ -192,7 +203,7 @@ fn report(obligation: &Obligation) -> serde_json::Value {
     })
 }
 
-async fn send(State(state): State<AdminState>, body: axum::body::Bytes) -> Response {
+async fn send(State(state): State<SendState>, body: axum::body::Bytes) -> Response {
     let Some(router) = state.router.clone() else {
         return not_running();
     };
@@ -235,7 +246,10 @@ async fn send(State(state): State<AdminState>, body: axum::body::Bytes) -> Respo
         Ok(existing) => existing,
         Err(e) => {
             tracing::error!(error = %e, "cannot read the delivery ledger for a send");
-            return error(StatusCode::INTERNAL_SERVER_ERROR, "the ledger cannot be read");
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the ledger cannot be read",
+            );
         }
     };
     let repeated = existing.is_some();
@@ -266,7 +280,7 @@ async fn send(State(state): State<AdminState>, body: axum::body::Bytes) -> Respo
 }
 
 /// `GET /send/{id}`: the state of a message sent this way (replies are not shown here).
-async fn status(State(state): State<AdminState>, Path(id): Path<String>) -> Response {
+async fn status(State(state): State<SendState>, Path(id): Path<String>) -> Response {
     let Some(router) = state.router.clone() else {
         return not_running();
     };
@@ -280,13 +294,16 @@ async fn status(State(state): State<AdminState>, Path(id): Path<String>) -> Resp
         ),
         Err(e) => {
             tracing::error!(error = %e, "cannot read the delivery ledger");
-            error(StatusCode::INTERNAL_SERVER_ERROR, "the ledger cannot be read")
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the ledger cannot be read",
+            )
         }
     }
 }
 
 /// `GET /send/targets`: the running chat platforms and their home channels.
-async fn targets(State(state): State<AdminState>) -> Response {
+async fn targets(State(state): State<SendState>) -> Response {
     let Some(router) = state.router.clone() else {
         return not_running();
     };
@@ -341,10 +358,16 @@ mod tests {
     #[test]
     fn no_chat_is_the_home_channel_and_its_thread_unless_one_is_given() {
         let t = resolve_target(&request("telegram", None, None), &running(), home).unwrap();
-        assert_eq!((t.chat_id.as_str(), t.thread_id.as_deref()), ("-100", Some("7")));
-        let t = resolve_target(&request("telegram", Some(" "), Some("9")), &running(), home)
-            .unwrap();
-        assert_eq!((t.chat_id.as_str(), t.thread_id.as_deref()), ("-100", Some("9")));
+        assert_eq!(
+            (t.chat_id.as_str(), t.thread_id.as_deref()),
+            ("-100", Some("7"))
+        );
+        let t =
+            resolve_target(&request("telegram", Some(" "), Some("9")), &running(), home).unwrap();
+        assert_eq!(
+            (t.chat_id.as_str(), t.thread_id.as_deref()),
+            ("-100", Some("9"))
+        );
         assert_eq!(
             resolve_target(&request("discord", None, None), &running(), home),
             Err(SendRefusal::NoHomeChannel {

@@ -78,8 +78,8 @@ pub fn read_body(message: Option<&str>, file: Option<&Path>) -> Result<Option<St
         if file == Path::new("-") {
             return read_stdin().map(Some);
         }
-        let bytes = std::fs::read(file)
-            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let bytes =
+            std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         return String::from_utf8(bytes).map(Some).map_err(|_| {
             format!(
                 "{0} is not a UTF-8 text file; --file is the message body. To send a file as \

@@ -20,14 +20,15 @@ const ADMIN_TOKEN: &str = "send-admin-token-0123456789abcdef";
 const TAIL: &str = "admin:\n  token: \"send-admin-token-0123456789abcdef\"\n";
 const CHAT: i64 = -100_4242;
 
-/// Runs `hermesd send ARGS --addr <the daemon's admin API>` with the home's config and
-/// nothing of this process's environment but `PATH`; `env` adds variables.
+/// Runs `hermesd send ARGS` with the home's config and nothing of this process's
+/// environment but `PATH`; `env` adds variables. The daemon listens on a port the OS chose
+/// (`HERMES__ADMIN__PORT=0` in its environment, not in this one): the command finds it in
+/// the address the daemon recorded in the home.
 async fn send_cli(rig: &Rig, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = std::process::Command::new(support::daemon::daemon_binary());
     command
         .arg("send")
         .args(args)
-        .args(["--addr", rig.daemon().admin.as_deref().expect("admin addr")])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", rig.home.path().join("user"))
@@ -285,6 +286,62 @@ async fn the_platform_alone_means_its_home_channel_and_only_the_operator_may_sen
     rig.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_message_exits_1_with_the_reason_and_no_wait_returns_once_recorded() {
+    let rig = start("", TAIL, &[]).await;
+    let target = format!("telegram:{CHAT}");
+    // https://core.telegram.org/bots/api#making-requests: an unsuccessful request answers
+    // ok=false with error_code and description; 403 is the bot being blocked or kicked.
+    rig.telegram
+        .fail_next("sendMessage", fake_telegram::Fault::Forbidden, 1);
+    let out = send_cli(&rig, &["--to", &target, "--json", "nobody hears this"], &[]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["state"], "failed", "{report}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("not delivered to"), "{stderr}");
+    assert!(stderr.to_lowercase().contains("forbidden"), "{stderr}");
+    assert_eq!(copies(&rig, CHAT, "nobody hears this"), 0);
+
+    // --no-wait: exit 0 once recorded; the message still goes out.
+    let out = send_cli(
+        &rig,
+        &["--to", &target, "--no-wait", "fire and forget"],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("recorded for"),
+        "{}",
+        text(&out.stdout)
+    );
+    rig.wait_for("the unwaited message", |rig| {
+        (copies(rig, CHAT, "fire and forget") == 1).then_some(())
+    })
+    .await;
+    // --quiet: nothing on stdout.
+    let out = send_cli(&rig, &["--to", &target, "-q", "shh"], &[]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    rig.stop().await;
+}
+
+/// `hermesd send` in a home with no daemon, `args` added.
+fn send_without_daemon(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    std::process::Command::new(support::daemon::daemon_binary())
+        .args(["send", "--to", "telegram:1", "hello"])
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.join("user"))
+        .env("HERMES_HOME", home)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run")
+}
+
 #[test]
 fn no_running_gateway_is_a_clear_failure() {
     let home = tempfile::tempdir().expect("home");
@@ -294,20 +351,30 @@ fn no_running_gateway_is_a_clear_failure() {
         .and_then(|l| l.local_addr())
         .expect("port")
         .port();
-    let out = std::process::Command::new(support::daemon::daemon_binary())
-        .args(["send", "--to", "telegram:1", "hello"])
-        .args(["--addr", &format!("127.0.0.1:{port}")])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path().join("user"))
-        .env("HERMES_HOME", home.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run");
+    let addr = format!("127.0.0.1:{port}");
+    let out = send_without_daemon(home.path(), &["--addr", &addr], &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("no running gateway") && stderr.contains("hermesd run"),
+        stderr.contains(&format!("no running gateway on http://{addr}"))
+            && stderr.contains("hermesd run"),
         "{stderr}"
+    );
+    // With a port the OS would pick and nothing recorded: no address to try at all.
+    let out = send_without_daemon(home.path(), &[], &[("HERMES__ADMIN__PORT", "0")]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("no running gateway on this home"),
+        "{stderr}"
+    );
+    // No token anywhere: a configuration error before anything is tried.
+    let bare = tempfile::tempdir().expect("home");
+    let out = send_without_daemon(bare.path(), &["--addr", &addr], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("admin.token"),
+        "{}",
+        text(&out.stderr)
     );
 }

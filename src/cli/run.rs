@@ -265,6 +265,9 @@ async fn serve(
         admin = %runner.admin_addr.map(|a| a.to_string()).unwrap_or_default(),
         "hermesd started"
     );
+    if let Some(addr) = runner.admin_addr {
+        crate::gateway::admin_addr_file::publish(home.path(), addr);
+    }
     lifecycle.set_state(GatewayState::Running, None);
     let mut watchdog = lifecycle.watchdog_ticks();
     let stop = shutdown.wait();
@@ -282,6 +285,7 @@ async fn serve(
     let restart = runner.router.restart_requested();
     webhooks_stop.cancel();
     runner.shutdown().await;
+    crate::gateway::admin_addr_file::withdraw(home.path());
     store.close().await;
     lifecycle.set_state(GatewayState::Stopped, Some(reason));
     tracing::info!("state.db closed; bye");

@@ -143,16 +143,19 @@ fn prepare(
         ))
     })?;
     let admin = &loaded.config.admin;
-    let addr = match &args.addr {
-        Some(addr) => addr.clone(),
-        None if admin.port == 0 => {
-            return Err(usage(
-                "admin.port is 0 (a port the OS picks), so the running gateway's admin API \
-                 cannot be found from the configuration; pass --addr HOST:PORT (the daemon \
-                 logs it as admin=... when it starts)",
+    // The address the running daemon recorded is where it really listens; else the
+    // configured one (a daemon that is not running is reported when it does not answer).
+    let running = crate::gateway::admin_addr_file::running_admin_addr(home.path());
+    let addr = match (&args.addr, running) {
+        (Some(addr), _) => addr.clone(),
+        (None, Some(addr)) => addr.to_string(),
+        (None, None) if admin.port == 0 => {
+            return Err(not_delivered(
+                "no running gateway on this home: admin.port is 0 and no daemon recorded \
+                 the port it got; start it with `hermesd run` (or pass --addr HOST:PORT)",
             ));
         }
-        None => super::health::admin_target(admin),
+        (None, None) => super::health::admin_target(admin),
     };
     let token = token(admin.token.as_ref(), loaded.config.api_server.key.as_ref())?;
     let client = AdminClient::new(&addr, token).map_err(not_delivered)?;

@@ -2,6 +2,7 @@
 
 pub mod adapter_health;
 pub mod admin;
+pub mod admin_addr_file;
 mod admin_guard;
 mod admin_send;
 pub mod api_server;

@@ -258,6 +258,10 @@ async fn serve(
             };
         }
     };
+    // Recorded before the start is announced: whoever waits for the line finds the file.
+    if let Some(addr) = runner.admin_addr {
+        crate::gateway::admin_addr_file::publish(home.path(), addr);
+    }
     tracing::info!(
         home = %home.path().display(),
         schema_version = store.schema().version,
@@ -265,9 +269,6 @@ async fn serve(
         admin = %runner.admin_addr.map(|a| a.to_string()).unwrap_or_default(),
         "hermesd started"
     );
-    if let Some(addr) = runner.admin_addr {
-        crate::gateway::admin_addr_file::publish(home.path(), addr);
-    }
     lifecycle.set_state(GatewayState::Running, None);
     let mut watchdog = lifecycle.watchdog_ticks();
     let stop = shutdown.wait();

@@ -133,7 +133,12 @@ pub fn resolve_target(
     let platform = request.platform.trim().to_ascii_lowercase();
     if !running.contains(&platform) {
         return Err(SendRefusal::NotRunning {
-            platform: request.platform.chars().take(64).collect(),
+            platform: request
+                .platform
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(64)
+                .collect(),
             running: running.to_vec(),
         });
     }
@@ -239,28 +244,20 @@ async fn send(State(state): State<SendState>, body: axum::body::Bytes) -> Respon
         content: request.text,
     };
     let store = router.store();
-    let id = obligation.obligation_id();
-    // A retry of a message already recorded is answered with the row as it is: it is
-    // on its lane or settled, and handing it over again could only repeat work.
-    let existing = match store.get_obligation(&id).await {
-        Ok(existing) => existing,
+    // A retry of a message already recorded finds its row and is answered with it as it
+    // is: it is on its lane or settled, and handing it over again could only repeat work.
+    let (id, new) = match store.create_obligation_if_new(obligation).await {
+        Ok(created) => created,
         Err(e) => {
-            tracing::error!(error = %e, "cannot read the delivery ledger for a send");
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the ledger cannot be read",
-            );
-        }
-    };
-    let repeated = existing.is_some();
-    if !repeated {
-        if let Err(e) = store.create_obligation(obligation).await {
             tracing::error!(error = %e, "cannot record a message sent through the admin API");
             return error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "the message could not be recorded",
             );
         }
+    };
+    let repeated = !new;
+    if new {
         tracing::info!(platform = %target.platform, chat_id = %target.chat_id,
             obligation_id = %id, "message from the admin API recorded for delivery");
         router.send_recorded(&target.platform, &target.chat_id, vec![id.clone()]);

@@ -2,8 +2,9 @@
 //! run as a script would run it, talking to the daemon's admin API. The message reaches
 //! the chat once even when the request is repeated with its idempotency key, waits out a
 //! 429, goes to the home channel (and its topic) when no chat is named, reaches a named
-//! topic as `message_thread_id`; bad targets are refused with exit 2, and a request without
-//! the operator's token is refused and records nothing.
+//! topic as `message_thread_id`, comes from stdin or `--file -` too; a refusal by the
+//! platform exits 1 with its reason; bad targets are refused with exit 2, and a request
+//! without the operator's token is refused and records nothing.
 
 mod support;
 #[path = "telegram_support/mod.rs"]
@@ -25,6 +26,16 @@ const CHAT: i64 = -100_4242;
 /// (`HERMES__ADMIN__PORT=0` in its environment, not in this one): the command finds it in
 /// the address the daemon recorded in the home.
 async fn send_cli(rig: &Rig, args: &[&str], env: &[(&str, &str)]) -> Output {
+    send_cli_fed(rig, args, env, None).await
+}
+
+/// As [`send_cli`], with `stdin` piped into the command (else stdin is empty).
+async fn send_cli_fed(
+    rig: &Rig,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdin: Option<&str>,
+) -> Output {
     let mut command = std::process::Command::new(support::daemon::daemon_binary());
     command
         .arg("send")
@@ -36,13 +47,23 @@ async fn send_cli(rig: &Rig, args: &[&str], env: &[(&str, &str)]) -> Output {
         .env("HERMES_TEST_ISOLATION", "1")
         .env("NO_COLOR", "1")
         .env("TELEGRAM_BOT_TOKEN", TOKEN)
-        .stdin(std::process::Stdio::null());
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     for (k, v) in env {
         command.env(k, v);
     }
-    let out = tokio::task::spawn_blocking(move || command.output().expect("run hermesd send"))
-        .await
-        .expect("join");
+    let stdin = stdin.unwrap_or_default().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut child = command.spawn().expect("run hermesd send");
+        let mut pipe = child.stdin.take().expect("stdin");
+        pipe.write_all(stdin.as_bytes()).expect("feed stdin");
+        drop(pipe);
+        child.wait_with_output().expect("wait for hermesd send")
+    })
+    .await
+    .expect("join");
     let all = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -320,6 +341,30 @@ async fn a_refused_message_exits_1_with_the_reason_and_no_wait_returns_once_reco
         (copies(rig, CHAT, "fire and forget") == 1).then_some(())
     })
     .await;
+    // The text piped on stdin, as from `df -h | hermesd send ...`; `--file -` the same.
+    let out = send_cli_fed(&rig, &["--to", &target], &[], Some("piped in\n")).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = send_cli_fed(
+        &rig,
+        &["--to", &target, "--file", "-"],
+        &[],
+        Some("from a file"),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let sent: Vec<String> = rig.sent_to(CHAT).into_iter().map(|m| m.text).collect();
+    assert!(
+        sent.iter().any(|t| t.trim_end() == "piped in") && sent.iter().any(|t| t == "from a file"),
+        "{sent:?}"
+    );
+    // Nothing piped and no text: a usage error, nothing sent.
+    let out = send_cli(&rig, &["--to", &target], &[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no message"),
+        "{}",
+        text(&out.stderr)
+    );
     // --quiet: nothing on stdout.
     let out = send_cli(&rig, &["--to", &target, "-q", "shh"], &[]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

@@ -437,42 +437,7 @@ async fn owed_replies_are_never_pruned_and_only_finished_rows_are_capped(t: &Tes
     store.close().await;
 }
 
-/// What `POST /send` relies on: the insert itself says whether the row is new, so a
-/// retried message is handed to its lane once, even when two retries race.
-async fn recording_an_obligation_says_whether_it_is_new(t: &TestStore) {
-    let store = gateway(t).await;
-    let (id, new) = store
-        .create_obligation_if_new(reply("send-key-1", "disk at 91%"))
-        .await
-        .unwrap();
-    assert!(new);
-    assert_eq!(id, reply("send-key-1", "disk at 91%").obligation_id());
-    let (again, new) = store
-        .create_obligation_if_new(reply("send-key-1", "disk at 91%"))
-        .await
-        .unwrap();
-    assert_eq!((again.as_str(), new), (id.as_str(), false));
-    // Delivered, it is still the same row and still not new.
-    assert!(store.mark_attempting(&id).await.unwrap());
-    assert!(store.mark_delivered(&id).await.unwrap());
-    let (_, new) = store
-        .create_obligation_if_new(reply("send-key-1", "disk at 91%"))
-        .await
-        .unwrap();
-    assert!(!new);
-    let row = store.get_obligation(&id).await.unwrap().expect("row");
-    assert_eq!(row.state, ObligationState::Delivered);
-    // Another key (or another text) is another message.
-    let (other, new) = store
-        .create_obligation_if_new(reply("send-key-2", "disk at 91%"))
-        .await
-        .unwrap();
-    assert!(new && other != id);
-    store.close().await;
-}
-
 on_both_backends!(
-    recording_an_obligation_says_whether_it_is_new,
     owed_replies_are_never_pruned_and_only_finished_rows_are_capped,
     duplicate_inbound_events_are_refused_even_after_reopen,
     answering_records_the_reply_and_the_answer_together,

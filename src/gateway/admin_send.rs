@@ -195,6 +195,14 @@ fn not_running() -> Response {
     )
 }
 
+/// The running platforms a message can go to: the chat platforms (the webhook platform
+/// takes events in; it has no chat of its own to send to).
+fn chat_platforms(router: &GatewayRouter) -> Vec<String> {
+    let mut names = router.platform_names();
+    names.retain(|name| name != hermes_adapter::WEBHOOK_PLATFORM);
+    names
+}
+
 /// What the client is told about a recorded message: never its text.
 fn report(obligation: &Obligation) -> serde_json::Value {
     json!({
@@ -222,7 +230,7 @@ async fn send(State(state): State<SendState>, body: axum::body::Bytes) -> Respon
         }
     };
     let config = router.live().config.clone();
-    let running = router.platform_names();
+    let running = chat_platforms(&router);
     let target = match resolve_target(&request, &running, |p| {
         super::cron::home_channel(&config, p)
     }) {
@@ -305,8 +313,7 @@ async fn targets(State(state): State<SendState>) -> Response {
         return not_running();
     };
     let config = router.live().config.clone();
-    let platforms: Vec<serde_json::Value> = router
-        .platform_names()
+    let platforms: Vec<serde_json::Value> = chat_platforms(&router)
         .into_iter()
         .map(|name| {
             let home = super::cron::home_channel(&config, &name)

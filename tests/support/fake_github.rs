@@ -108,10 +108,7 @@ impl FakeGithub {
     pub fn comment_text(&self, id: &str) -> Option<String> {
         let index: usize = id.parse().ok()?;
         let shared = self.shared.lock().unwrap();
-        shared
-            .comments
-            .get(index.checked_sub(1)?)
-            .map(|c| c.body.clone())
+        shared.comments.get(index.checked_sub(1)?).map(|c| c.body.clone())
     }
 
     /// Watches the number of comments posted so far.

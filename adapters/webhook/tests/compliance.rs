@@ -39,8 +39,11 @@ impl Rig {
 
     /// Posts `body` signed under `delivery` in the background, again after every 503.
     fn post(&self, delivery: &str, body: Vec<u8>) {
-        let (url, answered, delivery) =
-            (self.url.clone(), self.answered.clone(), delivery.to_owned());
+        let (url, answered, delivery) = (
+            self.url.clone(),
+            self.answered.clone(),
+            delivery.to_owned(),
+        );
         tokio::spawn(async move {
             let client = reqwest::Client::new();
             loop {
@@ -118,10 +121,7 @@ impl ComplianceRig for Rig {
 
     async fn push_message(&self, text: &str) -> String {
         let delivery = self.delivery();
-        self.post(
-            &delivery,
-            serde_json::to_vec(&json!({"message": text})).unwrap(),
-        );
+        self.post(&delivery, serde_json::to_vec(&json!({"message": text})).unwrap());
         delivery
     }
 

@@ -9,6 +9,7 @@ mod health;
 mod mcp;
 mod pairing;
 mod run;
+mod send;
 mod service;
 mod sessions;
 mod state_cmd;
@@ -109,6 +110,9 @@ pub enum Command {
         #[command(subcommand)]
         command: webhook::WebhookCommand,
     },
+    /// Send a message to a chat through the running gateway (delivered once, rate limits
+    /// waited out). Exit 0 delivered, 1 not delivered, 2 usage or configuration error.
+    Send(send::SendArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -139,6 +143,7 @@ impl Cli {
             Some(
                 Command::Doctor(_)
                 | Command::Health(_)
+                | Command::Send(_)
                 | Command::Service { .. }
                 | Command::Mcp { .. }
                 | Command::State { .. },
@@ -173,6 +178,7 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
         Command::Service { command } => service::run(&home, &env, command),
         Command::Health(args) => health::run(&home, &env, &args),
         Command::Webhook { command } => webhook::run(&home, &env, command),
+        Command::Send(args) => send::run(&home, &env, &args),
     }
 }
 

@@ -50,7 +50,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &HealthArgs)
 }
 
 /// `host:port` of the admin API; `localhost` is spelled 127.0.0.1 as the daemon binds it.
-fn admin_target(admin: &config::AdminConfig) -> String {
+pub(super) fn admin_target(admin: &config::AdminConfig) -> String {
     let host = admin.host.trim_start_matches('[').trim_end_matches(']');
     if host.eq_ignore_ascii_case("localhost") {
         format!("127.0.0.1:{}", admin.port)

@@ -10,9 +10,11 @@ mod hooks;
 mod mcp;
 mod pairing;
 mod run;
+mod send;
 mod service;
 mod sessions;
 mod state_cmd;
+mod webhook;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -109,6 +111,14 @@ pub enum Command {
     },
     /// Ask the running daemon's admin API whether it is up (exit 0) or not (exit 1).
     Health(health::HealthArgs),
+    /// Manage webhook subscriptions (webhook_subscriptions.json, shared with `hermes webhook`).
+    Webhook {
+        #[command(subcommand)]
+        command: webhook::WebhookCommand,
+    },
+    /// Send a message to a chat through the running gateway (delivered once, rate limits
+    /// waited out). Exit 0 delivered, 1 not delivered, 2 usage or configuration error.
+    Send(send::SendArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -139,6 +149,7 @@ impl Cli {
             Some(
                 Command::Doctor(_)
                 | Command::Health(_)
+                | Command::Send(_)
                 | Command::Service { .. }
                 | Command::Mcp { .. }
                 | Command::Hooks { .. }
@@ -174,6 +185,8 @@ pub fn main_with(cli: Cli, env: BTreeMap<String, String>) -> i32 {
         Command::Hooks { command } => hooks::run(&home, &env, command),
         Command::Service { command } => service::run(&home, &env, command),
         Command::Health(args) => health::run(&home, &env, &args),
+        Command::Webhook { command } => webhook::run(&home, &env, command),
+        Command::Send(args) => send::run(&home, &env, &args),
     }
 }
 

@@ -258,6 +258,10 @@ async fn serve(
             };
         }
     };
+    // Recorded before the start is announced: whoever waits for the line finds the file.
+    if let Some(addr) = runner.admin_addr {
+        crate::gateway::admin_addr_file::publish(home.path(), addr);
+    }
     tracing::info!(
         home = %home.path().display(),
         schema_version = store.schema().version,
@@ -282,6 +286,7 @@ async fn serve(
     let restart = runner.router.restart_requested();
     webhooks_stop.cancel();
     runner.shutdown().await;
+    crate::gateway::admin_addr_file::withdraw(home.path());
     store.close().await;
     lifecycle.set_state(GatewayState::Stopped, Some(reason));
     tracing::info!("state.db closed; bye");

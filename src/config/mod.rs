@@ -70,6 +70,7 @@ pub use mcp_sampling::{McpSampling, SamplingLogLevel};
 pub use media::{AuxVisionConfig, MediaConfig, STT_PROVIDERS, SttConfig, SttOpenAiConfig};
 pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
+    WebhookPlatform,
 };
 pub use prompt::{HintOverride, PromptConfig, ToolUseEnforcement};
 pub use secret::{REDACTED, Secret};

@@ -130,3 +130,43 @@ gateway:
         ]
     );
 }
+
+#[test]
+fn the_webhook_block_and_its_env_vars_as_hermes_reads_them() {
+    // Off by default, even with routes written.
+    let yaml =
+        "platforms:\n  webhook:\n    extra:\n      port: 9000\n      routes: {a: {secret: s}}\n";
+    let off = load_ok(yaml, &[]).config.platforms.webhook;
+    assert!(!off.enabled);
+    assert_eq!(off.extra.get("port"), Some(&json!(9000)));
+    // WEBHOOK_ENABLED turns it on; WEBHOOK_PORT and WEBHOOK_SECRET go into `extra`.
+    let on = load_ok(
+        yaml,
+        &[
+            ("WEBHOOK_ENABLED", "true"),
+            ("WEBHOOK_PORT", "8700"),
+            ("WEBHOOK_SECRET", "env-secret"),
+        ],
+    )
+    .config
+    .platforms
+    .webhook;
+    assert!(on.enabled);
+    assert_eq!(on.extra.get("port"), Some(&json!("8700")));
+    assert_eq!(on.extra.get("secret"), Some(&json!("env-secret")));
+    assert!(on.extra.get("routes").is_some());
+    // The block also counts under gateway.platforms; a typo next to it is reported.
+    let nested = load_ok(
+        "gateway:\n  platforms:\n    webhook:\n      enabled: true\n      colour: red\n",
+        &[],
+    );
+    assert!(nested.config.platforms.webhook.enabled);
+    assert!(
+        nested
+            .warnings
+            .iter()
+            .any(|w| w.contains("gateway.platforms.webhook.colour")),
+        "{:?}",
+        nested.warnings
+    );
+}

@@ -36,6 +36,15 @@ pub struct Platforms {
     pub telegram: PlatformConfig,
     pub discord: PlatformConfig,
     pub slack: PlatformConfig,
+    pub webhook: WebhookPlatform,
+}
+
+/// `platforms.webhook`: whether the listener runs, and its `extra` (port, secrets, routes),
+/// which the webhook adapter validates when it is built.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct WebhookPlatform {
+    pub enabled: bool,
+    pub extra: Extra,
 }
 
 /// One chat platform, merged from every place Hermes accepts it and from its env vars.

@@ -14,7 +14,7 @@ use super::known_keys::{
     IGNORED_HOME_CHANNEL, IGNORED_PLATFORM, PLATFORM_PASSTHROUGH, join, warn_unknown,
 };
 use super::parse::{Issues, Leaf, at};
-use super::platform_types::{Extra, GatewayAccess, HomeChannel, PlatformConfig};
+use super::platform_types::{Extra, GatewayAccess, HomeChannel, PlatformConfig, WebhookPlatform};
 use super::raw::{RawConfig, RawGateway, RawPlatform, RawPlatforms, Section, Unknown};
 
 /// The places a platform block can come from.
@@ -281,5 +281,50 @@ pub fn gateway_access(
                 true,
             )
             .unwrap_or_else(super::toolset_names::default_guest_tools),
+    }
+}
+
+/// `platforms.webhook` (or `gateway.platforms.webhook`) with `WEBHOOK_ENABLED`,
+/// `WEBHOOK_PORT` and `WEBHOOK_SECRET`, which Hermes reads the same way: the variables enable
+/// the listener and go into `extra`. The `extra` keys themselves are the adapter's to check.
+pub fn webhook(
+    issues: &mut Issues,
+    blocks: &Blocks<'_>,
+    env: &BTreeMap<String, String>,
+) -> WebhookPlatform {
+    let found = [
+        ("platforms.webhook", blocks.platforms.webhook.as_ref()),
+        (
+            "gateway.platforms.webhook",
+            blocks.gateway_platforms.webhook.as_ref(),
+        ),
+    ];
+    let mut layers = Vec::new();
+    for (prefix, section) in found {
+        if let Some(block) = issues.section(prefix, section) {
+            warn_unknown(issues, prefix, &block.unknown, &[]);
+            layers.push((prefix.to_owned(), block));
+        }
+    }
+    let mut extra = BTreeMap::new();
+    for (prefix, block) in layers.iter().rev() {
+        if let Some(map) = issues.section(&format!("{prefix}.extra"), block.extra.as_ref()) {
+            extra.extend(map);
+        }
+    }
+    let from_env = env_leaf(env, "WEBHOOK_ENABLED");
+    let env_enabled = issues.opt_bool(from_env);
+    let file_enabled = issues.opt_bool(pick(&layers, "enabled", |b| b.enabled.as_ref()));
+    let enabled = env_enabled.unwrap_or(false) || file_enabled.unwrap_or(false);
+    if enabled {
+        for (var, key) in [("WEBHOOK_PORT", "port"), ("WEBHOOK_SECRET", "secret")] {
+            if let Some(value) = env.get(var).map(|v| v.trim()).filter(|v| !v.is_empty()) {
+                extra.insert(key.to_owned(), Value::String(value.to_owned()));
+            }
+        }
+    }
+    WebhookPlatform {
+        enabled,
+        extra: Extra(extra),
     }
 }

@@ -285,6 +285,18 @@ pub struct RawPlatforms {
     pub discord: Option<Section<RawPlatform>>,
     pub slack: Option<Section<RawPlatform>>,
     pub api_server: Option<Section<RawApiServer>>,
+    pub webhook: Option<Section<RawWebhook>>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// The webhook platform block (`platforms.webhook:`): everything but `enabled` is in `extra`,
+/// which the webhook adapter reads and checks itself.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct RawWebhook {
+    pub enabled: Option<Value>,
+    pub extra: Option<Section<Unknown>>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

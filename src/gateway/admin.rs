@@ -1,6 +1,7 @@
 //! The admin HTTP endpoint (loopback only): `/health` says the process can still answer
 //! (see `Router::liveness_problems`), `/ready` that every enabled adapter is live,
-//! `/metrics` exposes the counters, `/log-level` reads and sets the log filter.
+//! `/metrics` exposes the counters, `/log-level` reads and sets the log filter, `/send`
+//! takes a message from the operator's scripts into a chat (`admin_send.rs`).
 //!
 //! Two walls, both in `admin_guard.rs`: every request must name the listener in `Host`
 //! (a loopback name with its port), so a web page cannot reach it through DNS rebinding;
@@ -79,6 +80,7 @@ pub fn router(state: AdminState, port: u16) -> Router {
         .route("/ready", get(ready))
         .route("/metrics", get(metrics))
         .route("/log-level", get(log_level).put(set_log_level))
+        .merge(super::admin_send::routes(state.router.clone()))
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(
             guard,

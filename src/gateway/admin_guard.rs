@@ -3,7 +3,9 @@
 //! loopback address), so the endpoint answers only requests whose `Host` names the listener
 //! itself: `localhost`, `127.0.0.1` or `[::1]`, with the listener's port (or none). Reads
 //! stay open to local monitoring; anything that changes state (every method but GET, HEAD
-//! and OPTIONS) also needs `Authorization: Bearer` with `admin.token` or `API_SERVER_KEY`.
+//! and OPTIONS) also needs `Authorization: Bearer` with `admin.token` or `API_SERVER_KEY`,
+//! and so does every request under `/send`, reads included: where the operator's messages
+//! go and how they fared is the operator's business only.
 
 use std::sync::Arc;
 
@@ -68,6 +70,11 @@ impl AdminGuard {
     }
 }
 
+/// Whether a request needs the token whatever its method.
+fn always_needs_token(path: &str) -> bool {
+    path == "/send" || path.starts_with("/send/")
+}
+
 /// Whether `host` (a `Host` header value) names this loopback listener.
 pub fn is_own_host(host: &str, port: u16) -> bool {
     let (name, host_port) = match host.rsplit_once(':') {
@@ -110,7 +117,7 @@ pub async fn guard(State(guard): State<AdminGuard>, request: Request, next: Next
         );
     }
     let reads = [Method::GET, Method::HEAD, Method::OPTIONS];
-    if reads.contains(request.method()) {
+    if reads.contains(request.method()) && !always_needs_token(request.uri().path()) {
         return next.run(request).await;
     }
     if guard.credentials.tokens.is_empty() {
@@ -121,7 +128,7 @@ pub async fn guard(State(guard): State<AdminGuard>, request: Request, next: Next
         );
         return refusal(
             StatusCode::FORBIDDEN,
-            "changes through the admin API are off: set admin.token (or API_SERVER_KEY) and \
+            "changes and sends through the admin API are off: set admin.token (or API_SERVER_KEY) and \
              send it as `Authorization: Bearer <token>`"
                 .to_owned(),
         );
@@ -141,8 +148,8 @@ pub async fn guard(State(guard): State<AdminGuard>, request: Request, next: Next
         );
         return refusal(
             StatusCode::UNAUTHORIZED,
-            "this admin request changes state: send `Authorization: Bearer <token>` with \
-             admin.token or API_SERVER_KEY"
+            "this admin request needs the operator's token: send `Authorization: Bearer \
+             <token>` with admin.token or API_SERVER_KEY"
                 .to_owned(),
         );
     }
@@ -176,6 +183,23 @@ mod tests {
             "localhost.:8643",
         ] {
             assert!(!is_own_host(host, 8643), "{host}");
+        }
+    }
+
+    #[test]
+    fn every_send_route_needs_the_token_and_nothing_else_does() {
+        for path in ["/send", "/send/", "/send/targets", "/send/abc123"] {
+            assert!(always_needs_token(path), "{path}");
+        }
+        for path in [
+            "/health",
+            "/ready",
+            "/metrics",
+            "/log-level",
+            "/sender",
+            "/x/send",
+        ] {
+            assert!(!always_needs_token(path), "{path}");
         }
     }
 

@@ -38,8 +38,8 @@ pub fn pairing_code_text(platform: &str, code: &PairingCode) -> String {
 }
 
 /// Platforms whose events are system-generated or authenticated by the adapter itself
-/// (Home Assistant's token, webhook HMAC signatures): rule 1.
-const SELF_AUTHENTICATED_PLATFORMS: &[&str] = &["homeassistant", "webhook"];
+/// (Home Assistant's token): rule 1.
+const SELF_AUTHENTICATED_PLATFORMS: &[&str] = &["homeassistant"];
 
 fn is_group_like(chat_type: ChatType) -> bool {
     matches!(chat_type, ChatType::Group | ChatType::Forum)
@@ -88,6 +88,11 @@ pub fn authority(
     policy: &AuthPolicy,
     pairing: &PairingStore,
 ) -> Option<Authority> {
+    // A webhook's signature proves which sender the operator configured, but what it carries
+    // (a pull request's title, an alert's text) was written by anyone: it acts as a guest.
+    if source.platform == hermes_adapter::WEBHOOK_PLATFORM {
+        return Some(Authority::Guest);
+    }
     if person_is_allowed(source, policy, pairing) {
         return Some(Authority::AllowedUser);
     }

@@ -2,7 +2,9 @@
 
 pub mod adapter_health;
 pub mod admin;
+pub mod admin_addr_file;
 mod admin_guard;
+mod admin_send;
 pub mod api_server;
 pub mod authorize;
 pub mod chunk;

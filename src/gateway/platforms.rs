@@ -21,6 +21,8 @@ pub struct Built {
     pub discord: Option<hermes_discord::DiscordAdapter>,
     /// HTTP routes platforms push events to (Telegram webhook mode), with where to serve them.
     pub webhooks: Vec<(std::net::SocketAddr, axum::Router)>,
+    /// The webhook platform's listener, when enabled (tests and the log ask where it bound).
+    pub webhook: Option<hermes_webhook::WebhookAdapter>,
 }
 
 impl std::fmt::Debug for Built {
@@ -99,6 +101,15 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
     if platforms.slack.enabled {
         match slack(home, &platforms.slack, env, &net) {
             Ok(adapter) => built.adapters.push(Arc::new(adapter)),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if platforms.webhook.enabled {
+        match webhook(home, loaded, &net) {
+            Ok(adapter) => {
+                built.adapters.push(Arc::new(adapter.clone()));
+                built.webhook = Some(adapter);
+            }
             Err(e) => errors.extend(e),
         }
     }
@@ -186,6 +197,70 @@ fn slack(
         settings.cache_dir = cache_dir(home, "slack");
     }
     Ok(hermes_slack::SlackAdapter::new(settings))
+}
+
+/// The webhook platform (`platforms.webhook`): its routes may deliver to the chat platforms
+/// enabled beside it (to their home channel when a route names no chat), and a route's
+/// `skills` become the home's skill instructions around the rendered prompt.
+fn webhook(
+    home: &HermesHome,
+    loaded: &LoadedConfig,
+    net: &Net,
+) -> Result<hermes_webhook::WebhookAdapter, Vec<String>> {
+    let platforms = &loaded.config.platforms;
+    let targets = [
+        ("telegram", &platforms.telegram),
+        ("discord", &platforms.discord),
+        ("slack", &platforms.slack),
+    ]
+    .into_iter()
+    .filter(|(_, platform)| platform.enabled)
+    .map(|(name, platform)| {
+        let home = platform.home_channel.as_ref();
+        (
+            name.to_owned(),
+            hermes_webhook::DeliverTarget {
+                home_chat: home.map(|h| h.chat_id.clone()),
+                home_thread: home.and_then(|h| h.thread_id.clone()),
+            },
+        )
+    })
+    .collect();
+    let extra = extra_map_of(&platforms.webhook.extra);
+    let mut settings = hermes_webhook::Settings::from_config(
+        &extra,
+        &loaded.env,
+        home.path().to_path_buf(),
+        targets,
+    )?;
+    settings.net = net.clone();
+    for warning in &settings.warnings {
+        tracing::warn!("{warning}");
+    }
+    let skills = crate::skills::enabled(
+        home,
+        &loaded.config.skills,
+        &loaded.env,
+        Some(hermes_adapter::WEBHOOK_PLATFORM),
+    );
+    let fill = loaded.config.skills.template_vars;
+    settings.skill_message = Some(Arc::new(move |name: &str, prompt: &str| {
+        let skill = crate::skills::command::find(&skills, name)?;
+        crate::skills::command::invocation(skill, prompt, fill.then_some(None))
+            .inspect_err(
+                |e| tracing::warn!(skill = %skill.name, error = %e, "cannot read the skill"),
+            )
+            .ok()
+    }));
+    Ok(hermes_webhook::WebhookAdapter::new(settings))
+}
+
+fn extra_map_of(extra: &crate::config::Extra) -> Map<String, Value> {
+    extra
+        .0
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// Where Telegram's webhook is served: `TELEGRAM_WEBHOOK_HOST` (default `0.0.0.0`, as the

@@ -135,6 +135,13 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
             collect_extra(key, value, &mut values);
         }
     }
+    let mut webhook = Vec::new();
+    for (key, value) in &platforms.webhook.extra.0 {
+        collect_extra(key, value, &mut webhook);
+    }
+    // The marker that turns a route's signature check off is a word, not a secret.
+    webhook.retain(|value| value != hermes_webhook::route::INSECURE_NO_AUTH);
+    values.extend(webhook);
     values.extend(found.into_iter().map(|s| s.expose().to_owned()));
     if let Some(url) = &config.state.postgres_url {
         values.push(url.expose().to_owned());

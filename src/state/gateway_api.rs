@@ -229,6 +229,23 @@ impl Store {
         Ok(id)
     }
 
+    /// As [`Store::create_obligation`], also saying whether the row is new (false: the same
+    /// id was recorded before and keeps its row), so a caller retried with the same message
+    /// hands it to a lane only once.
+    pub async fn create_obligation_if_new(
+        &self,
+        obligation: NewObligation,
+    ) -> StoreResult<(String, bool)> {
+        let id = obligation.obligation_id();
+        let outcome = self
+            .write(WriteCommand::CreateObligation {
+                obligation: Box::new(obligation),
+                owner: self.inner.ledger_owner,
+            })
+            .await?;
+        Ok((id, changed(outcome)))
+    }
+
     /// Call immediately before sending: `attempting`, attempts + 1, owner = this process.
     /// False when the row is missing, delivered or abandoned (do not send).
     pub async fn mark_attempting(&self, id: &str) -> StoreResult<bool> {

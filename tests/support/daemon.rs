@@ -73,7 +73,7 @@ pub fn strip_ansi(line: &str) -> String {
 }
 
 /// A field of a log line, text (`name=value`) or JSON (`"name":"value"`).
-fn field(line: &str, name: &str) -> Option<String> {
+pub fn field(line: &str, name: &str) -> Option<String> {
     if line.trim_start().starts_with('{') {
         let json: serde_json::Value = serde_json::from_str(line).ok()?;
         return json

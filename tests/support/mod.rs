@@ -3,6 +3,7 @@
 
 pub mod conditions;
 pub mod daemon;
+pub mod fake_github;
 pub mod fake_model;
 pub mod fake_stt;
 pub mod fts5_cjk;

@@ -145,7 +145,28 @@ pub struct MessageEvent {
     /// from events journaled before it existed, which load as unmergeable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeTag>,
+    /// Where the answer goes when not back to the chat the event came from (a webhook route
+    /// delivering to a Telegram chat or a GitHub pull request). Journaled with the event, so
+    /// a turn resumed after a crash answers the same place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_target: Option<ReplyTarget>,
 }
+
+/// The destination of an event's answer ([`MessageEvent::reply_target`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplyTarget {
+    pub platform: String,
+    pub chat_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    /// The event's text is the answer itself: no agent runs (a `deliver_only` route).
+    #[serde(default)]
+    pub verbatim: bool,
+}
+
+/// The platform name of events that arrive over signed webhooks: their text is content from
+/// outside (a pull request's title, an alert), never a command.
+pub const WEBHOOK_PLATFORM: &str = "webhook";
 
 impl MessageEvent {
     /// A plain text event.
@@ -164,6 +185,7 @@ impl MessageEvent {
             reply_to_is_own_message: false,
             timestamp: 0.0,
             merge: None,
+            reply_target: None,
         }
     }
 
@@ -188,6 +210,9 @@ impl MessageEvent {
     /// The command name: the first token after `/`, lowercased, `@botname` stripped; `None`
     /// when the text is not a command or the name contains `/` (a path, not a command).
     pub fn command(&self) -> Option<String> {
+        if self.source.platform == WEBHOOK_PLATFORM {
+            return None;
+        }
         let rest = self.text.trim_start().strip_prefix('/')?;
         let token = rest.split_whitespace().next()?;
         let name = token.split('@').next().unwrap_or(token);

@@ -100,6 +100,7 @@ pub fn message_event(update_id: i64, message: &Message, bot: &BotIdentity) -> Me
             .is_some_and(|u| u.id == bot.id),
         timestamp: message.date as f64,
         merge: None,
+        reply_target: None,
     }
 }
 

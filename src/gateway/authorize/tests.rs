@@ -86,6 +86,18 @@ fn rule_1_and_2_self_and_upstream_authenticated_platforms() {
 }
 
 #[test]
+fn a_signed_webhook_is_admitted_only_as_a_guest() {
+    let f = fixture();
+    // Even with everyone allowed, a webhook's content never gets an allowed user's rights.
+    let p = policy(&[("GATEWAY_ALLOW_ALL_USERS", "true")]);
+    let source = dm("webhook", "webhook:gh:d1");
+    assert_eq!(
+        authority(&source, &p, &f.store),
+        Some(crate::tools::context::Authority::Guest)
+    );
+}
+
+#[test]
 fn rule_3_group_chat_allowlist_works_without_a_user() {
     let f = fixture();
     let p = policy(&[("TELEGRAM_GROUP_ALLOWED_CHATS", "-100, -200")]);

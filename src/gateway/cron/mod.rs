@@ -19,6 +19,8 @@ mod recovery;
 mod run;
 mod tick;
 
+pub(crate) use run::home_channel;
+
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

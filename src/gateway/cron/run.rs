@@ -31,7 +31,7 @@ pub(super) struct Claimed {
 }
 
 /// A platform's configured home channel: `(chat_id, thread_id)`.
-pub(super) fn home_channel(config: &Config, platform: &str) -> Option<(String, Option<String>)> {
+pub(crate) fn home_channel(config: &Config, platform: &str) -> Option<(String, Option<String>)> {
     let platform = match platform {
         "telegram" => &config.platforms.telegram,
         "discord" => &config.platforms.discord,

@@ -28,6 +28,28 @@ pub struct Live {
     pub events: crate::hooks::EventHooks,
 }
 
+impl Live {
+    /// A snapshot of `loaded`; the gateway hooks of `home` are found (again) for it.
+    pub(super) fn new(
+        home: &HermesHome,
+        loaded: &LoadedConfig,
+        auth: AuthPolicy,
+        agent: Result<Arc<AgentDeps>, NoProvider>,
+    ) -> Self {
+        Self {
+            config: loaded.config.clone(),
+            env: loaded.env.clone(),
+            auth,
+            agent,
+            events: crate::hooks::EventHooks::start(
+                home,
+                &loaded.env,
+                loaded.config.hooks.auto_accept,
+            ),
+        }
+    }
+}
+
 /// Why the router has no model to run turns with. Its text is one line saying what to set;
 /// it is shared by every snapshot until a reload fixes the configuration.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -91,16 +113,7 @@ pub(super) fn apply_reload(router: &Router, loaded: &LoadedConfig) {
         tracing::warn!("{reason}; messages will be answered with setup instructions");
     }
     crate::agent::assembly::connect_sampling(&router.mcp, agent.as_deref().ok());
-    let fresh = Arc::new(Live {
-        config: loaded.config.clone(),
-        env: loaded.env.clone(),
-        auth: AuthPolicy::from_config(&loaded.config, &loaded.env),
-        agent,
-        events: crate::hooks::EventHooks::start(
-            &router.home,
-            &loaded.env,
-            loaded.config.hooks.auto_accept,
-        ),
-    });
+    let auth = AuthPolicy::from_config(&loaded.config, &loaded.env);
+    let fresh = Arc::new(Live::new(&router.home, loaded, auth, agent));
     router.live.replace(fresh);
 }

@@ -20,6 +20,7 @@ pub mod slot;
 mod slot_table;
 mod steer;
 mod turn;
+mod webhook;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -200,17 +201,7 @@ impl Router {
         if let Err(reason) = &agent {
             tracing::warn!("{reason}; messages will be answered with setup instructions");
         }
-        let live = LiveCell::new(Live {
-            config: loaded.config.clone(),
-            env: loaded.env.clone(),
-            auth,
-            agent,
-            events: crate::hooks::EventHooks::start(
-                &home,
-                &loaded.env,
-                loaded.config.hooks.auto_accept,
-            ),
-        });
+        let live = LiveCell::new(Live::new(&home, &loaded, auth, agent));
         let gate = Arc::new(Gatekeeper {
             live: live.clone(),
             pairing,
@@ -543,11 +534,12 @@ impl Router {
     /// "running" and the worker goes on with the next job instead of dying with the slot
     /// wedged.
     async fn run_job(&self, slot: &Arc<Slot>, job: Job) {
+        if let Some(text) = webhook::verbatim_answer(&job) {
+            return self.responder.respond(&job, &text).await;
+        }
         let copy = job.clone();
-        let command = match job.event.source.platform == API_PLATFORM {
-            true => None,
-            false => Command::parse(&job.event),
-        };
+        let api = job.event.source.platform == API_PLATFORM;
+        let command = (!api).then(|| Command::parse(&job.event)).flatten();
         let run = async {
             match command {
                 Some(command) => commands::run_command(self, slot, job, command).await,
@@ -563,6 +555,10 @@ impl Router {
     /// Runs `job` as an agent turn and settles how it ended.
     async fn run_turn(&self, slot: &Arc<Slot>, job: Job) {
         match self.turns.run(slot, &job).await {
+            TurnEnd::Finished(_) if webhook::is_webhook(&job) => {
+                let key = self.session_key(&job.event);
+                webhook::close_session(&self.sessions, &self.store, &key).await;
+            }
             TurnEnd::Finished(leftover) => self.carry_over(slot, &job, leftover).await,
             TurnEnd::LeaseLost { error, recorded } => cluster::lease_lost(
                 &self.metrics.router_queue_depth,

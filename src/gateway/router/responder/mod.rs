@@ -23,6 +23,23 @@ use crate::gateway::routing::RoutingIndex;
 use crate::gateway::session_key::{KeyPolicy, build_session_key};
 use crate::state::{InboundState, NewObligation, Store};
 
+/// Where `event`'s answer goes: its reply target when it has one (a webhook route's
+/// destination), else back to the chat it came from.
+fn destination(event: &MessageEvent) -> (String, String, Option<String>) {
+    match &event.reply_target {
+        Some(target) => (
+            target.platform.clone(),
+            target.chat_id.clone(),
+            target.thread_id.clone(),
+        ),
+        None => (
+            event.source.platform.clone(),
+            event.source.chat_id.clone(),
+            event.source.thread_id.clone(),
+        ),
+    }
+}
+
 /// Records answers and sends them. It owns the platforms replies go to and the per-chat
 /// lanes that send them; it reads the routing index only to move a migrated chat's
 /// conversations along.
@@ -79,12 +96,13 @@ impl Responder {
         }
         let event = &job.event;
         let key = self.session_key(event);
+        let (platform, chat_id, thread_id) = destination(event);
         let obligation = NewObligation {
             session_key: key,
             message_ref: event.event_id.clone(),
-            platform: event.source.platform.clone(),
-            chat_id: event.source.chat_id.clone(),
-            thread_id: event.source.thread_id.clone(),
+            platform: platform.clone(),
+            chat_id: chat_id.clone(),
+            thread_id,
             content: text.to_owned(),
         };
         let ids = match self
@@ -102,11 +120,16 @@ impl Responder {
             .into_iter()
             .map(|obligation_id| Outgoing {
                 obligation_id,
-                reply_to: event.message_id.clone(),
+                // A reply elsewhere quotes nothing: the message it answers is not there.
+                reply_to: event
+                    .reply_target
+                    .is_none()
+                    .then(|| event.message_id.clone())
+                    .flatten(),
                 event_id: Some(event.event_id.clone()),
             })
             .collect();
-        self.send_later(&event.source.platform, &event.source.chat_id, replies);
+        self.send_later(&platform, &chat_id, replies);
     }
 
     /// Answers `job` by editing its streamed preview `preview_id` into `text`, through the
@@ -123,7 +146,7 @@ impl Responder {
         let fits = self
             .link(&event.source.platform)
             .is_some_and(|link| link.deliverer.fits_one_edit(text));
-        if job.api.is_some() || !fits {
+        if job.api.is_some() || !fits || event.reply_target.is_some() {
             self.delete_preview(&event.source, preview_id).await;
             self.respond_in(job, text, session_id).await;
             return;

@@ -1,0 +1,29 @@
+//! What the router does differently for webhook deliveries (docs/webhooks.md): a
+//! `deliver_only` route's event is answered with its own text, no agent; and each delivery is
+//! a one-turn session, closed when its run ends (Hermes's `webhook_complete`), so webhook
+//! sessions do not pile up open in state.db.
+
+use hermes_adapter::WEBHOOK_PLATFORM;
+
+use super::session::Sessions;
+use super::slot::Job;
+use crate::state::Store;
+
+/// The answer of a `deliver_only` event: its text.
+pub(super) fn verbatim_answer(job: &Job) -> Option<String> {
+    let verbatim = job.event.reply_target.as_ref().is_some_and(|t| t.verbatim);
+    verbatim.then(|| job.event.text.clone())
+}
+
+pub(super) fn is_webhook(job: &Job) -> bool {
+    job.event.source.platform == WEBHOOK_PLATFORM
+}
+
+/// Ends the session routed under `key` (the delivery's own).
+pub(super) async fn close_session(sessions: &Sessions, store: &Store, key: &str) {
+    if let Some(id) = sessions.current_session_id(key)
+        && let Err(e) = store.end_session(&id, "webhook_complete").await
+    {
+        tracing::warn!(session_id = %id, error = %e, "cannot close a webhook session");
+    }
+}

@@ -330,11 +330,23 @@ async fn a_seeded_load_on_every_platform_over_three_instances_with_three_kills_i
     let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
     let discord_sent = more
         .discord
-        .wait_within(remaining, "every Discord message answered", |s| {
+        .try_wait_within(remaining, |s| {
             let texts = discord_texts(s, &more.channels);
             unanswered(&discord, &texts).is_empty().then_some(texts)
         })
         .await;
+    let Some(discord_sent) = discord_sent else {
+        let texts = more
+            .discord
+            .try_wait_within(Duration::ZERO, |s| Some(discord_texts(s, &more.channels)))
+            .await
+            .unwrap_or_default();
+        panic!(
+            "seed {seed}: Discord never answered {:?}\nsent: {texts:#?}\nlogs: {:#?}",
+            unanswered(&discord, &texts),
+            rig.all_logs()
+        );
+    };
     let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
     let slack_sent = more
         .slack

@@ -66,6 +66,15 @@ pub enum DeliveryOutcome {
     },
 }
 
+impl DeliveryOutcome {
+    /// A send this instance cut off at its lease's deadline (`delivery/fenced.rs`): it may
+    /// have landed, so it goes again only with the recovered marker, once this instance
+    /// may act again (or by the survivor that took the reply over).
+    pub fn is_cut_off_by_fence(&self) -> bool {
+        matches!(self, Self::Ambiguous { error, .. } if error == fenced::CUT_OFF)
+    }
+}
+
 /// What [`Deliverer::deliver`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryReport {

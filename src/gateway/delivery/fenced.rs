@@ -76,14 +76,14 @@ pub(super) async fn bounded(act_by: Instant, send: impl Future<Output = SendResu
     }
 }
 
+/// The error of a call cut off at the lease's deadline.
+pub(super) const CUT_OFF: &str = "cut off at the lease's local deadline";
+
 /// The result of a call cut off at the lease's deadline: it may or may not have landed.
 pub(super) fn cut_off() -> SendResult {
     SendResult {
         message_id: None,
-        error: Some((
-            SendErrorKind::Ambiguous,
-            "cut off at the lease's local deadline".to_owned(),
-        )),
+        error: Some((SendErrorKind::Ambiguous, CUT_OFF.to_owned())),
         retry_after: None,
     }
 }

@@ -526,8 +526,21 @@ impl FakeDiscord {
         &self,
         bound: Duration,
         what: &str,
-        mut probe: impl FnMut(&State) -> Option<T>,
+        probe: impl FnMut(&State) -> Option<T>,
     ) -> T {
+        match self.try_wait_within(bound, probe).await {
+            Some(found) => found,
+            None => panic!("fake discord: timed out waiting for {what}"),
+        }
+    }
+
+    /// As [`FakeDiscord::wait_within`], but `None` after `bound` instead of a panic, so the
+    /// caller can say what is missing.
+    pub async fn try_wait_within<T>(
+        &self,
+        bound: Duration,
+        mut probe: impl FnMut(&State) -> Option<T>,
+    ) -> Option<T> {
         let mut version = self.shared.version.subscribe();
         let wait = async {
             loop {
@@ -539,10 +552,7 @@ impl FakeDiscord {
                 }
             }
         };
-        match tokio::time::timeout(bound, wait).await {
-            Ok(found) => found,
-            Err(_) => panic!("fake discord: timed out waiting for {what}"),
-        }
+        tokio::time::timeout(bound, wait).await.ok()
     }
 
     /// Waits until at least `count` calls of `route` were recorded; returns them all.

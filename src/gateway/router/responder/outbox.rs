@@ -145,9 +145,21 @@ impl Responder {
                 .await;
             // Held back because this instance's lease could not be trusted: the same reply
             // goes again (still first in its chat) once a renewal lands; if a survivor took
-            // it over meanwhile, the claim finds it theirs and sends nothing.
-            while matches!(outcome, Some(DeliveryOutcome::Fenced { .. })) {
-                if !self.wait_for_trust().await {
+            // it over meanwhile, the claim finds it theirs and sends nothing. A send cut off
+            // in flight at the lease's deadline goes again once too, with the recovered
+            // marker (its row is ambiguous), as a restart would send it — without this it
+            // stayed owed until the next restart while this instance lived on.
+            let mut cut_off_resent = false;
+            loop {
+                let again = match &outcome {
+                    Some(DeliveryOutcome::Fenced { .. }) => true,
+                    Some(o) if o.is_cut_off_by_fence() && !cut_off_resent => {
+                        cut_off_resent = true;
+                        true
+                    }
+                    _ => false,
+                };
+                if !again || !self.wait_for_trust().await {
                     break;
                 }
                 outcome = self

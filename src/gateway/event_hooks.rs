@@ -13,15 +13,10 @@ fn cut(text: &str) -> String {
 
 /// `agent:start` (and the base of `agent:end`): the chat, the sender and the message.
 pub fn agent_context(source: &SessionSource, session_id: &str, message: &str) -> Value {
-    json!({
-        "platform": source.platform,
-        "user_id": source.user_id.clone().unwrap_or_default(),
-        "chat_id": source.chat_id,
-        "thread_id": source.thread_id.clone().unwrap_or_default(),
-        "chat_type": source.chat_type.as_str(),
-        "session_id": session_id,
-        "message": cut(message),
-    })
+    let mut context = source_fields(source);
+    context["session_id"] = json!(session_id);
+    context["message"] = json!(cut(message));
+    context
 }
 
 /// `agent:end`: [`agent_context`] plus the reply.
@@ -38,13 +33,19 @@ pub fn agent_end_context(
 
 /// `session:*` and `command:*`: the chat and the session key (plus what the caller adds).
 pub fn chat_context(source: &SessionSource, session_key: &str) -> Value {
+    let mut context = source_fields(source);
+    context["session_key"] = json!(session_key);
+    context
+}
+
+/// The chat and sender fields every gateway hook event carries.
+fn source_fields(source: &SessionSource) -> Value {
     json!({
         "platform": source.platform,
         "user_id": source.user_id.clone().unwrap_or_default(),
         "chat_id": source.chat_id,
         "thread_id": source.thread_id.clone().unwrap_or_default(),
         "chat_type": source.chat_type.as_str(),
-        "session_key": session_key,
     })
 }
 

@@ -27,5 +27,6 @@ pub use assembly::assemble;
 pub use deps::{AgentDeps, AgentSettings, UserPrompts};
 pub use event_channel::{EventSink, EventStream, event_channel};
 pub use events::AgentEvent;
+pub use prompt::layered_system;
 pub use session_id::new_session_id;
-pub use worker::{Agent, AgentError, SteerInbox, TurnOutcome};
+pub use worker::{Agent, AgentError, Compressed, SteerInbox, TurnOutcome};

@@ -278,6 +278,7 @@ async fn serve(
             signal = &mut stop => break signal,
             _ = runner.restart_requested() => break "restart requested",
             _ = hangup.recv() => reload.run(&runner, lifecycle),
+            _ = runner.router.reload_requested() => reload.run(&runner, lifecycle),
             _ = next_tick(&mut watchdog) => lifecycle.pet_watchdog(&runner),
         }
     };

@@ -22,7 +22,7 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "model_catalog", "model_overrides", "models_dev", "monitoring", "multiplex_profile_allowlist",
     "multiplex_profiles", "network", "nous", "onboarding", "openrouter",
     "paste_collapse_char_threshold", "paste_collapse_threshold",
-    "paste_collapse_threshold_fallback", "personalities",
+    "paste_collapse_threshold_fallback",
     "plugins", "prefill_messages_file", "privacy", "profile_routes", "prompt_caching", "proxy",
     "quick_commands", "reset_by_platform", "reset_by_type", "reset_triggers", "runtime", "secrets",
     "security", "session", "session_store_max_age_days", "sessions",
@@ -99,7 +99,7 @@ pub const IGNORED_FALLBACK: &[&str] = &[
 #[rustfmt::skip]
 pub const IGNORED_APPROVALS: &[&str] = &[
     "cron_mode", "denial_breaker_threshold", "destructive_slash_confirm",
-    "mcp_reload_confirm", "single_query_mode", "smart_policy", "unattended_mode",
+    "single_query_mode", "smart_policy", "unattended_mode",
 ];
 
 pub const IGNORED_SESSION_RESET: &[&str] = &["bg_process_max_age_hours"];
@@ -150,7 +150,7 @@ pub const IGNORED_AGENT: &[&str] = &[
     "quiet_mode", "reasoning_echo", "reasoning_effort",
     "reasoning_overrides", "reconnect_attention_after", "restart_after_turn_timeout",
     "run_budget_seconds", "sanitizer_heal_escalation_threshold", "service_tier",
-    "session_stall_timeout", "stall_guards", "system_prompt",
+    "session_stall_timeout", "stall_guards",
     "turn_liveness", "verbose", "verify_guidance", "verify_on_stop",
 ];
 

@@ -23,6 +23,7 @@ mod media;
 pub mod model_edit;
 mod network;
 mod parse;
+pub mod personality;
 mod platform_types;
 mod platforms;
 mod prompt;

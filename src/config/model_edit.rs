@@ -1,7 +1,7 @@
-//! Sets keys of config.yaml's `model:` section in place (`/model --global`), as a line edit
-//! so the user's comments, ordering and layout survive: only the values change. Handles
-//! the two forms Hermes writes — `model: name` and a `model:` block of `key: value` lines —
-//! and refuses anything else (flow mappings, anchors, block scalars, a value spanning
+//! Sets keys of a config.yaml section in place (`model:` for `/model --global`, `agent:` for
+//! `/personality`), as a line edit so the user's comments, ordering and layout survive: only
+//! the values change. Handles the forms Hermes writes — `model: name` and a block of
+//! `key: value` lines — and refuses anything else (flow mappings, anchors, block scalars, a value spanning
 //! lines) rather than guess. Every edit is checked by parsing the result: the document must
 //! equal the original with just those keys set, or nothing is written.
 
@@ -10,14 +10,14 @@ use serde_norway::{Mapping, Value as Yaml};
 /// Why `model:` was left as it is; the text is shown to the user who asked for the change.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelEditError {
-    #[error("config.yaml has more than one `model:` key")]
-    DuplicateModelKey,
+    #[error("config.yaml has more than one `{section}:` key")]
+    DuplicateModelKey { section: String },
     #[error("`model:` is a single name; cannot set other keys in place")]
     ScalarModel,
-    #[error("the `model:` block is indented with tabs")]
-    TabIndented,
+    #[error("the `{section}:` block is indented with tabs")]
+    TabIndented { section: String },
     /// `key:` with its value on the following lines (a block scalar or nested mapping).
-    #[error("`model.{key}` has no value on its own line")]
+    #[error("`{key}` has no value on its own line")]
     NoInlineValue { key: String },
     /// Flow collections, anchors, aliases, tags and block text are left to the user.
     #[error(
@@ -36,18 +36,28 @@ pub enum ModelEditError {
     #[error("config.yaml is not a mapping")]
     NotAMapping,
     /// The parsed result differs from the original beyond the keys set.
-    #[error("config.yaml's layout is one hermesd cannot edit safely; set `model.default` by hand")]
-    UnsafeLayout,
+    #[error("config.yaml's layout is one hermesd cannot edit safely; set `{key}` by hand")]
+    UnsafeLayout { key: String },
 }
 
 /// The new text of `original` with `model.<key>` set to each value (`default` first).
 pub fn set_model_keys(original: &str, values: &[(&str, &str)]) -> Result<String, ModelEditError> {
-    let edited = edit(original, values)?;
-    verify(original, &edited, values)?;
+    set_section_keys(original, "model", values)
+}
+
+/// The new text of `original` with `<section>.<key>` set to each value. Only `model` may be
+/// written as a single name (`model: gpt-x`, whose name is `default`).
+pub fn set_section_keys(
+    original: &str,
+    section: &str,
+    values: &[(&str, &str)],
+) -> Result<String, ModelEditError> {
+    let edited = edit(original, section, values)?;
+    verify(original, &edited, section, values)?;
     Ok(edited)
 }
 
-fn edit(original: &str, values: &[(&str, &str)]) -> Result<String, ModelEditError> {
+fn edit(original: &str, section: &str, values: &[(&str, &str)]) -> Result<String, ModelEditError> {
     let lines: Vec<&str> = original.split_inclusive('\n').collect();
     let newline = if original.contains("\r\n") {
         "\r\n"
@@ -55,7 +65,7 @@ fn edit(original: &str, values: &[(&str, &str)]) -> Result<String, ModelEditErro
         "\n"
     };
     let headers: Vec<usize> = (0..lines.len())
-        .filter(|&i| key_of(lines[i]).is_some_and(|(indent, key)| indent == 0 && key == "model"))
+        .filter(|&i| key_of(lines[i]).is_some_and(|(indent, key)| indent == 0 && key == section))
         .collect();
     let header = match headers.as_slice() {
         [] => {
@@ -63,20 +73,29 @@ fn edit(original: &str, values: &[(&str, &str)]) -> Result<String, ModelEditErro
             if !out.is_empty() && !out.ends_with('\n') {
                 out.push_str(newline);
             }
-            out.push_str(&format!("model:{newline}"));
+            out.push_str(&format!("{section}:{newline}"));
             for (key, value) in values {
                 out.push_str(&format!("  {key}: {}{newline}", scalar(value)));
             }
             return Ok(out);
         }
         [one] => *one,
-        _ => return Err(ModelEditError::DuplicateModelKey),
+        _ => {
+            return Err(ModelEditError::DuplicateModelKey {
+                section: section.to_owned(),
+            });
+        }
     };
-    let (value_at, value, comment) = split_value(lines[header], "model".len() + 1)?;
+    let (value_at, value, comment) = split_value(lines[header], section.len() + 1)?;
     let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
     if !value.is_empty() {
         // `model: name`.
-        check_plain_or_quoted(value, "model")?;
+        check_plain_or_quoted(value, section)?;
+        if section != "model" {
+            return Err(ModelEditError::UneditableForm {
+                key: section.to_owned(),
+            });
+        }
         let [(key, new)] = values else {
             // Other keys as well: the scalar becomes a block (Hermes reads both).
             let mut block = format!("model:{comment}{newline}");
@@ -106,7 +125,9 @@ fn edit(original: &str, values: &[(&str, &str)]) -> Result<String, ModelEditErro
         .filter_map(|i| key_of(lines[i]).map(|(indent, _)| indent))
         .min();
     if (header + 1..end).any(|i| lines[i].starts_with('\t')) {
-        return Err(ModelEditError::TabIndented);
+        return Err(ModelEditError::TabIndented {
+            section: section.to_owned(),
+        });
     }
     let indent = indent.unwrap_or(2);
     let mut missing = Vec::new();
@@ -116,10 +137,10 @@ fn edit(original: &str, values: &[(&str, &str)]) -> Result<String, ModelEditErro
         match found {
             Some(i) => {
                 let (value_at, value, comment) = split_value(lines[i], indent + key.len() + 1)?;
-                check_plain_or_quoted(value, &format!("model.{key}"))?;
+                check_plain_or_quoted(value, &format!("{section}.{key}"))?;
                 if value.is_empty() {
                     return Err(ModelEditError::NoInlineValue {
-                        key: (*key).to_owned(),
+                        key: format!("{section}.{key}"),
                     });
                 }
                 out[i] = rebuild(lines[i], value_at, new, comment, newline);
@@ -232,7 +253,12 @@ fn scalar(value: &str) -> String {
 }
 
 /// The edited text must parse to the original document with only those keys set.
-fn verify(original: &str, edited: &str, values: &[(&str, &str)]) -> Result<(), ModelEditError> {
+fn verify(
+    original: &str,
+    edited: &str,
+    section: &str,
+    values: &[(&str, &str)],
+) -> Result<(), ModelEditError> {
     let parse = |text: &str| -> Result<Yaml, ModelEditError> {
         if text.trim().is_empty() {
             return Ok(Yaml::Mapping(Mapping::new()));
@@ -244,7 +270,7 @@ fn verify(original: &str, edited: &str, values: &[(&str, &str)]) -> Result<(), M
     let root = expected
         .as_mapping_mut()
         .ok_or(ModelEditError::NotAMapping)?;
-    let model = Yaml::String("model".into());
+    let model = Yaml::String(section.into());
     let mut block = match root.get(&model) {
         Some(Yaml::Mapping(map)) => map.clone(),
         Some(Yaml::String(name)) => {
@@ -258,7 +284,7 @@ fn verify(original: &str, edited: &str, values: &[(&str, &str)]) -> Result<(), M
         block.insert(Yaml::String((*key).into()), Yaml::String((*value).into()));
     }
     // A scalar `model:` edited in place stays a scalar.
-    let scalar_kept = matches!(got.get("model"), Some(Yaml::String(_)));
+    let scalar_kept = matches!(got.get(section), Some(Yaml::String(_)));
     let wanted = if scalar_kept && values.len() == 1 {
         Yaml::String(values[0].1.into())
     } else {
@@ -268,7 +294,10 @@ fn verify(original: &str, edited: &str, values: &[(&str, &str)]) -> Result<(), M
     if expected == got {
         Ok(())
     } else {
-        Err(ModelEditError::UnsafeLayout)
+        let key = values.first().map_or("", |(key, _)| key);
+        Err(ModelEditError::UnsafeLayout {
+            key: format!("{section}.{key}"),
+        })
     }
 }
 

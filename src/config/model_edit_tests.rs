@@ -102,3 +102,24 @@ fn crlf_files_keep_their_line_ends() {
         "model:\r\n  default: b # c\r\nagent:\r\n  max_turns: 2\r\n"
     );
 }
+
+#[test]
+fn other_sections_take_a_key_in_place_or_a_new_block() {
+    let text = "model: gpt-4o\nagent:\n  max_turns: 5  # keep\n";
+    let prompt = "Talk like a pirate.\nTone: salty";
+    assert_eq!(
+        set_section_keys(text, "agent", &[("system_prompt", prompt)]).unwrap(),
+        "model: gpt-4o\nagent:\n  system_prompt: \"Talk like a pirate.\\nTone: salty\"\n  max_turns: 5  # keep\n"
+    );
+    let set = "agent:\n  system_prompt: old  # chosen by /personality\n";
+    assert_eq!(
+        set_section_keys(set, "agent", &[("system_prompt", "")]).unwrap(),
+        "agent:\n  system_prompt: \"\"  # chosen by /personality\n"
+    );
+    assert_eq!(
+        set_section_keys("model: m\n", "agent", &[("system_prompt", "x")]).unwrap(),
+        "model: m\nagent:\n  system_prompt: x\n"
+    );
+    // Only `model` may be a bare name.
+    assert!(set_section_keys("agent: x\n", "agent", &[("system_prompt", "y")]).is_err());
+}

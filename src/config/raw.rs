@@ -66,6 +66,8 @@ pub struct RawConfig {
     /// The operator's shell hooks and their consent switch (read in `hooks.rs`).
     pub hooks: Option<Value>,
     pub hooks_auto_accept: Option<Value>,
+    /// Named personalities for `/personality` (read in `personality.rs`).
+    pub personalities: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -128,6 +130,7 @@ pub struct RawApprovals {
     pub mode: Option<Value>,
     pub timeout: Option<Value>,
     pub deny: Option<Value>,
+    pub mcp_reload_confirm: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -205,6 +208,9 @@ pub struct RawAgent {
     pub tool_use_enforcement: Option<Value>,
     pub task_completion_guidance: Option<Value>,
     pub parallel_tool_call_guidance: Option<Value>,
+    /// Read with the top-level `personalities` in `personality.rs`.
+    pub system_prompt: Option<Value>,
+    pub personalities: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -67,6 +67,13 @@ pub fn approvals(issues: &mut Issues, section: Option<&Section<RawApprovals>>) -
         deny: issues
             .list(at("approvals.deny", raw.deny.as_ref()), false)
             .unwrap_or_default(),
+        mcp_reload_confirm: issues.bool(
+            at(
+                "approvals.mcp_reload_confirm",
+                raw.mcp_reload_confirm.as_ref(),
+            ),
+            defaults.mcp_reload_confirm,
+        ),
     }
 }
 

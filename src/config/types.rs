@@ -58,6 +58,8 @@ pub struct Config {
     pub toolsets: super::toolsets::ToolsetsConfig,
     /// Which guidance blocks and platform hint go into the system prompt.
     pub prompt: super::prompt::PromptConfig,
+    /// `agent.system_prompt` and the personalities `/personality` chooses from.
+    pub personality: super::personality::PersonalityConfig,
     /// `terminal:`: where commands and file tools act.
     pub terminal: super::terminal::TerminalConfig,
     /// `hooks:` and `hooks_auto_accept`: the operator's shell hooks.
@@ -117,6 +119,7 @@ impl Default for Config {
             context_file_max_chars: None,
             toolsets: super::toolsets::ToolsetsConfig::default(),
             prompt: super::prompt::PromptConfig::default(),
+            personality: super::personality::PersonalityConfig::default(),
             terminal: super::terminal::TerminalConfig::default(),
             hooks: super::hooks::HooksConfig::default(),
         }
@@ -174,6 +177,8 @@ pub struct ApprovalsConfig {
     pub timeout_secs: u64,
     /// Globs of commands that never run, whatever the mode (`approvals.deny`).
     pub deny: Vec<String>,
+    /// `/reload-mcp` asks to be confirmed first (`approvals.mcp_reload_confirm`).
+    pub mcp_reload_confirm: bool,
 }
 
 impl Default for ApprovalsConfig {
@@ -182,6 +187,7 @@ impl Default for ApprovalsConfig {
             mode: ApprovalMode::Manual,
             timeout_secs: 60,
             deny: Vec::new(),
+            mcp_reload_confirm: true,
         }
     }
 }

@@ -162,6 +162,19 @@ pub fn validate(
             raw.context_file_max_chars.as_ref(),
         ),
         prompt: super::prompt::prompt(&mut issues, raw.agent.as_ref(), raw.platform_hints.as_ref()),
+        personality: {
+            let agent = match &raw.agent {
+                Some(super::raw::Section::Map(agent)) => Some(agent),
+                _ => None,
+            };
+            super::personality::personality(
+                &mut issues,
+                agent.and_then(|a| a.system_prompt.as_ref()),
+                agent.and_then(|a| a.personalities.as_ref()),
+                raw.personalities.as_ref(),
+                env,
+            )
+        },
         terminal: super::terminal::terminal(&mut issues, raw.terminal.as_ref(), env),
         hooks: super::hooks::hooks(
             &mut issues,

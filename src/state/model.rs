@@ -169,6 +169,19 @@ pub struct ModelStats {
     pub total_cost: Option<f64>,
 }
 
+/// Sessions of one source and model started since a moment (`/insights`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageGroup {
+    pub source: String,
+    pub model: Option<String>,
+    pub sessions: i64,
+    pub messages: i64,
+    pub tool_calls: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost: Option<f64>,
+}
+
 /// A session with all its messages (export format, one JSON object per line for `export_all`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionExport {

@@ -267,6 +267,21 @@ impl Store {
         self.read(|c, _| sqlite::read::model_stats(c)).await
     }
 
+    /// Sessions started at or after `since` (epoch seconds), grouped by source and model,
+    /// most sessions first; only `source`'s when given.
+    pub async fn usage_since(
+        &self,
+        since: f64,
+        source: Option<&str>,
+    ) -> StoreResult<Vec<UsageGroup>> {
+        if let Some(pg) = self.postgres() {
+            return postgres::usage_since(pg.pool(), since, source).await;
+        }
+        let source = source.map(str::to_owned);
+        self.read(move |c, _| sqlite::read::usage_since(c, since, source.as_deref()))
+            .await
+    }
+
     pub async fn export_session(&self, id: &str) -> StoreResult<Option<SessionExport>> {
         if let Some(pg) = self.postgres() {
             return postgres::export_session(pg.pool(), id).await;

@@ -77,6 +77,18 @@ pub fn with_request_system(stored: &str, request_system: Option<&str>) -> String
     }
 }
 
+/// The text layered onto every request of a turn: the operator's `agent.system_prompt`
+/// and then the caller's own `system` (either may be empty).
+pub fn layered_system(operator: &str, caller: Option<&str>) -> Option<String> {
+    let parts: Vec<&str> = [Some(operator), caller]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

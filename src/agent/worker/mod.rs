@@ -8,6 +8,7 @@
 //! "interrupted" result so the history stays well-formed.
 
 mod compression;
+pub use compression::Compressed;
 mod hook_points;
 mod journaled;
 mod steer_marker;

@@ -10,11 +10,23 @@ use super::live::Live;
 
 /// The current [`Live`] settings; a reload swaps the whole snapshot at once.
 #[derive(Debug)]
-pub(super) struct LiveCell(RwLock<Arc<Live>>);
+pub(super) struct LiveCell(RwLock<Arc<Live>>, tokio::sync::Notify);
 
 impl LiveCell {
     pub(super) fn new(live: Live) -> Arc<Self> {
-        Arc::new(Self(RwLock::new(Arc::new(live))))
+        Arc::new(Self(
+            RwLock::new(Arc::new(live)),
+            tokio::sync::Notify::new(),
+        ))
+    }
+
+    /// A chat command asks the daemon to read its configuration again (as SIGHUP does).
+    pub(super) fn request_reload(&self) {
+        self.1.notify_one();
+    }
+
+    pub(super) async fn reload_requested(&self) {
+        self.1.notified().await;
     }
 
     /// One consistent snapshot; later reloads do not change it.

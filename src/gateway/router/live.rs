@@ -62,6 +62,43 @@ impl From<ProviderError> for NoProvider {
     }
 }
 
+impl Router {
+    /// Resolves when a chat command (`/reload-mcp`) asked for the configuration to be read
+    /// again; the daemon then reloads as on SIGHUP.
+    pub async fn reload_requested(&self) {
+        self.live.reload_requested().await;
+    }
+}
+
+/// `/reload-mcp`: every MCP server reconnects now with the settings in force, and the
+/// daemon is asked to read config.yaml again, so servers added or changed there since
+/// are started too.
+pub(super) fn reload_mcp(router: &Router) -> usize {
+    let live = router.live();
+    router.mcp.restart_all(
+        &live.config.mcp_servers,
+        &crate::agent::assembly::mcp_net(&live.config),
+        &live.env,
+    );
+    router.live.request_reload();
+    live.config.mcp_servers.len()
+}
+
+/// `/personality`: this snapshot with another `agent.system_prompt`, until the next reload
+/// reads the same text back from config.yaml.
+pub(super) fn set_system_prompt(router: &Router, text: String) {
+    let old = router.live();
+    let mut config = old.config.clone();
+    config.personality.system_prompt = text;
+    router.live.replace(Arc::new(Live {
+        config,
+        env: old.env.clone(),
+        auth: old.auth.clone(),
+        agent: old.agent.clone(),
+        events: old.events.clone(),
+    }));
+}
+
 /// Whether anything the agent's dependencies are built from differs.
 fn agent_inputs_changed(old: &Live, new: &LoadedConfig, home: &HermesHome) -> bool {
     let (a, b) = (&old.config, &new.config);

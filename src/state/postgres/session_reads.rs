@@ -13,7 +13,7 @@ use super::pg_text::from_pg;
 use super::rows::{self, Columns, MESSAGE_COLUMNS, SESSION_COLUMN_COUNT, SESSION_COLUMNS, db};
 use crate::state::error::{StoreError, StoreResult};
 use crate::state::model::{
-    LineageEntry, Message, ModelStats, Session, SessionExport, SessionSummary,
+    LineageEntry, Message, ModelStats, Session, SessionExport, SessionSummary, UsageGroup,
 };
 use crate::state::sqlite::titles::escape_like;
 
@@ -183,6 +183,38 @@ pub async fn model_stats(pool: &PgPool) -> StoreResult<Vec<ModelStats>> {
         })
     };
     rows::all(&found, stats)
+}
+
+pub async fn usage_since(
+    pool: &PgPool,
+    since: f64,
+    source: Option<&str>,
+) -> StoreResult<Vec<UsageGroup>> {
+    let found = sqlx::query(
+        "SELECT source, model, COUNT(*), COALESCE(SUM(message_count), 0)::bigint, \
+                COALESCE(SUM(tool_call_count), 0)::bigint, COALESCE(SUM(input_tokens), 0)::bigint, \
+                COALESCE(SUM(output_tokens), 0)::bigint, SUM(estimated_cost_usd) \
+         FROM sessions WHERE started_at >= $1 AND ($2::text IS NULL OR source = $2) \
+         GROUP BY source, model ORDER BY COUNT(*) DESC, source, model",
+    )
+    .bind(since)
+    .bind(source)
+    .fetch_all(super::retried(pool))
+    .await
+    .map_err(db)?;
+    let group = |r: &sqlx::postgres::PgRow| -> Result<UsageGroup, sqlx::Error> {
+        Ok(UsageGroup {
+            source: r.text_or_empty(0)?,
+            model: r.text(1)?,
+            sessions: r.try_get(2)?,
+            messages: r.try_get(3)?,
+            tool_calls: r.try_get(4)?,
+            input_tokens: r.try_get(5)?,
+            output_tokens: r.try_get(6)?,
+            cost: r.try_get(7)?,
+        })
+    };
+    rows::all(&found, group)
 }
 
 pub async fn export_session(pool: &PgPool, id: &str) -> StoreResult<Option<SessionExport>> {

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use crate::state::encode::{text, text_or_empty};
 use crate::state::error::{StoreError, StoreResult};
 use crate::state::model::{
-    Content, LineageEntry, Message, ModelStats, Session, SessionExport, SessionSummary,
+    Content, LineageEntry, Message, ModelStats, Session, SessionExport, SessionSummary, UsageGroup,
 };
 use crate::state::sqlite::schema::SchemaInfo;
 use crate::state::sqlite::titles::escape_like;
@@ -230,6 +230,33 @@ pub fn model_stats(conn: &Connection) -> StoreResult<Vec<ModelStats>> {
             total_input: r.get(2)?,
             total_output: r.get(3)?,
             total_cost: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub fn usage_since(
+    conn: &Connection,
+    since: f64,
+    source: Option<&str>,
+) -> StoreResult<Vec<UsageGroup>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT source, model, COUNT(*), COALESCE(SUM(message_count), 0),
+                COALESCE(SUM(tool_call_count), 0), COALESCE(SUM(input_tokens), 0),
+                COALESCE(SUM(output_tokens), 0), SUM(estimated_cost_usd)
+         FROM sessions WHERE started_at >= ?1 AND (?2 IS NULL OR source = ?2)
+         GROUP BY source, model ORDER BY COUNT(*) DESC, source, model",
+    )?;
+    let rows = stmt.query_map(params![since, source], |r| {
+        Ok(UsageGroup {
+            source: text_or_empty(r, 0)?,
+            model: text(r, 1)?,
+            sessions: r.get(2)?,
+            messages: r.get(3)?,
+            tool_calls: r.get(4)?,
+            input_tokens: r.get(5)?,
+            output_tokens: r.get(6)?,
+            cost: r.get(7)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

@@ -178,6 +178,8 @@ pub struct ApprovalGate {
     prompt: Option<ApprovalPrompt>,
     session_approved: Mutex<HashMap<String, HashSet<String>>>,
     permanent: Mutex<BTreeSet<String>>,
+    /// Sessions whose user turned prompts off with `/yolo` (kept in memory, as Hermes does).
+    yolo: Mutex<HashSet<String>>,
     /// Serialises config.yaml edits.
     persist: tokio::sync::Mutex<()>,
 }
@@ -207,6 +209,7 @@ impl ApprovalGate {
             prompt,
             session_approved: Mutex::new(HashMap::new()),
             permanent: Mutex::new(permanent),
+            yolo: Mutex::new(HashSet::new()),
             persist: tokio::sync::Mutex::new(()),
         }
     }
@@ -231,9 +234,27 @@ impl ApprovalGate {
             .insert(key.to_owned());
     }
 
-    /// Forgets a session's approvals (on `/new` or reset).
+    /// Forgets a session's approvals and its `/yolo` (on `/new` or reset).
     pub fn clear_session(&self, session_id: &str) {
         lock(&self.session_approved).remove(session_id);
+        lock(&self.yolo).remove(session_id);
+    }
+
+    /// `/yolo`: dangerous commands in `session_id` run without asking (`true`) or are asked
+    /// about again (`false`). The hardline floor, the `sudo -S` guard and `approvals.deny`
+    /// still refuse.
+    pub fn set_yolo(&self, session_id: &str, on: bool) {
+        let mut sessions = lock(&self.yolo);
+        if on {
+            sessions.insert(session_id.to_owned());
+        } else {
+            sessions.remove(session_id);
+        }
+    }
+
+    /// Whether `/yolo` is on for `session_id`.
+    pub fn is_yolo(&self, session_id: &str) -> bool {
+        lock(&self.yolo).contains(session_id)
     }
 
     /// Sessions holding approvals in memory.
@@ -332,6 +353,10 @@ impl ApprovalGate {
             return ApprovalOutcome::Denied(deny_rule_message(rule));
         }
         if self.settings.mode == ApprovalMode::Off || self.command_allowlisted(command) {
+            return ApprovalOutcome::Allowed;
+        }
+        if self.is_yolo(session_id) {
+            tracing::info!(session_id, "dangerous command runs unasked: /yolo is on");
             return ApprovalOutcome::Allowed;
         }
         let dangers = assessment.dangers;
@@ -519,6 +544,40 @@ mod tests {
             gate.check("s", "git status").await,
             ApprovalOutcome::Allowed
         );
+    }
+
+    #[tokio::test]
+    async fn yolo_skips_the_prompt_for_its_session_only_and_never_the_floor() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = ApprovalSettings::new(dir.path().join("config.yaml"));
+        settings.mode = ApprovalMode::Manual;
+        settings.deny = vec!["git push *".to_owned()];
+        // No prompt: anything that would need one is blocked.
+        let gate = ApprovalGate::new(settings, None);
+        assert!(!gate.check("a", "rm -rf build").await.is_allowed());
+        gate.set_yolo("a", true);
+        assert!(gate.is_yolo("a"));
+        assert_eq!(
+            gate.check("a", "rm -rf build").await,
+            ApprovalOutcome::Allowed
+        );
+        // Another session still asks.
+        assert!(!gate.check("b", "rm -rf build").await.is_allowed());
+        // The hardline floor and the deny rules hold under /yolo.
+        assert!(matches!(
+            gate.check("a", "rm -rf /").await,
+            ApprovalOutcome::Denied(_)
+        ));
+        assert!(matches!(
+            gate.check("a", "git push origin main").await,
+            ApprovalOutcome::Denied(_)
+        ));
+        // Off again, and /new forgets it.
+        gate.set_yolo("a", false);
+        assert!(!gate.check("a", "rm -rf build").await.is_allowed());
+        gate.set_yolo("a", true);
+        gate.clear_session("a");
+        assert!(!gate.is_yolo("a"));
     }
 
     #[test]

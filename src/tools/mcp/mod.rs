@@ -126,6 +126,24 @@ impl McpHub {
         }
     }
 
+    /// `/reload-mcp`: stops every server and starts `servers` afresh (new connections, new
+    /// tool listings), whether or not their configuration changed.
+    pub fn restart_all(
+        &self,
+        servers: &BTreeMap<String, McpServerConfig>,
+        net: &Net,
+        env: &BTreeMap<String, String>,
+    ) {
+        let stopped: Vec<ServerTask> = {
+            let mut running = self.inner.servers.lock().unwrap_or_else(|e| e.into_inner());
+            std::mem::take(&mut *running).into_values().collect()
+        };
+        for task in stopped {
+            task.stop();
+        }
+        self.apply(servers, net, env);
+    }
+
     /// Every configured server's status, by name.
     pub fn statuses(&self) -> BTreeMap<String, ServerStatus> {
         self.inner

@@ -6,15 +6,20 @@
 
 pub(in crate::gateway::router) mod answers;
 mod approval;
+mod compress;
 mod control;
 mod cron;
 mod info;
+mod insights;
 mod model;
 mod model_listing;
+mod personality;
 mod platform;
+mod reload_mcp;
 mod session;
 mod skill;
 mod status;
+mod yolo;
 
 use std::sync::Arc;
 
@@ -77,6 +82,10 @@ impl Command {
             "approve" => approval::gate(&args),
             "new" | "resume" | "sessions" => session::gate(name),
             "stop" | "steer" => control::gate(),
+            "yolo" => yolo::gate(),
+            "personality" => personality::gate(&args),
+            "insights" => insights::gate(),
+            "reload-mcp" => reload_mcp::gate(),
             _ => Gate::Open,
         }
     }
@@ -101,6 +110,23 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("sethome", "Make this chat the platform's home channel"),
     ("sessions", "List recent sessions"),
     ("cron", "List this chat's scheduled jobs"),
+    (
+        "compress",
+        "Summarise the conversation now [focus | here N]",
+    ),
+    ("personality", "List or choose a personality [name | none]"),
+    (
+        "yolo",
+        "Run this session's dangerous commands without asking (toggle)",
+    ),
+    (
+        "insights",
+        "Usage over the last days [days] [--source platform]",
+    ),
+    (
+        "reload-mcp",
+        "Reconnect the MCP servers and re-read config.yaml",
+    ),
     ("help", "Show help"),
     ("commands", "List commands [page]"),
     ("platform", "Pause, resume or list platforms"),
@@ -114,14 +140,21 @@ const ALIASES: &[(&str, &str)] = &[
     ("set-home", "sethome"),
     ("set_home", "sethome"),
     ("v", "version"),
+    ("reload_mcp", "reload-mcp"),
     ("start", "start"),
 ];
 
 /// Commands that act on the running turn or only read state; the rest wait or are refused.
 const MID_TURN: &[&str] = &[
     "stop", "new", "status", "queue", "steer", "approve", "deny", "help", "commands", "version",
-    "whoami", "platform", "restart", "usage", "cron",
+    "whoami", "platform", "restart", "usage", "cron", "yolo", "insights",
 ];
+
+/// Hermes commands hermesd does not have yet; `/help` names them.
+pub const NOT_AVAILABLE: &[(&str, &str)] = &[(
+    "reasoning",
+    "the model's reasoning effort is not sent to providers yet",
+)];
 
 fn is_known(name: &str) -> bool {
     name == "start" || COMMANDS.iter().any(|(n, _)| *n == name)
@@ -138,6 +171,10 @@ pub fn help_text() -> String {
     let mut text = String::from("⚕ **Hermes commands**\n");
     for (name, description) in COMMANDS {
         text.push_str(&format!("\n/{name} — {description}"));
+    }
+    text.push_str("\n\nNot available in hermesd yet:");
+    for (name, why) in NOT_AVAILABLE {
+        text.push_str(&format!("\n/{name} — {why}"));
     }
     text.push_str("\n\nAnything else you send goes to the agent.");
     text
@@ -167,6 +204,16 @@ pub(in crate::gateway::router) async fn run_command(
         }
         // The skill's instructions and the user's words run as this event's turn.
         run_as_turn(router, slot, job, text).await;
+        return;
+    }
+    if let Some((_, why)) = NOT_AVAILABLE.iter().find(|(n, _)| *n == name) {
+        router
+            .responder
+            .respond(
+                &job,
+                &format!("`/{name}` is not available in hermesd yet: {why}."),
+            )
+            .await;
         return;
     }
     if !is_known(name) {
@@ -210,6 +257,11 @@ pub(in crate::gateway::router) async fn run_command(
         "model" => model::apply(&ctx).await,
         "platform" | "restart" | "sethome" => platform::apply(&ctx),
         "cron" => cron::apply(&ctx).await,
+        "compress" => compress::apply(&ctx).await,
+        "personality" => personality::apply(&ctx).await,
+        "yolo" => yolo::apply(&ctx),
+        "insights" => insights::apply(&ctx).await,
+        "reload-mcp" => reload_mcp::apply(&ctx),
         "new" | "resume" | "title" | "undo" | "retry" | "sessions" => session::apply(&ctx).await,
         _ => Reply::Text(unknown_text(name)),
     };
@@ -312,6 +364,11 @@ mod tests {
             ("approve", "ALL"),
             ("resume", "my notes"),
             ("sessions", ""),
+            ("yolo", ""),
+            ("personality", "pirate"),
+            ("personality", "none"),
+            ("insights", "7"),
+            ("reload-mcp", ""),
         ] {
             assert!(
                 matches!(command(name, args).gate(), Gate::AllowedUsersOnly(_)),
@@ -329,6 +386,8 @@ mod tests {
             ("model", "gpt-x"),
             ("cron", ""),
             ("whoami", ""),
+            ("personality", ""),
+            ("compress", "here 3"),
         ] {
             assert_eq!(command(name, args).gate(), Gate::Open, "/{name} {args}");
         }

@@ -343,7 +343,7 @@ fn save_global(
 }
 
 #[cfg(unix)]
-fn file_mode(path: &std::path::Path) -> Option<u32> {
+pub(super) fn file_mode(path: &std::path::Path) -> Option<u32> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)
         .ok()
@@ -351,7 +351,7 @@ fn file_mode(path: &std::path::Path) -> Option<u32> {
 }
 
 #[cfg(not(unix))]
-fn file_mode(_path: &std::path::Path) -> Option<u32> {
+pub(super) fn file_mode(_path: &std::path::Path) -> Option<u32> {
     None
 }
 

@@ -172,7 +172,12 @@ impl TurnRunner {
         }
         let mut agent = prepared.agent;
         agent.attach_images(start.images);
-        agent.set_request_system(job.api.as_ref().and_then(|api| api.system.clone()));
+        // The operator's `agent.system_prompt` (what `/personality` sets), then an API
+        // caller's own `system`: both per request, neither stored with the session.
+        agent.set_request_system(crate::agent::layered_system(
+            &live.config.personality.system_prompt,
+            job.api.as_ref().and_then(|api| api.system.as_deref()),
+        ));
         // The cached agent may have served someone else's turn in this session: whom this
         // turn acts for decides the tools it is offered (a guest's are fewer).
         agent.set_caller(crate::tools::context::Caller {

@@ -39,7 +39,7 @@ use crate::config::LoadedConfig;
 use crate::gateway::authorize::{Admission, AuthPolicy, Authority};
 use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::routing::RoutingIndex;
-use crate::gateway::session_key::{KeyPolicy, build_session_key};
+use crate::gateway::session_key::{KeyPolicy, event_session_key};
 use crate::home::HermesHome;
 use crate::state::{InboundRecord, Store};
 
@@ -290,7 +290,7 @@ impl Router {
     }
 
     pub fn session_key(&self, event: &MessageEvent) -> String {
-        build_session_key(&event.source, self.key_policy, None)
+        event_session_key(event, self.key_policy)
     }
 
     /// Handles one inbound event from a chat platform; the answer tells the adapter whether
@@ -557,7 +557,13 @@ impl Router {
         match self.turns.run(slot, &job).await {
             TurnEnd::Finished(_) if webhook::is_webhook(&job) => {
                 let key = self.session_key(&job.event);
-                webhook::close_session(&self.sessions, &self.store, &key).await;
+                webhook::close_session(&self.sessions, &self.store, &key, "webhook_complete").await;
+            }
+            // A background task's session ends with its one turn.
+            TurnEnd::Finished(_) if job.event.background.is_some() => {
+                let key = self.session_key(&job.event);
+                webhook::close_session(&self.sessions, &self.store, &key, "background_complete")
+                    .await;
             }
             TurnEnd::Finished(leftover) => self.carry_over(slot, &job, leftover).await,
             TurnEnd::LeaseLost { error, recorded } => cluster::lease_lost(

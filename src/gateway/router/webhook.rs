@@ -19,11 +19,12 @@ pub(super) fn is_webhook(job: &Job) -> bool {
     job.event.source.platform == WEBHOOK_PLATFORM
 }
 
-/// Ends the session routed under `key` (the delivery's own).
-pub(super) async fn close_session(sessions: &Sessions, store: &Store, key: &str) {
+/// Ends the session routed under `key` (the delivery's own, or a `/background` task's) with
+/// `reason`.
+pub(super) async fn close_session(sessions: &Sessions, store: &Store, key: &str, reason: &str) {
     if let Some(id) = sessions.current_session_id(key)
-        && let Err(e) = store.end_session(&id, "webhook_complete").await
+        && let Err(e) = store.end_session(&id, reason).await
     {
-        tracing::warn!(session_id = %id, error = %e, "cannot close a webhook session");
+        tracing::warn!(session_id = %id, error = %e, reason, "cannot close a one-turn session");
     }
 }

@@ -6,6 +6,7 @@
 
 pub(in crate::gateway::router) mod answers;
 mod approval;
+pub mod background;
 mod control;
 mod cron;
 mod info;
@@ -91,6 +92,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("undo", "Remove the last exchange [N]"),
     ("status", "Show session and gateway status"),
     ("stop", "Stop the running task"),
+    (
+        "background",
+        "Run a prompt as a separate task (alias /bg) <prompt>",
+    ),
     ("queue", "Queue a message for the next turn (alias /q)"),
     ("steer", "Steer the running task after its next tool call"),
     ("approve", "Approve a pending command [session|always]"),
@@ -114,13 +119,28 @@ const ALIASES: &[(&str, &str)] = &[
     ("set-home", "sethome"),
     ("set_home", "sethome"),
     ("v", "version"),
+    ("bg", "background"),
     ("start", "start"),
 ];
 
 /// Commands that act on the running turn or only read state; the rest wait or are refused.
 const MID_TURN: &[&str] = &[
-    "stop", "new", "status", "queue", "steer", "approve", "deny", "help", "commands", "version",
-    "whoami", "platform", "restart", "usage", "cron",
+    "stop",
+    "new",
+    "status",
+    "queue",
+    "steer",
+    "approve",
+    "deny",
+    "help",
+    "commands",
+    "version",
+    "whoami",
+    "platform",
+    "restart",
+    "usage",
+    "cron",
+    "background",
 ];
 
 fn is_known(name: &str) -> bool {
@@ -210,6 +230,7 @@ pub(in crate::gateway::router) async fn run_command(
         "model" => model::apply(&ctx).await,
         "platform" | "restart" | "sethome" => platform::apply(&ctx),
         "cron" => cron::apply(&ctx).await,
+        "background" => background::apply(&ctx).await,
         "new" | "resume" | "title" | "undo" | "retry" | "sessions" => session::apply(&ctx).await,
         _ => Reply::Text(unknown_text(name)),
     };

@@ -25,6 +25,7 @@ mod network;
 mod parse;
 mod platform_types;
 mod platforms;
+mod process_notices;
 mod prompt;
 mod raw;
 mod secret;
@@ -72,6 +73,7 @@ pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
     WebhookPlatform,
 };
+pub use process_notices::ProcessNotices;
 pub use prompt::{HintOverride, PromptConfig, ToolUseEnforcement};
 pub use secret::{REDACTED, Secret};
 pub use skills::SkillsConfig;

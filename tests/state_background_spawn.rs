@@ -33,7 +33,12 @@ async fn the_ack_and_the_task_are_recorded_together_once(t: &TestStore) {
     let store = &t.store;
     store.ensure_gateway_schema().await.expect("gateway schema");
     store
-        .record_inbound("telegram", "u1", CHAT_KEY, serde_json::json!({"text": "/bg sum it up"}))
+        .record_inbound(
+            "telegram",
+            "u1",
+            CHAT_KEY,
+            serde_json::json!({"text": "/bg sum it up"}),
+        )
         .await
         .unwrap();
 
@@ -58,7 +63,12 @@ async fn the_ack_and_the_task_are_recorded_together_once(t: &TestStore) {
 
     // The same task again (the command run twice): nothing new, not even its ack.
     let (again, ids) = store
-        .answer_and_spawn("telegram", "u1", vec![ack("u1", "started again")], task("bg_1"))
+        .answer_and_spawn(
+            "telegram",
+            "u1",
+            vec![ack("u1", "started again")],
+            task("bg_1"),
+        )
         .await
         .unwrap();
     assert_eq!((again, ids.len()), (InboundRecord::Duplicate, 0));
@@ -73,10 +83,21 @@ async fn a_failed_answer_records_no_task(t: &TestStore) {
     // The failure injected between the two writes: the answered event is not journaled, so
     // the transaction fails after the task's row went in, and both are rolled back.
     let failed = store
-        .answer_and_spawn("telegram", "missing", vec![ack("missing", "started")], task("bg_2"))
+        .answer_and_spawn(
+            "telegram",
+            "missing",
+            vec![ack("missing", "started")],
+            task("bg_2"),
+        )
         .await;
     assert!(failed.is_err(), "{failed:?}");
-    assert!(store.get_inbound("telegram", "bg:bg_2").await.unwrap().is_none());
+    assert!(
+        store
+            .get_inbound("telegram", "bg:bg_2")
+            .await
+            .unwrap()
+            .is_none()
+    );
     let id = ack("missing", "started").obligation_id();
     assert!(store.get_obligation(&id).await.unwrap().is_none());
     assert!(store.unfinished_inbound().await.unwrap().is_empty());

@@ -88,6 +88,7 @@ async fn notify(router: &Router, exit: &ProcessExit) {
         .display
         .background_process_notifications;
     let Some(text) = notice_text(mode, exit) else {
+        tracing::info!(process = %exit.id, code = ?exit.exit_code, mode = mode.as_str(), "background process ended; its chat is not told in this mode");
         return;
     };
     let origin = &exit.origin;

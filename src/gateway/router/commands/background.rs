@@ -65,8 +65,8 @@ pub fn preview(prompt: &str) -> String {
 /// The acknowledgement of a started task.
 pub fn started_text(tag: &BackgroundTag) -> String {
     format!(
-        "🔄 Background task `{}` started: \"{}\"\nIts answer will be posted here when it is \
-         done; the chat is free meanwhile.",
+        "🔄 Background task `{}` started: \"{}\"\nIts answer comes to this chat when it \
+         finishes; keep chatting meanwhile.",
         tag.task_id, tag.preview
     )
 }

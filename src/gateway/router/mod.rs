@@ -555,17 +555,13 @@ impl Router {
     /// Runs `job` as an agent turn and settles how it ended.
     async fn run_turn(&self, slot: &Arc<Slot>, job: Job) {
         match self.turns.run(slot, &job).await {
-            TurnEnd::Finished(_) if webhook::is_webhook(&job) => {
-                let key = self.session_key(&job.event);
-                webhook::close_session(&self.sessions, &self.store, &key, "webhook_complete").await;
-            }
-            // A background task's session ends with its one turn.
-            TurnEnd::Finished(_) if job.event.background.is_some() => {
-                let key = self.session_key(&job.event);
-                webhook::close_session(&self.sessions, &self.store, &key, "background_complete")
-                    .await;
-            }
-            TurnEnd::Finished(leftover) => self.carry_over(slot, &job, leftover).await,
+            TurnEnd::Finished(leftover) => match webhook::one_turn_session(&job) {
+                Some(reason) => {
+                    let key = self.session_key(&job.event);
+                    webhook::close_session(&self.sessions, &self.store, &key, reason).await;
+                }
+                None => self.carry_over(slot, &job, leftover).await,
+            },
             TurnEnd::LeaseLost { error, recorded } => cluster::lease_lost(
                 &self.metrics.router_queue_depth,
                 slot,

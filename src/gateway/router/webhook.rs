@@ -15,8 +15,16 @@ pub(super) fn verbatim_answer(job: &Job) -> Option<String> {
     verbatim.then(|| job.event.text.clone())
 }
 
-pub(super) fn is_webhook(job: &Job) -> bool {
-    job.event.source.platform == WEBHOOK_PLATFORM
+/// Why `job`'s session ends with its turn, if it does: a webhook delivery's, or a
+/// `/background` task's (commands/background.rs).
+pub(super) fn one_turn_session(job: &Job) -> Option<&'static str> {
+    if job.event.source.platform == WEBHOOK_PLATFORM {
+        Some("webhook_complete")
+    } else if job.event.background.is_some() {
+        Some("background_complete")
+    } else {
+        None
+    }
 }
 
 /// Ends the session routed under `key` (the delivery's own, or a `/background` task's) with

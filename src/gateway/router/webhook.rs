@@ -1,7 +1,8 @@
 //! What the router does differently for webhook deliveries (docs/webhooks.md): a
 //! `deliver_only` route's event is answered with its own text, no agent; and each delivery is
 //! a one-turn session, closed when its run ends (Hermes's `webhook_complete`), so webhook
-//! sessions do not pile up open in state.db.
+//! sessions do not pile up open in state.db. A `/background` task's session is closed the
+//! same way (`background_complete`).
 
 use hermes_adapter::WEBHOOK_PLATFORM;
 

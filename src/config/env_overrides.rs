@@ -90,6 +90,9 @@ pub const API_SERVER_MODEL_NAME: &str = "API_SERVER_MODEL_NAME";
 /// `display.busy_input_mode`.
 pub const BUSY_INPUT_MODE: &str = "HERMES_GATEWAY_BUSY_INPUT_MODE";
 
+/// `display.background_process_notifications`.
+pub const BACKGROUND_NOTIFICATIONS: &str = "HERMES_BACKGROUND_NOTIFICATIONS";
+
 /// Provider credentials: (env var, provider name, field of `providers.<name>`).
 pub const PROVIDER_ENV: &[(&str, &str, ProviderField)] = &[
     ("OPENAI_API_KEY", "openai", ProviderField::ApiKey),

@@ -115,7 +115,7 @@ pub const IGNORED_CRON: &[&str] = &[
 
 #[rustfmt::skip]
 pub const IGNORED_DISPLAY: &[&str] = &[
-    "background_process_notifications", "battery", "bell_on_complete", "bell_on_prompt",
+    "battery", "bell_on_complete", "bell_on_prompt",
     "cleanup_progress", "cli_multiline_shortcuts", "cli_rebuild_scrollback_on_redraw",
     "cli_refresh_interval", "compact", "copy_shortcut", "credits_notices",
     "file_mutation_verifier", "final_response_markdown", "focus_saved_tool_progress", "focus_view",

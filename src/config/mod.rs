@@ -26,6 +26,7 @@ mod parse;
 pub mod personality;
 mod platform_types;
 mod platforms;
+mod process_notices;
 mod prompt;
 mod raw;
 mod secret;
@@ -73,6 +74,7 @@ pub use platform_types::{
     AdminConfig, ApiServerConfig, Extra, GatewayAccess, HomeChannel, PlatformConfig, Platforms,
     WebhookPlatform,
 };
+pub use process_notices::ProcessNotices;
 pub use prompt::{HintOverride, PromptConfig, ToolUseEnforcement};
 pub use secret::{REDACTED, Secret};
 pub use skills::SkillsConfig;

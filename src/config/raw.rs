@@ -166,6 +166,7 @@ pub struct RawStreaming {
 #[serde(default)]
 pub struct RawDisplay {
     pub busy_input_mode: Option<Value>,
+    pub background_process_notifications: Option<Value>,
     pub busy_steer_ack_enabled: Option<Value>,
     pub busy_ack_detail: Option<Value>,
     pub tool_progress: Option<Value>,

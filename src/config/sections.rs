@@ -235,6 +235,11 @@ pub fn display(
     }
     DisplayConfig {
         busy_input_mode: issues.choice(busy_input_mode, defaults.busy_input_mode),
+        background_process_notifications: super::process_notices::parse(
+            issues,
+            raw.background_process_notifications.as_ref(),
+            env,
+        ),
         busy_steer_ack_enabled: issues.bool(
             at(
                 "display.busy_steer_ack_enabled",

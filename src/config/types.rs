@@ -242,6 +242,8 @@ impl Default for StreamingConfig {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DisplayConfig {
     pub busy_input_mode: BusyInputMode,
+    /// What a chat is told when a background process its agent started ends.
+    pub background_process_notifications: super::ProcessNotices,
     pub busy_steer_ack_enabled: bool,
     pub busy_ack_detail: bool,
     pub tool_progress: ToolProgress,
@@ -260,6 +262,7 @@ impl Default for DisplayConfig {
     fn default() -> Self {
         Self {
             busy_input_mode: BusyInputMode::Interrupt,
+            background_process_notifications: super::ProcessNotices::All,
             busy_steer_ack_enabled: true,
             busy_ack_detail: true,
             tool_progress: ToolProgress::All,

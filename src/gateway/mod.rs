@@ -24,6 +24,7 @@ pub mod pairing;
 pub mod platforms;
 pub mod preflight;
 pub mod process_info;
+pub mod process_notices;
 pub mod reload;
 pub mod reset;
 pub mod router;

@@ -216,6 +216,23 @@ impl GatewayRunner {
                 tracing::info!(replies = sent, "undelivered replies sent again");
             }
         }));
+        if let Some(deps) = router.agent_deps() {
+            let mode = router
+                .live()
+                .config
+                .display
+                .background_process_notifications;
+            if mode == crate::config::ProcessNotices::All {
+                tracing::debug!(
+                    "display.background_process_notifications: all tells each end; running-output updates are not sent by hermesd"
+                );
+            }
+            tasks.push(tokio::spawn(super::process_notices::run(
+                router.clone(),
+                deps.processes.subscribe_exits(),
+                ingress.clone(),
+            )));
+        }
         let cron = super::cron::CronScheduler::start(home, router.clone(), cron_jobs);
         let mut api_addr = None;
         if let Some(listener) = api_listener {

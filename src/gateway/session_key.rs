@@ -6,7 +6,7 @@
 //! stay reachable: [`legacy_session_key`] names the old key, and the router moves its entry
 //! to the new key when the entry's recorded user id is the sender's ([`same_person`]).
 
-use hermes_adapter::{ChatType, SessionSource};
+use hermes_adapter::{ChatType, MessageEvent, SessionSource};
 
 /// The per-user/per-thread sharing rules (`group_sessions_per_user`,
 /// `thread_sessions_per_user`).
@@ -36,6 +36,16 @@ pub fn build_session_key(
     profile: Option<&str>,
 ) -> String {
     key_with(source, policy, profile, non_empty(&source.user_id))
+}
+
+/// The session key `event` runs under: a `/background` task's own key
+/// (`bg:<platform>:<task id>`, so it never shares the chat's session, slot or history), else
+/// [`build_session_key`] of its source.
+pub fn event_session_key(event: &MessageEvent, policy: KeyPolicy) -> String {
+    match &event.background {
+        Some(tag) => format!("bg:{}:{}", event.source.platform, tag.task_id),
+        None => build_session_key(&event.source, policy, None),
+    }
 }
 
 /// The key Hermes (and hermesd before) gave `source`, with the alternative id (the Telegram

@@ -116,6 +116,16 @@ pub enum WriteCommand {
         replies: Vec<NewObligation>,
         owner: OwnerStamp,
     },
+    /// `AnswerInbound` that also journals `spawn`, a new `received` event (a `/background`
+    /// task), in the same transaction: the acknowledgement and the task exist together or
+    /// not at all. `Changed(0)` and nothing written when `spawn` was journaled already.
+    AnswerAndSpawn {
+        platform: String,
+        event_id: String,
+        replies: Vec<NewObligation>,
+        owner: OwnerStamp,
+        spawn: Box<super::ledger::NewInbound>,
+    },
     CreateObligation {
         obligation: Box<NewObligation>,
         owner: OwnerStamp,

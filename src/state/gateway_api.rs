@@ -183,6 +183,33 @@ impl Store {
         Ok(ids)
     }
 
+    /// As [`Store::answer_inbound`], and journals `spawn` (a `/background` task's event) in
+    /// the same transaction: after a crash both exist or neither does. When `spawn` was
+    /// journaled already nothing is written and the answer is
+    /// [`InboundRecord::Duplicate`]: that task exists and runs (or ran) once.
+    pub async fn answer_and_spawn(
+        &self,
+        platform: &str,
+        event_id: &str,
+        replies: Vec<NewObligation>,
+        spawn: super::NewInbound,
+    ) -> StoreResult<(InboundRecord, Vec<String>)> {
+        let ids = replies.iter().map(NewObligation::obligation_id).collect();
+        let outcome = self
+            .write(WriteCommand::AnswerAndSpawn {
+                platform: platform.to_owned(),
+                event_id: event_id.to_owned(),
+                replies,
+                owner: self.inner.ledger_owner,
+                spawn: Box::new(spawn),
+            })
+            .await?;
+        Ok(match outcome.changed() {
+            0 => (InboundRecord::Duplicate, Vec::new()),
+            _ => (InboundRecord::Recorded, ids),
+        })
+    }
+
     /// As [`Store::answer_inbound`] with one reply that is to be delivered by editing the
     /// chat's message `message_id` (a streamed preview); [`Store::reply_edit_target`] tells
     /// delivery and recovery so. Returns the obligation id.

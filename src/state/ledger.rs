@@ -38,6 +38,16 @@ pub enum InboundRecord {
     Duplicate,
 }
 
+/// An event the gateway journals itself (a `/background` task), as
+/// [`Store::answer_and_spawn`](super::Store::answer_and_spawn) records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewInbound {
+    pub platform: String,
+    pub event_id: String,
+    pub session_key: String,
+    pub payload_json: String,
+}
+
 /// Where an inbound event is in its turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

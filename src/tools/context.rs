@@ -77,6 +77,8 @@ pub struct Caller {
     pub platform: String,
     pub chat_id: String,
     pub user_id: Option<String>,
+    /// The thread of the chat the turn answers, where the platform has threads.
+    pub thread_id: Option<String>,
 }
 
 impl Caller {

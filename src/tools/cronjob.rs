@@ -376,6 +376,7 @@ mod tests {
             platform: "telegram".into(),
             chat_id: chat_id.into(),
             user_id: Some("333".into()),
+            thread_id: None,
         }
     }
 

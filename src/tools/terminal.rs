@@ -16,6 +16,7 @@ use super::context::ToolCtx;
 use super::env::command_env;
 use super::error::ToolError;
 use super::local::{ShellCommand, find_bash, run_foreground};
+use super::process_registry::ProcessOrigin;
 use super::registry::{ToolEntry, check_fn, handler};
 pub use super::terminal_result::interpret_exit_code;
 use super::terminal_result::{blocked, render, started};
@@ -234,7 +235,13 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
             None => shell_cwd,
         };
         return Ok(
-            match ctx.processes.spawn(&command, &cwd, &ctx.session_id, env) {
+            match ctx.processes.spawn(
+                &command,
+                &cwd,
+                &ctx.session_id,
+                env,
+                ProcessOrigin::of(&ctx.caller),
+            ) {
                 Ok(session) => started(&session, approval_note),
                 Err(e) => json!({"output": "", "exit_code": -1,
                 "error": format!("Failed to start background process: {e}")})

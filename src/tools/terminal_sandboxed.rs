@@ -90,6 +90,7 @@ pub async fn run(ctx: &ToolCtx, sandbox: &SandboxRef, request: Request<'_>) -> S
             &host_dir,
             &ctx.session_id,
             env,
+            crate::tools::process_registry::ProcessOrigin::of(&ctx.caller),
         ) {
             Ok(session) => started(&session, request.approval_note),
             Err(e) => json!({"output": "", "exit_code": -1,

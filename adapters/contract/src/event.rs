@@ -150,6 +150,20 @@ pub struct MessageEvent {
     /// a turn resumed after a crash answers the same place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_target: Option<ReplyTarget>,
+    /// Set on the event a `/background` command spawns: it runs as a session of its own and
+    /// its answer goes to the chat through [`MessageEvent::reply_target`]. Absent from
+    /// events journaled before it existed, which load as ordinary events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<BackgroundTag>,
+}
+
+/// What marks a spawned background task's event ([`MessageEvent::background`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackgroundTag {
+    /// The task's id as the chat was told it (`bg_<HHMMSS>_<6 hex>`).
+    pub task_id: String,
+    /// The start of the prompt, quoted in the result's header.
+    pub preview: String,
 }
 
 /// The destination of an event's answer ([`MessageEvent::reply_target`]).
@@ -186,6 +200,7 @@ impl MessageEvent {
             timestamp: 0.0,
             merge: None,
             reply_target: None,
+            background: None,
         }
     }
 
@@ -210,7 +225,8 @@ impl MessageEvent {
     /// The command name: the first token after `/`, lowercased, `@botname` stripped; `None`
     /// when the text is not a command or the name contains `/` (a path, not a command).
     pub fn command(&self) -> Option<String> {
-        if self.source.platform == WEBHOOK_PLATFORM {
+        // A background task's prompt is the model's input, never a command to run.
+        if self.source.platform == WEBHOOK_PLATFORM || self.background.is_some() {
             return None;
         }
         let rest = self.text.trim_start().strip_prefix('/')?;

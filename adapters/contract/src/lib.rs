@@ -22,8 +22,8 @@ pub mod testing;
 pub use adapter::{Adapter, AdapterContext, AdapterError, Inbound, RecordOutcome};
 pub use dead_letter::{DeadLetter, DeadLetterInbound};
 pub use event::{
-    ChatType, MergeKind, MergeTag, MessageEvent, MessageType, PendingMedia, ReplyTarget,
-    SessionSource, WEBHOOK_PLATFORM,
+    BackgroundTag, ChatType, MergeKind, MergeTag, MessageEvent, MessageType, PendingMedia,
+    ReplyTarget, SessionSource, WEBHOOK_PLATFORM,
 };
 pub use ingress::{ClaimError, Guarded, Ingress, IngressClaims, IngressHold};
 pub use outbound::{

@@ -101,6 +101,7 @@ pub fn message_event(update_id: i64, message: &Message, bot: &BotIdentity) -> Me
         timestamp: message.date as f64,
         merge: None,
         reply_target: None,
+        background: None,
     }
 }
 

@@ -39,7 +39,7 @@ use crate::config::LoadedConfig;
 use crate::gateway::authorize::{Admission, AuthPolicy, Authority};
 use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::routing::RoutingIndex;
-use crate::gateway::session_key::{KeyPolicy, build_session_key};
+use crate::gateway::session_key::{KeyPolicy, event_session_key};
 use crate::home::HermesHome;
 use crate::state::{InboundRecord, Store};
 
@@ -290,7 +290,7 @@ impl Router {
     }
 
     pub fn session_key(&self, event: &MessageEvent) -> String {
-        build_session_key(&event.source, self.key_policy, None)
+        event_session_key(event, self.key_policy)
     }
 
     /// Handles one inbound event from a chat platform; the answer tells the adapter whether
@@ -555,11 +555,13 @@ impl Router {
     /// Runs `job` as an agent turn and settles how it ended.
     async fn run_turn(&self, slot: &Arc<Slot>, job: Job) {
         match self.turns.run(slot, &job).await {
-            TurnEnd::Finished(_) if webhook::is_webhook(&job) => {
-                let key = self.session_key(&job.event);
-                webhook::close_session(&self.sessions, &self.store, &key).await;
-            }
-            TurnEnd::Finished(leftover) => self.carry_over(slot, &job, leftover).await,
+            TurnEnd::Finished(leftover) => match webhook::one_turn_session(&job) {
+                Some(reason) => {
+                    let key = self.session_key(&job.event);
+                    webhook::close_session(&self.sessions, &self.store, &key, reason).await;
+                }
+                None => self.carry_over(slot, &job, leftover).await,
+            },
             TurnEnd::LeaseLost { error, recorded } => cluster::lease_lost(
                 &self.metrics.router_queue_depth,
                 slot,

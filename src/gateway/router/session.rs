@@ -127,6 +127,10 @@ impl Sessions {
     /// stored entry was recorded for this same user id, so whoever takes over a recycled
     /// username starts afresh instead.
     async fn adopt_legacy_route(&self, key: &str, source: &SessionSource) -> StoreResult<()> {
+        // Only the chat's own key takes its conversation over, never a background task's.
+        if key != crate::gateway::session_key::build_session_key(source, self.key_policy, None) {
+            return Ok(());
+        }
         let Some(legacy) = legacy_session_key(source, self.key_policy, None) else {
             return Ok(());
         };

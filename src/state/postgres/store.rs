@@ -189,6 +189,7 @@ fn is_gateway_command(command: &WriteCommand) -> bool {
         | W::PruneInbound { .. }
         | W::PruneLedger { .. }
         | W::AnswerInbound { .. }
+        | W::AnswerAndSpawn { .. }
         | W::CreateObligation { .. }
         | W::AnswerInboundByEdit { .. }
         | W::MarkAttempting { .. }

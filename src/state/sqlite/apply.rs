@@ -98,6 +98,7 @@ pub fn apply(
         | WriteCommand::FinishCronRun { .. }
         | WriteCommand::MarkCronRunRecorded { .. }
         | WriteCommand::AnswerInbound { .. }
+        | WriteCommand::AnswerAndSpawn { .. }
         | WriteCommand::CreateObligation { .. }
         | WriteCommand::AnswerInboundByEdit { .. }
         | WriteCommand::MarkAttempting { .. }
@@ -171,6 +172,13 @@ fn apply_gateway(conn: &Connection, command: &WriteCommand) -> StoreResult<Outco
             replies,
             owner,
         } => gateway::answer_inbound(conn, platform, event_id, replies, *owner),
+        WriteCommand::AnswerAndSpawn {
+            platform,
+            event_id,
+            replies,
+            owner,
+            spawn,
+        } => gateway::answer_and_spawn(conn, (platform, event_id), replies, *owner, spawn),
         WriteCommand::CreateObligation { obligation, owner } => {
             gateway::create_obligation(conn, obligation, *owner)
         }

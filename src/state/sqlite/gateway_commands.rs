@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::state::commands::Outcome;
 use crate::state::error::{StoreError, StoreResult};
 use crate::state::ledger::{
-    MAX_ERROR_CHARS, NewObligation, OBLIGATION_MAX_ATTEMPTS, OBLIGATION_MAX_ROWS,
+    MAX_ERROR_CHARS, NewInbound, NewObligation, OBLIGATION_MAX_ATTEMPTS, OBLIGATION_MAX_ROWS,
     OBLIGATION_RETENTION_SECONDS, OBLIGATION_STALE_AFTER_SECONDS, OwnerStamp, owner_alive,
 };
 use crate::state::model::now_epoch;
@@ -162,6 +162,30 @@ pub fn answer_inbound(
         insert_obligation(conn, reply, owner)?;
     }
     Ok(Outcome::Changed(replies.len()))
+}
+
+/// `answer_inbound` plus journaling `spawn` as `received`, in the command's savepoint. The
+/// spawned event goes in first, so an already journaled one (the same `/background` run
+/// twice) stops everything with `Changed(0)`; an unknown answered event rolls both back.
+pub fn answer_and_spawn(
+    conn: &Connection,
+    (platform, event_id): (&str, &str),
+    replies: &[NewObligation],
+    owner: OwnerStamp,
+    spawn: &NewInbound,
+) -> StoreResult<Outcome> {
+    let spawned = record_inbound(
+        conn,
+        &spawn.platform,
+        &spawn.event_id,
+        &spawn.session_key,
+        &spawn.payload_json,
+    )?;
+    if spawned.changed() == 0 {
+        return Ok(Outcome::Changed(0));
+    }
+    answer_inbound(conn, platform, event_id, replies, owner)?;
+    Ok(Outcome::Changed(1))
 }
 
 /// `answer_inbound` with one reply that is delivered by editing `message_id` (noted in

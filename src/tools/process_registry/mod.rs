@@ -1,9 +1,11 @@
 //! The registry of detached commands (the `terminal` tool's `background` flag; Python
 //! `tools/process_registry.py`): ids `proc_<12 hex>`, a rolling 200,000-character output
 //! buffer each, the `process` tool's actions, at most 64 tracked with finished ones
-//! pruned after 30 minutes. It also remembers each session's shell working directory.
+//! pruned after 30 minutes. It also remembers each session's shell working directory, and
+//! broadcasts the end of every process started from a chat (`exits.rs`).
 
 mod actions;
+mod exits;
 mod session;
 
 use std::collections::{BTreeMap, HashMap};
@@ -17,6 +19,7 @@ use tokio::sync::watch;
 
 use super::local::{ShellCommand, exit_code, spawn};
 use super::output::Utf8Decoder;
+pub use exits::{EXIT_TAIL_CHARS, ProcessExit, ProcessOrigin};
 pub use session::{MAX_OUTPUT_CHARS, ProcessSession};
 use session::{ProcState, clean_shell_noise, lock};
 
@@ -26,15 +29,32 @@ pub const MAX_PROCESSES: usize = 64;
 const EXIT_DRAIN_GRACE: Duration = Duration::from_millis(300);
 
 /// All background processes of this daemon, and each session's shell cwd.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ProcessRegistry {
     sessions: Mutex<BTreeMap<String, Arc<ProcessSession>>>,
     session_cwds: Mutex<HashMap<String, PathBuf>>,
+    /// The ends of processes started from a chat.
+    exits: tokio::sync::broadcast::Sender<ProcessExit>,
+}
+
+impl Default for ProcessRegistry {
+    fn default() -> Self {
+        Self {
+            sessions: Mutex::default(),
+            session_cwds: Mutex::default(),
+            exits: exits::channel(),
+        }
+    }
 }
 
 impl ProcessRegistry {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The ends of background processes started from a chat, from now on.
+    pub fn subscribe_exits(&self) -> tokio::sync::broadcast::Receiver<ProcessExit> {
+        self.exits.subscribe()
     }
 
     /// The directory the session's last command finished in.
@@ -82,15 +102,17 @@ impl ProcessRegistry {
         }
     }
 
-    /// Starts `command` in the background and tracks it.
+    /// Starts `command` in the background and tracks it; its end is broadcast when it has
+    /// an `origin` chat.
     pub fn spawn(
         &self,
         command: &str,
         cwd: &Path,
         session_key: &str,
         env: BTreeMap<String, String>,
+        origin: Option<ProcessOrigin>,
     ) -> std::io::Result<Arc<ProcessSession>> {
-        self.spawn_as(command, command, cwd, session_key, env)
+        self.spawn_as(command, command, cwd, session_key, env, origin)
     }
 
     /// [`spawn`](Self::spawn) running `script` (a sandbox's wrapper around `command`) while
@@ -102,6 +124,7 @@ impl ProcessRegistry {
         cwd: &Path,
         session_key: &str,
         mut env: BTreeMap<String, String>,
+        origin: Option<ProcessOrigin>,
     ) -> std::io::Result<Arc<ProcessSession>> {
         env.insert("PYTHONUNBUFFERED".to_owned(), "1".to_owned());
         let mut process = spawn(&ShellCommand {
@@ -120,6 +143,7 @@ impl ProcessRegistry {
             pid: process.child.id(),
             started_at: SystemTime::now(),
             pgid: process.pgid,
+            origin,
             state: Mutex::new(ProcState {
                 completion_reason: "exited".to_owned(),
                 ..ProcState::default()
@@ -154,12 +178,18 @@ impl ProcessRegistry {
         });
         let waiter_session = Arc::clone(&session);
         let mut child = process.child;
+        let exits = self.exits.clone();
         tokio::spawn(async move {
             let code = child.wait().await.ok().map(exit_code);
             // Collect the output still in the pipe, unless a backgrounded grandchild keeps
             // it open: then the exit is reported after a short grace period anyway.
             let _ = tokio::time::timeout(EXIT_DRAIN_GRACE, &mut reader).await;
             waiter_session.finish(code, "exited", "");
+            // Killed or not, the process is gone now: its chat hears of it (no listener,
+            // no gateway: nothing to do).
+            if let Some(exit) = waiter_session.exit_news() {
+                let _ = exits.send(exit);
+            }
         });
         Ok(session)
     }

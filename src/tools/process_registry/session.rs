@@ -72,6 +72,8 @@ pub struct ProcessSession {
     pub pid: Option<u32>,
     pub started_at: SystemTime,
     pub(super) pgid: Option<Pid>,
+    /// The chat that started it, told when it ends; `None` for the operator's.
+    pub origin: Option<super::ProcessOrigin>,
     pub(super) state: Mutex<ProcState>,
     pub(super) exited: watch::Sender<bool>,
     pub(super) stdin: tokio::sync::Mutex<Option<ChildStdin>>,
@@ -121,6 +123,21 @@ impl ProcessSession {
         state.finished_at = Some(Instant::now());
         drop(state);
         self.exited.send_replace(true);
+    }
+
+    /// What its chat is told of its end; `None` while it runs or without a chat.
+    pub(super) fn exit_news(&self) -> Option<super::ProcessExit> {
+        let origin = self.origin.clone()?;
+        let state = lock(&self.state);
+        state.exited.then(|| super::ProcessExit {
+            id: self.id.clone(),
+            command: self.command.clone(),
+            exit_code: state.exit_code,
+            output_tail: state.tail(super::EXIT_TAIL_CHARS),
+            origin,
+            started_at: self.started_at,
+            runtime_secs: self.uptime_seconds(),
+        })
     }
 
     pub(super) fn completion_fields(&self, tail: usize) -> (Option<i32>, String, String, String) {

@@ -6,6 +6,7 @@
 
 pub(in crate::gateway::router) mod answers;
 mod approval;
+pub mod background;
 mod compress;
 mod control;
 mod cron;
@@ -100,6 +101,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("undo", "Remove the last exchange [N]"),
     ("status", "Show session and gateway status"),
     ("stop", "Stop the running task"),
+    (
+        "background",
+        "Run a prompt as a separate task (alias /bg) <prompt>",
+    ),
     ("queue", "Queue a message for the next turn (alias /q)"),
     ("steer", "Steer the running task after its next tool call"),
     ("approve", "Approve a pending command [session|always]"),
@@ -141,13 +146,14 @@ const ALIASES: &[(&str, &str)] = &[
     ("set_home", "sethome"),
     ("v", "version"),
     ("reload_mcp", "reload-mcp"),
+    ("bg", "background"),
     ("start", "start"),
 ];
 
 /// Commands that act on the running turn or only read state; the rest wait or are refused.
 const MID_TURN: &[&str] = &[
     "stop", "new", "status", "queue", "steer", "approve", "deny", "help", "commands", "version",
-    "whoami", "platform", "restart", "usage", "cron", "yolo", "insights",
+    "whoami", "platform", "restart", "usage", "cron", "yolo", "insights", "background",
 ];
 
 /// Hermes commands hermesd does not have yet; `/help` names them.
@@ -262,6 +268,7 @@ pub(in crate::gateway::router) async fn run_command(
         "yolo" => yolo::apply(&ctx),
         "insights" => insights::apply(&ctx).await,
         "reload-mcp" => reload_mcp::apply(&ctx),
+        "background" => background::apply(&ctx).await,
         "new" | "resume" | "title" | "undo" | "retry" | "sessions" => session::apply(&ctx).await,
         _ => Reply::Text(unknown_text(name)),
     };

@@ -20,7 +20,7 @@ use crate::gateway::router::responder::outbox::{Outbox, Outgoing};
 use crate::gateway::router::responder::platforms::PlatformLink;
 use crate::gateway::router::slot::{ApiReply, ApiTurnError, Job};
 use crate::gateway::routing::RoutingIndex;
-use crate::gateway::session_key::{KeyPolicy, build_session_key};
+use crate::gateway::session_key::{KeyPolicy, event_session_key};
 use crate::state::{InboundState, NewObligation, Store};
 
 /// Where `event`'s answer goes: its reply target when it has one (a webhook route's
@@ -74,7 +74,7 @@ impl Responder {
 
     /// The session key an event's reply obligation is recorded under.
     pub(in crate::gateway::router) fn session_key(&self, event: &MessageEvent) -> String {
-        build_session_key(&event.source, self.key_policy, None)
+        event_session_key(event, self.key_policy)
     }
 
     /// Answers `job` with `text`.
@@ -95,6 +95,17 @@ impl Responder {
             return;
         }
         let event = &job.event;
+        // A background task's answer says which task it is. A reply that carries the
+        // session id is the finished turn's; any other answer says why the task did not
+        // finish (a provider failure, a timeout).
+        let text = match &event.background {
+            Some(tag) => &crate::gateway::router::commands::background::answer_text(
+                tag,
+                text,
+                session_id.is_some(),
+            ),
+            None => text,
+        };
         let key = self.session_key(event);
         let (platform, chat_id, thread_id) = destination(event);
         let obligation = NewObligation {

@@ -185,6 +185,7 @@ impl TurnRunner {
             platform: event.source.platform.clone(),
             chat_id: event.source.chat_id.clone(),
             user_id: event.source.user_id.clone(),
+            thread_id: event.source.thread_id.clone(),
         });
         // A choice whose provider no endpoint has any more (or a record written by another
         // Hermes naming providers differently) still picks its model from any provider.

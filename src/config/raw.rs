@@ -66,6 +66,10 @@ pub struct RawConfig {
     /// The operator's shell hooks and their consent switch (read in `hooks.rs`).
     pub hooks: Option<Value>,
     pub hooks_auto_accept: Option<Value>,
+    /// Web tools, and the private-address switch in `security`/`browser` (read in `web.rs`).
+    pub web: Option<Value>,
+    pub security: Option<Value>,
+    pub browser: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -1,0 +1,83 @@
+//! The web tools: `web_search` and `web_extract` (toolsets `web` and `search`), Hermes's
+//! `web.*` keys and backends (SearXNG, Brave, Tavily, Firecrawl, plus our `native`
+//! extraction), every model-chosen URL behind the SSRF guard, every piece of page text fenced
+//! as untrusted. See docs/web-tools.md and SECURITY.md.
+
+pub mod extract;
+pub mod fence;
+pub mod guard;
+mod http;
+pub mod native;
+pub mod search;
+pub mod truncate;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::context::ToolCtx;
+use super::error::ToolError;
+use super::registry::{ToolEntry, check_fn, handler};
+use crate::config::WebConfig;
+
+/// What the web tools need: the validated `web:` settings, the configured networking (CA
+/// certificates; the proxy only for the configured services), and how names are resolved.
+#[derive(Clone)]
+pub struct WebSettings {
+    pub config: WebConfig,
+    pub net: hermes_adapter::net::Net,
+    pub lookup: Arc<dyn guard::Lookup>,
+}
+
+impl std::fmt::Debug for WebSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebSettings")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebSettings {
+    /// Settings using the system resolver.
+    pub fn new(config: WebConfig, net: hermes_adapter::net::Net) -> Self {
+        Self {
+            config,
+            net,
+            lookup: Arc::new(guard::SystemLookup),
+        }
+    }
+}
+
+impl Default for WebSettings {
+    /// No backend: both tools hidden.
+    fn default() -> Self {
+        Self::new(WebConfig::default(), hermes_adapter::net::Net::direct())
+    }
+}
+
+/// The two tool entries; each is hidden while its backend is not configured.
+pub fn entries() -> Vec<ToolEntry> {
+    vec![
+        ToolEntry::new(
+            "web_search",
+            "web",
+            search::schema(),
+            handler(|ctx: ToolCtx, args: Value| async move {
+                Ok::<_, ToolError>(search::run(&ctx.web, &args).await.to_string())
+            }),
+        )
+        .with_emoji("🔍")
+        .with_check(check_fn(|ctx: &ToolCtx| ctx.web.config.search.is_some())),
+        ToolEntry::new(
+            "web_extract",
+            "web",
+            extract::schema(),
+            handler(|ctx: ToolCtx, args: Value| async move {
+                let cache = ctx.home.web_cache_dir();
+                Ok::<_, ToolError>(extract::run(&ctx.web, &cache, &args).await.to_string())
+            }),
+        )
+        .with_emoji("📄")
+        .with_check(check_fn(|ctx: &ToolCtx| ctx.web.config.extract.is_some())),
+    ]
+}

@@ -92,22 +92,24 @@ pub async fn send_json(
     }
 }
 
-/// The service's own error message (`error`, `message`, `detail`), cut short.
+/// The service's own error message (`error`, `message` or `detail`, at any depth: Tavily
+/// nests it as `detail.error`, Brave as `error.detail`), cut short and with token shapes
+/// masked.
 fn detail(body: &str) -> String {
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let message = parsed.as_ref().and_then(|v| {
-        ["error", "message", "detail"]
-            .iter()
-            .find_map(|k| match v.get(*k) {
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(Value::Object(o)) => {
-                    o.get("message").and_then(Value::as_str).map(str::to_owned)
-                }
-                Some(other) if !other.is_null() => Some(other.to_string()),
-                _ => None,
-            })
-    });
-    let text = message.unwrap_or_else(|| body.to_owned());
+    fn find(value: &Value) -> Option<String> {
+        match value {
+            Value::String(s) => Some(s.clone()),
+            Value::Object(o) => ["message", "error", "detail"]
+                .iter()
+                .find_map(|k| o.get(*k).and_then(find)),
+            _ => None,
+        }
+    }
+    let text = serde_json::from_str::<Value>(body)
+        .ok()
+        .as_ref()
+        .and_then(|v| v.as_object().and_then(|_| find(v)))
+        .unwrap_or_else(|| body.to_owned());
     let mut short: String = text.chars().take(300).collect();
     if short.len() < text.len() {
         short.push('…');

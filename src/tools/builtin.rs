@@ -45,7 +45,7 @@ pub fn builtin_registry_with(limits: &ToolLimits, delegation: &DelegationLimits)
         registry.register(entry);
     }
     registry.register(cronjob::entry());
-    for entry in super::web::entries() {
+    for entry in super::web_entry::entries() {
         registry.register(entry);
     }
     registry.register(agent_level("todo", "todo", todo::schema(), "📋"));

@@ -2,6 +2,9 @@
 //! `web.*` keys and backends (SearXNG, Brave, Tavily, Firecrawl, plus our `native`
 //! extraction), every model-chosen URL behind the SSRF guard, every piece of page text fenced
 //! as untrusted. See docs/web-tools.md and SECURITY.md.
+//!
+//! The tool entries themselves are in `tools/web_entry.rs`, so this module does not depend on
+//! the tool context that holds its settings.
 
 pub mod extract;
 pub mod fence;
@@ -13,11 +16,6 @@ pub mod truncate;
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
-use super::context::ToolCtx;
-use super::error::ToolError;
-use super::registry::{ToolEntry, check_fn, handler};
 use crate::config::WebConfig;
 
 /// What the web tools need: the validated `web:` settings, the configured networking (CA
@@ -53,31 +51,4 @@ impl Default for WebSettings {
     fn default() -> Self {
         Self::new(WebConfig::default(), hermes_adapter::net::Net::direct())
     }
-}
-
-/// The two tool entries; each is hidden while its backend is not configured.
-pub fn entries() -> Vec<ToolEntry> {
-    vec![
-        ToolEntry::new(
-            "web_search",
-            "web",
-            search::schema(),
-            handler(|ctx: ToolCtx, args: Value| async move {
-                Ok::<_, ToolError>(search::run(&ctx.web, &args).await.to_string())
-            }),
-        )
-        .with_emoji("🔍")
-        .with_check(check_fn(|ctx: &ToolCtx| ctx.web.config.search.is_some())),
-        ToolEntry::new(
-            "web_extract",
-            "web",
-            extract::schema(),
-            handler(|ctx: ToolCtx, args: Value| async move {
-                let cache = ctx.home.web_cache_dir();
-                Ok::<_, ToolError>(extract::run(&ctx.web, &cache, &args).await.to_string())
-            }),
-        )
-        .with_emoji("📄")
-        .with_check(check_fn(|ctx: &ToolCtx| ctx.web.config.extract.is_some())),
-    ]
 }

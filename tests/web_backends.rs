@@ -203,6 +203,35 @@ async fn documented_failures_are_one_clear_error_and_never_retried() {
 }
 
 #[tokio::test]
+async fn a_service_or_page_that_never_answers_is_a_timeout_error() {
+    let fake = FakeWeb::start().await;
+    fake.set_mode(Mode::Stall);
+    for backend in SEARCH_BACKENDS {
+        let mut settings = settings(&fake, Some(backend), None);
+        settings.timeout = Some(std::time::Duration::from_millis(300));
+        let out = search::run(&settings, &json!({"query": "q"})).await;
+        assert!(
+            out["error"]
+                .as_str()
+                .unwrap()
+                .ends_with("did not answer in time"),
+            "{backend:?}: {out}"
+        );
+    }
+    let mut settings = native(&fake, true);
+    settings.timeout = Some(std::time::Duration::from_millis(300));
+    let result = extract_one(
+        &settings,
+        &format!("http://127.0.0.1:{}/page/article", fake.port()),
+    )
+    .await;
+    assert_eq!(
+        result["error"], "the page did not answer in time",
+        "{result}"
+    );
+}
+
+#[tokio::test]
 async fn a_wrong_key_is_refused_by_the_fake_and_reported() {
     let fake = FakeWeb::start().await;
     let mut bad = settings(&fake, Some(SearchBackend::Tavily), None);

@@ -31,8 +31,8 @@
 //!   than any budget), `/page/to-local` (302 to `http://127.0.0.1:<port>/page/article`),
 //!   `/page/to-metadata` (302 to `http://169.254.169.254/latest/meta-data/`).
 //!
-//! A switch makes every service answer one failure: 401, 429, 5xx, or a 200 whose body is
-//! not the documented JSON.
+//! A switch makes every service answer one failure: 401, 429, 5xx, a 200 whose body is
+//! not the documented JSON, or no answer at all.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -64,6 +64,8 @@ pub enum Mode {
     PlanLimit,
     /// Firecrawl only: out of credits (402).
     PaymentRequired,
+    /// Every service and page accepts the request and never answers.
+    Stall,
 }
 
 /// One request the fake saw.
@@ -197,10 +199,23 @@ fn record(
     shared.mode
 }
 
+/// Never returns in [`Mode::Stall`]: the client has to give up.
+async fn stall_if(mode: Mode) {
+    if mode == Mode::Stall {
+        std::future::pending::<()>().await;
+    }
+}
+
 /// The failure `mode` asks for, in the service's error shape; `None`: answer normally.
 fn failure(mode: Mode, shape: fn(&str) -> Value) -> Option<Response> {
     let (status, message) = match mode {
-        Mode::Normal | Mode::JsonDisabled | Mode::PlanLimit | Mode::PaymentRequired => return None,
+        Mode::Normal
+        | Mode::JsonDisabled
+        | Mode::PlanLimit
+        | Mode::PaymentRequired
+        | Mode::Stall => {
+            return None;
+        }
         Mode::Unauthorized => (StatusCode::UNAUTHORIZED, "invalid API key"),
         Mode::RateLimited => {
             let mut response = (
@@ -254,6 +269,7 @@ async fn searxng(
         Value::Null,
         &headers,
     );
+    stall_if(mode).await;
     let get = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     if mode == Mode::JsonDisabled || get("format").as_deref() != Some("json") {
         return (StatusCode::FORBIDDEN, "403 Forbidden").into_response();
@@ -285,6 +301,7 @@ async fn brave(
         Value::Null,
         &headers,
     );
+    stall_if(mode).await;
     if headers
         .get("x-subscription-token")
         .and_then(|v| v.to_str().ok())
@@ -329,6 +346,7 @@ async fn tavily_search(
         body.clone(),
         &headers,
     );
+    stall_if(mode).await;
     if !tavily_key_ok(&body) {
         return (
             StatusCode::UNAUTHORIZED,
@@ -371,6 +389,7 @@ async fn tavily_extract(
         body.clone(),
         &headers,
     );
+    stall_if(mode).await;
     if !tavily_key_ok(&body) {
         return (
             StatusCode::UNAUTHORIZED,
@@ -414,6 +433,7 @@ async fn firecrawl_search(
         body.clone(),
         &headers,
     );
+    stall_if(mode).await;
     if !firecrawl_auth_ok(&headers) {
         return (
             StatusCode::UNAUTHORIZED,
@@ -453,6 +473,7 @@ async fn firecrawl_scrape(
         body.clone(),
         &headers,
     );
+    stall_if(mode).await;
     if !firecrawl_auth_ok(&headers) {
         return (
             StatusCode::UNAUTHORIZED,
@@ -499,7 +520,7 @@ async fn page(
     axum::extract::Path(name): axum::extract::Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    record(
+    let mode = record(
         &shared,
         "page",
         &format!("/page/{name}"),
@@ -507,6 +528,7 @@ async fn page(
         Value::Null,
         &headers,
     );
+    stall_if(mode).await;
     let html =
         |body: String| ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response();
     match name.as_str() {

@@ -259,7 +259,7 @@ async fn tavily(
     urls: &[(usize, reqwest::Url)],
 ) -> Result<Vec<(usize, Extracted)>, BackendError> {
     let endpoints = &settings.config.endpoints;
-    let client = backend_client(&settings.net, Duration::from_secs(60))?;
+    let client = backend_client(settings, Duration::from_secs(60))?;
     let key = endpoints
         .tavily_key
         .as_ref()
@@ -308,8 +308,7 @@ async fn tavily(
 
 async fn firecrawl(settings: &WebSettings, url: &reqwest::Url) -> Result<Extracted, String> {
     let endpoints = &settings.config.endpoints;
-    let client =
-        backend_client(&settings.net, Duration::from_secs(60)).map_err(|e| e.to_string())?;
+    let client = backend_client(settings, Duration::from_secs(60)).map_err(|e| e.to_string())?;
     let mut request = client
         .post(format!("{}/v1/scrape", endpoints.firecrawl_base()))
         .json(&json!({"url": url.as_str(), "formats": ["markdown"], "onlyMainContent": true}));

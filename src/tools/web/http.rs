@@ -47,11 +47,13 @@ fn retry_hint(retry_after: &Option<String>) -> String {
 
 /// A client for the configured services (the configured proxy and CA certificates apply).
 pub fn backend_client(
-    net: &hermes_adapter::net::Net,
+    settings: &super::WebSettings,
     timeout: Duration,
 ) -> Result<reqwest::Client, BackendError> {
-    net.http_client()
-        .timeout(timeout)
+    settings
+        .net
+        .http_client()
+        .timeout(settings.timeout.unwrap_or(timeout))
         .connect_timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| BackendError::Network {

@@ -25,6 +25,9 @@ pub struct WebSettings {
     pub config: WebConfig,
     pub net: hermes_adapter::net::Net,
     pub lookup: Arc<dyn guard::Lookup>,
+    /// Replaces every per-service request timeout (Hermes's: 15 s SearXNG and Brave, 60 s
+    /// Tavily and Firecrawl, 30 s our own fetch) when set; tests use a short one.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for WebSettings {
@@ -42,6 +45,7 @@ impl WebSettings {
             config,
             net,
             lookup: Arc::new(guard::SystemLookup),
+            timeout: None,
         }
     }
 }

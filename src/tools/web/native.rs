@@ -30,7 +30,7 @@ pub async fn fetch(settings: &WebSettings, url: reqwest::Url) -> Result<Page, St
         settings.net.tls_config(),
         settings.lookup.clone(),
         settings.config.allow_private_urls,
-        FETCH_TIMEOUT,
+        settings.timeout.unwrap_or(FETCH_TIMEOUT),
     )
     .map_err(|e| e.to_string())?;
     let response = client

@@ -111,7 +111,7 @@ async fn search(
     match backend {
         SearchBackend::Searxng => {
             let base = endpoints.searxng_url.as_deref().unwrap_or_default();
-            let client = backend_client(&settings.net, Duration::from_secs(15))?;
+            let client = backend_client(settings, Duration::from_secs(15))?;
             let request = client
                 .get(format!("{base}/search"))
                 .query(&[("q", query), ("format", "json"), ("pageno", "1")])
@@ -126,7 +126,7 @@ async fn search(
             Ok(hits(&results, "content"))
         }
         SearchBackend::Brave => {
-            let client = backend_client(&settings.net, Duration::from_secs(15))?;
+            let client = backend_client(settings, Duration::from_secs(15))?;
             let key = endpoints
                 .brave_key
                 .as_ref()
@@ -147,7 +147,7 @@ async fn search(
             ))
         }
         SearchBackend::Tavily => {
-            let client = backend_client(&settings.net, Duration::from_secs(60))?;
+            let client = backend_client(settings, Duration::from_secs(60))?;
             let key = endpoints
                 .tavily_key
                 .as_ref()
@@ -163,7 +163,7 @@ async fn search(
             Ok(hits(&items(&body, &["results"], "Tavily")?, "content"))
         }
         SearchBackend::Firecrawl => {
-            let client = backend_client(&settings.net, Duration::from_secs(60))?;
+            let client = backend_client(settings, Duration::from_secs(60))?;
             let mut request = client
                 .post(format!("{}/v1/search", endpoints.firecrawl_base()))
                 .json(&json!({"query": query, "limit": limit}));

@@ -269,7 +269,7 @@ totally_unknown: 1
             "unknown key 'platforms.discord.tokn'",
             "unknown key 'slack.surprise'",
             "7 settings are set but not supported by hermesd yet, so without effect: \
-             agent.reasoning_effort, browser.headed, display.compact, gateway.delivery_ledger, \
+             agent.reasoning_effort, browser, display.compact, gateway.delivery_ledger, \
              mcp_servers.github.keepalive_interval, platforms.signal, toolsets",
         ]
     );

@@ -160,6 +160,6 @@ fn other_security_and_browser_keys_are_reported_as_not_supported() {
     );
     let mut ignored = issues.ignored.clone();
     ignored.sort();
-    assert_eq!(ignored, ["browser.headed", "security.redact_secrets"]);
+    assert_eq!(ignored, ["browser", "security.redact_secrets"]);
     assert_eq!(issues.warnings, ["unknown key 'security.bogus'"]);
 }

@@ -79,7 +79,7 @@ pub fn shape(hits: Vec<Hit>, limit: usize) -> Value {
             let findings = fence::findings(&format!("{}\n{description}", hit.title));
             let mut item = json!({
                 "title": fence::defuse(&cut(&hit.title, TITLE_CHARS)),
-                "url": hit.url,
+                "url": fence::defuse(&hit.url),
                 "description": fence::fence(&description),
                 "position": i + 1,
                 "untrusted": true,

@@ -122,6 +122,12 @@ impl HermesHome {
         self.path.join(".env")
     }
 
+    /// `cache/web/`: the full text of extracted pages longer than their budget, so the model
+    /// can page through what `web_extract` cut (Hermes's location).
+    pub fn web_cache_dir(&self) -> PathBuf {
+        self.path.join("cache").join("web")
+    }
+
     /// `sessions/`: the routing scope's directory (its path names the scope in state.db).
     pub fn sessions_dir(&self) -> PathBuf {
         self.path.join("sessions")

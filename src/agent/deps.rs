@@ -126,6 +126,16 @@ fn child_env(
     env
 }
 
+/// The web tools' settings from `config`: its `web:` section and the configured networking
+/// (CA certificates, proxies for the configured services).
+fn web_settings(config: &Config) -> Arc<crate::tools::web::WebSettings> {
+    let net = hermes_adapter::net::Net::new(&config.network).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "web tools use the default networking: the configured one failed");
+        hermes_adapter::net::Net::direct()
+    });
+    Arc::new(crate::tools::web::WebSettings::new(config.web.clone(), net))
+}
+
 /// The shared dependencies of every agent in this process.
 pub struct AgentDeps {
     pub client: ModelClient,
@@ -149,6 +159,8 @@ pub struct AgentDeps {
     pub sandbox_scope: crate::config::SandboxScope,
     /// The operator's approved shell hooks (`hooks:`), run around turns and tool calls.
     pub hooks: Arc<crate::hooks::ShellHooks>,
+    /// The web tools' backends, private-URL switch and networking (`web:`).
+    pub web: Arc<crate::tools::web::WebSettings>,
     /// Shared with [`AgentDeps::reconfigured`] copies, so a reload keeps the lists.
     todos: Arc<Mutex<HashMap<String, Arc<TodoStore>>>>,
     /// The tool definitions offered per platform, reused between model calls; never shared
@@ -258,6 +270,7 @@ impl AgentDeps {
                 &loaded.env,
                 &cwd,
             )),
+            web: web_settings(config),
             todos: Arc::new(Mutex::new(HashMap::new())),
             offers: Arc::default(),
         }
@@ -284,6 +297,7 @@ impl AgentDeps {
             &loaded.env,
             &self.settings.cwd,
         ));
+        copy.web = web_settings(&loaded.config);
         copy
     }
 
@@ -307,6 +321,7 @@ impl AgentDeps {
             sandboxes: self.sandboxes.clone(),
             sandbox_scope: self.sandbox_scope,
             hooks: Arc::clone(&self.hooks),
+            web: Arc::clone(&self.web),
             todos: Arc::clone(&self.todos),
             offers: Arc::default(),
         }
@@ -509,6 +524,7 @@ impl AgentDeps {
             platform: None,
             caller: crate::tools::context::Caller::operator(),
             sandbox: None,
+            web: Arc::clone(&self.web),
         }
     }
 

@@ -30,6 +30,8 @@ const IGNORED_LISTS: &[(&str, &[&str])] = &[
     ("platforms.*.home_channel", IGNORED_HOME_CHANNEL),
     ("platforms.api_server", IGNORED_API_SERVER),
     ("session_reset", IGNORED_SESSION_RESET),
+    ("browser", &["*"]),
+    ("security", super::web::IGNORED_SECURITY),
     ("skills", super::skills::IGNORED_SKILLS),
     ("terminal", super::terminal::IGNORED_TERMINAL),
 ];

@@ -11,7 +11,7 @@ use super::shape::Unknown;
 /// Top-level Hermes sections for features hermesd does not implement (yet).
 #[rustfmt::skip]
 pub const IGNORED_TOP_LEVEL: &[&str] = &[
-    "_config_version", "always_log_local", "auxiliary", "bedrock", "bot_mode", "browser",
+    "_config_version", "always_log_local", "auxiliary", "bedrock", "bot_mode",
     "checkpoints", "code_execution", "computer_use", "context",
     "context_file_read_timeout", "credential_pool_strategies", "curator",
     "custom_providers", "dashboard", "database", "delegation", "desktop", "doctor",
@@ -25,10 +25,10 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "paste_collapse_threshold_fallback",
     "plugins", "prefill_messages_file", "privacy", "profile_routes", "prompt_caching", "proxy",
     "quick_commands", "reset_by_platform", "reset_by_type", "reset_triggers", "runtime", "secrets",
-    "security", "session", "session_store_max_age_days", "sessions",
+    "session", "session_store_max_age_days", "sessions",
     "smart_model_routing", "systemd_watchdog_seconds", "telemetry", "tool_loop_guardrails",
     "tool_output", "tools", "toolsets", "tts", "updates", "vault", "vertex", "voice", "wake_word",
-    "web", "worktree", "write_sessions_json", "x_search",
+    "worktree", "write_sessions_json", "x_search",
 ];
 
 /// Keys of an `mcp_servers.<name>` entry Hermes reads that hermesd does not act on: liveness

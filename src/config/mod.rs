@@ -40,6 +40,7 @@ mod toolsets;
 mod types;
 mod unsupported;
 mod validate;
+pub mod web;
 mod zone;
 
 #[cfg(test)]
@@ -87,6 +88,7 @@ pub use types::{
     StreamingConfig, TitleGenerationConfig,
 };
 pub use unsupported::NOT_SUPPORTED_YET;
+pub use web::{ExtractBackend, SearchBackend, WebConfig, WebEndpoints};
 pub use zone::{UnknownZone, Zone};
 
 /// Exit code for an invalid configuration (EX_CONFIG): systemd should not restart-loop on it.

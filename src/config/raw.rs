@@ -68,6 +68,10 @@ pub struct RawConfig {
     pub hooks_auto_accept: Option<Value>,
     /// Named personalities for `/personality` (read in `personality.rs`).
     pub personalities: Option<Value>,
+    /// Web tools, and the private-address switch in `security`/`browser` (read in `web.rs`).
+    pub web: Option<Value>,
+    pub security: Option<Value>,
+    pub browser: Option<Value>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -52,6 +52,8 @@ pub struct Config {
     pub media: super::media::MediaConfig,
     /// `skills:`: per-platform disabling and extra skill directories.
     pub skills: super::skills::SkillsConfig,
+    /// `web:` and `security.allow_private_urls`: the web tools' backends and SSRF switch.
+    pub web: super::web::WebConfig,
     /// `context_file_max_chars`: the cap on each context file; `None` follows the window.
     pub context_file_max_chars: Option<u64>,
     /// `platform_toolsets` and `agent.disabled_toolsets`: the toolsets each platform gets.
@@ -116,6 +118,7 @@ impl Default for Config {
             network: hermes_adapter::net::NetSettings::default(),
             media: super::media::MediaConfig::default(),
             skills: super::skills::SkillsConfig::default(),
+            web: super::web::WebConfig::default(),
             context_file_max_chars: None,
             toolsets: super::toolsets::ToolsetsConfig::default(),
             prompt: super::prompt::PromptConfig::default(),

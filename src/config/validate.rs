@@ -156,6 +156,13 @@ pub fn validate(
         network: network::network(&mut issues, raw.tls.as_ref(), env),
         media: super::media::media(&mut issues, raw, &gateway),
         skills: super::skills::skills(&mut issues, raw.skills.as_ref()),
+        web: super::web::web(
+            &mut issues,
+            raw.web.as_ref(),
+            raw.security.as_ref(),
+            raw.browser.as_ref(),
+            env,
+        ),
         toolsets: Default::default(),
         context_file_max_chars: super::skills::context_file_max_chars(
             &mut issues,

@@ -117,6 +117,8 @@ pub struct ToolCtx {
     /// Where commands and files live when `terminal:` configures a sandbox, container or
     /// remote machine; `None`: this host, under [`cwd`](Self::cwd) and the allowed roots.
     pub sandbox: Option<super::backend::SandboxRef>,
+    /// `web:` backends, the private-URL switch and the resolver for the web tools.
+    pub web: Arc<super::web::WebSettings>,
 }
 
 impl std::fmt::Debug for ToolCtx {
@@ -180,6 +182,7 @@ impl ToolCtx {
             platform: None,
             caller: Caller::operator(),
             sandbox: None,
+            web: Arc::default(),
         }
     }
 }

@@ -42,6 +42,8 @@ pub(crate) mod threats;
 pub mod timefmt;
 pub mod todo;
 pub mod toolsets;
+pub mod web;
+mod web_entry;
 
 pub use builtin::builtin_registry;
 pub use context::{ToolCtx, ToolLimits};

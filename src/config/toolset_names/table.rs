@@ -28,6 +28,8 @@ pub const HERMES_CORE_TOOLS: &[&str] = &[
     "skill_view",
     "skill_manage",
     "cronjob",
+    "web_search",
+    "web_extract",
 ];
 
 /// The API server preset: everything but interactive UI tools such as clarify.
@@ -45,6 +47,8 @@ const API_SERVER_TOOLS: &[&str] = &[
     "skills_list",
     "skill_view",
     "skill_manage",
+    "web_search",
+    "web_extract",
 ];
 
 /// Webhook events may carry untrusted third-party text: no file or shell access.
@@ -68,8 +72,8 @@ const fn preset(name: &'static str) -> Toolset {
 /// The static toolset table, in the Python order. Only names and members: nothing shows a
 /// toolset's description, so none is kept.
 pub const TOOLSETS: &[Toolset] = &[
-    set("web", &[]),
-    set("search", &[]),
+    set("web", &["web_search", "web_extract"]),
+    set("search", &["web_search"]),
     set("x_search", &[]),
     set("vision", &[]),
     set("video", &[]),

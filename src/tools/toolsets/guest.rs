@@ -35,6 +35,10 @@ mod tests {
         for tool in ["clarify", "todo", "skill_view", "skills_list"] {
             assert!(allows(&default, tool, None), "{tool}");
         }
+        // Guests get the web tools (their URLs pass the SSRF guard, SECURITY.md).
+        for tool in ["web_search", "web_extract"] {
+            assert!(allows(&default, tool, Some("web")), "{tool}");
+        }
         for (tool, toolset) in [
             ("terminal", "terminal"),
             ("process", "terminal"),

@@ -114,12 +114,17 @@ mod tests {
                 "read_file",
                 "search_files",
                 "terminal",
+                "web_extract",
+                "web_search",
                 "write_file"
             ])
         );
         let gateway = resolve_toolset("hermes-gateway");
         assert_eq!(gateway.len(), HERMES_CORE_TOOLS.len());
-        assert!(resolve_toolset("safe").is_empty());
+        assert_eq!(
+            resolve_toolset("safe").into_iter().collect::<Vec<_>>(),
+            names(&["web_extract", "web_search"])
+        );
         assert!(!resolve_toolset("hermes-api-server").contains("clarify"));
         assert_eq!(resolve_toolset("all").len(), HERMES_CORE_TOOLS.len());
     }

@@ -32,6 +32,8 @@ const IGNORED_LISTS: &[(&str, &[&str])] = &[
     ("session_reset", IGNORED_SESSION_RESET),
     ("skills", super::skills::IGNORED_SKILLS),
     ("terminal", super::terminal::IGNORED_TERMINAL),
+    ("tts", super::speech::IGNORED_TTS),
+    ("voice", super::speech::IGNORED_VOICE),
 ];
 
 /// Implemented keys that `default.yaml` cannot document without overriding their section:

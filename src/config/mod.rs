@@ -31,6 +31,7 @@ mod secret;
 mod sections;
 mod shape;
 mod skills;
+mod speech;
 mod state;
 mod terminal;
 pub mod toolset_names;
@@ -75,6 +76,7 @@ pub use platform_types::{
 pub use prompt::{HintOverride, PromptConfig, ToolUseEnforcement};
 pub use secret::{REDACTED, Secret};
 pub use skills::SkillsConfig;
+pub use speech::{SpeechConfig, TTS_PROVIDERS, TtsConfig, TtsElevenLabsConfig, TtsOpenAiConfig};
 pub use state::{DATABASE_URL_ENV, StateConfig};
 pub use terminal::{DockerSettings, SandboxScope, SshSettings, TerminalBackend, TerminalConfig};
 pub use toolsets::ToolsetsConfig;

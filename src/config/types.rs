@@ -50,6 +50,8 @@ pub struct Config {
     pub network: hermes_adapter::net::NetSettings,
     /// Photos and voice from chats: vision routing and transcription.
     pub media: super::media::MediaConfig,
+    /// `tts:` and `voice:`: spoken replies.
+    pub speech: super::speech::SpeechConfig,
     /// `skills:`: per-platform disabling and extra skill directories.
     pub skills: super::skills::SkillsConfig,
     /// `context_file_max_chars`: the cap on each context file; `None` follows the window.
@@ -113,6 +115,7 @@ impl Default for Config {
             mcp_servers: BTreeMap::new(),
             network: hermes_adapter::net::NetSettings::default(),
             media: super::media::MediaConfig::default(),
+            speech: super::speech::SpeechConfig::default(),
             skills: super::skills::SkillsConfig::default(),
             context_file_max_chars: None,
             toolsets: super::toolsets::ToolsetsConfig::default(),

@@ -45,6 +45,7 @@ pub fn builtin_registry_with(limits: &ToolLimits, delegation: &DelegationLimits)
         registry.register(entry);
     }
     registry.register(cronjob::entry());
+    registry.register(super::tts::tool::entry());
     registry.register(agent_level("todo", "todo", todo::schema(), "📋"));
     registry.register(agent_level("memory", "memory", memory::schema(), "🧠"));
     registry.register(

@@ -115,6 +115,8 @@ pub struct ToolCtx {
     /// Where commands and files live when `terminal:` configures a sandbox, container or
     /// remote machine; `None`: this host, under [`cwd`](Self::cwd) and the allowed roots.
     pub sandbox: Option<super::backend::SandboxRef>,
+    /// `tts:`/`voice:` and the network settings, for `text_to_speech`.
+    pub speech: Arc<super::tts::tool::SpeechSettings>,
 }
 
 impl std::fmt::Debug for ToolCtx {
@@ -178,6 +180,7 @@ impl ToolCtx {
             platform: None,
             caller: Caller::operator(),
             sandbox: None,
+            speech: Arc::default(),
         }
     }
 }

@@ -42,6 +42,7 @@ pub(crate) mod threats;
 pub mod timefmt;
 pub mod todo;
 pub mod toolsets;
+pub mod tts;
 
 pub use builtin::builtin_registry;
 pub use context::{ToolCtx, ToolLimits};

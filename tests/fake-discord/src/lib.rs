@@ -414,6 +414,12 @@ impl FakeDiscord {
         self.shared.update(|s| s.session_start_limit = limit);
     }
 
+    /// Voice messages are refused from now on with 50173, as in a channel where the bot
+    /// lacks the permission to send them.
+    pub fn forbid_voice_messages(&self) {
+        self.shared.update(|s| s.voice_messages_forbidden = true);
+    }
+
     /// Attachment downloads take `delay` from now on (a slow CDN).
     pub fn delay_attachments(&self, delay: Duration) {
         self.shared.update(|s| s.attachment_delay = delay);

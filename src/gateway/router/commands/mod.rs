@@ -15,6 +15,7 @@ mod platform;
 mod session;
 mod skill;
 mod status;
+mod voice;
 
 use std::sync::Arc;
 
@@ -77,6 +78,7 @@ impl Command {
             "approve" => approval::gate(&args),
             "new" | "resume" | "sessions" => session::gate(name),
             "stop" | "steer" => control::gate(),
+            "voice" => voice::gate(&args),
             _ => Gate::Open,
         }
     }
@@ -101,6 +103,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("sethome", "Make this chat the platform's home channel"),
     ("sessions", "List recent sessions"),
     ("cron", "List this chat's scheduled jobs"),
+    ("voice", "Spoken replies in this chat [on|off|tts|status]"),
     ("help", "Show help"),
     ("commands", "List commands [page]"),
     ("platform", "Pause, resume or list platforms"),
@@ -120,7 +123,7 @@ const ALIASES: &[(&str, &str)] = &[
 /// Commands that act on the running turn or only read state; the rest wait or are refused.
 const MID_TURN: &[&str] = &[
     "stop", "new", "status", "queue", "steer", "approve", "deny", "help", "commands", "version",
-    "whoami", "platform", "restart", "usage", "cron",
+    "whoami", "platform", "restart", "usage", "cron", "voice",
 ];
 
 fn is_known(name: &str) -> bool {
@@ -210,6 +213,7 @@ pub(in crate::gateway::router) async fn run_command(
         "model" => model::apply(&ctx).await,
         "platform" | "restart" | "sethome" => platform::apply(&ctx),
         "cron" => cron::apply(&ctx).await,
+        "voice" => voice::apply(&ctx),
         "new" | "resume" | "title" | "undo" | "retry" | "sessions" => session::apply(&ctx).await,
         _ => Reply::Text(unknown_text(name)),
     };

@@ -225,6 +225,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_voice_directive_is_noticed_outside_code_blocks_only() {
+        let spoken = extract("[[audio_as_voice]]\nMEDIA:/tmp/reply_1.ogg\nHello there.");
+        assert!(spoken.as_voice);
+        assert_eq!(spoken.paths, ["/tmp/reply_1.ogg"]);
+        assert_eq!(spoken.text, "Hello there.");
+        let example = extract("Write it like this:\n```\n[[audio_as_voice]]\n```\n");
+        assert!(!example.as_voice);
+        assert!(!extract("MEDIA:/tmp/a.ogg").as_voice);
+    }
+
+    #[test]
     fn tags_are_taken_out_of_the_text_in_order_without_repeats() {
         let reply = "Here is the chart:\nMEDIA:/tmp/out/chart.png\nand the report MEDIA: \"/tmp/My Docs/report.pdf\" too.\n[[as_document]]\nMEDIA:/tmp/out/chart.png";
         let extracted = extract(reply);

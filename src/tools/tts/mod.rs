@@ -222,22 +222,21 @@ impl Speaker {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file renamed into place, mode 0600.
+/// Writes `bytes` to `path` through a temporary file renamed into place: the file 0600, new
+/// directories 0700 (`home::private`).
 pub async fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = path.parent() {
-        tokio::fs::create_dir_all(dir).await?;
-    }
     let tmp = path.with_extension("ogg.part");
     let bytes = bytes.to_vec();
     let (tmp2, path2) = (tmp.clone(), path.to_path_buf());
     tokio::task::spawn_blocking(move || -> std::io::Result<()> {
         use std::io::Write;
-        let mut file = std::fs::OpenOptions::new()
+        if let Some(dir) = path2.parent() {
+            crate::home::private::create_dir_all(dir)?;
+        }
+        let mut file = crate::home::private::open_options()
             .write(true)
             .create(true)
             .truncate(true)
-            .mode(0o600)
             .open(&tmp2)?;
         file.write_all(&bytes)?;
         file.sync_all()?;

@@ -127,5 +127,10 @@ async fn voice_notes_are_written_for_the_owner_only() {
     write_private(&path, b"OggS").await.unwrap();
     let mode = std::fs::metadata(&path).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
+    let dir_mode = std::fs::metadata(path.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(dir_mode & 0o777, 0o700);
     assert_eq!(std::fs::read(&path).unwrap(), b"OggS");
 }

@@ -25,8 +25,21 @@ pub const TTS_OTHER_PROVIDERS: &[&str] = &[
     "xai",
 ];
 
-/// `tts.*` keys Hermes reads that hermesd accepts without acting on.
-pub const IGNORED_TTS: &[&str] = &["providers", "use_gateway"];
+/// `tts.*` keys Hermes reads that hermesd accepts without acting on: the other providers'
+/// blocks, command providers, and the Nous managed gateway.
+pub const IGNORED_TTS: &[&str] = &[
+    "deepinfra",
+    "edge",
+    "gemini",
+    "kittentts",
+    "minimax",
+    "mistral",
+    "neutts",
+    "piper",
+    "providers",
+    "use_gateway",
+    "xai",
+];
 
 /// `voice.*` keys that only matter to Hermes's terminal client (push-to-talk recording).
 pub const IGNORED_VOICE: &[&str] = &[
@@ -184,9 +197,8 @@ pub fn speech(issues: &mut Issues, tts: Option<&Value>, voice: Option<&Value>) -
     let defaults = SpeechConfig::default();
     let mut tts_out = defaults.tts.clone();
     if let Some(section) = mapping(issues, "tts", tts) {
-        // Per-provider blocks of providers hermesd does not call are accepted unread.
-        let mut known: Vec<&str> = vec!["provider", "speed", "openai", "elevenlabs"];
-        known.extend(TTS_OTHER_PROVIDERS);
+        // Blocks of providers hermesd does not call are accepted and reported when set.
+        let known = ["provider", "speed", "openai", "elevenlabs"];
         check_keys(issues, "tts", section, &known, IGNORED_TTS);
         // Empty means Hermes's default, like no key at all.
         let provider = issues.string(at("tts.provider", section.get("provider")));
@@ -330,7 +342,10 @@ mod tests {
         assert_eq!(issues.warnings.len(), 1, "{:?}", issues.warnings);
         assert!(issues.warnings[0].contains("tts.provider: 'edge'"));
         assert!(issues.warnings[0].contains("not supported by hermesd yet"));
-        assert_eq!(issues.ignored, ["tts.use_gateway", "voice.record_key"]);
+        assert_eq!(
+            issues.ignored,
+            ["tts.edge", "tts.use_gateway", "voice.record_key"]
+        );
 
         let (_, issues) = read(json!({"provider": "say-it", "bogus": 1}), json!(null));
         assert!(

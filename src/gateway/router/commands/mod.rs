@@ -316,6 +316,10 @@ mod tests {
             ("approve", "ALL"),
             ("resume", "my notes"),
             ("sessions", ""),
+            ("voice", "on"),
+            ("voice", "tts"),
+            ("voice", "off"),
+            ("voice", ""),
         ] {
             assert!(
                 matches!(command(name, args).gate(), Gate::AllowedUsersOnly(_)),
@@ -333,6 +337,7 @@ mod tests {
             ("model", "gpt-x"),
             ("cron", ""),
             ("whoami", ""),
+            ("voice", "status"),
         ] {
             assert_eq!(command(name, args).gate(), Gate::Open, "/{name} {args}");
         }

@@ -29,7 +29,10 @@ pub(super) async fn maybe_speak(
 ) -> String {
     let speech = &live.config.speech;
     // Without a usable provider nothing is spoken, and the settings file is not even read.
-    if !speech.tts.provider_supported() {
+    // The HTTP API answers in JSON: nothing to play there.
+    if !speech.tts.provider_supported()
+        || event.source.platform == crate::gateway::router::API_PLATFORM
+    {
         return reply;
     }
     let source = &event.source;

@@ -20,7 +20,7 @@ const RATE: u32 = 24_000;
 fn provider_pcm(seconds: f64) -> Vec<u8> {
     let n = (seconds * f64::from(RATE)) as usize;
     (0..n)
-        .flat_map(|i| {
+        .map(|i| {
             let t = i as f64 / f64::from(RATE);
             let envelope = 0.5 + 0.5 * (2.0 * std::f64::consts::PI * 4.0 * t).sin().abs();
             let voice = (2.0 * std::f64::consts::PI * 180.0 * t).sin()

@@ -118,6 +118,16 @@ impl HermesHome {
         self.path.join("config.yaml")
     }
 
+    /// `cache/audio/`: voice notes hermesd made (spoken replies, `text_to_speech`).
+    pub fn audio_cache_dir(&self) -> PathBuf {
+        self.path.join("cache").join("audio")
+    }
+
+    /// `gateway_voice_mode.json`: each chat's `/voice` setting, shared with Python.
+    pub fn voice_mode_json(&self) -> PathBuf {
+        self.path.join("gateway_voice_mode.json")
+    }
+
     pub fn dotenv(&self) -> PathBuf {
         self.path.join(".env")
     }

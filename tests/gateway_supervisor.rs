@@ -69,6 +69,7 @@ impl Adapter for ScriptedRuns {
             buttons: false,
             threads: false,
             command_prefix: '/',
+            voice_caption_limit: None,
         }
     }
 

@@ -59,6 +59,8 @@ pub struct AgentSettings {
     pub prompt: crate::config::PromptConfig,
     /// `gateway.guest_tools`: what a guest's turn may use.
     pub guest_tools: Vec<String>,
+    /// `tts:`/`voice:` with the network settings, for `text_to_speech`.
+    pub speech: crate::tools::tts::tool::SpeechSettings,
 }
 
 impl AgentSettings {
@@ -90,6 +92,7 @@ impl AgentSettings {
             skills: config.skills.clone(),
             prompt: config.prompt.clone(),
             guest_tools: config.gateway.guest_tools.clone(),
+            speech: crate::tools::tts::tool::SpeechSettings::from_config(config),
         }
     }
 }
@@ -525,6 +528,7 @@ impl AgentDeps {
             caller: crate::tools::context::Caller::operator(),
             sandbox: None,
             web: Arc::clone(&self.web),
+            speech: Arc::new(self.settings.speech.clone()),
         }
     }
 

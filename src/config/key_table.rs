@@ -34,6 +34,8 @@ const IGNORED_LISTS: &[(&str, &[&str])] = &[
     ("security", super::web::IGNORED_SECURITY),
     ("skills", super::skills::IGNORED_SKILLS),
     ("terminal", super::terminal::IGNORED_TERMINAL),
+    ("tts", super::speech::IGNORED_TTS),
+    ("voice", super::speech::IGNORED_VOICE),
 ];
 
 /// Implemented keys that `default.yaml` cannot document without overriding their section:

@@ -27,7 +27,7 @@ pub const IGNORED_TOP_LEVEL: &[&str] = &[
     "quick_commands", "reset_by_platform", "reset_by_type", "reset_triggers", "runtime", "secrets",
     "session", "session_store_max_age_days", "sessions",
     "smart_model_routing", "systemd_watchdog_seconds", "telemetry", "tool_loop_guardrails",
-    "tool_output", "tools", "toolsets", "tts", "updates", "vault", "vertex", "voice", "wake_word",
+    "tool_output", "tools", "toolsets", "updates", "vault", "vertex", "wake_word",
     "worktree", "write_sessions_json", "x_search",
 ];
 
@@ -241,7 +241,7 @@ mod tests {
     fn warns_only_for_truly_unknown_keys() {
         let mut issues = Issues::default();
         let unknown: Unknown = [
-            ("tts".to_owned(), json!({"provider": "edge"})),
+            ("honcho".to_owned(), json!({"enabled": true})),
             ("tokn".to_owned(), json!("x")),
             ("whatsapp".to_owned(), json!({})),
         ]
@@ -254,14 +254,14 @@ mod tests {
             &[IGNORED_TOP_LEVEL, OTHER_PLATFORMS],
         );
         // An empty mapping asks for nothing, so it is not reported as set.
-        assert_eq!(issues.ignored, ["tts"]);
+        assert_eq!(issues.ignored, ["honcho"]);
         warn_unknown(&mut issues, "telegram", &unknown, &[]);
         assert_eq!(
             issues.warnings,
             [
                 "unknown key 'tokn'",
+                "unknown key 'telegram.honcho'",
                 "unknown key 'telegram.tokn'",
-                "unknown key 'telegram.tts'",
                 "unknown key 'telegram.whatsapp'",
             ]
         );

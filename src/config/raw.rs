@@ -55,6 +55,9 @@ pub struct RawConfig {
     pub stt: Option<Value>,
     pub stt_enabled: Option<Value>,
     pub stt_echo_transcripts: Option<Value>,
+    /// Spoken replies (read in `speech.rs`).
+    pub tts: Option<Value>,
+    pub voice: Option<Value>,
     pub skills: Option<Section<super::skills::RawSkills>>,
     pub context_file_max_chars: Option<Value>,
     /// Toolsets per platform (validated in `toolsets.rs`).

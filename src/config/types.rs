@@ -50,6 +50,8 @@ pub struct Config {
     pub network: hermes_adapter::net::NetSettings,
     /// Photos and voice from chats: vision routing and transcription.
     pub media: super::media::MediaConfig,
+    /// `tts:` and `voice:`: spoken replies.
+    pub speech: super::speech::SpeechConfig,
     /// `skills:`: per-platform disabling and extra skill directories.
     pub skills: super::skills::SkillsConfig,
     /// `web:` and `security.allow_private_urls`: the web tools' backends and SSRF switch.
@@ -117,6 +119,7 @@ impl Default for Config {
             mcp_servers: BTreeMap::new(),
             network: hermes_adapter::net::NetSettings::default(),
             media: super::media::MediaConfig::default(),
+            speech: super::speech::SpeechConfig::default(),
             skills: super::skills::SkillsConfig::default(),
             web: super::web::WebConfig::default(),
             context_file_max_chars: None,

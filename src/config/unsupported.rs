@@ -154,14 +154,14 @@ mod load_tests {
     #[test]
     fn typed_keys_nothing_reads_are_named_with_the_ignored_sections() {
         let loaded = load_ok(
-            "tts: {provider: edge}\nagent: {gateway_notify_interval: 60}\n_config_version: 19\n",
+            "honcho: {enabled: true}\nagent: {gateway_notify_interval: 60}\n_config_version: 19\n",
             &[("HERMES__STREAMING__TRANSPORT", "edit")],
         );
         assert_eq!(
             loaded.warnings,
             [
                 "3 settings are set but not supported by hermesd yet, so without effect: \
-              agent.gateway_notify_interval, streaming.transport, tts"
+              agent.gateway_notify_interval, honcho, streaming.transport"
             ]
         );
         // Still validated: the value is typed as ever.

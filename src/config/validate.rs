@@ -155,6 +155,7 @@ pub fn validate(
         mcp_servers: super::mcp::mcp_servers(&mut issues, raw.mcp_servers.as_ref()),
         network: network::network(&mut issues, raw.tls.as_ref(), env),
         media: super::media::media(&mut issues, raw, &gateway),
+        speech: super::speech::speech(&mut issues, raw.tts.as_ref(), raw.voice.as_ref()),
         skills: super::skills::skills(&mut issues, raw.skills.as_ref()),
         web: super::web::web(
             &mut issues,

@@ -3,7 +3,8 @@
 //! tagged path has a deliverable extension, the tag is taken out of the visible text and the file is
 //! sent as a native attachment — if it is an existing regular file outside the credential
 //! and system locations. Tags inside code blocks are examples, never delivered. The
-//! `[[audio_as_voice]]` and `[[as_document]]` directives are removed from the text.
+//! `[[audio_as_voice]]` and `[[as_document]]` directives are removed from the text; the first
+//! (outside code blocks) asks for the reply's Ogg/Opus file to go as a voice note.
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -64,6 +65,8 @@ static TAG: LazyLock<Regex> = LazyLock::new(|| {
 pub struct Extracted {
     pub text: String,
     pub paths: Vec<String>,
+    /// `[[audio_as_voice]]` was in the reply (outside code blocks).
+    pub as_voice: bool,
 }
 
 /// Takes the `MEDIA:` tags out of `content` (outside code blocks), in order, without repeats.
@@ -112,12 +115,14 @@ pub fn extract(content: &str) -> Extracted {
         at = span.end;
     }
     text.push_str(&content[at..]);
+    let as_voice = masked.contains("[[audio_as_voice]]");
     let text = text
         .replace("[[audio_as_voice]]", "")
         .replace("[[as_document]]", "");
     Extracted {
         text: tidy(&text),
         paths,
+        as_voice,
     }
 }
 
@@ -218,6 +223,17 @@ fn canonical(path: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_voice_directive_is_noticed_outside_code_blocks_only() {
+        let spoken = extract("[[audio_as_voice]]\nMEDIA:/tmp/reply_1.ogg\nHello there.");
+        assert!(spoken.as_voice);
+        assert_eq!(spoken.paths, ["/tmp/reply_1.ogg"]);
+        assert_eq!(spoken.text, "Hello there.");
+        let example = extract("Write it like this:\n```\n[[audio_as_voice]]\n```\n");
+        assert!(!example.as_voice);
+        assert!(!extract("MEDIA:/tmp/a.ogg").as_voice);
+    }
 
     #[test]
     fn tags_are_taken_out_of_the_text_in_order_without_repeats() {

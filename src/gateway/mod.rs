@@ -37,3 +37,4 @@ pub mod shared_state;
 pub mod supervisor;
 pub mod token_lock;
 pub mod typing;
+pub mod voice_mode;

@@ -119,6 +119,8 @@ pub struct ToolCtx {
     pub sandbox: Option<super::backend::SandboxRef>,
     /// `web:` backends, the private-URL switch and the resolver for the web tools.
     pub web: Arc<super::web::WebSettings>,
+    /// `tts:`/`voice:` and the network settings, for `text_to_speech`.
+    pub speech: Arc<super::tts::tool::SpeechSettings>,
 }
 
 impl std::fmt::Debug for ToolCtx {
@@ -183,6 +185,7 @@ impl ToolCtx {
             caller: Caller::operator(),
             sandbox: None,
             web: Arc::default(),
+            speech: Arc::default(),
         }
     }
 }

@@ -44,6 +44,7 @@ pub mod todo;
 pub mod toolsets;
 pub mod web;
 mod web_entry;
+pub mod tts;
 
 pub use builtin::builtin_registry;
 pub use context::{ToolCtx, ToolLimits};

@@ -7,6 +7,7 @@ pub mod fake_github;
 pub mod fake_model;
 pub mod fake_stt;
 pub mod fake_web;
+pub mod fake_tts;
 pub mod fts5_cjk;
 pub mod images;
 pub mod mcp_servers;

@@ -42,6 +42,7 @@ impl ScriptedAdapter {
                 buttons: false,
                 threads: true,
                 command_prefix: '/',
+                voice_caption_limit: None,
             },
             real_limit: None,
             script: Mutex::new(VecDeque::new()),

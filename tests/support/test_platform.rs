@@ -41,6 +41,7 @@ impl TestPlatform {
                 buttons: true,
                 threads: true,
                 command_prefix: '/',
+                voice_caption_limit: None,
             },
             events,
             inbox: tokio::sync::Mutex::new(inbox),

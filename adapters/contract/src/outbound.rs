@@ -35,6 +35,9 @@ pub struct Capabilities {
     pub threads: bool,
     /// The prefix users type for commands (`/`, or `!` on Slack).
     pub command_prefix: char,
+    /// The longest caption a voice note can carry, in [`Self::length_unit`]s; `None`: a
+    /// voice note takes no caption (the text goes as its own message).
+    pub voice_caption_limit: Option<usize>,
 }
 
 /// An inline button (approval and clarify prompts).
@@ -79,6 +82,15 @@ pub enum OutboundKind {
     Media {
         path: String,
         caption: Option<String>,
+    },
+    /// An Ogg/Opus file sent as a voice note (a voice bubble where the platform has them;
+    /// an audio file elsewhere). `duration_secs` and `waveform` (at most 256 loudness bytes)
+    /// were measured from the file; `caption` is only set when the platform takes one.
+    Voice {
+        path: String,
+        caption: Option<String>,
+        duration_secs: f32,
+        waveform: Vec<u8>,
     },
 }
 

@@ -93,6 +93,7 @@ impl Adapter for MemoryAdapter {
             buttons: true,
             threads: false,
             command_prefix: '/',
+            voice_caption_limit: Some(1024),
         }
     }
 

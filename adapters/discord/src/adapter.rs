@@ -321,6 +321,7 @@ impl Adapter for DiscordAdapter {
             buttons: true,
             threads: true,
             command_prefix: '/',
+            voice_caption_limit: None,
         }
     }
 

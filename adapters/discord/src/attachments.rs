@@ -13,9 +13,18 @@ use crate::model::Attachment;
 use crate::rest::RestClient;
 use crate::settings::Settings;
 
-/// The event type an attachment makes (reference: the first attachment decides).
+/// The event type an attachment makes (reference: the first attachment decides). Audio
+/// with a duration and a waveform is a voice message recorded in the client (the
+/// reference's `is_voice_message` test).
 pub fn message_type_of(attachment: &Attachment) -> MessageType {
     match attachment.content_type.as_deref() {
+        Some(t)
+            if t.starts_with("audio/")
+                && attachment.duration_secs.is_some()
+                && attachment.waveform.is_some() =>
+        {
+            MessageType::Voice
+        }
         Some(t) if t.starts_with("image/") => MessageType::Photo,
         Some(t) if t.starts_with("video/") => MessageType::Video,
         Some(t) if t.starts_with("audio/") => MessageType::Audio,

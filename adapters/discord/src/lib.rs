@@ -27,6 +27,7 @@ pub mod rest;
 mod settings;
 mod shards;
 mod threads;
+mod voice;
 
 pub use adapter::DiscordAdapter;
 pub use gating::auto_thread_name;

@@ -65,6 +65,11 @@ pub struct Attachment {
     #[serde(default)]
     pub size: u64,
     pub url: String,
+    /// Set on voice messages' audio (with `waveform`).
+    #[serde(default)]
+    pub duration_secs: Option<f64>,
+    #[serde(default)]
+    pub waveform: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]

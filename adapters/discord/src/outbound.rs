@@ -135,27 +135,10 @@ pub async fn send(
             }
         }
         OutboundKind::Media { path, caption } => {
-            let bytes = match tokio::fs::read(&path).await {
+            let bytes = match crate::voice::read_for_upload(inner, target, &path).await {
                 Ok(bytes) => bytes,
-                Err(error) => {
-                    return SendResult::failed(
-                        SendErrorKind::Unknown,
-                        format!("cannot read the file to send: {error}"),
-                    );
-                }
+                Err(refused) => return refused,
             };
-            let limit = inner.with_directory(|d| d.upload_limit(target));
-            if bytes.len() as u64 > limit {
-                const MIB: f64 = 1024.0 * 1024.0;
-                return SendResult::failed(
-                    SendErrorKind::BadFormat,
-                    format!(
-                        "the file is {:.1} MiB; Discord accepts at most {:.0} MiB here",
-                        bytes.len() as f64 / MIB,
-                        limit as f64 / MIB
-                    ),
-                );
-            }
             let file_name = std::path::Path::new(&path)
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -165,11 +148,23 @@ pub async fn send(
                 "allowed_mentions": allowed_mentions(),
                 "attachments": [{"id": 0, "filename": file_name}],
             });
-            let upload = Upload { file_name, bytes };
+            let upload = Upload {
+                file_name,
+                bytes,
+                content_type: None,
+            };
             match rest.create_message(target, &body, &[upload]).await {
                 Ok(message) => SendResult::sent(Some(message.id)),
                 Err(error) => failed(error),
             }
+        }
+        OutboundKind::Voice {
+            path,
+            caption,
+            duration_secs,
+            waveform,
+        } => {
+            crate::voice::send_voice(inner, target, &path, caption, duration_secs, &waveform).await
         }
     }
 }

@@ -397,3 +397,43 @@ async fn what_discord_would_refuse_is_refused_before_sending_with_a_clear_reason
     );
     h.stop().await.unwrap();
 }
+
+/// A voice message is flagged 8192 with one `audio/ogg` attachment carrying its length and
+/// base64 waveform, and no content (the fake enforces Discord's rules); where voice messages
+/// are refused (50173) the audio goes as an ordinary file with the caption as content.
+#[tokio::test]
+async fn voice_messages_and_the_plain_file_where_they_are_refused() {
+    let mut h = Harness::start(json!({}), &[]).await;
+    h.ready(1).await;
+    let general = h.fake.add_text_channel("general");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reply_1.ogg");
+    std::fs::write(&path, b"OggS voice note").unwrap();
+    let voice = |caption: Option<&str>| OutboundKind::Voice {
+        path: path.to_string_lossy().into(),
+        caption: caption.map(Into::into),
+        duration_secs: 2.5,
+        waveform: vec![0, 64, 255],
+    };
+    let sent = send(&h, &general, None, voice(None)).await;
+    assert!(sent.is_ok(), "{sent:?}");
+    let call = h.fake.calls_to("POST /channels/{id}/messages").remove(0);
+    assert_eq!(call.body["flags"], 8192);
+    assert_eq!(call.files, ["voice-message.ogg"]);
+    assert_eq!(call.body["attachments"][0]["duration_secs"], 2.5);
+    assert_eq!(call.body["attachments"][0]["waveform"], "AED/");
+    assert!(call.body.get("content").is_none());
+    let stored = h.fake.read(|s| s.history[&general].last().cloned().unwrap());
+    assert_eq!(stored["flags"], 8192);
+    assert_eq!(stored["attachments"][0]["content_type"], "audio/ogg");
+
+    h.fake.forbid_voice_messages();
+    let sent = send(&h, &general, None, voice(Some("The text."))).await;
+    assert!(sent.is_ok(), "{sent:?}");
+    let calls = h.fake.calls_to("POST /channels/{id}/messages");
+    assert_eq!(calls[1].status, 403);
+    assert_eq!(calls[2].body["content"], "The text.");
+    assert!(calls[2].body.get("flags").is_none());
+    assert_eq!(calls[2].files, ["voice.ogg"]);
+    h.stop().await.unwrap();
+}

@@ -103,6 +103,7 @@ impl Adapter for SlackAdapter {
             buttons: true,
             threads: true,
             command_prefix: '!',
+            voice_caption_limit: Some(4000),
         }
     }
 

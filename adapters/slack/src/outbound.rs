@@ -101,7 +101,9 @@ pub(crate) async fn send(shared: &Arc<Shared>, outbound: Outbound) -> SendResult
             }
             answer.map(|a| ts_of(&a))
         }
-        OutboundKind::Media { path, caption } => {
+        // Slack has no voice bubbles: a voice note is an audio file, its text the file's
+        // message (`initial_comment`), so the answer reads in the channel too.
+        OutboundKind::Media { path, caption } | OutboundKind::Voice { path, caption, .. } => {
             let thread = reply_thread(&shared.settings, None, thread_id.as_deref());
             match files::upload(api, &chat_id, thread.as_deref(), &path, caption.as_deref()).await {
                 Ok(_) => Ok(None),

@@ -360,6 +360,37 @@ async fn files_are_uploaded_with_the_external_upload_flow() {
     h.stop().await.unwrap();
 }
 
+/// Slack has no voice bubbles: a voice note is an uploaded audio file whose message
+/// (`initial_comment`) is the reply's text, so the answer reads in the channel.
+#[tokio::test]
+async fn a_voice_note_is_an_audio_file_with_the_text_as_its_message() {
+    let h = Harness::start(json!({})).await;
+    let path = h.cache.path().join("reply_ab12.ogg");
+    std::fs::write(&path, b"OggS voice").unwrap();
+    let voice = Outbound {
+        chat_id: CHANNEL.into(),
+        thread_id: None,
+        kind: OutboundKind::Voice {
+            path: path.to_string_lossy().into(),
+            caption: Some("The answer, also spoken.".into()),
+            duration_secs: 1.5,
+            waveform: vec![0, 128, 255],
+        },
+    };
+    let sent = h.adapter.send(voice).await;
+    assert!(sent.is_ok(), "{sent:?}");
+    let ticket = &h.fake.calls("files.getUploadURLExternal")[0];
+    assert_eq!(ticket.str("filename"), Some("reply_ab12.ogg"));
+    let complete = &h.fake.calls("files.completeUploadExternal")[0];
+    assert_eq!(
+        complete.str("initial_comment"),
+        Some("The answer, also spoken.")
+    );
+    let file_id = complete.body["files"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(h.fake.records().uploads[&file_id], b"OggS voice");
+    h.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn events_pushed_to_the_fake_use_the_dm_helpers() {
     // Guards the harness itself: a DM built by the fake's helpers is a DM to the adapter.

@@ -276,6 +276,7 @@ impl Adapter for TelegramAdapter {
             buttons: true,
             threads: true,
             command_prefix: '/',
+            voice_caption_limit: Some(1024),
         }
     }
 

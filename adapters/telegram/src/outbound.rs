@@ -111,8 +111,25 @@ impl Sender<'_> {
                 }
             }
             OutboundKind::Media { path, caption } => {
-                self.send_media(chat, thread_id, &path, caption.as_deref())
+                self.send_media(chat, thread_id, &path, caption.as_deref(), None)
                     .await
+            }
+            // A voice bubble: sendVoice takes OGG encoded with Opus
+            // (https://core.telegram.org/bots/api#sendvoice), with its length in seconds.
+            OutboundKind::Voice {
+                path,
+                caption,
+                duration_secs,
+                ..
+            } => {
+                self.send_media(
+                    chat,
+                    thread_id,
+                    &path,
+                    caption.as_deref(),
+                    Some(duration_secs),
+                )
+                .await
             }
         }
     }
@@ -240,6 +257,7 @@ impl Sender<'_> {
         thread_id: Option<&str>,
         path: &str,
         caption: Option<&str>,
+        voice_secs: Option<f32>,
     ) -> SendResult {
         let file_path = Path::new(path);
         let bytes = match tokio::fs::read(file_path).await {
@@ -251,11 +269,11 @@ impl Sender<'_> {
                 );
             }
         };
-        let (method, field) = match media_limits::check(
-            media::send_method(file_path),
-            &bytes,
-            self.settings.local_mode,
-        ) {
+        let native = match voice_secs {
+            Some(_) => ("sendVoice", "voice"),
+            None => media::send_method(file_path),
+        };
+        let (method, field) = match media_limits::check(native, &bytes, self.settings.local_mode) {
             Upload::Send(method, field) => (method, field),
             Upload::Refuse(reason) => {
                 return self.refuse_upload(&chat, thread_id, path, &reason).await;
@@ -270,12 +288,20 @@ impl Sender<'_> {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
+        let part = match voice_secs {
+            Some(_) => reqwest::multipart::Part::bytes(bytes)
+                .file_name("voice.ogg")
+                .mime_str("audio/ogg")
+                .expect("a valid media type"),
+            None => reqwest::multipart::Part::bytes(bytes).file_name(file_name),
+        };
         let mut form = reqwest::multipart::Form::new()
             .text("chat_id", chat_text)
-            .part(
-                field,
-                reqwest::multipart::Part::bytes(bytes).file_name(file_name),
-            );
+            .part(field, part);
+        if let Some(secs) = voice_secs {
+            // Whole seconds, at least one (a shorter note would show as 0:00).
+            form = form.text("duration", (secs.ceil() as u64).max(1).to_string());
+        }
         if let Some(thread) = send_thread_id(thread_id) {
             form = form.text("message_thread_id", thread.to_string());
         }

@@ -133,7 +133,7 @@ impl WebhookAdapter {
         let chat = outbound.chat_id.as_str();
         let text = match outbound.kind {
             OutboundKind::Text { text, .. } | OutboundKind::Prompt { text, .. } => text,
-            OutboundKind::Media { path, caption } => {
+            OutboundKind::Media { path, caption } | OutboundKind::Voice { path, caption, .. } => {
                 format!(
                     "{}[attachment not delivered: {path}]",
                     caption.map(|c| c + "\n").unwrap_or_default()
@@ -197,6 +197,7 @@ impl Adapter for WebhookAdapter {
             buttons: false,
             threads: false,
             command_prefix: '/',
+            voice_caption_limit: None,
         }
     }
 

@@ -30,6 +30,7 @@ pub const HERMES_CORE_TOOLS: &[&str] = &[
     "cronjob",
     "web_search",
     "web_extract",
+    "text_to_speech",
 ];
 
 /// The API server preset: everything but interactive UI tools such as clarify.
@@ -85,7 +86,7 @@ pub const TOOLSETS: &[Toolset] = &[
     set("browser", &[]),
     set("cronjob", &["cronjob"]),
     set("file", FILE_TOOLS),
-    set("tts", &[]),
+    set("tts", &["text_to_speech"]),
     set("todo", &["todo"]),
     set("memory", &["memory"]),
     set("context_engine", &[]),
@@ -184,5 +185,5 @@ pub const LEGACY_TOOLSETS: &[(&str, &[&str])] = &[
     ("browser_tools", &[]),
     ("cronjob_tools", &[]),
     ("file_tools", FILE_TOOLS),
-    ("tts_tools", &[]),
+    ("tts_tools", &["text_to_speech"]),
 ];

@@ -32,6 +32,9 @@ pub struct Incoming {
     pub reply_to: Option<String>,
     pub attachments: Vec<(String, String, Vec<u8>)>,
     pub age: Duration,
+    /// Sent as a voice message: flag 8192 and `duration_secs`/`waveform` on the attachment
+    /// (https://discord.com/developers/docs/resources/message#attachment-object).
+    pub voice_message: bool,
 }
 
 impl Incoming {
@@ -44,6 +47,7 @@ impl Incoming {
             reply_to: None,
             attachments: Vec::new(),
             age: Duration::ZERO,
+            voice_message: false,
         }
     }
 
@@ -64,6 +68,17 @@ impl Incoming {
             content_type.to_owned(),
             bytes.to_vec(),
         ));
+        self
+    }
+
+    /// A voice message recorded in the Discord client: one Ogg/Opus attachment.
+    pub fn voice_message(mut self, bytes: &[u8]) -> Self {
+        self.attachments.push((
+            "voice-message.ogg".to_owned(),
+            "audio/ogg".to_owned(),
+            bytes.to_vec(),
+        ));
+        self.voice_message = true;
         self
     }
 

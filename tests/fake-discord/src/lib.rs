@@ -266,16 +266,24 @@ impl FakeDiscord {
         for (index, (file_name, content_type, bytes)) in incoming.attachments.iter().enumerate() {
             let key = format!("{id}/{index}/{file_name}");
             s.attachments.insert(key.clone(), bytes.clone());
-            attachments.push(json!({
+            let mut attachment = json!({
                 "id": format!("{id}{index}"),
                 "filename": file_name,
                 "content_type": content_type,
                 "size": bytes.len(),
                 "url": format!("{}/attachments/{key}", s.base_url),
                 "proxy_url": format!("{}/attachments/{key}", s.base_url),
-            }));
+            });
+            if incoming.voice_message {
+                attachment["duration_secs"] = json!(1.0);
+                attachment["waveform"] = json!("AAAA");
+            }
+            attachments.push(attachment);
         }
         message["attachments"] = json!(attachments);
+        if incoming.voice_message {
+            message["flags"] = json!(8192);
+        }
         message
     }
 
@@ -412,6 +420,12 @@ impl FakeDiscord {
     /// What `GET /gateway/bot` reports as `session_start_limit`.
     pub fn set_session_start_limit(&self, limit: Value) {
         self.shared.update(|s| s.session_start_limit = limit);
+    }
+
+    /// Voice messages are refused from now on with 50173, as in a channel where the bot
+    /// lacks the permission to send them.
+    pub fn forbid_voice_messages(&self) {
+        self.shared.update(|s| s.voice_messages_forbidden = true);
     }
 
     /// Attachment downloads take `delay` from now on (a slow CDN).

@@ -81,7 +81,7 @@ pub async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: Request)
             path: path.clone(),
             query: query.clone(),
             body: body.clone(),
-            files: files.iter().map(|(name, _)| name.clone()).collect(),
+            files: files.iter().map(|(name, _, _)| name.clone()).collect(),
             status: status.as_u16(),
         });
         response
@@ -91,7 +91,8 @@ pub async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: Request)
 /// The upload limit of a guild without boosts (and of DMs).
 const UPLOAD_LIMIT: usize = 10 * 1024 * 1024;
 
-type Files = Vec<(String, Vec<u8>)>;
+/// File name, bytes and the part's media type.
+type Files = Vec<(String, Vec<u8>, Option<String>)>;
 
 async fn read_body(request: Request, headers: &HeaderMap) -> Result<(Value, Files), Response> {
     let content_type = headers
@@ -107,11 +108,12 @@ async fn read_body(request: Request, headers: &HeaderMap) -> Result<(Value, File
         while let Ok(Some(field)) = multipart.next_field().await {
             let name = field.name().unwrap_or_default().to_owned();
             let file_name = field.file_name().map(str::to_owned);
+            let content_type = field.content_type().map(str::to_owned);
             let data = field.bytes().await.unwrap_or_default();
             if name == "payload_json" {
                 body = serde_json::from_slice(&data).unwrap_or(Value::Null);
             } else if let Some(file_name) = file_name {
-                files.push((file_name, data.to_vec()));
+                files.push((file_name, data.to_vec(), content_type));
             }
         }
         return Ok((body, files));
@@ -418,7 +420,7 @@ fn create_message(
     }
     // https://discord.com/developers/docs/reference#uploading-files: 10 MiB per message in
     // the fake's guild (boost level 0) and DMs; over it, 413 "Request entity too large".
-    let uploaded: usize = files.iter().map(|(_, bytes)| bytes.len()).sum();
+    let uploaded: usize = files.iter().map(|(_, bytes, _)| bytes.len()).sum();
     if uploaded > UPLOAD_LIMIT {
         return error(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -427,6 +429,12 @@ fn create_message(
         );
     }
     let content = body["content"].as_str().unwrap_or_default();
+    let voice = body["flags"]
+        .as_u64()
+        .is_some_and(|f| f & IS_VOICE_MESSAGE != 0);
+    if voice && let Some(refusal) = voice_rules(state, content, body, files) {
+        return refusal;
+    }
     if content.chars().count() > state.max_message_chars {
         return too_long(state.max_message_chars);
     }
@@ -461,15 +469,26 @@ fn create_message(
         message["components"] = components.clone();
     }
     let mut attachments = Vec::new();
-    for (index, (file_name, bytes)) in files.iter().enumerate() {
+    for (index, (file_name, bytes, content_type)) in files.iter().enumerate() {
         let key = format!("{id}/{index}/{file_name}");
         state.attachments.insert(key.clone(), bytes.clone());
-        attachments.push(json!({
+        let mut attachment = json!({
             "id": format!("{id}{index}"),
             "filename": file_name,
             "size": bytes.len(),
             "url": format!("{}/attachments/{key}", state.base_url),
-        }));
+        });
+        if let Some(content_type) = content_type {
+            attachment["content_type"] = json!(content_type);
+        }
+        if voice {
+            attachment["duration_secs"] = body["attachments"][0]["duration_secs"].clone();
+            attachment["waveform"] = body["attachments"][0]["waveform"].clone();
+        }
+        attachments.push(attachment);
+    }
+    if voice {
+        message["flags"] = json!(IS_VOICE_MESSAGE);
     }
     message["attachments"] = json!(attachments);
     state.store_message(message.clone());
@@ -482,6 +501,62 @@ fn create_message(
         .created_taps
         .retain(|tap| tap.send(created.clone()).is_ok());
     ok(message)
+}
+
+/// `IS_VOICE_MESSAGE` (https://discord.com/developers/docs/resources/message#message-object-message-flags).
+const IS_VOICE_MESSAGE: u64 = 1 << 13;
+
+/// A voice message carries exactly one audio attachment with `duration_secs` and a base64
+/// `waveform`, and no content (Discord's JSON error codes 50159, 50160, 50161,
+/// https://discord.com/developers/docs/topics/opcodes-and-status-codes#json-json-error-codes);
+/// where the bot may not send them, 50173 "Cannot send voice messages in this channel".
+fn voice_rules(
+    state: &State,
+    content: &str,
+    body: &Value,
+    files: &Files,
+) -> Option<(StatusCode, Option<Response>)> {
+    if state.voice_messages_forbidden {
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            50173,
+            "Cannot send voice messages in this channel",
+        ));
+    }
+    if !content.is_empty() {
+        return Some(error(
+            StatusCode::BAD_REQUEST,
+            50161,
+            "Voice messages do not support additional content",
+        ));
+    }
+    let audio = files.len() == 1
+        && files[0]
+            .2
+            .as_deref()
+            .is_some_and(|t| t.starts_with("audio/"));
+    if !audio {
+        return Some(error(
+            StatusCode::BAD_REQUEST,
+            50159,
+            "Voice messages must have a single audio attachment",
+        ));
+    }
+    let meta = &body["attachments"][0];
+    let waveform_ok = meta["waveform"].as_str().is_some_and(|w| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(w)
+            .is_ok_and(|bytes| !bytes.is_empty() && bytes.len() <= 256)
+    });
+    if meta["duration_secs"].as_f64().is_none_or(|d| d <= 0.0) || !waveform_ok {
+        return Some(error(
+            StatusCode::BAD_REQUEST,
+            50160,
+            "Voice messages must have supporting metadata",
+        ));
+    }
+    None
 }
 
 fn start_thread(

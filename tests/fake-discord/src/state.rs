@@ -132,6 +132,8 @@ pub struct State {
     /// Channel id → messages in id order.
     pub history: HashMap<String, Vec<Value>>,
     pub attachments: HashMap<String, Vec<u8>>,
+    /// Voice messages are refused with 50173 (a channel where the bot may not send them).
+    pub voice_messages_forbidden: bool,
     pub commands: Vec<Value>,
     /// Interaction id → what the fake needs to answer its callbacks and token calls.
     pub interactions: HashMap<String, crate::interactions::InteractionRecord>,
@@ -184,6 +186,7 @@ impl State {
             channels: BTreeMap::new(),
             history: HashMap::new(),
             attachments: HashMap::new(),
+            voice_messages_forbidden: false,
             commands: Vec::new(),
             interactions: HashMap::new(),
             calls: Vec::new(),

@@ -8,6 +8,7 @@
 //! targets) and injects faults on demand ([`Fault`]).
 #![forbid(unsafe_code)]
 
+pub mod audio_format;
 mod flood;
 mod markdown_v2;
 mod objects;

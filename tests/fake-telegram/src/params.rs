@@ -40,12 +40,15 @@ pub(crate) async fn read(request: Request) -> Result<Params, String> {
         {
             let name = field.name().unwrap_or_default().to_owned();
             let file_name = field.file_name().map(str::to_owned);
+            let content_type = field.content_type().map(str::to_owned);
             let bytes = field.bytes().await.map_err(|e| format!("bad part: {e}"))?;
             if file_name.is_some() {
                 files.push(UploadedFile {
                     field: name.clone(),
                     file_name,
                     bytes: bytes.len(),
+                    content_type,
+                    audio_format: crate::audio_format::classify(&bytes),
                 });
                 params.insert(name, Value::String("<file>".into()));
             } else {

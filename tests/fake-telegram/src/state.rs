@@ -40,6 +40,10 @@ pub struct UploadedFile {
     pub field: String,
     pub file_name: Option<String>,
     pub bytes: usize,
+    /// The part's media type as sent.
+    pub content_type: Option<String>,
+    /// What the bytes are, for the voice rule: `ogg_opus`, `mp3`, `m4a` or `other`.
+    pub audio_format: &'static str,
 }
 
 /// One recorded API call (faulted calls included).

@@ -82,6 +82,8 @@ pub enum Page {
 pub struct Upload {
     pub file_name: String,
     pub bytes: Vec<u8>,
+    /// The part's media type (`audio/ogg` for voice messages); `None` lets Discord guess.
+    pub content_type: Option<&'static str>,
 }
 
 impl RestClient {
@@ -182,8 +184,18 @@ impl RestClient {
                     form = form.text("payload_json", body.to_string());
                 }
                 for (index, file) in files.iter().enumerate() {
-                    let part = reqwest::multipart::Part::bytes(file.bytes.clone())
+                    let mut part = reqwest::multipart::Part::bytes(file.bytes.clone())
                         .file_name(file.file_name.clone());
+                    if let Some(media_type) = file.content_type {
+                        part = part.mime_str(media_type).map_err(|e| RestError {
+                            route: route.clone(),
+                            status: None,
+                            code: None,
+                            message: format!("bad media type: {e}"),
+                            kind: SendErrorKind::BadFormat,
+                            retry_after: None,
+                        })?;
+                    }
                     form = form.part(format!("files[{index}]"), part);
                 }
                 request = request.multipart(form);

@@ -20,6 +20,7 @@ mod reload_mcp;
 mod session;
 mod skill;
 mod status;
+mod voice;
 mod yolo;
 
 use std::sync::Arc;
@@ -87,6 +88,7 @@ impl Command {
             "personality" => personality::gate(&args),
             "insights" => insights::gate(),
             "reload-mcp" => reload_mcp::gate(),
+            "voice" => voice::gate(&args),
             _ => Gate::Open,
         }
     }
@@ -132,6 +134,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "reload-mcp",
         "Reconnect the MCP servers and re-read config.yaml",
     ),
+    ("voice", "Spoken replies in this chat [on|off|tts|status]"),
     ("help", "Show help"),
     ("commands", "List commands [page]"),
     ("platform", "Pause, resume or list platforms"),
@@ -154,6 +157,7 @@ const ALIASES: &[(&str, &str)] = &[
 const MID_TURN: &[&str] = &[
     "stop", "new", "status", "queue", "steer", "approve", "deny", "help", "commands", "version",
     "whoami", "platform", "restart", "usage", "cron", "yolo", "insights", "background",
+    "voice",
 ];
 
 /// Hermes commands hermesd does not have yet; `/help` names them.
@@ -269,6 +273,7 @@ pub(in crate::gateway::router) async fn run_command(
         "insights" => insights::apply(&ctx).await,
         "reload-mcp" => reload_mcp::apply(&ctx),
         "background" => background::apply(&ctx).await,
+        "voice" => voice::apply(&ctx),
         "new" | "resume" | "title" | "undo" | "retry" | "sessions" => session::apply(&ctx).await,
         _ => Reply::Text(unknown_text(name)),
     };
@@ -376,6 +381,10 @@ mod tests {
             ("personality", "none"),
             ("insights", "7"),
             ("reload-mcp", ""),
+            ("voice", "on"),
+            ("voice", "tts"),
+            ("voice", "off"),
+            ("voice", ""),
         ] {
             assert!(
                 matches!(command(name, args).gate(), Gate::AllowedUsersOnly(_)),
@@ -395,6 +404,7 @@ mod tests {
             ("whoami", ""),
             ("personality", ""),
             ("compress", "here 3"),
+            ("voice", "status"),
         ] {
             assert_eq!(command(name, args).gate(), Gate::Open, "/{name} {args}");
         }

@@ -7,6 +7,7 @@ pub(super) mod media;
 pub(super) mod pending_media;
 pub(super) mod progress;
 pub(super) mod title;
+mod voice;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -341,15 +342,21 @@ impl TurnRunner {
                 } else {
                     "(The agent finished without a reply.)".to_owned()
                 };
+                // A spoken reply carries its voice note (`voice.rs`).
+                let answer = if answered {
+                    voice::maybe_speak(&live, &deps, event, reply.clone()).await
+                } else {
+                    reply.clone()
+                };
                 match preview {
                     Some(preview_id) => {
                         self.responder
-                            .respond_by_edit(job, &reply, Some(&outcome.session_id), preview_id)
+                            .respond_by_edit(job, &answer, Some(&outcome.session_id), preview_id)
                             .await
                     }
                     None => {
                         self.responder
-                            .respond_in(job, &reply, Some(&outcome.session_id))
+                            .respond_in(job, &answer, Some(&outcome.session_id))
                             .await
                     }
                 }

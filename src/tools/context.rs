@@ -86,6 +86,18 @@ impl Caller {
     pub fn operator() -> Self {
         Self::default()
     }
+
+    /// The chat a background process started for this caller is told about; `None` for the
+    /// operator (CLI, scheduled jobs), who has no chat to tell.
+    pub fn process_origin(&self) -> Option<super::process_registry::ProcessOrigin> {
+        (!self.platform.is_empty() && !self.chat_id.is_empty()).then(|| {
+            super::process_registry::ProcessOrigin {
+                platform: self.platform.clone(),
+                chat_id: self.chat_id.clone(),
+                thread_id: self.thread_id.clone(),
+            }
+        })
+    }
 }
 
 /// The dependencies of one tool call.

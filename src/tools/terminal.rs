@@ -16,7 +16,6 @@ use super::context::ToolCtx;
 use super::env::command_env;
 use super::error::ToolError;
 use super::local::{ShellCommand, find_bash, run_foreground};
-use super::process_registry::ProcessOrigin;
 use super::registry::{ToolEntry, check_fn, handler};
 pub use super::terminal_result::interpret_exit_code;
 use super::terminal_result::{blocked, render, started};
@@ -240,7 +239,7 @@ pub async fn terminal(ctx: ToolCtx, args: Value) -> Result<String, ToolError> {
                 &cwd,
                 &ctx.session_id,
                 env,
-                ProcessOrigin::of(&ctx.caller),
+                ctx.caller.process_origin(),
             ) {
                 Ok(session) => started(&session, approval_note),
                 Err(e) => json!({"output": "", "exit_code": -1,

@@ -90,7 +90,7 @@ pub async fn run(ctx: &ToolCtx, sandbox: &SandboxRef, request: Request<'_>) -> S
             &host_dir,
             &ctx.session_id,
             env,
-            crate::tools::process_registry::ProcessOrigin::of(&ctx.caller),
+            ctx.caller.process_origin(),
         ) {
             Ok(session) => started(&session, request.approval_note),
             Err(e) => json!({"output": "", "exit_code": -1,

@@ -39,6 +39,29 @@ pub async fn apply(
             let recorded = (&*platform, &*event_id, &*session_key, &*payload_json);
             record_inbound(&mut **tx, recorded).await
         }
+        // The spawned event first: one journaled already stops everything (see
+        // `gateway_commands::answer_and_spawn`); an unknown answered event rolls it back.
+        W::AnswerAndSpawn {
+            platform,
+            event_id,
+            replies,
+            owner,
+            spawn,
+        } => {
+            let spawned = (
+                &*spawn.platform,
+                &*spawn.event_id,
+                &*spawn.session_key,
+                &*spawn.payload_json,
+            );
+            let recorded = record_inbound(&mut **tx, spawned).await?;
+            if recorded.changed() == 0 {
+                return Ok(Outcome::Changed(0));
+            }
+            let owner = Owner::new(owner, instance);
+            ledger_writes::answer_inbound(tx, (&platform, &event_id), &replies, owner).await?;
+            Ok(Outcome::Changed(1))
+        }
         W::MarkInbound {
             platform,
             event_id,

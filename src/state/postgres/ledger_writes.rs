@@ -82,29 +82,6 @@ pub(super) async fn apply(
             .db()?;
             Ok(outcome)
         }
-        // The spawned event first: one journaled already stops everything (see
-        // `gateway_commands::answer_and_spawn`); an unknown answered event rolls it back.
-        W::AnswerAndSpawn {
-            platform,
-            event_id,
-            replies,
-            owner,
-            spawn,
-        } => {
-            let spawned = (
-                &*spawn.platform,
-                &*spawn.event_id,
-                &*spawn.session_key,
-                &*spawn.payload_json,
-            );
-            let recorded = super::gateway_writes::record_inbound(&mut **tx, spawned).await?;
-            if recorded.changed() == 0 {
-                return Ok(Outcome::Changed(0));
-            }
-            let owner = Owner::new(owner, instance);
-            answer_inbound(tx, (&platform, &event_id), &replies, owner).await?;
-            Ok(Outcome::Changed(1))
-        }
         W::CreateObligation { obligation, owner } => {
             let inserted = insert_obligation(tx, &obligation, Owner::new(owner, instance)).await?;
             Ok(Outcome::Changed(inserted))
@@ -169,7 +146,7 @@ fn clip_error(error: &str) -> Option<String> {
 
 /// Marks the event answered with its replies' ids and records them, in the command's
 /// transaction; an unknown event is an error (the transaction is rolled back).
-async fn answer_inbound(
+pub(super) async fn answer_inbound(
     tx: &mut PgTx,
     (platform, event_id): (&str, &str),
     replies: &[NewObligation],

@@ -8,8 +8,6 @@ use std::time::SystemTime;
 
 use tokio::sync::broadcast;
 
-use crate::tools::context::Caller;
-
 /// Exits kept for a slow listener before the oldest are dropped (it is told how many).
 pub const EXIT_BACKLOG: usize = 64;
 
@@ -19,18 +17,6 @@ pub struct ProcessOrigin {
     pub platform: String,
     pub chat_id: String,
     pub thread_id: Option<String>,
-}
-
-impl ProcessOrigin {
-    /// The chat `caller` acts in; `None` for the operator (CLI, scheduled jobs), who has no
-    /// chat to tell.
-    pub fn of(caller: &Caller) -> Option<Self> {
-        (!caller.platform.is_empty() && !caller.chat_id.is_empty()).then(|| Self {
-            platform: caller.platform.clone(),
-            chat_id: caller.chat_id.clone(),
-            thread_id: caller.thread_id.clone(),
-        })
-    }
 }
 
 /// A background process that ended.

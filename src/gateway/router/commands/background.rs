@@ -71,22 +71,6 @@ pub fn started_text(tag: &BackgroundTag) -> String {
     )
 }
 
-/// A task's answer as posted to the chat: `finished` when the task's turn completed (its
-/// reply), else `text` says why it did not (a provider failure, a timeout).
-pub fn answer_text(tag: &BackgroundTag, text: &str, finished: bool) -> String {
-    if finished {
-        format!(
-            "✅ Background task `{}` is done.\nYou asked: \"{}\"\n\n{text}",
-            tag.task_id, tag.preview
-        )
-    } else {
-        format!(
-            "❌ Background task `{}` did not finish (\"{}\"):\n{text}",
-            tag.task_id, tag.preview
-        )
-    }
-}
-
 /// The task event for the command event `command`, running `prompt`.
 pub fn spawned_event(command: &MessageEvent, prompt: &str) -> MessageEvent {
     let tag = BackgroundTag {
@@ -262,24 +246,15 @@ mod tests {
     }
 
     #[test]
-    fn answers_say_which_task_and_whether_it_finished() {
+    fn the_acknowledgement_names_the_task() {
         let tag = BackgroundTag {
             task_id: "bg_010203_abcdef".into(),
             preview: "sum it up".into(),
         };
-        let done = answer_text(&tag, "42", true);
+        let text = started_text(&tag);
         assert!(
-            done.starts_with("✅ Background task `bg_010203_abcdef` is done."),
-            "{done}"
+            text.contains("`bg_010203_abcdef`") && text.contains("\"sum it up\""),
+            "{text}"
         );
-        assert!(done.contains("\"sum it up\""), "{done}");
-        assert!(done.ends_with("\n\n42"), "{done}");
-        let failed = answer_text(&tag, "⚠️ Sorry, that failed: boom", false);
-        assert!(
-            failed.starts_with("❌ Background task `bg_010203_abcdef` did not finish"),
-            "{failed}"
-        );
-        assert!(failed.ends_with("boom"), "{failed}");
-        assert!(started_text(&tag).contains("bg_010203_abcdef"));
     }
 }

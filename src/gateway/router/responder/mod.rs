@@ -5,6 +5,7 @@
 //! turn's streamed preview when one was recorded with it; a restart resends exactly what may
 //! be missing. HTTP API requests are answered in their HTTP response instead.
 
+mod background;
 mod chat_order;
 pub(super) mod dead_letter;
 pub(super) mod outbox;
@@ -99,11 +100,7 @@ impl Responder {
         // session id is the finished turn's; any other answer says why the task did not
         // finish (a provider failure, a timeout).
         let text = match &event.background {
-            Some(tag) => &crate::gateway::router::commands::background::answer_text(
-                tag,
-                text,
-                session_id.is_some(),
-            ),
+            Some(tag) => &background::answer_text(tag, text, session_id.is_some()),
             None => text,
         };
         let key = self.session_key(event);

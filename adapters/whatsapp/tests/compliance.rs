@@ -41,9 +41,11 @@ impl ComplianceRig for Rig {
 
     async fn push_undecodable(&self) -> String {
         let id = "undecodable-1";
-        self.0
-            .meta
-            .post(id, b"\xff\xfe not a notification".to_vec(), fake_whatsapp::APP_SECRET);
+        self.0.meta.post(
+            id,
+            b"\xff\xfe not a notification".to_vec(),
+            fake_whatsapp::APP_SECRET,
+        );
         id.to_owned()
     }
 

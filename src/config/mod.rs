@@ -39,6 +39,7 @@ mod toolsets;
 mod types;
 mod unsupported;
 mod validate;
+mod whatsapp_cloud;
 mod zone;
 
 #[cfg(test)]

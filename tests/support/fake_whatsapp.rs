@@ -139,9 +139,11 @@ pub fn hub_signature(secret: &str, body: &[u8]) -> String {
 fn graph_error(status: StatusCode, code: i64, message: &str) -> Response {
     (
         status,
-        Json(json!({"error": {"message": message, "type": "OAuthException", "code": code,
+        Json(
+            json!({"error": {"message": message, "type": "OAuthException", "code": code,
             "error_data": {"messaging_product": "whatsapp", "details": message},
-            "fbtrace_id": "AbCdEf"}})),
+            "fbtrace_id": "AbCdEf"}}),
+        ),
     )
         .into_response()
 }
@@ -249,7 +251,9 @@ impl FakeMeta {
         let mut shared = self.shared.lock().unwrap();
         shared.next += 1;
         let id = format!("{}", 7_000_000 + shared.next);
-        shared.media.insert(id.clone(), (mime.to_owned(), bytes.to_vec()));
+        shared
+            .media
+            .insert(id.clone(), (mime.to_owned(), bytes.to_vec()));
         id
     }
 
@@ -309,15 +313,17 @@ impl FakeMeta {
     /// Posts `body` signed with `secret` under the handle `id`, again after each answer that
     /// is not 200 (until a final 4xx other than 429, recorded too).
     pub fn post(&self, id: &str, body: Vec<u8>, secret: &str) {
-        let url = self.webhook.lock().unwrap().clone().expect("set_webhook first");
-        let (answered, id, signature) = (
+        let (answered, id, signature, webhook) = (
             self.answered.clone(),
             id.to_owned(),
             hub_signature(secret, &body),
+            self.webhook.clone(),
         );
         tokio::spawn(async move {
             let client = reqwest::Client::new();
             loop {
+                // Where the listener is now (a restarted daemon may listen elsewhere).
+                let url = webhook.lock().unwrap().clone().expect("set_webhook first");
                 let status = client
                     .post(&url)
                     .header("content-type", "application/json")
@@ -338,12 +344,21 @@ impl FakeMeta {
 
     /// Posts `body` once with `signature` as given and returns the status (no retry).
     pub async fn post_once(&self, body: Vec<u8>, signature: Option<&str>) -> u16 {
-        let url = self.webhook.lock().unwrap().clone().expect("set_webhook first");
+        let url = self
+            .webhook
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("set_webhook first");
         let mut request = reqwest::Client::new().post(&url).body(body);
         if let Some(signature) = signature {
             request = request.header("x-hub-signature-256", signature);
         }
-        request.send().await.map(|r| r.status().as_u16()).unwrap_or(0)
+        request
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .unwrap_or(0)
     }
 
     /// The final status the delivery `id` got, once it has one.
@@ -401,12 +416,20 @@ async fn messages(
         return graph_error(StatusCode::BAD_REQUEST, 100, "Unsupported post request");
     }
     if body["messaging_product"] != "whatsapp" {
-        return graph_error(StatusCode::BAD_REQUEST, 100, "messaging_product is required");
+        return graph_error(
+            StatusCode::BAD_REQUEST,
+            100,
+            "messaging_product is required",
+        );
     }
     if body["status"] == "read" {
         let id = body["message_id"].as_str().unwrap_or_default().to_owned();
         if !shared.inbound.contains_key(&id) {
-            return graph_error(StatusCode::BAD_REQUEST, 131_009, "Parameter value is not valid");
+            return graph_error(
+                StatusCode::BAD_REQUEST,
+                131_009,
+                "Parameter value is not valid",
+            );
         }
         shared.read.push(id);
         if body.get("typing_indicator").is_some() {
@@ -434,7 +457,11 @@ async fn messages(
                 131_056,
                 "(Business Account, Consumer Account) pair rate limit hit",
             ),
-            Fault::Internal => graph_error(StatusCode::INTERNAL_SERVER_ERROR, 131_000, "Something went wrong"),
+            Fault::Internal => graph_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                131_000,
+                "Something went wrong",
+            ),
         };
     }
     let to = body["to"].as_str().unwrap_or_default().to_owned();
@@ -459,41 +486,76 @@ async fn messages(
     match kind.as_str() {
         "text" => {
             if chars(&body["text"]["body"]) == 0 || chars(&body["text"]["body"]) > 4096 {
-                return graph_error(StatusCode::BAD_REQUEST, 100, "text.body must hold 1 to 4096 characters");
+                return graph_error(
+                    StatusCode::BAD_REQUEST,
+                    100,
+                    "text.body must hold 1 to 4096 characters",
+                );
             }
             sent.text = body["text"]["body"].as_str().unwrap().to_owned();
         }
         "interactive" => {
             let inter = &body["interactive"];
-            sent.text = inter["body"]["text"].as_str().unwrap_or_default().to_owned();
+            sent.text = inter["body"]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             if sent.text.is_empty() || sent.text.chars().count() > 1024 {
-                return graph_error(StatusCode::BAD_REQUEST, 100, "interactive body must hold 1 to 1024 characters");
+                return graph_error(
+                    StatusCode::BAD_REQUEST,
+                    100,
+                    "interactive body must hold 1 to 1024 characters",
+                );
             }
             let pairs: Vec<(String, String, usize)> = match inter["type"].as_str() {
                 Some("button") => inter["action"]["buttons"]
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .map(|b| (b["reply"]["id"].as_str().unwrap_or("").to_owned(),
-                        b["reply"]["title"].as_str().unwrap_or("").to_owned(), 20))
+                    .map(|b| {
+                        (
+                            b["reply"]["id"].as_str().unwrap_or("").to_owned(),
+                            b["reply"]["title"].as_str().unwrap_or("").to_owned(),
+                            20,
+                        )
+                    })
                     .collect(),
                 Some("list") => inter["action"]["sections"][0]["rows"]
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .map(|r| (r["id"].as_str().unwrap_or("").to_owned(),
-                        r["title"].as_str().unwrap_or("").to_owned(), 24))
+                    .map(|r| {
+                        (
+                            r["id"].as_str().unwrap_or("").to_owned(),
+                            r["title"].as_str().unwrap_or("").to_owned(),
+                            24,
+                        )
+                    })
                     .collect(),
-                _ => return graph_error(StatusCode::BAD_REQUEST, 100, "interactive.type is not supported"),
+                _ => {
+                    return graph_error(
+                        StatusCode::BAD_REQUEST,
+                        100,
+                        "interactive.type is not supported",
+                    );
+                }
             };
             let max = if inter["type"] == "button" { 3 } else { 10 };
             let bad = pairs.is_empty()
                 || pairs.len() > max
-                || pairs.iter().any(|(id, title, limit)| id.is_empty() || id.len() > 256 || title.is_empty() || title.chars().count() > *limit);
+                || pairs.iter().any(|(id, title, limit)| {
+                    id.is_empty()
+                        || id.len() > 256
+                        || title.is_empty()
+                        || title.chars().count() > *limit
+                });
             if bad {
                 return graph_error(StatusCode::BAD_REQUEST, 100, "invalid interactive action");
             }
-            sent.buttons = pairs.into_iter().map(|(id, title, _)| (title, id)).collect();
+            sent.buttons = pairs
+                .into_iter()
+                .map(|(id, title, _)| (title, id))
+                .collect();
         }
         "image" | "video" | "audio" | "document" | "sticker" => {
             let id = body[&kind]["id"].as_str().unwrap_or_default();
@@ -501,7 +563,10 @@ async fn messages(
                 return graph_error(StatusCode::BAD_REQUEST, 131_053, "Media upload error");
             };
             sent.media = Some(bytes.clone());
-            sent.text = body[&kind]["caption"].as_str().unwrap_or_default().to_owned();
+            sent.text = body[&kind]["caption"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
         }
         _ => return graph_error(StatusCode::BAD_REQUEST, 131_051, "Unsupported message type"),
     }
@@ -513,8 +578,10 @@ async fn messages(
     if let Some(watch) = &shared.sent_watch {
         watch.send_replace(count);
     }
-    Json(json!({"messaging_product": "whatsapp", "contacts": [{"input": to, "wa_id": to}],
-        "messages": [{"id": id}]}))
+    Json(
+        json!({"messaging_product": "whatsapp", "contacts": [{"input": to, "wa_id": to}],
+        "messages": [{"id": id}]}),
+    )
     .into_response()
 }
 
@@ -536,10 +603,18 @@ async fn upload(
         }
     }
     let (Some(product), Some(mime), Some(file)) = (product, mime, file) else {
-        return graph_error(StatusCode::BAD_REQUEST, 100, "messaging_product, type and file are required");
+        return graph_error(
+            StatusCode::BAD_REQUEST,
+            100,
+            "messaging_product, type and file are required",
+        );
     };
     if product != "whatsapp" {
-        return graph_error(StatusCode::BAD_REQUEST, 100, "messaging_product must be whatsapp");
+        return graph_error(
+            StatusCode::BAD_REQUEST,
+            100,
+            "messaging_product must be whatsapp",
+        );
     }
     let mut shared = shared.lock().unwrap();
     shared.next += 1;
@@ -560,9 +635,11 @@ async fn media_info(
     let Some((mime, bytes)) = shared.media.get(&id) else {
         return graph_error(StatusCode::NOT_FOUND, 100, "Unsupported get request");
     };
-    Json(json!({"messaging_product": "whatsapp", "url": format!("{}/download/{id}", shared.base),
+    Json(
+        json!({"messaging_product": "whatsapp", "url": format!("{}/download/{id}", shared.base),
         "mime_type": mime, "sha256": hex::encode(Sha256::digest(bytes)),
-        "file_size": bytes.len(), "id": id}))
+        "file_size": bytes.len(), "id": id}),
+    )
     .into_response()
 }
 

@@ -6,6 +6,7 @@ pub mod daemon;
 pub mod fake_github;
 pub mod fake_model;
 pub mod fake_stt;
+pub mod fake_whatsapp;
 pub mod fts5_cjk;
 pub mod images;
 pub mod mcp_servers;

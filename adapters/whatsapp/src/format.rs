@@ -39,7 +39,7 @@ fn inline(line: &str) -> String {
             out.push('`');
         }
         // Odd pieces are inside a code span (when the backticks pair up).
-        let inside = i % 2 == 1 && line.matches('`').count() >= i + 1;
+        let inside = i % 2 == 1 && line.matches('`').count() > i;
         if inside {
             out.push_str(piece);
         } else {
@@ -87,20 +87,18 @@ fn single_star_italic(text: &str) -> String {
     let mut out = String::new();
     let mut i = 0;
     while i < chars.len() {
-        if chars[i] == '*'
+        let opens = chars[i] == '*'
             && chars
                 .get(i + 1)
-                .is_some_and(|c| !c.is_whitespace() && *c != '*')
-        {
-            if let Some(len) = chars[i + 1..].iter().position(|c| *c == '*') {
-                let inner: String = chars[i + 1..i + 1 + len].iter().collect();
-                if !inner.ends_with(char::is_whitespace) {
-                    out.push('_');
-                    out.push_str(&inner);
-                    out.push('_');
-                    i += len + 2;
-                    continue;
-                }
+                .is_some_and(|c| !c.is_whitespace() && *c != '*');
+        if opens && let Some(len) = chars[i + 1..].iter().position(|c| *c == '*') {
+            let inner: String = chars[i + 1..i + 1 + len].iter().collect();
+            if !inner.ends_with(char::is_whitespace) {
+                out.push('_');
+                out.push_str(&inner);
+                out.push('_');
+                i += len + 2;
+                continue;
             }
         }
         out.push(chars[i]);

@@ -278,13 +278,8 @@ mod tests {
             "error_data": {"details": "more than 24 hours"}}]}]);
         let parsed = parse(&delivery("111", json!([]), failed), "111").unwrap();
         assert_eq!(parsed.failed_statuses[0].2, 131047);
-        assert_eq!(
-            parse(b"\xff", "111")
-                .unwrap_err()
-                .to_string()
-                .starts_with("the body is not JSON"),
-            true
-        );
+        let not_json = parse(b"\xff", "111").unwrap_err().to_string();
+        assert!(not_json.starts_with("the body is not JSON"), "{not_json}");
         assert!(matches!(
             parse(br#"{"object":"page"}"#, "111"),
             Err(Undecodable::NotWaba(_))

@@ -226,7 +226,7 @@ async fn attachments_travel_both_ways_and_a_tap_is_the_command() {
             .await
             .is_ok()
     );
-    assert_eq!(running.meta.read(), [tap.event_id.clone()]);
+    assert_eq!(running.meta.read(), std::slice::from_ref(&tap.event_id));
     let edit = running
         .adapter
         .send(to_user(OutboundKind::Edit {

@@ -1,6 +1,6 @@
 //! WhatsApp Cloud through the real `hermesd run` binary against the fake Meta
 //! (tests/support/fake_whatsapp.rs): Meta's subscription handshake, a first reply with the
-//! read receipt and typing shown, a redelivered notification answered once, a stranger and
+//! read receipt and typing shown, after a rate limit waited out, a redelivered notification answered once, a stranger and
 //! a forged delivery getting nothing, an attachment in and out, an approval answered by a
 //! button, and three `kill -9`s mid-turn ending in exactly one answer.
 
@@ -99,8 +99,10 @@ async fn first_reply_duplicates_strangers_and_attachments() {
     assert_eq!(challenge.status(), 200);
     assert_eq!(challenge.text().await.unwrap(), "8842");
 
-    // First reply, in WhatsApp's formatting, after the read receipt and typing.
+    // First reply, in WhatsApp's formatting, after the read receipt and typing; Meta's
+    // throughput limit refuses the first attempt, which is waited out, not dropped.
     model.push(Step::Reply(Reply::text("**Hello** from hermes")));
+    meta.fail_next(fake_whatsapp::Fault::Throughput(Some(1)));
     let hello = meta.push_text(OWNER, "hi there");
     assert_eq!(meta.wait_answered(&hello).await, 200);
     let sent = meta.wait_sent(1).await;
@@ -108,6 +110,7 @@ async fn first_reply_duplicates_strangers_and_attachments() {
     assert_eq!(sent[0].text, "*Hello* from hermes");
     assert!(meta.read().contains(&hello), "the message was marked read");
     assert!(meta.typing_shown() >= 1);
+    assert_eq!(meta.refused(), 1, "the first attempt met the rate limit");
 
     // The same notification again (Meta delivers at least once): answered 200, run never.
     let again = FakeMeta::notification(

@@ -91,6 +91,7 @@ struct Shared {
     typing: usize,
     media: HashMap<String, (String, Vec<u8>)>,
     faults: VecDeque<Fault>,
+    refused: usize,
     next: u64,
     base: String,
 }
@@ -207,6 +208,11 @@ impl FakeMeta {
 
     pub fn find(&self, id: &str) -> Option<Sent> {
         self.sent().into_iter().find(|s| s.id == id)
+    }
+
+    /// How many sends a scripted fault refused.
+    pub fn refused(&self) -> usize {
+        self.shared.lock().unwrap().refused
     }
 
     pub fn typing_shown(&self) -> usize {

@@ -81,6 +81,7 @@ pub(super) async fn messages(
         return Json(json!({"success": true})).into_response();
     }
     if let Some(fault) = shared.faults.pop_front() {
+        shared.refused += 1;
         return match fault {
             Fault::Throughput(after) => {
                 let mut response = graph_error(

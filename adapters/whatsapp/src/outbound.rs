@@ -114,22 +114,13 @@ pub fn interactive(body: &str, buttons: &[Button]) -> Result<Value, String> {
         "action": {"button": "Choose", "sections": [{"title": "Choices", "rows": rows}]}}))
 }
 
-/// A prompt; a text longer than an interactive body goes first as its own message, and the
-/// buttons follow under a short line.
+/// A prompt as one interactive message (one Graph call, so a retry can never send half of it
+/// twice); a text longer than an interactive body is clipped there, as the reference does.
 pub async fn prompt(graph: &Graph, to: &str, prompt: &str, buttons: &[Button]) -> SendResult {
     if buttons.is_empty() {
         return text(graph, to, prompt, None, false).await;
     }
-    let shown = crate::format::to_whatsapp(prompt);
-    let body = if shown.chars().count() > INTERACTIVE_BODY_LIMIT {
-        let first = text(graph, to, prompt, None, false).await;
-        if !first.is_ok() {
-            return first;
-        }
-        "Choose an answer:".to_owned()
-    } else {
-        shown
-    };
+    let body = clip(&crate::format::to_whatsapp(prompt), INTERACTIVE_BODY_LIMIT);
     match interactive(&body, buttons) {
         Ok(content) => post(graph, to, envelope(to, "interactive", content)).await,
         Err(why) => SendResult::failed(SendErrorKind::BadFormat, why),
@@ -248,6 +239,9 @@ mod tests {
         let list = interactive("pick", &four).unwrap();
         assert_eq!(list["type"], "list");
         assert_eq!(list["action"]["sections"][0]["rows"][3]["id"], "/pick 3");
+        let long = clip(&"x".repeat(3000), INTERACTIVE_BODY_LIMIT);
+        assert_eq!(long.chars().count(), INTERACTIVE_BODY_LIMIT);
+        assert!(long.ends_with('…'));
         let eleven: Vec<Button> = (0..11).map(|i| button("x", &i.to_string())).collect();
         assert!(interactive("too many", &eleven).is_err());
     }

@@ -492,3 +492,44 @@ fn settings_not_supported_yet_are_one_warning() {
          agent.gateway_notify_interval, mcp_servers.github.keepalive_interval"
     );
 }
+
+#[test]
+fn whatsapp_cloud_settings_are_checked_without_showing_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "EAAG-doctor-whatsapp-token-0123456789";
+    // No app secret, no verify token: the adapter would refuse every delivery.
+    let home = home_with(
+        dir.path(),
+        "model:\n  provider: custom\n  base_url: http://127.0.0.1:9/v1\n  default: m\n",
+        &format!(
+            "WHATSAPP_CLOUD_PHONE_NUMBER_ID=106540352242922\nWHATSAPP_CLOUD_ACCESS_TOKEN={token}\n"
+        ),
+    );
+    let output = doctor(&home, &["--json", "--offline"]);
+    let report = json_report(&output);
+    let warned: Vec<String> = checks_named(&report, "whatsapp_cloud")
+        .iter()
+        .map(|c| format!("{} {}", c["status"], c["message"]))
+        .collect();
+    assert!(
+        warned
+            .iter()
+            .any(|w| w.contains("warn") && w.contains("APP_SECRET")),
+        "{warned:?}"
+    );
+    assert!(
+        warned.iter().any(|w| w.contains("VERIFY_TOKEN")),
+        "{warned:?}"
+    );
+    // A phone number where Meta's numeric id belongs is an error `run` would stop on.
+    std::fs::write(
+        home.join(".env"),
+        format!("WHATSAPP_CLOUD_PHONE_NUMBER_ID=\"+49 151 1\"\nWHATSAPP_CLOUD_ACCESS_TOKEN={token}\nWHATSAPP_CLOUD_APP_SECRET=s\nWHATSAPP_CLOUD_VERIFY_TOKEN=v\n"),
+    )
+    .unwrap();
+    let output = doctor(&home, &["--json", "--offline"]);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(all.contains("numeric id"), "{all}");
+    assert!(!all.contains(token), "the access token was printed:\n{all}");
+    assert!(!output.status.success());
+}

@@ -60,6 +60,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &DoctorArgs)
             redactor.add_all(config_secrets(&loaded.config));
             redactor.add_all(env_secrets(&loaded.env));
             checks.extend(platform_validation(home, loaded));
+            checks.extend(whatsapp_cloud_checks(home, loaded));
             checks.extend(service_checks(&loaded.config, args));
             checks.extend(mcp::checks(
                 loaded,
@@ -120,6 +121,47 @@ fn config_checks(loaded: &Result<LoadedConfig, config::ConfigErrors>) -> Vec<Che
     }
 }
 
+/// WhatsApp Cloud's settings as the adapter reads them: what it would ignore or refuse
+/// (no app secret: every delivery refused; no verify token: Meta cannot subscribe) as
+/// warnings, else where Meta must send deliveries. Errors are `platform_validation`'s.
+fn whatsapp_cloud_checks(home: &HermesHome, loaded: &LoadedConfig) -> Vec<Check> {
+    let platform = &loaded.config.platforms.whatsapp_cloud;
+    if !platform.enabled {
+        return Vec::new();
+    }
+    let extra = platform
+        .extra
+        .0
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let Ok(settings) = hermes_whatsapp::Settings::from_config(
+        &extra,
+        &loaded.env,
+        home.path().to_path_buf(),
+        hermes_adapter::net::Net::direct(),
+    ) else {
+        return Vec::new();
+    };
+    if settings.warnings.is_empty() {
+        return vec![Check::ok(
+            "whatsapp_cloud",
+            format!(
+                "webhook on {}{} (app secret and verify token set), Graph {}",
+                settings.addr, settings.webhook_path, settings.api_version
+            ),
+        )];
+    }
+    settings
+        .warnings
+        .into_iter()
+        .map(|warning| {
+            Check::warn("whatsapp_cloud", warning)
+                .hint("see platforms.whatsapp_cloud in config/default.yaml")
+        })
+        .collect()
+}
+
 /// What `hermesd run` refuses before serving (adapter settings, the HTTP API's key), as
 /// errors: a home doctor passes must start.
 fn platform_validation(home: &HermesHome, loaded: &LoadedConfig) -> Vec<Check> {
@@ -151,7 +193,11 @@ fn service_checks(config: &Config, args: &DoctorArgs) -> Vec<Check> {
             });
         }
     }
-    if !platforms.telegram.enabled && !platforms.discord.enabled && !platforms.slack.enabled {
+    if !platforms.telegram.enabled
+        && !platforms.discord.enabled
+        && !platforms.slack.enabled
+        && !platforms.whatsapp_cloud.enabled
+    {
         let message = if config.api_server.enabled {
             "no chat platform is enabled (only the HTTP API)"
         } else {

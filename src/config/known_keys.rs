@@ -51,7 +51,7 @@ pub const IGNORED_MCP_SAMPLING: &[&str] = &["max_tool_rounds"];
 pub const OTHER_PLATFORMS: &[&str] = &[
     "bluebubbles", "dingtalk", "email", "feishu", "homeassistant", "irc", "line", "local",
     "matrix", "mattermost", "msgraph_webhook", "qqbot", "relay", "signal", "sms",
-    "wecom", "wecom_callback", "weixin", "whatsapp", "whatsapp_cloud", "yuanbao",
+    "wecom", "wecom_callback", "weixin", "whatsapp", "yuanbao",
 ];
 
 /// Hermes per-platform settings (top-level `discord: {require_mention: ...}` and friends).

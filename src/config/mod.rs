@@ -42,6 +42,7 @@ mod types;
 mod unsupported;
 mod validate;
 pub mod web;
+mod whatsapp_cloud;
 mod zone;
 
 #[cfg(test)]

@@ -170,3 +170,45 @@ fn the_webhook_block_and_its_env_vars_as_hermes_reads_them() {
         nested.warnings
     );
 }
+
+#[test]
+fn whatsapp_cloud_is_on_with_both_variables_as_hermes_reads_it() {
+    let both = [
+        ("WHATSAPP_CLOUD_PHONE_NUMBER_ID", "106540352242922"),
+        ("WHATSAPP_CLOUD_ACCESS_TOKEN", "EAAG-token"),
+        ("WHATSAPP_CLOUD_ALLOWED_USERS", "+49 151 1, 4915112"),
+    ];
+    let on = load_ok("", &both).config.platforms.whatsapp_cloud;
+    assert!(on.enabled);
+    assert_eq!(on.allowed_users, ["+49 151 1", "4915112"]);
+    assert_eq!(
+        on.token, None,
+        "the access token stays with the adapter's settings"
+    );
+    // One variable alone is not enough; `enabled: false` beats both.
+    assert!(
+        !load_ok("", &both[..1])
+            .config
+            .platforms
+            .whatsapp_cloud
+            .enabled
+    );
+    let off = load_ok("platforms:\n  whatsapp_cloud:\n    enabled: false\n", &both);
+    assert!(!off.config.platforms.whatsapp_cloud.enabled);
+    // The block's extra goes to the adapter; a `token` there is pointed at the right key.
+    let block = load_ok(
+        "platforms:\n  whatsapp_cloud:\n    enabled: true\n    token: t\n    extra: {phone_number_id: '1'}\n",
+        &[],
+    );
+    let wa = &block.config.platforms.whatsapp_cloud;
+    assert!(wa.enabled);
+    assert_eq!(wa.extra.get("phone_number_id"), Some(&json!("1")));
+    assert!(
+        block
+            .warnings
+            .iter()
+            .any(|w| w.contains("extra.access_token")),
+        "{:?}",
+        block.warnings
+    );
+}

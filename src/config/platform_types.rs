@@ -37,6 +37,9 @@ pub struct Platforms {
     pub discord: PlatformConfig,
     pub slack: PlatformConfig,
     pub webhook: WebhookPlatform,
+    /// `platforms.whatsapp_cloud`: the Cloud API's own keys (phone number id, access token,
+    /// app secret…) stay in `extra`, which the WhatsApp adapter checks when it is built.
+    pub whatsapp_cloud: PlatformConfig,
 }
 
 /// `platforms.webhook`: whether the listener runs, and its `extra` (port, secrets, routes),

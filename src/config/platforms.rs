@@ -195,7 +195,7 @@ fn chat_in<'a>(platforms: &'a RawPlatforms, name: &str) -> Option<&'a Section<Ra
 
 /// `extra` merged from the lowest layer up; Hermes per-platform keys written beside it are
 /// bridged in. Unknown keys are warned about per layer, under the name the user wrote.
-fn merged_extra(issues: &mut Issues, layers: &[(String, RawPlatform)]) -> Extra {
+pub(super) fn merged_extra(issues: &mut Issues, layers: &[(String, RawPlatform)]) -> Extra {
     let mut extra = BTreeMap::new();
     for (prefix, block) in layers.iter().rev() {
         warn_unknown(
@@ -224,7 +224,7 @@ fn passthrough_free(unknown: &Unknown) -> Unknown {
         .collect()
 }
 
-fn home_channel(
+pub(super) fn home_channel(
     issues: &mut Issues,
     layers: &[(String, RawPlatform)],
     names: &PlatformEnv,

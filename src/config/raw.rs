@@ -300,6 +300,7 @@ pub struct RawPlatforms {
     pub slack: Option<Section<RawPlatform>>,
     pub api_server: Option<Section<RawApiServer>>,
     pub webhook: Option<Section<RawWebhook>>,
+    pub whatsapp_cloud: Option<Section<RawPlatform>>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -211,6 +211,8 @@ pub fn validate(
     config.platforms.slack =
         platforms::chat_platform(&mut issues, &blocks, &env_overrides::SLACK, env);
     config.platforms.webhook = platforms::webhook(&mut issues, &blocks, env);
+    config.platforms.whatsapp_cloud =
+        super::whatsapp_cloud::whatsapp_cloud(&mut issues, &blocks, env);
     let disabled_toolsets = match &raw.agent {
         Some(super::raw::Section::Map(agent)) => agent.disabled_toolsets.as_ref(),
         _ => None,

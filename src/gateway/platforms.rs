@@ -104,6 +104,12 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
             Err(e) => errors.extend(e),
         }
     }
+    if platforms.whatsapp_cloud.enabled {
+        match whatsapp_cloud(home, &platforms.whatsapp_cloud, env, &net) {
+            Ok(adapter) => built.adapters.push(Arc::new(adapter)),
+            Err(e) => errors.extend(e),
+        }
+    }
     if platforms.webhook.enabled {
         match webhook(home, loaded, &net) {
             Ok(adapter) => {
@@ -197,6 +203,23 @@ fn slack(
         settings.cache_dir = cache_dir(home, "slack");
     }
     Ok(hermes_slack::SlackAdapter::new(settings))
+}
+
+/// WhatsApp Cloud (`platforms.whatsapp_cloud`): the adapter reads its `extra` keys and the
+/// `WHATSAPP_CLOUD_*` variables itself; attachments go to the home's cache.
+fn whatsapp_cloud(
+    home: &HermesHome,
+    config: &PlatformConfig,
+    env: &BTreeMap<String, String>,
+    net: &Net,
+) -> Result<hermes_whatsapp::WhatsAppAdapter, Vec<String>> {
+    let settings = hermes_whatsapp::Settings::from_config(
+        &extra_map(config),
+        env,
+        cache_dir(home, hermes_whatsapp::PLATFORM),
+        net.clone(),
+    )?;
+    Ok(hermes_whatsapp::WhatsAppAdapter::new(settings))
 }
 
 /// The webhook platform (`platforms.webhook`): its routes may deliver to the chat platforms

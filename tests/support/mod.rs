@@ -8,6 +8,7 @@ pub mod fake_model;
 pub mod fake_stt;
 pub mod fake_web;
 pub mod fake_tts;
+pub mod fake_whatsapp;
 pub mod fts5_cjk;
 pub mod images;
 pub mod mcp_servers;

@@ -77,7 +77,7 @@ struct PlatformNames {
     group_chats_env: &'static str,
 }
 
-const CHAT_PLATFORMS: [PlatformNames; 3] = [
+const CHAT_PLATFORMS: [PlatformNames; 4] = [
     PlatformNames {
         name: "telegram",
         allowed_users: "TELEGRAM_ALLOWED_USERS",
@@ -108,7 +108,36 @@ const CHAT_PLATFORMS: [PlatformNames; 3] = [
         group_users: false,
         group_chats_env: "SLACK_GROUP_ALLOWED_CHATS",
     },
+    // The Cloud API delivers direct chats only, so no group lists; no bots write there.
+    PlatformNames {
+        name: "whatsapp_cloud",
+        allowed_users: "WHATSAPP_CLOUD_ALLOWED_USERS",
+        allow_all_users: "WHATSAPP_CLOUD_ALLOW_ALL_USERS",
+        allow_bots: "",
+        allow_bots_from_config: false,
+        allow_from_from_config: true,
+        group_users: false,
+        group_chats_env: "",
+    },
 ];
+
+/// WhatsApp users are their bare `wa_id` (the number's digits): an entry written as a phone
+/// number (`+49 151 …`) or a Baileys JID (`…@s.whatsapp.net`) is reduced to those digits, as
+/// the reference does; `*` and entries without digits are kept.
+fn bare_wa_ids(entries: &[String]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|entry| {
+            let local = entry.split('@').next().unwrap_or(entry);
+            let digits: String = local.chars().filter(char::is_ascii_digit).collect();
+            if digits.is_empty() {
+                entry.clone()
+            } else {
+                digits
+            }
+        })
+        .collect()
+}
 
 /// An env var's trimmed value when set and non-blank.
 fn env_value<'a>(env: &'a BTreeMap<String, String>, name: &str) -> Option<&'a str> {
@@ -234,15 +263,17 @@ impl AuthPolicy {
             &config.platforms.telegram,
             &config.platforms.discord,
             &config.platforms.slack,
+            &config.platforms.whatsapp_cloud,
         ];
         let mut platforms: BTreeMap<String, PlatformAccess> = CHAT_PLATFORMS
             .iter()
             .zip(chat_configs)
             .map(|(names, platform)| {
-                (
-                    names.name.to_owned(),
-                    platform_access(names, platform, global_dm, env),
-                )
+                let mut access = platform_access(names, platform, global_dm, env);
+                if names.name == "whatsapp_cloud" {
+                    access.allowed_users = bare_wa_ids(&access.allowed_users);
+                }
+                (names.name.to_owned(), access)
             })
             .collect();
         // The API server checks API_SERVER_KEY on every request before an event exists.

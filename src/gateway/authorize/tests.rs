@@ -439,3 +439,24 @@ fn unauthorized_dms_get_a_code_then_silence_and_groups_nothing() {
     f.store.approve("telegram", &code, 200.0).unwrap();
     assert!(is_authorized(&dm("telegram", "42"), &p, &f.store));
 }
+
+#[test]
+fn whatsapp_allowlists_match_the_bare_wa_id() {
+    let f = fixture();
+    let p = policy(&[(
+        "WHATSAPP_CLOUD_ALLOWED_USERS",
+        "+49 (151) 234-567, 4477@s.whatsapp.net",
+    )]);
+    assert!(is_authorized(
+        &dm("whatsapp_cloud", "49151234567"),
+        &p,
+        &f.store
+    ));
+    assert!(is_authorized(&dm("whatsapp_cloud", "4477"), &p, &f.store));
+    assert!(!is_authorized(
+        &dm("whatsapp_cloud", "4915123456"),
+        &p,
+        &f.store
+    ));
+    assert!(!is_authorized(&dm("telegram", "4477"), &p, &f.store));
+}

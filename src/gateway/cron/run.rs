@@ -36,6 +36,7 @@ pub(crate) fn home_channel(config: &Config, platform: &str) -> Option<(String, O
         "telegram" => &config.platforms.telegram,
         "discord" => &config.platforms.discord,
         "slack" => &config.platforms.slack,
+        "whatsapp_cloud" => &config.platforms.whatsapp_cloud,
         _ => return None,
     };
     let home = platform.home_channel.as_ref()?;

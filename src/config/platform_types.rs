@@ -36,6 +36,7 @@ pub struct Platforms {
     pub telegram: PlatformConfig,
     pub discord: PlatformConfig,
     pub slack: PlatformConfig,
+    pub signal: PlatformConfig,
     pub webhook: WebhookPlatform,
 }
 

@@ -35,6 +35,7 @@ pub struct RawConfig {
     pub telegram: Option<Section<RawPlatform>>,
     pub discord: Option<Section<RawPlatform>>,
     pub slack: Option<Section<RawPlatform>>,
+    pub signal: Option<Section<RawPlatform>>,
     pub api_server: Option<Section<RawApiServer>>,
     pub platforms: Option<Section<RawPlatforms>>,
     pub gateway: Option<Section<RawGateway>>,
@@ -290,6 +291,7 @@ pub struct RawPlatforms {
     pub telegram: Option<Section<RawPlatform>>,
     pub discord: Option<Section<RawPlatform>>,
     pub slack: Option<Section<RawPlatform>>,
+    pub signal: Option<Section<RawPlatform>>,
     pub api_server: Option<Section<RawApiServer>>,
     pub webhook: Option<Section<RawWebhook>>,
     #[serde(flatten)]
@@ -315,6 +317,7 @@ pub struct RawGateway {
     pub telegram: Option<Section<RawPlatform>>,
     pub discord: Option<Section<RawPlatform>>,
     pub slack: Option<Section<RawPlatform>>,
+    pub signal: Option<Section<RawPlatform>>,
     pub api_server: Option<Section<RawApiServer>>,
     pub session_reset: Option<Section<RawSessionReset>>,
     pub reset_by_type: Option<Section<BTreeMap<String, Section<RawSessionReset>>>>,

@@ -202,6 +202,8 @@ pub fn validate(
         platforms::chat_platform(&mut issues, &blocks, &env_overrides::DISCORD, env);
     config.platforms.slack =
         platforms::chat_platform(&mut issues, &blocks, &env_overrides::SLACK, env);
+    config.platforms.signal =
+        platforms::chat_platform(&mut issues, &blocks, &env_overrides::SIGNAL, env);
     config.platforms.webhook = platforms::webhook(&mut issues, &blocks, env);
     let disabled_toolsets = match &raw.agent {
         Some(super::raw::Section::Map(agent)) => agent.disabled_toolsets.as_ref(),

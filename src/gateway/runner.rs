@@ -125,6 +125,7 @@ fn platform_config<'a>(config: &'a Config, name: &str) -> Option<&'a PlatformCon
         "telegram" => Some(&config.platforms.telegram),
         "discord" => Some(&config.platforms.discord),
         "slack" => Some(&config.platforms.slack),
+        "signal" => Some(&config.platforms.signal),
         _ => None,
     }
 }

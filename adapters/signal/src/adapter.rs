@@ -85,13 +85,6 @@ impl SignalAdapter {
         &self.inner.settings
     }
 
-    /// The choices shown under the bot's message `message_id` (tests, the compliance rig).
-    pub fn prompt_labels(&self, message_id: &str) -> Vec<String> {
-        parse_message_id(message_id)
-            .map(|(ts, _)| self.inner.prompts.labels(ts))
-            .unwrap_or_default()
-    }
-
     /// Reads the event stream until it ends, fails or `stop` fires.
     async fn stream(&self, ctx: &AdapterContext, stop: &CancellationToken) -> Result<(), String> {
         let settings = &self.inner.settings;
@@ -394,7 +387,9 @@ impl Adapter for SignalAdapter {
             length_unit: LengthUnit::Chars,
             edits: false,
             typing: true,
-            buttons: false,
+            // Shown as numbered reaction choices under the prompt's text (`prompts`): one
+            // tap answers, as a button would.
+            buttons: true,
             threads: false,
             command_prefix: '/',
         }

@@ -62,15 +62,6 @@ impl Prompts {
             .find(|(chat, ts, _)| chat == chat_id && *ts == timestamp)?;
         buttons.get(index).map(|b| b.data.clone())
     }
-
-    /// The labels shown under the prompt sent at `timestamp` (none: it is not a prompt).
-    pub fn labels(&self, timestamp: i64) -> Vec<String> {
-        let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-        sent.iter()
-            .find(|(_, ts, _)| *ts == timestamp)
-            .map(|(_, _, b)| b.iter().map(|b| b.label.clone()).collect())
-            .unwrap_or_default()
-    }
 }
 
 #[cfg(test)]

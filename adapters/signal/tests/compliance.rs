@@ -83,9 +83,19 @@ impl ComplianceRig for Rig {
             .map(|s| s.message)
     }
 
-    fn shown_buttons(&self, _message_id: &str) -> Vec<String> {
-        // Signal shows no buttons; choices are listed in the text and answered by reaction.
-        Vec::new()
+    fn shown_buttons(&self, message_id: &str) -> Vec<String> {
+        // Signal has no buttons: the choices are the numbered emoji listed at the end of the
+        // prompt's text, answered by reacting with one of them.
+        let Some(sent) = timestamp_of(message_id).and_then(|ts| self.fake.sent_at(ts)) else {
+            return Vec::new();
+        };
+        let Some((_, choices)) = sent.message.rsplit_once("React to answer: ") else {
+            return Vec::new();
+        };
+        choices
+            .split(" · ")
+            .filter_map(|c| c.split_once(' ').map(|(_, label)| label.to_owned()))
+            .collect()
     }
 
     fn typing_shown(&self) -> usize {

@@ -36,6 +36,7 @@ pub(crate) fn home_channel(config: &Config, platform: &str) -> Option<(String, O
         "telegram" => &config.platforms.telegram,
         "discord" => &config.platforms.discord,
         "slack" => &config.platforms.slack,
+        "signal" => &config.platforms.signal,
         _ => return None,
     };
     let home = platform.home_channel.as_ref()?;

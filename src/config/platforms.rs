@@ -148,9 +148,26 @@ fn tokenless(
     layers: &[(String, RawPlatform)],
     names: &PlatformEnv,
     env: &BTreeMap<String, String>,
-    extra: Extra,
+    mut extra: Extra,
     explicit: Option<bool>,
 ) -> PlatformConfig {
+    let from_env = names
+        .enable_vars
+        .iter()
+        .all(|var| env_leaf(env, var).is_some());
+    let from_file = extra.get("http_url").is_some_and(|v| !v.is_null());
+    // The variables go into `extra` (`SIGNAL_HTTP_URL` → `http_url`), as Hermes does, so
+    // `doctor` and the adapter see one place.
+    let prefix = format!("{}_", names.name.to_uppercase());
+    for var in names.enable_vars {
+        if let (Some(leaf), Some(key)) = (env_leaf(env, var), var.strip_prefix(&prefix))
+            && let Value::String(text) = leaf.value
+        {
+            extra
+                .0
+                .insert(key.to_lowercase(), Value::String(text.trim().to_owned()));
+        }
+    }
     for field in ["token", "app_token"] {
         let leaf = pick(layers, field, |p| match field {
             "token" => p.token.as_ref(),
@@ -160,11 +177,6 @@ fn tokenless(
             issues.warn(format!("unknown key '{}'", leaf.key));
         }
     }
-    let from_env = names
-        .enable_vars
-        .iter()
-        .all(|var| env_leaf(env, var).is_some());
-    let from_file = extra.get("http_url").is_some_and(|v| !v.is_null());
     let enabled = explicit.unwrap_or(from_env || from_file);
     shared_settings(issues, layers, names, env, enabled, None, None, extra)
 }

@@ -5,7 +5,8 @@
 //! answered once; group gating (a group not allowed, no mention, then a mention answered in
 //! the group); a stranger kept from the model; an attachment in (fetched into the home's
 //! cache) and out (a `MEDIA:` reply uploaded as a data URI); an approval prompt answered by
-//! a numbered reaction; kill -9 three times with a turn in flight, nothing lost or doubled.
+//! a numbered reaction; pairing a stranger with the CLI; kill -9 three times with a turn in
+//! flight, nothing lost or doubled.
 
 mod support;
 
@@ -38,7 +39,7 @@ impl SignalRun {
         let home = tempfile::tempdir().expect("temp home");
         std::fs::write(
             home.path().join("config.yaml"),
-            "signal:\n  extra:\n    require_mention: true\n",
+            "signal:\n  extra:\n    require_mention: true\n    unauthorized_dm_behavior: pair\n",
         )
         .unwrap();
         let mut env = base_env(home.path());
@@ -292,6 +293,46 @@ async fn an_approval_prompt_is_answered_by_reaction() {
         .push_reaction(OWNER, OWNER, hermes_signal::CHOICES[0], prompt.timestamp);
     run.reply(OWNER, "Removed it.").await;
     assert!(!victim.exists(), "the approved command ran");
+
+    // Pairing: a stranger's DM gets a code and nothing else; once the owner approves the
+    // code with the CLI, the stranger is answered.
+    run.signal.push_dm(STRANGER, "let me in");
+    let code = async {
+        loop {
+            let count = run.signal.sent().len();
+            if let Some(sent) = run.sent_to(STRANGER).first() {
+                return sent.message.clone();
+            }
+            run.signal.wait_sent(count + 1).await;
+        }
+    };
+    let code_text = tokio::time::timeout(WAIT, code)
+        .await
+        .expect("a pairing code");
+    assert!(code_text.contains("pairing code"), "{code_text}");
+    // Signal shows the code's backticks as a monospace range, so the text has none.
+    let code: String = code_text
+        .split_once("pairing code is ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_ascii_alphanumeric())
+                .to_owned()
+        })
+        .unwrap_or_else(|| panic!("a code in {code_text:?}"));
+    assert_eq!(code.len(), 8, "{code_text}");
+    let approve = std::process::Command::new(env!("CARGO_BIN_EXE_hermesd"))
+        .args(["pairing", "approve", "signal", &code])
+        .env("HERMES_HOME", run.home.path())
+        .env("HERMES_TEST_ISOLATION", "1")
+        .output()
+        .expect("run hermesd pairing approve");
+    assert!(approve.status.success(), "{approve:?}");
+    run.signal.push_dm(STRANGER, "now a friend");
+    run.reply(STRANGER, "echo: now a friend").await;
+    assert!(
+        run.user_texts().iter().all(|t| !t.contains("let me in")),
+        "the stranger's first message never reached the model"
+    );
     run.stop().await;
 }
 

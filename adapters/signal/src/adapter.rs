@@ -45,6 +45,10 @@ struct Inner {
     /// Without a whole-request timeout: the event stream stays open.
     stream_client: reqwest::Client,
     prompts: Prompts,
+    /// Held (write) from before a prompt is sent until it is remembered, and (read) while a
+    /// reaction is looked up: a reaction that arrives on the stream before the send's own
+    /// answer still finds its prompt.
+    prompt_sending: tokio::sync::RwLock<()>,
 }
 
 impl std::fmt::Debug for SignalAdapter {
@@ -77,6 +81,7 @@ impl SignalAdapter {
                 rpc,
                 stream_client,
                 prompts: Prompts::default(),
+                prompt_sending: tokio::sync::RwLock::new(()),
             }),
         }
     }
@@ -154,7 +159,7 @@ impl SignalAdapter {
                 return true;
             }
             Decoded::Message(event) => *event,
-            Decoded::Reaction(reaction) => match self.choice_event(&reaction) {
+            Decoded::Reaction(reaction) => match self.choice_event(&reaction).await {
                 Some(event) => event,
                 None => return true,
             },
@@ -163,11 +168,12 @@ impl SignalAdapter {
     }
 
     /// A reaction that picks a choice on one of our prompts, as the click it stands for.
-    fn choice_event(&self, reaction: &Reaction) -> Option<MessageEvent> {
+    async fn choice_event(&self, reaction: &Reaction) -> Option<MessageEvent> {
         let ours = reaction.target_author == self.inner.settings.account;
         if reaction.removed || !ours {
             return None;
         }
+        let _settled = self.inner.prompt_sending.read().await;
         let data = self.inner.prompts.choice(
             &reaction.source.chat_id,
             reaction.target_timestamp,
@@ -257,6 +263,7 @@ impl SignalAdapter {
             }
             OutboundKind::Prompt { text, buttons } => {
                 let shown = with_choices(&text, &buttons);
+                let _sending = self.inner.prompt_sending.write().await;
                 let sent = self.send_text(chat, &shown, None, false).await;
                 if let Ok(ts) = sent {
                     self.inner.prompts.remember(chat, ts, buttons);

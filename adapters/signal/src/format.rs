@@ -158,10 +158,10 @@ fn span_at(text: &str) -> Option<(&'static str, &'static str, &str, &str)> {
             let inner = &body[..at];
             let after = &body[at + marker.len()..];
             let doubled = single && after.starts_with(marker);
-            let closes = !inner.is_empty()
-                && !inner.ends_with(char::is_whitespace)
-                && !doubled
-                && !(marker == "_" && after.starts_with(char::is_alphanumeric));
+            // `_` inside a word (snake_case) closes nothing.
+            let mid_word = marker == "_" && after.starts_with(char::is_alphanumeric);
+            let closes =
+                !(inner.is_empty() || inner.ends_with(char::is_whitespace) || doubled || mid_word);
             if closes {
                 return Some((marker, style, inner, after));
             }

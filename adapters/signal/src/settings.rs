@@ -12,7 +12,9 @@ use url::Url;
 /// Signal attachments above this many bytes are not fetched or sent (the service's 100 MB).
 pub const MAX_ATTACHMENT_BYTES: u64 = 100 * 1024 * 1024;
 
-/// The `extra` keys this adapter reads; any other is reported, never silently dropped.
+/// The `extra` keys this adapter reads, then those the gateway core reads from every
+/// platform's `extra` (who may talk to the bot); any other is reported, never silently
+/// dropped.
 pub const EXTRA_KEYS: &[&str] = &[
     "http_url",
     "account",
@@ -20,6 +22,9 @@ pub const EXTRA_KEYS: &[&str] = &[
     "ignore_stories",
     "group_allowed_users",
     "cache_dir",
+    "dm_policy",
+    "group_allowed_chats",
+    "unauthorized_dm_behavior",
 ];
 
 /// Which groups the bot answers in (`SIGNAL_GROUP_ALLOWED_USERS`: group ids, or `*`).

@@ -5,7 +5,8 @@
 //! answered once; group gating (a group not allowed, no mention, then a mention answered in
 //! the group); a stranger kept from the model; an attachment in (fetched into the home's
 //! cache) and out (a `MEDIA:` reply uploaded as a data URI); an approval prompt answered by
-//! a numbered reaction; pairing a stranger with the CLI; kill -9 three times with a turn in
+//! a numbered reaction (an outsider's reaction in a group answering nothing); pairing a
+//! stranger with the CLI; kill -9 three times with a turn in
 //! flight, nothing lost or doubled.
 
 mod support;
@@ -333,6 +334,48 @@ async fn an_approval_prompt_is_answered_by_reaction() {
         run.user_texts().iter().all(|t| !t.contains("let me in")),
         "the stranger's first message never reached the model"
     );
+
+    // In a group, a reaction from someone not allowed answers nothing: the outsider's
+    // "allow" comes first (events are handed over in order), the owner's "deny" decides.
+    let spare = run.home.path().join("spare");
+    std::fs::create_dir_all(&spare).unwrap();
+    run.model.push_all([
+        Step::Reply(Reply::tool_call(
+            "terminal",
+            json!({"command": format!("rm -rf {}", spare.display())}),
+        )),
+        Step::text("Left it alone."),
+    ]);
+    let group = format!("group:{GROUP}");
+    run.signal
+        .push_group(OWNER, GROUP, "\u{FFFC} clean the spare", mention_bot());
+    let prompt = async {
+        loop {
+            let count = run.signal.sent().len();
+            let found = run
+                .sent_to(&group)
+                .into_iter()
+                .find(|s| s.message.contains("React to answer"));
+            if let Some(found) = found {
+                return found;
+            }
+            run.signal.wait_sent(count + 1).await;
+        }
+    };
+    let prompt = tokio::time::timeout(WAIT, prompt)
+        .await
+        .expect("a group prompt");
+    let outsider = "+15558880008";
+    run.signal.push_reaction(
+        outsider,
+        &group,
+        hermes_signal::CHOICES[0],
+        prompt.timestamp,
+    );
+    run.signal
+        .push_reaction(OWNER, &group, hermes_signal::CHOICES[3], prompt.timestamp);
+    run.reply(&group, "Left it alone.").await;
+    assert!(spare.exists(), "the outsider's reaction did not approve");
     run.stop().await;
 }
 

@@ -185,6 +185,7 @@ fn send(shared: &Shared, params: &Value) -> Answer {
             .collect(),
         quote: params.get("quoteTimestamp").and_then(Value::as_i64),
         attachments,
+        at: std::time::Instant::now(),
     });
     Ok(
         json!({"timestamp": timestamp, "results": [{"recipientAddress": address, "type": "SUCCESS"}]}),

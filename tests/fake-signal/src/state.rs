@@ -23,6 +23,8 @@ pub struct Sent {
     pub quote: Option<i64>,
     /// Decoded attachments: (data URI's mime type, filename, bytes).
     pub attachments: Vec<(String, String, Vec<u8>)>,
+    /// When the daemon took the call (benchmarks measure to it).
+    pub at: std::time::Instant,
 }
 
 #[derive(Debug)]

@@ -197,6 +197,7 @@ fn service_checks(config: &Config, args: &DoctorArgs) -> Vec<Check> {
         && !platforms.discord.enabled
         && !platforms.slack.enabled
         && !platforms.whatsapp_cloud.enabled
+        && !platforms.signal.enabled
     {
         let message = if config.api_server.enabled {
             "no chat platform is enabled (only the HTTP API)"
@@ -240,6 +241,17 @@ fn service_checks(config: &Config, args: &DoctorArgs) -> Vec<Check> {
                     .hint("set SLACK_APP_TOKEN"),
             ),
         }
+    }
+    if platforms.signal.enabled
+        && let Some(url) = platforms
+            .signal
+            .extra
+            .get("http_url")
+            .and_then(|v| v.as_str())
+    {
+        probes.push(Probe::Signal {
+            url: url.trim().to_owned(),
+        });
     }
     if platforms.discord.enabled {
         token_shape(
@@ -297,6 +309,10 @@ enum Probe {
         token: String,
     },
     Model(crate::agent::provider::Endpoint),
+    /// signal-cli's daemon answers its health check.
+    Signal {
+        url: String,
+    },
     /// A TLS handshake with the platform's API host.
     Tls {
         platform: &'static str,
@@ -311,6 +327,7 @@ impl Probe {
             Self::Slack { .. } => "slack.token".to_owned(),
             Self::Discord { .. } => "discord.token".to_owned(),
             Self::Model(endpoint) => format!("model.{}", endpoint.provider),
+            Self::Signal { .. } => "signal.http_url".to_owned(),
             Self::Tls { platform, .. } => format!("{platform}.tls"),
         }
     }
@@ -388,6 +405,7 @@ fn run_probes(probes: &[Probe], timeout: Duration, net: &hermes_adapter::net::Ne
                 Probe::Slack { base, token } => probes::slack(&client, base, token).await,
                 Probe::Discord { base, token } => probes::discord(&client, base, token).await,
                 Probe::Model(endpoint) => probes::model(&client, endpoint).await,
+                Probe::Signal { url } => probes::signal(&client, url).await,
                 Probe::Tls { platform, url } => network::tls(net, platform, url, timeout).await,
             }
         });

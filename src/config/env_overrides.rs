@@ -36,6 +36,8 @@ pub struct PlatformEnv {
     pub home_channel: &'static str,
     pub home_channel_name: &'static str,
     pub home_channel_thread_id: &'static str,
+    /// A platform without a bot token (`token` empty) is enabled when all of these are set.
+    pub enable_vars: &'static [&'static str],
 }
 
 pub const TELEGRAM: PlatformEnv = PlatformEnv {
@@ -48,6 +50,7 @@ pub const TELEGRAM: PlatformEnv = PlatformEnv {
     home_channel: "TELEGRAM_HOME_CHANNEL",
     home_channel_name: "TELEGRAM_HOME_CHANNEL_NAME",
     home_channel_thread_id: "TELEGRAM_HOME_CHANNEL_THREAD_ID",
+    enable_vars: &[],
 };
 
 pub const DISCORD: PlatformEnv = PlatformEnv {
@@ -60,6 +63,7 @@ pub const DISCORD: PlatformEnv = PlatformEnv {
     home_channel: "DISCORD_HOME_CHANNEL",
     home_channel_name: "DISCORD_HOME_CHANNEL_NAME",
     home_channel_thread_id: "DISCORD_HOME_CHANNEL_THREAD_ID",
+    enable_vars: &[],
 };
 
 pub const SLACK: PlatformEnv = PlatformEnv {
@@ -72,6 +76,21 @@ pub const SLACK: PlatformEnv = PlatformEnv {
     home_channel: "SLACK_HOME_CHANNEL",
     home_channel_name: "SLACK_HOME_CHANNEL_NAME",
     home_channel_thread_id: "SLACK_HOME_CHANNEL_THREAD_ID",
+    enable_vars: &[],
+};
+
+/// Signal has no bot token: signal-cli's daemon address and the bot's account enable it.
+pub const SIGNAL: PlatformEnv = PlatformEnv {
+    name: "signal",
+    token: "",
+    app_token: None,
+    allowed_users: "SIGNAL_ALLOWED_USERS",
+    allow_all_users: "SIGNAL_ALLOW_ALL_USERS",
+    reply_to_mode: "SIGNAL_REPLY_TO_MODE",
+    home_channel: "SIGNAL_HOME_CHANNEL",
+    home_channel_name: "SIGNAL_HOME_CHANNEL_NAME",
+    home_channel_thread_id: "SIGNAL_HOME_CHANNEL_THREAD_ID",
+    enable_vars: &["SIGNAL_HTTP_URL", "SIGNAL_ACCOUNT"],
 };
 
 /// `gateway.allowed_users`: a comma-separated allowlist for every platform.

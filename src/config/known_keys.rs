@@ -50,7 +50,7 @@ pub const IGNORED_MCP_SAMPLING: &[&str] = &["max_tool_rounds"];
 #[rustfmt::skip]
 pub const OTHER_PLATFORMS: &[&str] = &[
     "bluebubbles", "dingtalk", "email", "feishu", "homeassistant", "irc", "line", "local",
-    "matrix", "mattermost", "msgraph_webhook", "qqbot", "relay", "signal", "sms",
+    "matrix", "mattermost", "msgraph_webhook", "qqbot", "relay", "sms",
     "wecom", "wecom_callback", "weixin", "whatsapp", "yuanbao",
 ];
 

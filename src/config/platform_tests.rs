@@ -212,3 +212,39 @@ fn whatsapp_cloud_is_on_with_both_variables_as_hermes_reads_it() {
         block.warnings
     );
 }
+
+/// Signal has no bot token: its daemon address with its account enable it (as Hermes reads
+/// `SIGNAL_HTTP_URL` and `SIGNAL_ACCOUNT`), and both land in `extra` for the adapter.
+#[test]
+fn signal_is_enabled_by_its_daemon_and_account() {
+    let both = [
+        ("SIGNAL_HTTP_URL", "http://127.0.0.1:8080"),
+        ("SIGNAL_ACCOUNT", "+15550001"),
+        ("SIGNAL_ALLOWED_USERS", "+15550002, +15550003"),
+    ];
+    let loaded = load_ok("", &both);
+    let signal = &loaded.config.platforms.signal;
+    assert!(signal.enabled);
+    assert_eq!(signal.token, None);
+    assert_eq!(
+        signal.extra.get("http_url"),
+        Some(&json!("http://127.0.0.1:8080"))
+    );
+    assert_eq!(signal.extra.get("account"), Some(&json!("+15550001")));
+    assert_eq!(signal.allowed_users, ["+15550002", "+15550003"]);
+    let url_only = load_ok("", &[("SIGNAL_HTTP_URL", "http://127.0.0.1:8080")]);
+    assert!(!url_only.config.platforms.signal.enabled);
+    let off = load_ok("signal: {enabled: false}\n", &both);
+    assert!(!off.config.platforms.signal.enabled);
+    let file = load_ok(
+        "platforms:\n  signal:\n    extra: {http_url: \"http://h:1\", account: \"+1\"}\n",
+        &[],
+    );
+    assert!(file.config.platforms.signal.enabled);
+    let token = load_ok("signal: {token: abc}\n", &[]);
+    assert!(
+        token.warnings.iter().any(|w| w.contains("signal.token")),
+        "{:?}",
+        token.warnings
+    );
+}

@@ -36,6 +36,7 @@ pub struct Platforms {
     pub telegram: PlatformConfig,
     pub discord: PlatformConfig,
     pub slack: PlatformConfig,
+    pub signal: PlatformConfig,
     pub webhook: WebhookPlatform,
     /// `platforms.whatsapp_cloud`: the Cloud API's own keys (phone number id, access token,
     /// app secret…) stay in `extra`, which the WhatsApp adapter checks when it is built.

@@ -68,6 +68,7 @@ pub fn chat_platform(
                     &blocks.top.telegram,
                     &blocks.top.discord,
                     &blocks.top.slack,
+                    &blocks.top.signal,
                 ),
             ),
             (format!("platforms.{name}"), chat_in(blocks.platforms, name)),
@@ -82,19 +83,22 @@ pub fn chat_platform(
                     &blocks.gateway.telegram,
                     &blocks.gateway.discord,
                     &blocks.gateway.slack,
+                    &blocks.gateway.signal,
                 ),
             ),
         ],
     );
     let extra = merged_extra(issues, &layers);
-    let defaults = PlatformConfig::default();
 
+    let explicit = issues.opt_bool(pick(&layers, "enabled", |p| p.enabled.as_ref()));
+    if names.token.is_empty() {
+        return tokenless(issues, &layers, names, env, extra, explicit);
+    }
     let env_token = env_leaf(env, names.token);
     let token_from_env = env_token.is_some();
     let token = issues.secret(env_token.or_else(|| pick(&layers, "token", |p| p.token.as_ref())));
     // As in Hermes: a token in the environment enables the platform, a token in the file needs
     // `enabled: true`, and an explicit `enabled: false` always wins.
-    let explicit = issues.opt_bool(pick(&layers, "enabled", |p| p.enabled.as_ref()));
     let enabled = explicit.unwrap_or(token_from_env);
     if explicit.is_none() && !token_from_env && token.is_some() {
         issues.warn(format!(
@@ -131,34 +135,92 @@ pub fn chat_platform(
         }
     };
 
+    shared_settings(
+        issues, &layers, names, env, enabled, token, app_token, extra,
+    )
+}
+
+/// A platform without a bot token (Signal, which talks to a local signal-cli daemon): as in
+/// Hermes, its daemon address and account enable it (`SIGNAL_HTTP_URL` with
+/// `SIGNAL_ACCOUNT`, or `extra.http_url`); the adapter checks them when it is built.
+fn tokenless(
+    issues: &mut Issues,
+    layers: &[(String, RawPlatform)],
+    names: &PlatformEnv,
+    env: &BTreeMap<String, String>,
+    mut extra: Extra,
+    explicit: Option<bool>,
+) -> PlatformConfig {
+    let from_env = names
+        .enable_vars
+        .iter()
+        .all(|var| env_leaf(env, var).is_some());
+    let from_file = extra.get("http_url").is_some_and(|v| !v.is_null());
+    // The variables go into `extra` (`SIGNAL_HTTP_URL` → `http_url`), as Hermes does, so
+    // `doctor` and the adapter see one place.
+    let prefix = format!("{}_", names.name.to_uppercase());
+    for var in names.enable_vars {
+        if let (Some(leaf), Some(key)) = (env_leaf(env, var), var.strip_prefix(&prefix))
+            && let Value::String(text) = leaf.value
+        {
+            extra
+                .0
+                .insert(key.to_lowercase(), Value::String(text.trim().to_owned()));
+        }
+    }
+    for field in ["token", "app_token"] {
+        let leaf = pick(layers, field, |p| match field {
+            "token" => p.token.as_ref(),
+            _ => p.app_token.as_ref(),
+        });
+        if let Some(leaf) = leaf {
+            issues.warn(format!("unknown key '{}'", leaf.key));
+        }
+    }
+    let enabled = explicit.unwrap_or(from_env || from_file);
+    shared_settings(issues, layers, names, env, enabled, None, None, extra)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn shared_settings(
+    issues: &mut Issues,
+    layers: &[(String, RawPlatform)],
+    names: &PlatformEnv,
+    env: &BTreeMap<String, String>,
+    enabled: bool,
+    token: Option<super::secret::Secret>,
+    app_token: Option<super::secret::Secret>,
+    extra: Extra,
+) -> PlatformConfig {
+    let defaults = PlatformConfig::default();
     PlatformConfig {
         enabled,
         token,
         app_token,
         reply_to_mode: issues.choice(
             env_leaf(env, names.reply_to_mode)
-                .or_else(|| pick(&layers, "reply_to_mode", |p| p.reply_to_mode.as_ref())),
+                .or_else(|| pick(layers, "reply_to_mode", |p| p.reply_to_mode.as_ref())),
             defaults.reply_to_mode,
         ),
         allowed_users: issues
             .list(
                 env_leaf(env, names.allowed_users)
-                    .or_else(|| pick(&layers, "allowed_users", |p| p.allowed_users.as_ref())),
+                    .or_else(|| pick(layers, "allowed_users", |p| p.allowed_users.as_ref())),
                 true,
             )
             .unwrap_or_default(),
         allow_all_users: issues.bool(
             env_leaf(env, names.allow_all_users)
-                .or_else(|| pick(&layers, "allow_all_users", |p| p.allow_all_users.as_ref())),
+                .or_else(|| pick(layers, "allow_all_users", |p| p.allow_all_users.as_ref())),
             defaults.allow_all_users,
         ),
-        home_channel: home_channel(issues, &layers, names, env),
+        home_channel: home_channel(issues, layers, names, env),
         typing_indicator: issues.bool(
-            pick(&layers, "typing_indicator", |p| p.typing_indicator.as_ref()),
+            pick(layers, "typing_indicator", |p| p.typing_indicator.as_ref()),
             defaults.typing_indicator,
         ),
         gateway_restart_notification: issues.bool(
-            pick(&layers, "gateway_restart_notification", |p| {
+            pick(layers, "gateway_restart_notification", |p| {
                 p.gateway_restart_notification.as_ref()
             }),
             defaults.gateway_restart_notification,
@@ -175,11 +237,13 @@ fn chat_block<'a>(
     telegram: &'a ChatSection,
     discord: &'a ChatSection,
     slack: &'a ChatSection,
+    signal: &'a ChatSection,
 ) -> Option<&'a Section<RawPlatform>> {
     match name {
         "telegram" => telegram.as_ref(),
         "discord" => discord.as_ref(),
         "slack" => slack.as_ref(),
+        "signal" => signal.as_ref(),
         _ => None,
     }
 }
@@ -190,6 +254,7 @@ fn chat_in<'a>(platforms: &'a RawPlatforms, name: &str) -> Option<&'a Section<Ra
         &platforms.telegram,
         &platforms.discord,
         &platforms.slack,
+        &platforms.signal,
     )
 }
 

@@ -252,7 +252,7 @@ agent: {max_turns: 90, reasoning_effort: high}
 display: {busy_input_mod: queue, compact: true}
 discord: {require_mention: false, free_response_channels: \"1,2\"}
 telegram: {tokn: abc}
-platforms: {discord: {tokn: abc}, signal: {enabled: true}}
+platforms: {discord: {tokn: abc}, matrix: {enabled: true}}
 gateway: {delivery_ledger: true, surprise: 1}
 totally_unknown: 1
 ";
@@ -270,7 +270,7 @@ totally_unknown: 1
             "unknown key 'slack.surprise'",
             "7 settings are set but not supported by hermesd yet, so without effect: \
              agent.reasoning_effort, browser, display.compact, gateway.delivery_ledger, \
-             mcp_servers.github.keepalive_interval, platforms.signal, toolsets",
+             mcp_servers.github.keepalive_interval, platforms.matrix, toolsets",
         ]
     );
     let discord = &loaded.config.platforms.discord;

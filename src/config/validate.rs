@@ -210,6 +210,8 @@ pub fn validate(
         platforms::chat_platform(&mut issues, &blocks, &env_overrides::DISCORD, env);
     config.platforms.slack =
         platforms::chat_platform(&mut issues, &blocks, &env_overrides::SLACK, env);
+    config.platforms.signal =
+        platforms::chat_platform(&mut issues, &blocks, &env_overrides::SIGNAL, env);
     config.platforms.webhook = platforms::webhook(&mut issues, &blocks, env);
     config.platforms.whatsapp_cloud =
         super::whatsapp_cloud::whatsapp_cloud(&mut issues, &blocks, env);

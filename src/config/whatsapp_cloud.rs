@@ -23,6 +23,8 @@ pub const NAMES: PlatformEnv = PlatformEnv {
     home_channel: "WHATSAPP_CLOUD_HOME_CHANNEL",
     home_channel_name: "WHATSAPP_CLOUD_HOME_CHANNEL_NAME",
     home_channel_thread_id: "WHATSAPP_CLOUD_HOME_CHANNEL_THREAD_ID",
+    // Enabled by its phone number id with its token (see `whatsapp_cloud` below).
+    enable_vars: &[],
 };
 
 pub fn whatsapp_cloud(

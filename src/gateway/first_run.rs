@@ -12,8 +12,10 @@ use crate::config::Config;
 /// Whether nothing is enabled and the operator never spoke about the HTTP API.
 pub fn is_first_run(config: &Config, env: &BTreeMap<String, String>, config_yaml: &Path) -> bool {
     let platforms = &config.platforms;
-    let any_chat =
-        platforms.telegram.enabled || platforms.discord.enabled || platforms.slack.enabled;
+    let any_chat = platforms.telegram.enabled
+        || platforms.discord.enabled
+        || platforms.slack.enabled
+        || platforms.signal.enabled;
     if any_chat || config.api_server.enabled {
         return false;
     }

@@ -110,6 +110,12 @@ pub fn build_adapters(home: &HermesHome, loaded: &LoadedConfig) -> Result<Built,
             Err(e) => errors.extend(e),
         }
     }
+    if platforms.signal.enabled {
+        match signal(home, &platforms.signal, env, &net) {
+            Ok(adapter) => built.adapters.push(Arc::new(adapter)),
+            Err(e) => errors.extend(e),
+        }
+    }
     if platforms.webhook.enabled {
         match webhook(home, loaded, &net) {
             Ok(adapter) => {
@@ -222,6 +228,31 @@ fn whatsapp_cloud(
     Ok(hermes_whatsapp::WhatsAppAdapter::new(settings))
 }
 
+/// Signal through signal-cli's HTTP daemon; `SIGNAL_HTTP_URL`/`SIGNAL_ACCOUNT` and the
+/// adapter's other keys are read and checked by the adapter crate.
+fn signal(
+    home: &HermesHome,
+    config: &PlatformConfig,
+    env: &BTreeMap<String, String>,
+    net: &Net,
+) -> Result<hermes_signal::SignalAdapter, Vec<String>> {
+    let extra = extra_map(config);
+    let mut settings = hermes_signal::Settings::from_config(&extra, env).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|e| format!("signal: {e}"))
+            .collect::<Vec<_>>()
+    })?;
+    settings.net = net.clone();
+    if !extra.contains_key("cache_dir") {
+        settings.cache_dir = cache_dir(home, "signal");
+    }
+    for warning in &settings.warnings {
+        tracing::warn!("{warning}");
+    }
+    Ok(hermes_signal::SignalAdapter::new(settings))
+}
+
 /// The webhook platform (`platforms.webhook`): its routes may deliver to the chat platforms
 /// enabled beside it (to their home channel when a route names no chat), and a route's
 /// `skills` become the home's skill instructions around the rendered prompt.
@@ -235,6 +266,7 @@ fn webhook(
         ("telegram", &platforms.telegram),
         ("discord", &platforms.discord),
         ("slack", &platforms.slack),
+        ("signal", &platforms.signal),
     ]
     .into_iter()
     .filter(|(_, platform)| platform.enabled)
@@ -366,6 +398,19 @@ pub fn claim_tokens(
             platforms.slack.app_token.as_ref(),
         ),
     ];
+    // Signal's credential is its account: two gateways on one number would both answer.
+    let signal_account = platforms
+        .signal
+        .extra
+        .get("account")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| loaded.env.get("SIGNAL_ACCOUNT").cloned())
+        .map(crate::config::Secret::new);
+    let claims =
+        claims
+            .into_iter()
+            .chain([("signal-phone", &platforms.signal, signal_account.as_ref())]);
     let mut locks = Vec::new();
     for (scope, platform, token) in claims {
         let (true, Some(token)) = (platform.enabled, token) else {

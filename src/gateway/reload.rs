@@ -166,6 +166,7 @@ fn fingerprints(config: &Config) -> BTreeMap<String, String> {
         ("telegram", &platforms.telegram),
         ("discord", &platforms.discord),
         ("slack", &platforms.slack),
+        ("signal", &platforms.signal),
     ] {
         secret(
             &mut out,

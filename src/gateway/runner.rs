@@ -126,6 +126,7 @@ fn platform_config<'a>(config: &'a Config, name: &str) -> Option<&'a PlatformCon
         "discord" => Some(&config.platforms.discord),
         "slack" => Some(&config.platforms.slack),
         "whatsapp_cloud" => Some(&config.platforms.whatsapp_cloud),
+        "signal" => Some(&config.platforms.signal),
         _ => None,
     }
 }

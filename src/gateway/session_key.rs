@@ -200,6 +200,45 @@ mod tests {
         );
     }
 
+    /// Signal events as the adapter decodes them get Hermes' keys: a DM by the sender's
+    /// number, a group as `group:<id>` with the number as participant (Hermes' uuid-keyed
+    /// group session is the legacy key, moved over by the router).
+    #[test]
+    fn signal_events_are_keyed_like_hermes() {
+        let env: std::collections::BTreeMap<String, String> = [
+            ("SIGNAL_HTTP_URL", "http://127.0.0.1:1"),
+            ("SIGNAL_ACCOUNT", "+10"),
+            ("SIGNAL_GROUP_ALLOWED_USERS", "*"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let settings = hermes_signal::Settings::from_config(&Default::default(), &env).unwrap();
+        let decode = |data: serde_json::Value| {
+            let envelope = serde_json::json!({"envelope": {"sourceNumber": "+155", "sourceUuid": "u-9",
+                "timestamp": 5, "dataMessage": data}});
+            match hermes_signal::envelope::decode(&envelope.to_string(), &settings) {
+                Ok(hermes_signal::envelope::Decoded::Message(event)) => event.source,
+                other => panic!("{other:?}"),
+            }
+        };
+        let default = KeyPolicy::default();
+        let dm = decode(serde_json::json!({"message": "hi"}));
+        assert_eq!(
+            build_session_key(&dm, default, None),
+            "agent:main:signal:dm:+155"
+        );
+        let group = decode(serde_json::json!({"message": "hi", "groupInfo": {"groupId": "Zz=="}}));
+        assert_eq!(
+            build_session_key(&group, default, None),
+            "agent:main:signal:group:group:Zz==:+155"
+        );
+        assert_eq!(
+            legacy_session_key(&group, default, None).as_deref(),
+            Some("agent:main:signal:group:group:Zz==:u-9")
+        );
+    }
+
     #[test]
     fn the_participant_is_the_stable_id_never_the_username() {
         let mut member = source("telegram", ChatType::Group, "-1001", None);

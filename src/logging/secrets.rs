@@ -128,7 +128,12 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
     found.extend(config.media.stt.openai.api_key.as_ref());
     let platforms = &config.platforms;
     let mut values: Vec<String> = Vec::new();
-    for platform in [&platforms.telegram, &platforms.discord, &platforms.slack] {
+    for platform in [
+        &platforms.telegram,
+        &platforms.discord,
+        &platforms.slack,
+        &platforms.signal,
+    ] {
         found.extend(platform.token.as_ref());
         found.extend(platform.app_token.as_ref());
         for (key, value) in &platform.extra.0 {

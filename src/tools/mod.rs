@@ -42,9 +42,9 @@ pub(crate) mod threats;
 pub mod timefmt;
 pub mod todo;
 pub mod toolsets;
+pub mod tts;
 pub mod web;
 mod web_entry;
-pub mod tts;
 
 pub use builtin::builtin_registry;
 pub use context::{ToolCtx, ToolLimits};

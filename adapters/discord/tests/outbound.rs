@@ -423,7 +423,9 @@ async fn voice_messages_and_the_plain_file_where_they_are_refused() {
     assert_eq!(call.body["attachments"][0]["duration_secs"], 2.5);
     assert_eq!(call.body["attachments"][0]["waveform"], "AED/");
     assert!(call.body.get("content").is_none());
-    let stored = h.fake.read(|s| s.history[&general].last().cloned().unwrap());
+    let stored = h
+        .fake
+        .read(|s| s.history[&general].last().cloned().unwrap());
     assert_eq!(stored["flags"], 8192);
     assert_eq!(stored["attachments"][0]["content_type"], "audio/ogg");
 

@@ -152,7 +152,8 @@ impl WhatsAppAdapter {
             OutboundKind::Prompt { text, buttons } => {
                 outbound::prompt(&self.graph, to, &text, &buttons).await
             }
-            OutboundKind::Media { path, caption } => {
+            // A voice note goes as an audio message (Ogg/Opus is a WhatsApp audio type).
+            OutboundKind::Media { path, caption } | OutboundKind::Voice { path, caption, .. } => {
                 outbound::media(&self.graph, to, &path, caption.as_deref()).await
             }
             OutboundKind::Typing => {
@@ -248,6 +249,7 @@ impl Adapter for WhatsAppAdapter {
             buttons: true,
             threads: false,
             command_prefix: '/',
+            voice_caption_limit: None,
         }
     }
 

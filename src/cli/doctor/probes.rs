@@ -123,6 +123,24 @@ pub async fn slack(client: &Client, base: &str, token: &str) -> Check {
     )
 }
 
+/// signal-cli's `GET /api/v1/check`, which answers 200 while the daemon runs
+/// (signal-cli-jsonrpc(5)); the daemon takes no credential.
+pub async fn signal(client: &Client, base: &str) -> Check {
+    let url = format!("{}/api/v1/check", base.trim_end_matches('/'));
+    let outcome = match send(client.get(url)).await {
+        Err(outcome) => outcome,
+        Ok((status, _)) if status.is_success() => {
+            Outcome::Accepted("signal-cli's daemon answers /api/v1/check".to_owned())
+        }
+        Ok((status, _)) => prefix(http_error(status), "/api/v1/check"),
+    };
+    verdict(
+        "signal.http_url",
+        outcome,
+        "start `signal-cli -a NUMBER daemon --http HOST:PORT` and point SIGNAL_HTTP_URL at it",
+    )
+}
+
 pub async fn discord(client: &Client, base: &str, token: &str) -> Check {
     let url = format!("{}/users/@me", base.trim().trim_end_matches('/'));
     let request = client

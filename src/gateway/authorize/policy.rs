@@ -77,7 +77,7 @@ struct PlatformNames {
     group_chats_env: &'static str,
 }
 
-const CHAT_PLATFORMS: [PlatformNames; 4] = [
+const CHAT_PLATFORMS: [PlatformNames; 5] = [
     PlatformNames {
         name: "telegram",
         allowed_users: "TELEGRAM_ALLOWED_USERS",
@@ -118,6 +118,20 @@ const CHAT_PLATFORMS: [PlatformNames; 4] = [
         allow_from_from_config: true,
         group_users: false,
         group_chats_env: "",
+    },
+    // Which Signal groups the bot listens in at all is the adapter's
+    // `SIGNAL_GROUP_ALLOWED_USERS` (group ids, as in Hermes); a sender there still needs
+    // `SIGNAL_ALLOWED_USERS` unless the group's id is also in hermesd's
+    // `SIGNAL_GROUP_ALLOWED_CHATS`, which admits its members as guests.
+    PlatformNames {
+        name: "signal",
+        allowed_users: "SIGNAL_ALLOWED_USERS",
+        allow_all_users: "SIGNAL_ALLOW_ALL_USERS",
+        allow_bots: "SIGNAL_ALLOW_BOTS",
+        allow_bots_from_config: false,
+        allow_from_from_config: false,
+        group_users: false,
+        group_chats_env: "SIGNAL_GROUP_ALLOWED_CHATS",
     },
 ];
 
@@ -264,6 +278,7 @@ impl AuthPolicy {
             &config.platforms.discord,
             &config.platforms.slack,
             &config.platforms.whatsapp_cloud,
+            &config.platforms.signal,
         ];
         let mut platforms: BTreeMap<String, PlatformAccess> = CHAT_PLATFORMS
             .iter()

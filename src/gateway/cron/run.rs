@@ -37,6 +37,7 @@ pub(crate) fn home_channel(config: &Config, platform: &str) -> Option<(String, O
         "discord" => &config.platforms.discord,
         "slack" => &config.platforms.slack,
         "whatsapp_cloud" => &config.platforms.whatsapp_cloud,
+        "signal" => &config.platforms.signal,
         _ => return None,
     };
     let home = platform.home_channel.as_ref()?;

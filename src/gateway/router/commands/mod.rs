@@ -155,8 +155,24 @@ const ALIASES: &[(&str, &str)] = &[
 
 /// Commands that act on the running turn or only read state; the rest wait or are refused.
 const MID_TURN: &[&str] = &[
-    "stop", "new", "status", "queue", "steer", "approve", "deny", "help", "commands", "version",
-    "whoami", "platform", "restart", "usage", "cron", "yolo", "insights", "background",
+    "stop",
+    "new",
+    "status",
+    "queue",
+    "steer",
+    "approve",
+    "deny",
+    "help",
+    "commands",
+    "version",
+    "whoami",
+    "platform",
+    "restart",
+    "usage",
+    "cron",
+    "yolo",
+    "insights",
+    "background",
     "voice",
 ];
 

@@ -1,0 +1,20 @@
+//! hermesd's Signal adapter, speaking to signal-cli's HTTP daemon
+//! (`signal-cli -a ACCOUNT daemon --http HOST:PORT`, signal-cli-jsonrpc(5)): messages arrive
+//! on its server-sent event stream, everything outbound is a JSON-RPC call. Chats, message
+//! ids and the allowlists follow Hermes' Signal adapter; approvals are answered by a
+//! numbered emoji reaction because Signal has no buttons.
+#![forbid(unsafe_code)]
+
+mod adapter;
+pub mod envelope;
+pub mod format;
+pub mod outbound;
+mod prompts;
+pub mod rpc;
+pub mod settings;
+pub mod sse;
+
+pub use adapter::{MESSAGE_LIMIT, SignalAdapter};
+pub use envelope::PLATFORM;
+pub use prompts::CHOICES;
+pub use settings::{Groups, Settings};

@@ -413,37 +413,30 @@ async fn usage_accumulates_and_an_unknown_session_is_an_error(t: &TestStore) {
 
     // `/insights`: grouped by source and model over a window, one source on request.
     session(store, "chat", "telegram").await;
-    store
-        .record_usage(usage("chat", "small", Some(0.5)))
-        .await
-        .unwrap();
+    let chat = usage("chat", "small", Some(0.5));
+    store.record_usage(chat).await.unwrap();
     let groups = store.usage_since(0.0, None).await.unwrap();
-    let rows: Vec<(&str, Option<&str>, i64, i64, Option<f64>)> = groups
+    let rows: Vec<String> = groups
         .iter()
         .map(|g| {
-            (
-                g.source.as_str(),
-                g.model.as_deref(),
-                g.sessions,
-                g.input_tokens,
-                g.cost,
+            format!(
+                "{} {:?} {} {} {:?}",
+                g.source, g.model, g.sessions, g.input_tokens, g.cost
             )
         })
         .collect();
     assert_eq!(
         rows,
         [
-            ("cli", Some("large"), 1, 100, Some(2.0)),
-            ("cli", Some("local"), 1, 100, None),
-            ("cli", Some("small"), 1, 200, Some(0.5)),
-            ("telegram", Some("small"), 1, 100, Some(0.5)),
+            "cli Some(\"large\") 1 100 Some(2.0)",
+            "cli Some(\"local\") 1 100 None",
+            "cli Some(\"small\") 1 200 Some(0.5)",
+            "telegram Some(\"small\") 1 100 Some(0.5)",
         ]
     );
     let telegram = store.usage_since(0.0, Some("telegram")).await.unwrap();
-    assert_eq!(telegram.len(), 1);
-    assert_eq!(telegram[0].output_tokens, 10);
-    let future = store.usage_since(f64::MAX, None).await.unwrap();
-    assert!(future.is_empty(), "{future:?}");
+    assert_eq!((telegram.len(), telegram[0].output_tokens), (1, 10));
+    assert!(store.usage_since(f64::MAX, None).await.unwrap().is_empty());
 
     let err = store
         .record_usage(usage("missing", "small", None))

@@ -48,7 +48,7 @@ pub fn builtin_registry_with(limits: &ToolLimits, delegation: &DelegationLimits)
     for entry in super::web_entry::entries() {
         registry.register(entry);
     }
-    registry.register(super::tts::tool::entry());
+    registry.register(super::tts_entry::entry());
     registry.register(agent_level("todo", "todo", todo::schema(), "📋"));
     registry.register(agent_level("memory", "memory", memory::schema(), "🧠"));
     registry.register(

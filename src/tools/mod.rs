@@ -43,6 +43,7 @@ pub mod timefmt;
 pub mod todo;
 pub mod toolsets;
 pub mod tts;
+pub mod tts_entry;
 pub mod web;
 mod web_entry;
 

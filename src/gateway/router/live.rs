@@ -62,14 +62,6 @@ impl From<ProviderError> for NoProvider {
     }
 }
 
-impl Router {
-    /// Resolves when a chat command (`/reload-mcp`) asked for the configuration to be read
-    /// again; the daemon then reloads as on SIGHUP.
-    pub async fn reload_requested(&self) {
-        self.live.reload_requested().await;
-    }
-}
-
 /// `/reload-mcp`: every MCP server reconnects now with the settings in force, and the
 /// daemon is asked to read config.yaml again, so servers added or changed there since
 /// are started too.

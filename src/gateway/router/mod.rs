@@ -271,8 +271,12 @@ impl Router {
         self.restart.load(Ordering::SeqCst)
     }
 
-    /// From now on an interrupted turn is left unfinished in the journal, so the next start
-    /// resumes it instead of dropping it.
+    /// Resolves when `/reload-mcp` asked for config.yaml to be read again, as on SIGHUP.
+    pub async fn reload_requested(&self) {
+        self.live.reload_requested().await;
+    }
+
+    /// From now on an interrupted turn stays unfinished in the journal for the next start.
     pub fn begin_shutdown(&self) {
         self.stopping.set();
     }
@@ -409,8 +413,7 @@ impl Router {
         live::apply_reload(self, loaded);
     }
 
-    /// Keeps an item the adapter could not decode; the answer tells the adapter whether it
-    /// may acknowledge it (`responder/dead_letter.rs`).
+    /// Keeps an undecodable item; the answer says if it may be acked (`responder/dead_letter.rs`).
     pub async fn handle_dead_letter(&self, letter: DeadLetter) -> RecordOutcome {
         responder::dead_letter::handle_dead_letter(self, letter).await
     }

@@ -91,8 +91,7 @@ pub async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: Request)
 /// The upload limit of a guild without boosts (and of DMs).
 const UPLOAD_LIMIT: usize = 10 * 1024 * 1024;
 
-/// File name, bytes and the part's media type.
-type Files = Vec<(String, Vec<u8>, Option<String>)>;
+type Files = Vec<(String, Vec<u8>, Option<String>)>; // name, bytes, the part's media type
 
 async fn read_body(request: Request, headers: &HeaderMap) -> Result<(Value, Files), Response> {
     let content_type = headers

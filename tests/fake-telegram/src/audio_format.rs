@@ -7,6 +7,36 @@
 //! (§5.2), with a positive granule position on the last page. This parser is independent of
 //! hermesd's encoder on purpose.
 
+use serde_json::{Map, Value};
+
+use crate::state::{UploadedFile, param_i64};
+
+/// The message field a send shows its file as, and for a voice bubble its mime type and
+/// duration. https://core.telegram.org/bots/api#sendvoice: a voice bubble only for Ogg/Opus,
+/// MP3 or M4A; other audio "may be sent as Audio or Document". The fake answers a document,
+/// so a test sees that no bubble was shown.
+pub(crate) fn shown_as<'a>(
+    field: &'a str,
+    params: &Map<String, Value>,
+    files: &[UploadedFile],
+) -> (&'a str, Option<(&'static str, i64)>) {
+    if field != "voice" {
+        return (field, None);
+    }
+    let format = files
+        .iter()
+        .find(|f| f.field == "voice")
+        .map_or("other", |f| f.audio_format);
+    let mime = match format {
+        "ogg_opus" => "audio/ogg",
+        "mp3" => "audio/mpeg",
+        "m4a" => "audio/mp4",
+        _ => return ("document", None),
+    };
+    let duration = params.get("duration").and_then(param_i64).unwrap_or(0);
+    (field, Some((mime, duration)))
+}
+
 /// `ogg_opus`, `mp3`, `m4a` or `other`.
 pub fn classify(bytes: &[u8]) -> &'static str {
     if is_ogg_opus(bytes) {

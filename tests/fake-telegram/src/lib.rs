@@ -11,6 +11,7 @@
 pub mod audio_format;
 mod flood;
 mod markdown_v2;
+mod media;
 mod objects;
 mod params;
 mod rules;

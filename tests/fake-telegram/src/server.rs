@@ -27,7 +27,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-type Reply = Result<Value, ApiFailure>;
+pub(crate) type Reply = Result<Value, ApiFailure>;
 
 /// A Bot API error: HTTP status, description and optional `parameters`.
 pub(crate) struct ApiFailure {
@@ -236,7 +236,7 @@ async fn dispatch(shared: &Shared, request: MethodCall<'_>, duplicate: bool) -> 
         | "sendanimation" => {
             let local = shared.lock().local_dir.is_some();
             rules::check_upload(method, files, local)?;
-            send_media(shared, method, params, files)
+            crate::media::send_media(shared, method, params, files)
         }
         _ => Err(ApiFailure {
             status: 404,
@@ -466,63 +466,6 @@ fn edit_reply_markup(shared: &Shared, params: &Map<String, Value>) -> Reply {
     Ok(json!({"message_id": message_id, "date": 1_700_000_000, "chat": chat, "text": text}))
 }
 
-fn send_media(
-    shared: &Shared,
-    method: &str,
-    params: &Map<String, Value>,
-    files: &[UploadedFile],
-) -> Reply {
-    let chat_id = require_i64(params, "chat_id")?;
-    let mut field = method.trim_start_matches("send");
-    // https://core.telegram.org/bots/api#sendvoice: a voice bubble only for Ogg/Opus, MP3 or
-    // M4A; other audio "may be sent as Audio or Document" — the fake answers a document, so
-    // a test sees that no bubble was shown.
-    let mut voice = None;
-    if field == "voice" {
-        let format = files
-            .iter()
-            .find(|f| f.field == "voice")
-            .map_or("other", |f| f.audio_format);
-        if format == "other" {
-            field = "document";
-        } else {
-            let mime = match format {
-                "ogg_opus" => "audio/ogg",
-                "mp3" => "audio/mpeg",
-                _ => "audio/mp4",
-            };
-            let duration = params.get("duration").and_then(param_i64).unwrap_or(0);
-            voice = Some((mime, duration));
-        }
-    }
-    if !params.contains_key(field) {
-        return Err(bad_request(&format!("there is no {field} in the request")));
-    }
-    let mut inner = shared.lock();
-    let message_id = inner.next_message_id();
-    let caption = str_param(params, "caption").unwrap_or_default();
-    inner.messages.insert(
-        (chat_id, message_id),
-        StoredMessage {
-            chat_id,
-            message_id,
-            text: caption.clone(),
-            reply_markup: None,
-            from_bot: true,
-        },
-    );
-    let chat = chat_json(&inner, chat_id);
-    let mut file = json!({"file_id": format!("sent{message_id}"), "file_unique_id": format!("usent{message_id}")});
-    if let Some((mime, duration)) = voice {
-        file["mime_type"] = json!(mime);
-        file["duration"] = json!(duration);
-    }
-    Ok(
-        json!({"message_id": message_id, "date": 1_700_000_000, "chat": chat, "caption": caption,
-        field: file}),
-    )
-}
-
 /// Applies Telegram's text rules: non-empty, MarkdownV2 well-formed, ≤ 4096 UTF-16 units
 /// of visible text.
 fn check_text(
@@ -550,7 +493,7 @@ fn check_text(
     Ok(())
 }
 
-fn chat_json(inner: &crate::state::Inner, chat_id: i64) -> Value {
+pub(crate) fn chat_json(inner: &crate::state::Inner, chat_id: i64) -> Value {
     inner
         .chats
         .get(&chat_id)
@@ -558,7 +501,7 @@ fn chat_json(inner: &crate::state::Inner, chat_id: i64) -> Value {
         .unwrap_or_else(|| json!({"id": chat_id, "type": "private", "first_name": "user"}))
 }
 
-fn str_param(params: &Map<String, Value>, key: &str) -> Option<String> {
+pub(crate) fn str_param(params: &Map<String, Value>, key: &str) -> Option<String> {
     match params.get(key)? {
         Value::String(s) => Some(s.clone()),
         Value::Null => None,
@@ -566,7 +509,7 @@ fn str_param(params: &Map<String, Value>, key: &str) -> Option<String> {
     }
 }
 
-fn require_i64(params: &Map<String, Value>, key: &str) -> Result<i64, ApiFailure> {
+pub(crate) fn require_i64(params: &Map<String, Value>, key: &str) -> Result<i64, ApiFailure> {
     params
         .get(key)
         .and_then(param_i64)

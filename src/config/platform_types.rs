@@ -38,8 +38,8 @@ pub struct Platforms {
     pub slack: PlatformConfig,
     pub signal: PlatformConfig,
     pub webhook: WebhookPlatform,
-    /// `platforms.whatsapp_cloud`: the Cloud API's own keys (phone number id, access token,
-    /// app secret…) stay in `extra`, which the WhatsApp adapter checks when it is built.
+    /// `platforms.whatsapp_cloud`: the Cloud API's own settings (the sending number's id, the
+    /// Graph token, the signing secret…) stay in `extra`; the WhatsApp adapter checks them.
     pub whatsapp_cloud: PlatformConfig,
 }
 

@@ -116,7 +116,7 @@ impl Settings {
             None => {
                 errors.push(
                     "SIGNAL_HTTP_URL (signal.extra.http_url) is required: the address of \
-                     `signal-cli daemon --http`, e.g. http://127.0.0.1:8080."
+                     `signal-cli daemon --http`, such as http://localhost:8080."
                         .to_owned(),
                 );
                 None

@@ -96,8 +96,8 @@ pub fn credential_in(url: &str) -> Option<String> {
     for text in [url, decoded.as_str()] {
         if crate::logging::mask_token_shapes(text) != text {
             return Some(
-                "Blocked: the URL contains what looks like an API key or token; secrets must \
-                 not be sent in URLs"
+                "Blocked: the URL seems to carry a credential (a key or token). Credentials \
+                 never go out inside a URL"
                     .to_owned(),
             );
         }
@@ -171,7 +171,7 @@ pub async fn run(settings: &WebSettings, home_cache: &std::path::Path, args: &Va
         let Some(url) = url else {
             results.push(failed(
                 "",
-                format!("item {index} is not a URL string or an object with url/href"),
+                format!("item {index} is neither a URL nor an object holding `url` or `href`"),
             ));
             continue;
         };

@@ -1,6 +1,6 @@
 //! `web_search`: one query to the configured backend (SearXNG, Brave, Tavily or Firecrawl),
-//! answered in Hermes's shape `{"success": true, "data": {"web": [{title, url, description,
-//! position}]}}` with every snippet fenced as untrusted content.
+//! answered in the result shape Hermes's tool gives (a `data.web` list of hits, each with its
+//! title, address, snippet and rank) with every snippet fenced as untrusted content.
 
 use std::time::Duration;
 

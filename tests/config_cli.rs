@@ -219,7 +219,7 @@ fn settings_not_supported_yet_are_named_and_strict_refuses_them() {
     let home = hermes_home(
         dir.path(),
         Some(
-            "mcp_servers: {github: {command: npx, elicitation: {enabled: true}}}\ntts: {provider: edge}\nagent: {max_turns: 9}\n",
+            "mcp_servers: {github: {command: npx, elicitation: {enabled: true}}}\nhoncho: {enabled: true}\nagent: {max_turns: 9}\n",
         ),
         None,
     );
@@ -232,7 +232,7 @@ fn settings_not_supported_yet_are_named_and_strict_refuses_them() {
         "one warning: {stderr}"
     );
     assert!(
-        stderr.contains("2 settings are set but not supported by hermesd yet, so without effect: mcp_servers.github.elicitation, tts"),
+        stderr.contains("2 settings are set but not supported by hermesd yet, so without effect: honcho, mcp_servers.github.elicitation"),
         "{stderr}"
     );
 
@@ -245,7 +245,7 @@ fn settings_not_supported_yet_are_named_and_strict_refuses_them() {
     );
     let stderr = text(&strict.stderr);
     assert!(
-        stderr.contains("mcp_servers.github.elicitation, tts"),
+        stderr.contains("honcho, mcp_servers.github.elicitation"),
         "{stderr}"
     );
     assert!(stderr.contains("--strict"), "{stderr}");

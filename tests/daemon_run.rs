@@ -10,7 +10,7 @@ const HERMESD: &str = env!("CARGO_BIN_EXE_hermesd");
 #[test]
 fn runs_until_sigterm_and_exits_cleanly() {
     let home = tempfile::tempdir().unwrap();
-    std::fs::write(home.path().join("config.yaml"), "tts: {provider: edge}\n").unwrap();
+    std::fs::write(home.path().join("config.yaml"), "honcho: {enabled: true}\n").unwrap();
     let mut child = Command::new(HERMESD)
         .arg("run")
         .env_clear()
@@ -38,7 +38,7 @@ fn runs_until_sigterm_and_exits_cleanly() {
         panic!("expected one warning: {before_start:#?}");
     }
     assert!(
-        unsupported[0].contains("WARN") && unsupported[0].contains("without effect: tts"),
+        unsupported[0].contains("WARN") && unsupported[0].contains("without effect: honcho"),
         "{unsupported:?}"
     );
     assert!(home.path().join("state.db").exists());

@@ -6,6 +6,7 @@ pub mod admin_addr_file;
 mod admin_guard;
 mod admin_send;
 pub mod api_server;
+mod audio_cache;
 pub mod authorize;
 pub mod chunk;
 pub mod cluster;

@@ -425,6 +425,20 @@ async fn janitor(router: Arc<Router>, metrics: Arc<GatewayMetrics>, stop: Cancel
         {
             tracing::warn!(error = %e, "cannot prune the inbound journal");
         }
+        if rounds % 60 == 1
+            && let Ok(deps) = &router.live().agent
+        {
+            let dir = deps.home.audio_cache_dir();
+            let max_age = Duration::from_secs_f64(INBOUND_RETENTION_DAYS * 86_400.0);
+            // Off the janitor's loop; nothing waits for it.
+            drop(tokio::task::spawn_blocking(move || {
+                super::audio_cache::prune_spoken_replies(
+                    &dir,
+                    max_age,
+                    std::time::SystemTime::now(),
+                )
+            }));
+        }
         owed_over = tend_ledger(router.store(), &metrics, owed_over).await;
     }
 }

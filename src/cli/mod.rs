@@ -10,6 +10,7 @@ mod hooks;
 mod mcp;
 mod pairing;
 mod run;
+mod runtime;
 mod send;
 mod service;
 mod sessions;

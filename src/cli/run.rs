@@ -89,10 +89,7 @@ pub fn run(home: &HermesHome, env: &BTreeMap<String, String>, args: &RunArgs) ->
             return EXIT_FAILURE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::runtime::multi_thread() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");

@@ -504,7 +504,7 @@ impl Router {
         let (router, slot) = (self.arc(), slot.clone());
         tokio::spawn(async move {
             match router.cluster.clone() {
-                Some(link) => link.drain(&*router, slot).await,
+                Some(link) => Box::pin(link.drain(&*router, slot)).await,
                 None => router.drain(slot).await,
             }
         });

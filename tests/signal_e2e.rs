@@ -3,7 +3,7 @@
 //!
 //! Covered: the first reply in a DM with typing shown; a duplicate delivery of one envelope
 //! answered once; group gating (a group not allowed, no mention, then a mention answered in
-//! the group); a stranger kept from the model; an attachment in (fetched into the home's
+//! the group) under Hermes's session keys; a stranger kept from the model; an attachment in (fetched into the home's
 //! cache) and out (a `MEDIA:` reply uploaded as a data URI); an approval prompt answered by
 //! a numbered reaction (an outsider's reaction in a group answering nothing); pairing a
 //! stranger with the CLI; kill -9 three times with a turn in
@@ -119,6 +119,16 @@ impl SignalRun {
             .collect()
     }
 
+    /// The session keys of state.db's routing index (Hermes's `gateway_routing`).
+    fn routing_keys(&self) -> Vec<String> {
+        let db = rusqlite::Connection::open(self.home.path().join("state.db")).expect("state.db");
+        let mut query = db
+            .prepare("SELECT session_key FROM gateway_routing ORDER BY session_key")
+            .unwrap();
+        let keys = query.query_map([], |row| row.get(0)).unwrap();
+        keys.map(Result::unwrap).collect()
+    }
+
     fn user_texts(&self) -> Vec<String> {
         self.model
             .requests()
@@ -232,6 +242,15 @@ async fn first_reply_duplicates_groups_strangers_and_attachments() {
     assert_eq!(once, 1, "{texts:#?}");
     let group_replies = run.sent_to(&format!("group:{GROUP}"));
     assert_eq!(group_replies.len(), 1, "{group_replies:#?}");
+    // Session keys as Hermes forms them: a DM by the number, a group member by the uuid
+    // signal-cli names them with (`sourceUuid`), which stays when the number changes.
+    assert_eq!(
+        run.routing_keys(),
+        [
+            format!("agent:main:signal:dm:{OWNER}"),
+            format!("agent:main:signal:group:group:{GROUP}:uuid-{OWNER}"),
+        ]
+    );
     assert!(run.sent_to("group:T3RoZXI=").is_empty());
     let owner_texts: Vec<String> = run.sent_to(OWNER).into_iter().map(|s| s.message).collect();
     assert_eq!(

@@ -1,10 +1,12 @@
 //! Session keys, as Hermes builds them: `agent:main:<platform>:dm:<chat>[:<thread>]` for
-//! DMs, `agent:main:<platform>:<chat_type>[:<chat>][:<thread>][:<participant>]` otherwise —
-//! except that the participant is always the platform's stable user id. Hermes prefers the
-//! alternative id, which on Telegram is the username: a username can be given up and taken
-//! by someone else, who would then inherit the group session. Rows stored under such a key
-//! stay reachable: [`legacy_session_key`] names the old key, and the router moves its entry
-//! to the new key when the entry's recorded user id is the sender's ([`same_person`]).
+//! DMs, `agent:main:<platform>:<chat_type>[:<chat>][:<thread>][:<participant>]` otherwise.
+//! Hermes's participant is the alternative id when there is one. Where that id is the
+//! account's stable id (Signal's ACI uuid, which stays when the phone number changes) we do
+//! the same. Where it is a name (the Telegram username, which can be given up and taken by
+//! someone else, who would then inherit the group session) the participant is the stable
+//! user id instead. Rows stored under such a name key stay reachable:
+//! [`legacy_session_key`] names the old key, and the router moves its entry to the new key
+//! when the entry's recorded user id is the sender's ([`same_person`]).
 
 use hermes_adapter::{ChatType, MessageEvent, SessionSource};
 
@@ -29,13 +31,26 @@ fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().filter(|v| !v.is_empty())
 }
 
+/// Platforms whose `user_id_alt` is the account's stable id, not a name (Hermes keys their
+/// participants on it too: its `build_session_key` takes `user_id_alt or user_id`).
+const ALT_ID_IS_STABLE: &[&str] = &["signal"];
+
+/// The id a group participant is keyed by: see the module comment.
+fn participant(source: &SessionSource) -> Option<&str> {
+    let stable_alt = ALT_ID_IS_STABLE.contains(&source.platform.as_str());
+    stable_alt
+        .then(|| non_empty(&source.user_id_alt))
+        .flatten()
+        .or(non_empty(&source.user_id))
+}
+
 /// Builds the session key for `source`; `profile` is `None` for the default namespace.
 pub fn build_session_key(
     source: &SessionSource,
     policy: KeyPolicy,
     profile: Option<&str>,
 ) -> String {
-    key_with(source, policy, profile, non_empty(&source.user_id))
+    key_with(source, policy, profile, participant(source))
 }
 
 /// The session key `event` runs under: a `/background` task's own key
@@ -49,7 +64,8 @@ pub fn event_session_key(event: &MessageEvent, policy: KeyPolicy) -> String {
 }
 
 /// The key Hermes (and hermesd before) gave `source`, with the alternative id (the Telegram
-/// username) as participant; `None` when it is the same as [`build_session_key`]'s.
+/// username) as participant; `None` when it is the same as [`build_session_key`]'s (always
+/// so where the alternative id is the stable one).
 pub fn legacy_session_key(
     source: &SessionSource,
     policy: KeyPolicy,
@@ -201,8 +217,8 @@ mod tests {
     }
 
     /// Signal events as the adapter decodes them get Hermes' keys: a DM by the sender's
-    /// number, a group as `group:<id>` with the number as participant (Hermes' uuid-keyed
-    /// group session is the legacy key, moved over by the router).
+    /// number, a group as `group:<id>` with the sender's uuid as participant (the number only
+    /// when signal-cli sends no uuid). The uuid is the stable id, so there is no legacy key.
     #[test]
     fn signal_events_are_keyed_like_hermes() {
         let env: std::collections::BTreeMap<String, String> = [
@@ -231,11 +247,22 @@ mod tests {
         let group = decode(serde_json::json!({"message": "hi", "groupInfo": {"groupId": "Zz=="}}));
         assert_eq!(
             build_session_key(&group, default, None),
+            "agent:main:signal:group:group:Zz==:u-9"
+        );
+        assert_eq!(legacy_session_key(&group, default, None), None);
+        let mut numbered = group.clone();
+        numbered.user_id_alt = None;
+        assert_eq!(
+            build_session_key(&numbered, default, None),
             "agent:main:signal:group:group:Zz==:+155"
         );
+        let shared = KeyPolicy {
+            group_sessions_per_user: false,
+            ..default
+        };
         assert_eq!(
-            legacy_session_key(&group, default, None).as_deref(),
-            Some("agent:main:signal:group:group:Zz==:u-9")
+            build_session_key(&group, shared, None),
+            "agent:main:signal:group:group:Zz=="
         );
     }
 

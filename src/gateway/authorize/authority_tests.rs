@@ -137,3 +137,33 @@ fn discord_and_slack_channels_can_be_allowed_for_guests() {
         );
     }
 }
+
+/// `SIGNAL_GROUP_ALLOWED_CHATS` lists group ids as `SIGNAL_GROUP_ALLOWED_USERS` does (the
+/// adapter's chat id is `group:<id>`): the group's members are guests, a listed user keeps
+/// their rights, another group and a DM are not admitted.
+#[test]
+fn signal_groups_are_allowed_for_guests_by_their_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let pairing = PairingStore::open(&HermesHome::at(dir.path())).unwrap();
+    for listed in ["R3JvdXA=", "group:R3JvdXA=", "R3JvdXA=, T3RoZXI="] {
+        let p = policy(&[
+            ("SIGNAL_ALLOWED_USERS", "+1555"),
+            ("SIGNAL_GROUP_ALLOWED_CHATS", listed),
+        ]);
+        let member = in_group("signal", "group:R3JvdXA=", Some("+1999"));
+        assert_eq!(
+            authority(&member, &p, &pairing),
+            Some(Authority::Guest),
+            "{listed}"
+        );
+        let owner = in_group("signal", "group:R3JvdXA=", Some("+1555"));
+        assert_eq!(
+            authority(&owner, &p, &pairing),
+            Some(Authority::AllowedUser)
+        );
+        let elsewhere = in_group("signal", "group:QmFk", Some("+1999"));
+        assert_eq!(authority(&elsewhere, &p, &pairing), None, "{listed}");
+        let dm = SessionSource::dm("signal", "+1999", "+1999");
+        assert_eq!(authority(&dm, &p, &pairing), None, "{listed}");
+    }
+}

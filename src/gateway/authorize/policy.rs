@@ -135,6 +135,19 @@ const CHAT_PLATFORMS: [PlatformNames; 5] = [
     },
 ];
 
+/// Signal groups are listed by their id, as in `SIGNAL_GROUP_ALLOWED_USERS`; the adapter
+/// names a group's chat `group:<id>`. Either spelling is accepted; `*` is kept.
+fn signal_group_chats(entries: &[String]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|entry| match entry.as_str() {
+            "*" => entry.clone(),
+            id if id.starts_with("group:") => id.to_owned(),
+            id => format!("group:{id}"),
+        })
+        .collect()
+}
+
 /// WhatsApp users are their bare `wa_id` (the number's digits): an entry written as a phone
 /// number (`+49 151 …`) or a Baileys JID (`…@s.whatsapp.net`) is reduced to those digits, as
 /// the reference does; `*` and entries without digits are kept.
@@ -287,6 +300,9 @@ impl AuthPolicy {
                 let mut access = platform_access(names, platform, global_dm, env);
                 if names.name == "whatsapp_cloud" {
                     access.allowed_users = bare_wa_ids(&access.allowed_users);
+                }
+                if names.name == "signal" {
+                    access.group_allowed_chats = signal_group_chats(&access.group_allowed_chats);
                 }
                 (names.name.to_owned(), access)
             })

@@ -2,7 +2,8 @@
 //! (tests/support/fake_whatsapp.rs): Meta's subscription handshake, a first reply with the
 //! read receipt and typing shown, after a rate limit waited out, a redelivered notification answered once, a stranger and
 //! a forged delivery getting nothing, an attachment in and out, an approval answered by a
-//! button, and three `kill -9`s mid-turn ending in exactly one answer.
+//! button, three `kill -9`s mid-turn ending in exactly one answer, and a reply whose
+//! connection broke after Meta took it never sent again silently.
 
 mod support;
 
@@ -242,6 +243,50 @@ async fn three_kill_9s_mid_turn_end_in_one_answer() {
     assert_eq!(
         texts_to(&meta, OWNER),
         ["Survived three crashes.", "And the next one."]
+    );
+    daemon.terminate();
+}
+
+/// Meta accepts a reply and the connection breaks before its answer: the user has the
+/// reply, and hermesd cannot know it. It is never sent again silently: the next turns go on,
+/// and after a restart it goes out once more only under the recovered marker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_whose_connection_broke_is_not_sent_again_silently() {
+    let meta = FakeMeta::start().await;
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = env(home.path(), &model, &meta);
+    let (daemon, _) = start(home.path(), &env, &meta).await;
+    model.push(Step::Reply(Reply::text("First answer.")));
+    meta.fail_next(fake_whatsapp::Fault::Disconnect);
+    meta.push_text(OWNER, "one");
+    meta.wait_sent(1).await;
+    model.push(Step::Reply(Reply::text("Second answer.")));
+    meta.push_text(OWNER, "two");
+    meta.wait_sent(2).await;
+    daemon.terminate();
+
+    let (daemon, _) = start(home.path(), &env, &meta).await;
+    model.push(Step::Reply(Reply::text("Third answer.")));
+    meta.push_text(OWNER, "three");
+    wait_until("the third answer is sent", WAIT, || {
+        texts_to(&meta, OWNER).iter().any(|t| t == "Third answer.")
+    })
+    .await;
+    let texts = texts_to(&meta, OWNER);
+    assert_eq!(
+        texts[..2],
+        ["First answer.", "Second answer."],
+        "{texts:#?}"
+    );
+    let mut after_restart = texts[2..].to_vec();
+    after_restart.sort();
+    assert_eq!(after_restart.len(), 2, "{texts:#?}");
+    assert_eq!(after_restart[0], "Third answer.");
+    let resent = &after_restart[1];
+    assert!(
+        resent.starts_with('\u{267b}') && resent.ends_with("\n\nFirst answer."),
+        "the possible copy carries the recovered marker: {resent:?}"
     );
     daemon.terminate();
 }

@@ -24,6 +24,11 @@
 //!   throughput has been reached") or 131056 ("pair rate limit"), as documented on the error
 //!   codes page. Meta documents no `Retry-After` for these; a throughput refusal from this
 //!   fake may carry one as an HTTP hop would (RFC 9110 §10.2.3), which the adapter honours.
+//! - Dropped connections: a test can make the next send be accepted (the user gets the
+//!   message) and its connection then break before the answer is complete, as a network hop
+//!   between hermesd and Meta may. HTTP gives a client no way to learn what became of a
+//!   request whose connection closed before the response (RFC 9112 §9.3.1, RFC 9110 §9.2.2:
+//!   only idempotent requests may be retried automatically, and a message send is not).
 //! - Webhooks (<https://developers.facebook.com/docs/graph-api/webhooks/getting-started>):
 //!   each delivery is a POST of the JSON body with `X-Hub-Signature-256: sha256=<hex
 //!   HMAC-SHA256 of the body under the app secret>`; a delivery not answered 200 is sent
@@ -76,6 +81,8 @@ pub enum Fault {
     PairRate,
     /// HTTP 500, Graph code 131000 ("Something went wrong").
     Internal,
+    /// The message is accepted and sent, then the connection breaks before the answer.
+    Disconnect,
 }
 
 #[derive(Debug, Default)]

@@ -100,9 +100,9 @@ pub type Answer = Result<Value, Failure>;
 #[derive(Debug)]
 pub enum Failure {
     Graph(GraphError),
-    /// The request may have reached Meta (a timeout after sending).
+    /// The request may have reached Meta (a timeout, or the connection broke after opening).
     Ambiguous(String),
-    /// It never left (connection refused, DNS).
+    /// It never left (the connection could not be opened: refused, DNS).
     Network(String),
 }
 
@@ -226,10 +226,12 @@ impl Graph {
             .await
         {
             Ok(response) => response,
-            Err(e) if e.is_timeout() => {
-                return Err(Failure::Ambiguous(self.redact(&e.to_string())));
+            // Only a connection that never opened proves the request never left; a timeout
+            // or a connection broken mid-exchange may follow a message Meta accepted.
+            Err(e) if e.is_connect() => {
+                return Err(Failure::Network(self.redact(&e.to_string())));
             }
-            Err(e) => return Err(Failure::Network(self.redact(&e.to_string()))),
+            Err(e) => return Err(Failure::Ambiguous(self.redact(&e.to_string()))),
         };
         let status = response.status();
         let retry_after = response

@@ -1,6 +1,7 @@
 //! What the WhatsApp Cloud adapter does beyond the shared contract, against the fake Meta:
 //! the subscription handshake, signature refusals, a redelivered notification recorded once,
-//! the 24-hour window named in the error, Meta's rate-limit codes as waits, an attachment in
+//! the 24-hour window named in the error, Meta's rate-limit codes as waits, a broken
+//! connection told apart from a refused one, an attachment in
 //! both directions, and a button tap arriving as the command it stands for.
 
 mod support;
@@ -153,6 +154,45 @@ async fn outside_the_window_the_error_says_so_and_rate_limits_are_waits() {
         running.meta.sent()[0].text,
         "*now* it goes",
         "WhatsApp's bold"
+    );
+    running.stop().await;
+}
+
+/// A send whose connection broke before Meta's answer may have reached the user (here it
+/// did): ambiguous, so the gateway never resends it silently. A Graph API that refuses the
+/// connection never saw the message: transient, so it is sent again.
+#[tokio::test]
+async fn a_broken_connection_is_ambiguous_and_a_refused_one_is_transient() {
+    let core = TestCore::new();
+    let running = support::start(core.context()).await;
+    running.meta.user_wrote(USER, 60);
+    running.meta.fail_next(Fault::Disconnect);
+    let broken = running.adapter.send(to_user(text("did it go?"))).await;
+    assert_eq!(broken.kind(), Some(SendErrorKind::Ambiguous), "{broken:?}");
+    let sent = running.meta.sent();
+    assert_eq!(sent.len(), 1, "Meta accepted it before the break");
+    assert_eq!(sent[0].text, "did it go?");
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let extra = json!({"phone_number_id": fake_whatsapp::PHONE_NUMBER_ID,
+        "access_token": fake_whatsapp::TOKEN, "app_secret": fake_whatsapp::APP_SECRET,
+        "verify_token": fake_whatsapp::VERIFY_TOKEN, "graph_api_url": url});
+    let cache = tempfile::tempdir().unwrap();
+    let settings = hermes_whatsapp::Settings::from_config(
+        extra.as_object().unwrap(),
+        &Default::default(),
+        cache.path().to_path_buf(),
+        hermes_adapter::net::Net::direct(),
+    )
+    .unwrap();
+    let unreachable = hermes_whatsapp::WhatsAppAdapter::new(settings);
+    let refused = unreachable.send(to_user(text("anyone there?"))).await;
+    assert_eq!(
+        refused.kind(),
+        Some(SendErrorKind::Transient),
+        "{refused:?}"
     );
     running.stop().await;
 }

@@ -80,7 +80,9 @@ pub(super) async fn messages(
         }
         return Json(json!({"success": true})).into_response();
     }
-    if let Some(fault) = shared.faults.pop_front() {
+    let fault = shared.faults.pop_front();
+    let disconnect = matches!(fault, Some(Fault::Disconnect));
+    if let Some(fault) = fault.filter(|_| !disconnect) {
         shared.refused += 1;
         return match fault {
             Fault::Throughput(after) => {
@@ -106,6 +108,7 @@ pub(super) async fn messages(
                 131_000,
                 "Something went wrong",
             ),
+            Fault::Disconnect => unreachable!("handled after the send"),
         };
     }
     let to = body["to"].as_str().unwrap_or_default().to_owned();
@@ -222,11 +225,23 @@ pub(super) async fn messages(
     if let Some(watch) = &shared.sent_watch {
         watch.send_replace(count);
     }
+    if disconnect {
+        return broken_connection();
+    }
     Json(
         json!({"messaging_product": "whatsapp", "contacts": [{"input": to, "wa_id": to}],
         "messages": [{"id": id}]}),
     )
     .into_response()
+}
+
+/// A response whose body fails at once: the server aborts the connection with the answer
+/// unfinished, so the client never reads a complete response.
+fn broken_connection() -> Response {
+    let broken = futures_util::stream::once(async {
+        Err::<axum::body::Bytes, _>(std::io::Error::other("connection dropped by fault"))
+    });
+    Response::new(axum::body::Body::from_stream(broken))
 }
 
 pub(super) async fn upload(

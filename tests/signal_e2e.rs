@@ -7,7 +7,8 @@
 //! cache) and out (a `MEDIA:` reply uploaded as a data URI); an approval prompt answered by
 //! a numbered reaction (an outsider's reaction in a group answering nothing); pairing a
 //! stranger with the CLI; kill -9 three times with a turn in
-//! flight, nothing lost or doubled.
+//! flight, nothing lost or doubled; a message sent while hermesd was down answered when it is
+//! back (signal-cli in on-connection receive mode).
 
 mod support;
 
@@ -421,5 +422,28 @@ async fn kill_9_three_times_loses_and_doubles_nothing() {
             "{texts:#?}"
         );
     }
+    run.stop().await;
+}
+
+/// With signal-cli run as `daemon --receive-mode=on-connection` (what docs and the setup
+/// hint ask for), a message sent while hermesd is down waits on Signal's servers and is
+/// answered, once, when hermesd is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_while_hermesd_is_down_is_answered_when_it_is_back() {
+    let mut run = SignalRun::start().await;
+    run.signal.receive_on_connection();
+    run.signal.push_dm(OWNER, "before");
+    run.reply(OWNER, "echo: before").await;
+    run.kill9().await;
+    run.signal.wait_streams_closed().await;
+    run.signal.push_dm(OWNER, "while you were away");
+    run.launch().await;
+    run.reply(OWNER, "echo: while you were away").await;
+    let answers = run
+        .sent_to(OWNER)
+        .into_iter()
+        .filter(|s| s.message == "echo: while you were away")
+        .count();
+    assert_eq!(answers, 1);
     run.stop().await;
 }

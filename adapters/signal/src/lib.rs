@@ -3,6 +3,11 @@
 //! on its server-sent event stream, everything outbound is a JSON-RPC call. Chats, message
 //! ids and the allowlists follow Hermes' Signal adapter; approvals are answered by a
 //! numbered emoji reaction because Signal has no buttons.
+//!
+//! signal-cli acknowledges a message to Signal's servers once it has handed it to the
+//! listeners open at that moment; it keeps none for later. Run it with
+//! `--receive-mode=on-connection` and it fetches only while hermesd's event stream is open,
+//! so messages sent while hermesd is down wait on the servers (tests/signal_e2e.rs).
 #![forbid(unsafe_code)]
 
 mod adapter;

@@ -137,7 +137,7 @@ pub async fn signal(client: &Client, base: &str) -> Check {
     verdict(
         "signal.http_url",
         outcome,
-        "start `signal-cli -a NUMBER daemon --http HOST:PORT` and point SIGNAL_HTTP_URL at it",
+        "start `signal-cli -a NUMBER daemon --http HOST:PORT --receive-mode=on-connection` and point SIGNAL_HTTP_URL at it",
     )
 }
 

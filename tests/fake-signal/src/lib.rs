@@ -71,16 +71,38 @@ impl FakeSignal {
             .expect("the fake is alive");
     }
 
+    /// Waits until every event stream open now has been closed by its client.
+    pub async fn wait_streams_closed(&self) {
+        let streams = self.shared.streams.lock().unwrap().clone();
+        let closed = futures_util::future::join_all(streams.iter().map(|s| s.closed()));
+        tokio::time::timeout(WAIT, closed)
+            .await
+            .expect("the adapter's event streams close");
+    }
+
     /// How many event streams are open now.
     pub fn listeners(&self) -> usize {
         *self.shared.listeners.borrow()
     }
 
-    /// Pushes a raw `receive` event's data to every open stream (nothing is kept for a
-    /// stream that opens later: signal-cli hands each message to the handlers registered
-    /// when it arrives, HttpServerHandler.subscribeReceiveHandlers).
+    /// Pushes a raw `receive` event's data to every open stream. signal-cli hands each
+    /// message to the handlers registered when it arrives
+    /// (HttpServerHandler.subscribeReceiveHandlers), so with no stream open it is gone —
+    /// unless the daemon runs `--receive-mode=on-connection` ([`Self::receive_on_connection`]).
     pub fn push_raw(&self, data: &str) {
         self.shared.push(data);
+    }
+
+    /// Acts as `signal-cli daemon --receive-mode=on-connection`: the daemon fetches messages
+    /// from Signal's servers only while an event stream is open (its default handler is
+    /// registered as weak, DaemonCommand.addDefaultReceiveHandler; ManagerImpl starts the
+    /// receive thread with the first non-weak handler and stops it with the last,
+    /// addReceiveHandler/removeReceiveHandler). A message sent meanwhile waits on the
+    /// server and arrives when a stream opens again.
+    pub fn receive_on_connection(&self) {
+        self.shared
+            .on_connection
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// A direct message from `from` (a phone number); returns its timestamp.

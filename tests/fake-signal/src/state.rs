@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -38,6 +38,10 @@ pub(crate) struct Shared {
     pub attachments: Mutex<HashMap<String, Vec<u8>>>,
     pub rate_limit: Mutex<Option<u64>>,
     pub unexpected: Mutex<Vec<String>>,
+    /// `--receive-mode=on-connection`: messages wait on the server while no stream is open.
+    pub on_connection: AtomicBool,
+    /// Those waiting messages' frames, oldest first.
+    pub waiting: Mutex<Vec<Bytes>>,
     clock: AtomicI64,
 }
 
@@ -53,6 +57,8 @@ impl Shared {
             attachments: Mutex::default(),
             rate_limit: Mutex::default(),
             unexpected: Mutex::default(),
+            on_connection: AtomicBool::new(false),
+            waiting: Mutex::default(),
             clock: AtomicI64::new(1_700_000_000_000),
         }
     }
@@ -67,7 +73,23 @@ impl Shared {
     pub fn push(&self, data: &str) {
         let frame = Bytes::from(format!("event:receive\ndata:{data}\n\n"));
         let mut streams = self.streams.lock().unwrap();
-        streams.retain(|s| s.send(frame.clone()).is_ok());
+        streams.retain(|s| !s.is_closed());
+        if streams.is_empty() && self.on_connection.load(Ordering::SeqCst) {
+            self.waiting.lock().unwrap().push(frame);
+        } else {
+            streams.retain(|s| s.send(frame.clone()).is_ok());
+        }
+        self.listeners.send_replace(streams.len());
+    }
+
+    /// Registers a newly opened stream; in on-connection mode the messages that waited on
+    /// the server are its first events.
+    pub fn open_stream(&self, stream: mpsc::UnboundedSender<Bytes>) {
+        let mut streams = self.streams.lock().unwrap();
+        for frame in self.waiting.lock().unwrap().drain(..) {
+            let _ = stream.send(frame);
+        }
+        streams.push(stream);
         self.listeners.send_replace(streams.len());
     }
 

@@ -29,11 +29,7 @@ pub(crate) async fn events(
         return StatusCode::BAD_REQUEST.into_response();
     }
     let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
-    {
-        let mut streams = shared.streams.lock().unwrap();
-        streams.push(tx.clone());
-        shared.listeners.send_replace(streams.len());
-    }
+    shared.open_stream(tx.clone());
     // The keep-alive writer lives as long as the stream is registered.
     let keep = tx.downgrade();
     tokio::spawn(async move {

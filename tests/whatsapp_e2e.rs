@@ -3,7 +3,8 @@
 //! read receipt and typing shown, after a rate limit waited out, a redelivered notification answered once, a stranger and
 //! a forged delivery getting nothing, an attachment in and out, an approval answered by a
 //! button, three `kill -9`s mid-turn ending in exactly one answer, and a reply whose
-//! connection broke after Meta took it never sent again silently.
+//! connection broke after Meta took it never sent again silently, and a webhook route
+//! delivering to WhatsApp inside the 24-hour window (outside it, the log says why).
 
 mod support;
 
@@ -138,15 +139,19 @@ async fn first_reply_duplicates_strangers_and_attachments() {
     let png = support::images::png();
     let media_id = meta.add_user_media("image/png", &png);
     meta.push_image(OWNER, &media_id, "what is in this picture?");
+    // Sent to the owner by now: the first answer, a note that this model cannot see
+    // images, and the report's text and document (the last two waited for by name).
     wait_until("the report and its text are sent", WAIT, || {
-        meta.sent_to(OWNER).len() >= 3
+        let sent = meta.sent_to(OWNER);
+        sent.iter().any(|s| s.kind == "document")
+            && sent.iter().any(|s| s.text.contains("Here is the report."))
     })
     .await;
     let to_owner = meta.sent_to(OWNER);
     let document = to_owner
         .iter()
         .find(|s| s.kind == "document")
-        .expect("a document");
+        .unwrap_or_else(|| panic!("no document in {to_owner:#?}"));
     assert_eq!(document.media.as_deref(), Some(&b"%PDF-1.4 the report"[..]));
     assert!(
         texts_to(&meta, OWNER)
@@ -288,5 +293,60 @@ async fn a_reply_whose_connection_broke_is_not_sent_again_silently() {
         resent.starts_with('\u{267b}') && resent.ends_with("\n\nFirst answer."),
         "the possible copy carries the recovered marker: {resent:?}"
     );
+    daemon.terminate();
+}
+
+/// A signed webhook's route delivers to WhatsApp: to a user inside the 24-hour window the
+/// rendered text is sent; to one outside it nothing goes out, and the log says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_route_delivers_to_whatsapp_inside_the_window() {
+    const SECRET: &str = "route-secret-7c1e";
+    const LAPSED: &str = "4915100000777";
+    let meta = FakeMeta::start().await;
+    let model = FakeModel::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let route = |name: &str, to: &str| {
+        format!(
+            "        {name}:\n          deliver: whatsapp_cloud\n          deliver_only: true\n          \
+             prompt: \"Deploy {{status}}\"\n          deliver_extra:\n            chat_id: \"{to}\"\n"
+        )
+    };
+    let config = format!(
+        "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: 0\n      \
+         secret: \"{SECRET}\"\n      routes:\n{}{}",
+        route("owner", OWNER),
+        route("lapsed", LAPSED)
+    );
+    std::fs::write(home.path().join("config.yaml"), config).unwrap();
+    let env = env(home.path(), &model, &meta);
+    let (daemon, _) = start(home.path(), &env, &meta).await;
+    let hooks = daemon
+        .wait_for_line_where(|l| l.contains("\"webhook listener ready\""), WAIT)
+        .unwrap_or_else(|| panic!("no webhook listener: {:#?}", daemon.logs()));
+    let hooks = support::daemon::field(&hooks, "addr").expect("addr");
+    meta.user_wrote(OWNER, 60);
+    meta.user_wrote(LAPSED, 25 * 60 * 60);
+    let post = |route: &'static str, id: &'static str| {
+        let url = format!("http://{hooks}/webhooks/{route}");
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .header("x-gitlab-token", SECRET)
+                .header("x-gitlab-event-uuid", id)
+                .body(r#"{"status": "green"}"#)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    assert_eq!(post("owner", "w-1").await, 202);
+    meta.wait_sent(1).await;
+    assert_eq!(texts_to(&meta, OWNER), ["Deploy green"]);
+    assert_eq!(post("lapsed", "w-2").await, 202);
+    let said = daemon.wait_for_line_where(|l| l.contains("24-hour") && l.contains(LAPSED), WAIT);
+    assert!(said.is_some(), "the window is named: {:#?}", daemon.logs());
+    assert!(meta.sent_to(LAPSED).is_empty());
+    assert!(model.requests().is_empty(), "deliver_only runs no model");
     daemon.terminate();
 }

@@ -267,6 +267,9 @@ fn webhook(
         ("discord", &platforms.discord),
         ("slack", &platforms.slack),
         ("signal", &platforms.signal),
+        // Free-form messages reach only users inside the 24-hour window; a delivery to
+        // anyone else fails with the adapter's error naming the window, in the log.
+        ("whatsapp_cloud", &platforms.whatsapp_cloud),
     ]
     .into_iter()
     .filter(|(_, platform)| platform.enabled)

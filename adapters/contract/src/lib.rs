@@ -11,6 +11,7 @@ mod adapter;
 mod dead_letter;
 mod event;
 mod ingress;
+pub mod listener;
 pub mod media_cache;
 pub mod net;
 mod outbound;

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use hermes_adapter::listener::{SELF_CHECK_EVERY, watch_listener};
 use hermes_adapter::{
     Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, Outbound, OutboundKind,
     SendErrorKind, SendResult, WEBHOOK_PLATFORM,
@@ -29,9 +30,6 @@ use hermes_adapter::{
 
 pub use settings::{DeliverTarget, Settings, SkillMessage};
 
-/// How often the listener asks itself for `/health`, which is its progress report: a
-/// listener that stopped accepting is restarted, not left "connected" and deaf.
-const SELF_CHECK_EVERY: Duration = Duration::from_secs(15);
 /// The longest a log-only answer is written into one log line.
 const LOG_TEXT_LIMIT: usize = 4000;
 
@@ -96,37 +94,12 @@ impl WebhookAdapter {
             "webhook listener ready"
         );
         let app = server::router(shared);
-        let served = stop.clone();
-        let mut serving = tokio::spawn(async move {
+        let serving = tokio::spawn(async move {
             axum::serve(listener, app)
-                .with_graceful_shutdown(async move { served.cancelled().await })
+                .with_graceful_shutdown(async move { stop.cancelled().await })
                 .await
         });
-        let probe = self_check_url(addr);
-        let plain = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| AdapterError::Fatal(e.to_string()))?;
-        loop {
-            if plain
-                .get(&probe)
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-            {
-                ctx.progress.report();
-            }
-            tokio::select! {
-                () = stop.cancelled() => break,
-                ended = &mut serving => {
-                    return Err(AdapterError::Retryable(format!("webhook listener stopped: {ended:?}")));
-                }
-                () = tokio::time::sleep(SELF_CHECK_EVERY) => {}
-            }
-        }
-        let _ = serving.await;
-        Ok(())
+        watch_listener(addr, serving, &ctx, "webhook listener").await
     }
 
     async fn deliver(&self, outbound: Outbound) -> SendResult {
@@ -172,15 +145,6 @@ impl WebhookAdapter {
         }
         SendResult::failed(SendErrorKind::NotFound, "not a webhook destination")
     }
-}
-
-fn self_check_url(addr: SocketAddr) -> String {
-    let ip = match addr.ip() {
-        ip if ip.is_unspecified() && ip.is_ipv4() => std::net::IpAddr::from([127, 0, 0, 1]),
-        ip if ip.is_unspecified() => std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
-        ip => ip,
-    };
-    format!("http://{}/health", SocketAddr::new(ip, addr.port()))
 }
 
 impl Adapter for WebhookAdapter {

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use hermes_adapter::listener::{SELF_CHECK_EVERY, watch_listener};
 use hermes_adapter::{
     Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, MessageEvent, Outbound,
     OutboundKind, SendErrorKind, SendResult,
@@ -31,9 +32,6 @@ pub use format::to_whatsapp;
 pub use inbound::PLATFORM;
 pub use settings::Settings;
 
-/// How often the listener asks itself for `/health`: its progress report between deliveries
-/// (Meta may stay quiet for hours; a listener that stopped accepting is restarted).
-const SELF_CHECK_EVERY: Duration = Duration::from_secs(15);
 /// The largest attachment fetched (Meta's document limit).
 const MAX_ATTACHMENT_BYTES: usize = 100 * 1024 * 1024;
 
@@ -102,43 +100,13 @@ impl WhatsAppAdapter {
             ctx: ctx.clone(),
             last_inbound: self.last_inbound.clone(),
         });
-        let served = stop.clone();
         let app = webhook::router(shared);
-        let mut serving = tokio::spawn(async move {
+        let serving = tokio::spawn(async move {
             axum::serve(listener, app)
-                .with_graceful_shutdown(async move { served.cancelled().await })
+                .with_graceful_shutdown(async move { stop.cancelled().await })
                 .await
         });
-        let probe = format!("http://127.0.0.1:{}/health", addr.port());
-        let probe = if addr.ip().is_unspecified() || addr.ip().is_loopback() {
-            probe
-        } else {
-            format!("http://{addr}/health")
-        };
-        let plain = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| AdapterError::Fatal(e.to_string()))?;
-        loop {
-            if plain
-                .get(&probe)
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-            {
-                ctx.progress.report();
-            }
-            tokio::select! {
-                () = stop.cancelled() => break,
-                ended = &mut serving => {
-                    return Err(AdapterError::Retryable(format!("WhatsApp listener stopped: {ended:?}")));
-                }
-                () = tokio::time::sleep(SELF_CHECK_EVERY) => {}
-            }
-        }
-        let _ = serving.await;
-        Ok(())
+        watch_listener(addr, serving, &ctx, "WhatsApp listener").await
     }
 
     async fn deliver(&self, outbound: Outbound) -> SendResult {

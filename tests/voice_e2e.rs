@@ -2,8 +2,9 @@
 //! note out (Telegram's `sendVoice`, which the fake Bot API checks is Ogg/Opus; Discord's
 //! voice message, which the fake checks against Discord's rules) with the text alongside;
 //! `/voice off` makes it text again and is saved in `gateway_voice_mode.json`; a speech
-//! service that rate-limits or fails still leaves a text answer. And the two speech APIs'
-//! error cases, each becoming one sentence, against the wire-level fake.
+//! service that rate-limits or fails still leaves a text answer; a spoken reply cut off by
+//! kill -9 is sent once after the restart. And the two speech APIs' error cases, each
+//! becoming one sentence, against the wire-level fake.
 
 #[path = "discord_rig/mod.rs"]
 mod discord_rig;
@@ -144,6 +145,45 @@ async fn telegram_voice_in_voice_out_then_off_and_a_failing_service() {
         "the failures are logged"
     );
     assert!(!logs.join("\n").contains("sk-test"), "no key in the logs");
+}
+
+/// kill -9 while Telegram holds the `sendVoice` call: after the restart the spoken reply
+/// goes out once (under the recovered marker, since the first try may have arrived), from
+/// the clip made before the crash; the speech service is not asked again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spoken_reply_cut_off_by_kill_9_is_sent_once_after_the_restart() {
+    let stt = FakeStt::start("what time is it").await;
+    let tts = FakeTts::start("sk-test").await;
+    let mut rig = start("", &tts_config(&stt, &tts), &[]).await;
+    rig.telegram
+        .fail_next("sendVoice", fake_telegram::Fault::Stall, 1);
+    rig.model.push(Step::text("It is noon now."));
+    send_voice(&rig);
+    rig.wait_for("the held sendVoice", |rig| {
+        (!rig.telegram.calls_of("sendVoice").is_empty()).then_some(())
+    })
+    .await;
+    rig.crash_and_restart().await;
+    let voice = rig
+        .wait_for("the voice note after the restart", |rig| {
+            voices(rig).into_iter().next()
+        })
+        .await;
+    let caption = voice.str("caption").unwrap_or_default().replace('\\', "");
+    assert!(
+        caption.starts_with('\u{267b}') && caption.ends_with("It is noon now."),
+        "the recovered marker, then the reply: {caption:?}"
+    );
+    assert_eq!(voice.files[0].audio_format, "ogg_opus");
+    // A later message answered proves no second copy is still on its way.
+    rig.model.push(Step::text("Plain answer."));
+    send_text(&rig, "/voice off");
+    wait_text(&rig, "Voice replies are off").await;
+    send_text(&rig, "and now?");
+    wait_text(&rig, "Plain answer.").await;
+    assert_eq!(voices(&rig).len(), 1);
+    assert_eq!(tts.requests().len(), 1, "the clip was made once");
+    rig.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

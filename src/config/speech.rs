@@ -292,6 +292,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[test]
+    fn every_other_provider_block_is_accepted_and_reported() {
+        for provider in TTS_OTHER_PROVIDERS {
+            assert!(IGNORED_TTS.contains(provider), "{provider}");
+        }
+    }
+
     fn read(tts: Value, voice: Value) -> (SpeechConfig, Issues) {
         let mut issues = Issues::default();
         let config = speech(&mut issues, Some(&tts), Some(&voice));

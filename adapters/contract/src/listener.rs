@@ -9,9 +9,12 @@ use tokio::task::JoinHandle;
 
 use crate::{AdapterContext, AdapterError};
 
-/// How often the listener is asked; a supervisor should allow a few misses
-/// (`SELF_CHECK_EVERY * 4` is what the listeners here give as their progress deadline).
+/// How often the listener is asked.
 pub const SELF_CHECK_EVERY: Duration = Duration::from_secs(15);
+
+/// The liveness window of such an adapter (`Adapter::liveness_window`): three missed checks
+/// in a row are tolerated, the fourth restarts it.
+pub const LIVENESS_WINDOW: Duration = Duration::from_secs(SELF_CHECK_EVERY.as_secs() * 4);
 
 /// The URL a listener bound to `addr` answers its health check on: a wildcard address is
 /// asked through the loopback of its family.

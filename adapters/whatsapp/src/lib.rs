@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use hermes_adapter::listener::{SELF_CHECK_EVERY, watch_listener};
+use hermes_adapter::listener::{LIVENESS_WINDOW, watch_listener};
 use hermes_adapter::{
     Adapter, AdapterContext, AdapterError, Capabilities, LengthUnit, MessageEvent, Outbound,
     OutboundKind, SendErrorKind, SendResult,
@@ -222,7 +222,7 @@ impl Adapter for WhatsAppAdapter {
     }
 
     fn liveness_window(&self) -> Duration {
-        SELF_CHECK_EVERY * 4
+        LIVENESS_WINDOW
     }
 
     fn run(&self, ctx: AdapterContext) -> BoxFuture<'_, Result<(), AdapterError>> {

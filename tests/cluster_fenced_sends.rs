@@ -7,7 +7,9 @@
 //! cannot be confirmed (its database connection stalled), a reply is neither claimed nor
 //! sent; it stays owed and goes out once when a renewal lands. A tool call is fenced the
 //! same way: a holder stopped right after storing the model's tool-call message, resumed
-//! after the new holder ran the tool, does not run it a second time.
+//! after the new holder ran the tool, does not run it a second time. And the other side of
+//! the fence: a send that takes longer than one lease time on an instance whose lease keeps
+//! being renewed is not cut off, so its reply is delivered once, plain.
 
 #[path = "support/cluster.rs"]
 mod cluster_support;
@@ -154,6 +156,23 @@ async fn a_holder_paused_before_running_a_tool_call_does_not_run_it_after_a_take
 /// The instance lease of the store-level test: renewed every second.
 const STORE_TTL: Duration = Duration::from_secs(3);
 
+/// A reply owed to a Telegram DM: its id and its row.
+async fn owe(store: &Store, content: &str) -> (String, hermesd::state::Obligation) {
+    let id = store
+        .create_obligation(NewObligation {
+            session_key: "agent:main:telegram:dm:42".into(),
+            message_ref: "e1".into(),
+            platform: "telegram".into(),
+            chat_id: "42".into(),
+            thread_id: None,
+            content: content.into(),
+        })
+        .await
+        .unwrap();
+    let row = store.get_obligation(&id).await.unwrap().unwrap();
+    (id, row)
+}
+
 async fn obligation_row(pool: &PgPool, id: &str) -> (String, i64) {
     sqlx::query_as("SELECT state, attempts FROM delivery_obligations WHERE obligation_id = $1")
         .bind(id)
@@ -179,18 +198,7 @@ async fn a_reply_owed_under_an_unconfirmed_instance_lease_stays_owed_and_goes_ou
     let direct = PgPool::connect(&pg.url()).await.expect("connect directly");
     let adapter = Arc::new(ScriptedAdapter::new(4096, LengthUnit::Utf16));
     let deliverer = Deliverer::new(adapter.clone(), RetryPolicy::seeded(2));
-    let id = store
-        .create_obligation(NewObligation {
-            session_key: "agent:main:telegram:dm:42".into(),
-            message_ref: "e1".into(),
-            platform: "telegram".into(),
-            chat_id: "42".into(),
-            thread_id: None,
-            content: "owed".into(),
-        })
-        .await
-        .unwrap();
-    let row = store.get_obligation(&id).await.unwrap().unwrap();
+    let (id, row) = owe(&store, "owed").await;
 
     // The database stops answering this instance: no renewal lands, and the lease's local
     // deadline (never later than the database's expiry) passes.
@@ -233,6 +241,52 @@ async fn a_reply_owed_under_an_unconfirmed_instance_lease_stays_owed_and_goes_ou
         "{delivered:?}"
     );
     assert_eq!(adapter.sent().len(), 1);
+    assert_eq!(obligation_row(&direct, &id).await.0, "delivered");
+    store.close().await;
+}
+
+/// A platform that keeps a send waiting for three lease times (Discord's limiter queueing
+/// behind a bucket other instances emptied) on an instance whose lease is renewed all along:
+/// the reply is delivered, once, plain. Until the bound followed renewals, such a call was
+/// cut off at the deadline it started with and the reply left ambiguous on a healthy
+/// instance (the Discord reply `tests/cluster_chaos_e2e.rs` lost in CI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_longer_than_the_lease_on_a_healthy_instance_is_delivered_once() {
+    let pg = tokio::task::spawn_blocking(PgCluster::start)
+        .await
+        .expect("start PostgreSQL");
+    let options = StoreOptions {
+        instance_id: Some("a".into()),
+        lease_ttl: STORE_TTL,
+        ..StoreOptions::default()
+    };
+    let store = Store::open_postgres(&pg.url(), options)
+        .await
+        .expect("open PostgreSQL");
+    let direct = PgPool::connect(&pg.url()).await.expect("connect directly");
+    let adapter = Arc::new(ScriptedAdapter::new(4096, LengthUnit::Utf16));
+    adapter.answer_after(
+        STORE_TTL * 3,
+        hermes_adapter::SendResult {
+            message_id: Some("slow-1".into()),
+            error: None,
+            retry_after: None,
+        },
+    );
+    let deliverer = Deliverer::new(adapter.clone(), RetryPolicy::seeded(3));
+    let (id, row) = owe(&store, "worth the wait").await;
+    let delivered = tokio::time::timeout(WAIT, deliverer.deliver_obligation(&store, &row))
+        .await
+        .expect("the slow send ends")
+        .unwrap();
+    let ObligationDelivery::Attempted(report) = delivered else {
+        panic!("claimed and sent: {delivered:?}");
+    };
+    assert_eq!(report.outcome, DeliveryOutcome::Delivered, "{report:?}");
+    assert_eq!(report.sent_message_ids, vec!["slow-1".to_owned()]);
+    let texts = adapter.texts();
+    assert_eq!(texts.len(), 1, "one send: {texts:?}");
+    assert_eq!(texts[0].0, "worth the wait", "plain, no recovered marker");
     assert_eq!(obligation_row(&direct, &id).await.0, "delivered");
     store.close().await;
 }

@@ -277,16 +277,16 @@ impl Sender {
         target: &Target<'_>,
         kind: OutboundKind,
     ) -> Result<SendResult, Fenced> {
-        let act_by = fenced::check()?;
+        let bound = fenced::check()?;
         let outbound = Outbound {
             chat_id: target.chat_id.to_owned(),
             thread_id: target.thread_id.map(str::to_owned),
             kind,
         };
         let send = self.adapter.send(outbound);
-        let Some(act_by) = act_by else {
+        let Some(bound) = bound else {
             return Ok(send.await);
         };
-        Ok(fenced::bounded(act_by, send).await)
+        Ok(fenced::bounded(&bound, send).await)
     }
 }

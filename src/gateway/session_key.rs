@@ -31,14 +31,13 @@ fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().filter(|v| !v.is_empty())
 }
 
-/// Platforms whose `user_id_alt` is the account's stable id, not a name (Hermes keys their
-/// participants on it too: its `build_session_key` takes `user_id_alt or user_id`).
-const ALT_ID_IS_STABLE: &[&str] = &["signal"];
-
-/// The id a group participant is keyed by: see the module comment.
+/// The id a group participant is keyed by: see the module comment. The alternative id
+/// keys them where the adapter vouches that it is the account's stable id
+/// (`SessionSource::user_id_alt_is_stable`; Hermes's `build_session_key` takes
+/// `user_id_alt or user_id`).
 fn participant(source: &SessionSource) -> Option<&str> {
-    let stable_alt = ALT_ID_IS_STABLE.contains(&source.platform.as_str());
-    stable_alt
+    source
+        .user_id_alt_is_stable
         .then(|| non_empty(&source.user_id_alt))
         .flatten()
         .or(non_empty(&source.user_id))
@@ -264,6 +263,32 @@ mod tests {
             build_session_key(&group, shared, None),
             "agent:main:signal:group:group:Zz=="
         );
+    }
+
+    /// The adapter, not a platform list in the core, says whether the alternative id is a
+    /// stable one; an event journaled before the flag existed reads as not vouched for.
+    #[test]
+    fn the_alternative_id_keys_a_member_only_when_the_adapter_vouches_for_it() {
+        let mut member = source("matrix", ChatType::Group, "!room", None);
+        member.user_id = Some("@a:hs".into());
+        member.user_id_alt = Some("device-stable-a".into());
+        let default = KeyPolicy::default();
+        assert_eq!(
+            build_session_key(&member, default, None),
+            "agent:main:matrix:group:!room:@a:hs"
+        );
+        member.user_id_alt_is_stable = true;
+        assert_eq!(
+            build_session_key(&member, default, None),
+            "agent:main:matrix:group:!room:device-stable-a"
+        );
+        let mut journaled = serde_json::to_value(&member).unwrap();
+        journaled
+            .as_object_mut()
+            .unwrap()
+            .remove("user_id_alt_is_stable");
+        let read: SessionSource = serde_json::from_value(journaled).unwrap();
+        assert!(!read.user_id_alt_is_stable);
     }
 
     #[test]

@@ -38,6 +38,12 @@ pub struct SessionSource {
     pub chat_topic: Option<String>,
     /// A second identity for the user (e.g. a platform-specific alias).
     pub user_id_alt: Option<String>,
+    /// The adapter vouches that `user_id_alt` is the account's stable id (Signal's uuid,
+    /// which stays when a phone number changes hands), not a name someone else can take
+    /// over (a Telegram username): then group members are keyed by it, as Hermes keys them
+    /// by `user_id_alt or user_id`. Absent in events journaled before it existed.
+    #[serde(default)]
+    pub user_id_alt_is_stable: bool,
     pub is_bot: bool,
     /// The guild/workspace id where the platform has one.
     pub scope_id: Option<String>,
@@ -58,6 +64,7 @@ impl SessionSource {
             thread_id: None,
             chat_topic: None,
             user_id_alt: None,
+            user_id_alt_is_stable: false,
             is_bot: false,
             scope_id: None,
             role_authorized: false,

@@ -107,6 +107,7 @@ fn decode_envelope(envelope: &Value, settings: &Settings) -> Decoded {
         thread_id: None,
         chat_topic: None,
         user_id_alt: uuid.filter(|u| *u != sender).map(str::to_owned),
+        user_id_alt_is_stable: true,
         is_bot: false,
         scope_id: None,
         role_authorized: false,
@@ -302,6 +303,10 @@ mod tests {
         assert_eq!(event.source.chat_id, "+15551234567");
         assert_eq!(event.source.chat_type, ChatType::Dm);
         assert_eq!(event.source.user_id_alt.as_deref(), Some("u-1"));
+        assert!(
+            event.source.user_id_alt_is_stable,
+            "the ACI uuid outlives the number"
+        );
         assert_eq!(
             event.message_id.as_deref(),
             Some("1700000000123:+15551234567")

@@ -213,6 +213,7 @@ impl Translator<'_> {
                 .or_else(|| str_field(event, "team"))
                 .map(str::to_owned),
             role_authorized: false,
+            user_id_alt_is_stable: false,
         };
         let event_id = str_field(payload, "event_id").unwrap_or(envelope_id);
         let mut message = MessageEvent::text(event_id, source, &text);

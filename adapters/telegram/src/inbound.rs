@@ -64,6 +64,8 @@ pub fn source(message: &Message) -> SessionSource {
         is_bot: user.is_some_and(|u| u.is_bot),
         scope_id: None,
         role_authorized: false,
+        // A username can be given up and taken by someone else: the user id keys them.
+        user_id_alt_is_stable: false,
     }
 }
 
